@@ -1,0 +1,1 @@
+"""Aggregates shared by every tool (XProf's OpStats layer)."""

@@ -1,0 +1,63 @@
+"""Number formatting for pages (Jinja filters), so templates never compute."""
+
+from __future__ import annotations
+
+import math
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def fmt_ms(value, digits: int = 1) -> str:
+    return "–" if _missing(value) else f"{value:,.{digits}f} ms"
+
+
+def fmt_us(value, digits: int = 1) -> str:
+    return "–" if _missing(value) else f"{value:,.{digits}f} µs"
+
+
+def fmt_pct(value, digits: int = 1) -> str:
+    return "–" if _missing(value) else f"{value:.{digits}f}%"
+
+
+def fmt_int(value) -> str:
+    return "–" if _missing(value) else f"{int(value):,}"
+
+
+def fmt_num(value, digits: int = 2) -> str:
+    return "–" if _missing(value) else f"{value:,.{digits}f}"
+
+
+def fmt_bytes(value) -> str:
+    if _missing(value):
+        return "–"
+    value = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} TiB"
+
+
+def fmt_duration_ps(value) -> str:
+    """A picosecond duration in the unit that reads best."""
+    if _missing(value):
+        return "–"
+    seconds = value / 1e12
+    if seconds >= 1:
+        return f"{seconds:,.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:,.1f} ms"
+    return f"{seconds * 1e6:,.1f} µs"
+
+
+FILTERS = {
+    "ms": fmt_ms,
+    "us": fmt_us,
+    "pct": fmt_pct,
+    "int": fmt_int,
+    "num": fmt_num,
+    "bytes": fmt_bytes,
+    "duration_ps": fmt_duration_ps,
+}

@@ -1,0 +1,125 @@
+"""Find runs and host files in a TensorBoard log directory.
+
+Accepted inputs: a logdir (holding `plugins/profile/<run>/`), its
+`plugins/profile` folder, or one run folder. Paths go through fsspec, so
+local paths, `gs://…` (gcsfs) and `memory://…` behave the same.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import fsspec
+
+from reportgen.errors import NoCapturesError
+
+HOST_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+PROFILE_SUBDIR = "plugins/profile"
+
+
+@dataclass(frozen=True)
+class HostFile:
+    host: str
+    path: str  # as fsspec understands it (protocol included for remote files)
+    size: int
+
+
+@dataclass
+class RunSource:
+    name: str
+    path: str
+    hosts: list[HostFile] = field(default_factory=list)
+
+
+def natural_key(text: str) -> list:
+    """Sort key that orders `run_2` before `run_10`."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+
+
+def host_name(filename: str) -> str | None:
+    for suffix in HOST_SUFFIXES:
+        if filename.endswith(suffix) and len(filename) > len(suffix):
+            return filename[: -len(suffix)]
+    return None
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
+
+
+def _unstrip(fs: fsspec.AbstractFileSystem, path: str) -> str:
+    """fsspec lists remote paths without their protocol; put it back."""
+    return fs.unstrip_protocol(path) if _is_remote(fs) else path
+
+
+def _is_remote(fs: fsspec.AbstractFileSystem) -> bool:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return protocol not in ("file", "local")
+
+
+def _host_files(fs: fsspec.AbstractFileSystem, folder: str) -> list[HostFile]:
+    hosts: dict[str, HostFile] = {}
+    for info in fs.ls(folder, detail=True):
+        if info.get("type") != "file":
+            continue
+        name = info["name"].rstrip("/").rsplit("/", 1)[-1]
+        host = host_name(name)
+        if host is None:
+            continue
+        # A host written both plain and gzipped: the plain file wins.
+        if host in hosts and name.endswith(".gz"):
+            continue
+        hosts[host] = HostFile(host=host, path=_unstrip(fs, info["name"]), size=int(info.get("size") or 0))
+    return sorted(hosts.values(), key=lambda h: natural_key(h.host))
+
+
+def _subdirs(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
+    return [info["name"] for info in fs.ls(folder, detail=True) if info.get("type") == "directory"]
+
+
+def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource]:
+    """Runs under `location`, each with its host files, in natural order.
+
+    Raises NoCapturesError (saying where it looked) when nothing is found.
+    """
+    fs, root = fsspec.core.url_to_fs(location)
+    if not fs.exists(root):
+        raise NoCapturesError(f"{location}: no such file or directory")
+    if not fs.isdir(root):
+        raise NoCapturesError(
+            f"{location}: not a directory (give a logdir, its plugins/profile folder or a run folder)"
+        )
+    looked = []
+    candidates: list[str]
+    profile_dir = _join(root, PROFILE_SUBDIR)
+    if fs.isdir(profile_dir):
+        candidates = _subdirs(fs, profile_dir)
+        looked.append(profile_dir)
+    elif _host_files(fs, root):
+        candidates = [root]
+        looked.append(root)
+    else:
+        candidates = _subdirs(fs, root)
+        looked.append(root)
+    runs = []
+    for folder in candidates:
+        name = folder.rstrip("/").rsplit("/", 1)[-1]
+        if only_runs is not None and name not in only_runs:
+            continue
+        hosts = _host_files(fs, folder)
+        if hosts:
+            runs.append(RunSource(name=name, path=_unstrip(fs, folder), hosts=hosts))
+    if not runs:
+        where = ", ".join(_unstrip(fs, p) for p in looked)
+        wanted = f" matching --runs {','.join(sorted(only_runs))}" if only_runs else ""
+        raise NoCapturesError(
+            f"no captures{wanted} found in {location} (looked for <run>/<host>.xplane.pb[.gz] under {where})"
+        )
+    return sorted(runs, key=lambda r: natural_key(r.name))
+
+
+def read_file(path: str) -> bytes:
+    """Read one host file through fsspec."""
+    with fsspec.open(path, "rb") as handle:
+        return handle.read()

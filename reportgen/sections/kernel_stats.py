@@ -1,0 +1,279 @@
+"""GPU kernel stats page: the kernels with the most time, one row per kernel–op pair.
+
+Numbers are XProf's kernel_stats tool (see `reportgen/core/kernel_stats.py`).
+A run gets the page when a host has GPU planes; CPU-only and TPU runs get
+none (XProf does not offer the tool there either).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from reportgen.core.kernel_stats import (
+    MAX_KERNEL_REPORTS,
+    combine_host_reports,
+    gpu_planes,
+    kernel_reports,
+    kernel_stats_table,
+)
+from reportgen.sections.base import HostContext, RunContext, Section
+
+# XProf's column ids and labels (kernel_stats.md §3), in its order.
+XPROF_COLUMNS = {
+    "rank": "Rank",
+    "kernel_name": "Kernel Name",
+    "registers_per_thread": "Registers per thread",
+    "shmem_bytes": "Shared Mem bytes",
+    "block_dim": "Block dim",
+    "grid_dim": "Grid dim",
+    "occupancy_pct": "Theoretical Occupancy %",
+    "is_op_tensor_core_eligible": "Op is TensorCore eligible",
+    "is_kernel_using_tensor_core": "Kernel uses TensorCore",
+    "op_name": "Op Name",
+    "occurrences": "Occurrences",
+    "total_duration_us": "Total Duration (\u03bcs)",
+    "avg_duration_us": "Avg Duration (\u03bcs)",
+    "min_duration_us": "Min Duration (\u03bcs)",
+    "max_duration_us": "Max Duration (\u03bcs)",
+}
+CSV_PATH = "data/kernel_stats/kernel_stats.csv"
+PIE_SLICES = 10
+SHORT_NAME_CHARS = 120  # compacted kernel names in the table; the full name is a click away
+LEGEND_NAME_CHARS = 120
+
+
+@dataclass
+class HostKernelStats:
+    reports: pd.DataFrame  # the host's kernel stats DB (core.kernel_stats.REPORT_COLUMNS)
+    gpu_planes: int
+    xla_kernel_events: int  # kernel events with an `hlo_op` stat (op names need HLO metadata)
+
+
+@dataclass
+class KernelStatsView:
+    """One selectable view: a host, or all hosts combined."""
+
+    key: str
+    label: str
+    table: pd.DataFrame  # core.kernel_stats.kernel_stats_table(), plus `host` when combined
+    show_host: bool = False
+
+
+@dataclass
+class KernelStatsData:
+    hosts: list[str]
+    combined: pd.DataFrame  # the run's table: XProf's multi-host combination (one host: that host's)
+    views: list[KernelStatsView] = field(default_factory=list)
+    gpu_planes: int = 0
+    xla_kernel_events: int = 0
+
+
+def elide(text: str, limit: int) -> str:
+    """Shorten in the middle: the start and the end of a signature say the most."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) * 3 // 5
+    return text[:head] + "\u2026" + text[len(text) - (limit - 1 - head) :]
+
+
+_NAMESPACE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*::")
+_CONST = re.compile(r"\s+const\b")
+
+
+def _without_parameters(name: str) -> str:
+    """Drop a trailing `( … )` parameter list (it repeats the template arguments)."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        if name[i] == ")":
+            depth += 1
+        elif name[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return name[:i] if i > 0 else name
+    return name
+
+
+_INNERMOST_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+_FOLDED = "\x00"  # a folded `<…>` while folding goes on
+
+
+def compact_kernel_name(name: str, limit: int) -> str:
+    """A demangled C++ kernel name made readable within `limit` characters.
+
+    Drops `void`, the parameter list, namespaces and `const`; then, while it
+    is too long, folds the innermost template argument lists into `<…>`, one
+    nesting level at a time, so the outer structure (which tells kernels
+    apart) survives; what is still too long is elided in the middle.
+    """
+    text = name.removeprefix("void ").replace(_FOLDED, "")
+    text = _without_parameters(text)
+    text = _CONST.sub("", _NAMESPACE.sub("", text))
+    text = " ".join(text.split()) or name
+
+    def shown(t: str) -> str:
+        return t.replace(_FOLDED, "<\u2026>")
+
+    while len(shown(text)) > limit:
+        folded = _INNERMOST_TEMPLATE_ARGS.sub(_FOLDED, text)
+        if folded == text:
+            break
+        text = folded
+    return elide(shown(text), limit)
+
+
+def tensor_core_percent(table: pd.DataFrame) -> float:
+    total = float(table["total_duration_us"].sum())
+    if total <= 0:
+        return 0.0
+    return 100.0 * float(table.loc[table["is_kernel_using_tensor_core"], "total_duration_us"].sum()) / total
+
+
+def top_kernels(table: pd.DataFrame, slices: int = PIE_SLICES) -> pd.DataFrame:
+    """Total time per kernel name (all its op rows), the `slices` largest and the rest as one slice."""
+    if table.empty:
+        return pd.DataFrame(columns=["label", "kernel_name", "total_us", "percent", "order"])
+    by_name = (
+        table.groupby("kernel_name", sort=False)
+        .agg(total_us=("total_duration_us", "sum"), rank=("rank", "min"))
+        .reset_index()
+        .sort_values(["total_us", "rank"], ascending=[False, True], kind="stable")
+    )
+    top = by_name.head(slices)
+    rest = by_name.iloc[slices:]
+    labels = [f"#{r} {compact_kernel_name(n, LEGEND_NAME_CHARS)}" for r, n in zip(top["rank"], top["kernel_name"])]
+    out = pd.DataFrame({"label": labels, "kernel_name": top["kernel_name"].to_numpy(),
+                        "total_us": top["total_us"].to_numpy()})
+    if len(rest):
+        label = f"{len(rest)} other kernel" + ("s" if len(rest) != 1 else "")
+        other = pd.DataFrame({"label": [label], "kernel_name": ["(other kernels)"],
+                              "total_us": [rest["total_us"].sum()]})
+        out = pd.concat([out, other], ignore_index=True)
+    total = out["total_us"].sum()
+    out["percent"] = 100.0 * out["total_us"] / total if total > 0 else 0.0
+    out["order"] = np.arange(len(out))
+    return out
+
+
+def pie_chart(slices: pd.DataFrame) -> alt.Chart:
+    return (
+        alt.Chart(slices)
+        .mark_arc(innerRadius=40)
+        .encode(
+            theta=alt.Theta("total_us:Q", stack=True),
+            color=alt.Color(
+                "label:N",
+                sort=alt.SortField("order"),
+                title="Kernel (#rank in the table)",
+                legend=alt.Legend(labelLimit=760, orient="right"),
+                scale=alt.Scale(scheme="tableau20"),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=[
+                alt.Tooltip("kernel_name:N", title="Kernel"),
+                alt.Tooltip("total_us:Q", title="Total (µs)", format=",.3f"),
+                alt.Tooltip("percent:Q", title="Share of kernel time (%)", format=".1f"),
+            ],
+        )
+        .properties(width=320, height=320)
+    )
+
+
+def csv_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The CSV download: XProf's labels, then the host each row came from."""
+    frame = table[list(XPROF_COLUMNS)].rename(columns=XPROF_COLUMNS)
+    frame["Host"] = table["host"].to_numpy() if "host" in table else ""
+    return frame
+
+
+def _rows(table: pd.DataFrame) -> list[dict]:
+    records = table.to_dict("records")
+    for row in records:
+        name = row["kernel_name"]
+        row["short_name"] = compact_kernel_name(name, SHORT_NAME_CHARS)
+        row["elided"] = row["short_name"] != name
+    return records
+
+
+class KernelStatsSection(Section):
+    slug = "kernel_stats"
+    title = "GPU kernel stats"
+
+    def host_part(self, host: HostContext) -> HostKernelStats | None:
+        capture = host.capture
+        planes = gpu_planes(capture)
+        if len(planes) == 0:
+            return None
+        hlo_ops = capture.event_stat("hlo_op")
+        on_gpu = np.isin(capture.events["plane"].to_numpy()[hlo_ops.owner], planes) if len(hlo_ops) else []
+        return HostKernelStats(
+            reports=kernel_reports(capture),
+            gpu_planes=len(planes),
+            xla_kernel_events=int(np.count_nonzero(on_gpu)),
+        )
+
+    def combine(self, run: RunContext, parts: dict[str, HostKernelStats]) -> KernelStatsData | None:
+        hosts = [h for h in run.host_names if h in parts] or list(parts)
+        if not hosts:
+            return None
+        per_host = {h: parts[h].reports for h in hosts}
+        combined = kernel_stats_table(combine_host_reports(per_host))
+        views = []
+        if len(hosts) > 1:
+            views.append(KernelStatsView("all", f"All {len(hosts)} hosts", combined, show_host=True))
+        for index, host in enumerate(hosts, start=1):
+            views.append(KernelStatsView(f"host-{index}", host, kernel_stats_table(per_host[host])))
+        return KernelStatsData(
+            hosts=hosts,
+            combined=combined,
+            views=views,
+            gpu_planes=sum(parts[h].gpu_planes for h in hosts),
+            xla_kernel_events=sum(parts[h].xla_kernel_events for h in hosts),
+        )
+
+    def summary(self, data: KernelStatsData) -> dict:
+        table = data.combined
+        return {
+            "kernels": int(len(table)),
+            "total_us": round(float(table["total_duration_us"].sum()), 3),
+            "tensor_core_percent": round(tensor_core_percent(table), 2),
+        }
+
+    def render(self, data: KernelStatsData, page) -> None:
+        page.write_csv(CSV_PATH, csv_frame(data.combined))
+        views = []
+        for view in data.views:
+            table = view.table
+            slices = top_kernels(table)
+            views.append(
+                {
+                    "key": view.key,
+                    "label": view.label,
+                    "show_host": view.show_host,
+                    "rows": _rows(table),
+                    "chart": pie_chart(slices).to_dict() if len(slices) else None,
+                    "kernels": len(table),
+                    "total_ms": float(table["total_duration_us"].sum()) / 1000.0,
+                    "occurrences": int(table["occurrences"].sum()),
+                    "tensor_core_percent": tensor_core_percent(table),
+                    "tensor_core_kernels": int(table["is_kernel_using_tensor_core"].sum()),
+                    "truncated": len(table) >= MAX_KERNEL_REPORTS,
+                }
+            )
+        page.write_html(
+            "kernel_stats.html",
+            "kernel_stats.html",
+            views=views,
+            hosts=data.hosts,
+            gpu_planes=data.gpu_planes,
+            xla_kernel_events=data.xla_kernel_events,
+            csv_path=CSV_PATH,
+            max_reports=MAX_KERNEL_REPORTS,
+            labels=XPROF_COLUMNS,
+        )

@@ -99,8 +99,8 @@ class GpuSpace:
     def __init__(self, hostname: str = "testhost"):
         self.space = xplane_pb2.XSpace()
         self.space.hostnames.append(hostname)
-        host = self.plane("/host:CPU", plane_id=0)
-        host.line(1, "python3").event("train", 0, 1_000_000)
+        self.host = self.plane("/host:CPU", plane_id=0)
+        self.host_thread = self.host.line(1, "python3").event("train", 0, 1_000_000)
 
     def plane(self, name: str, plane_id: int | None = None, stats=None) -> PlaneBuilder:
         plane = self.space.planes.add()

@@ -241,7 +241,7 @@ def _last_stat(capture: HostCapture, name: str, events: np.ndarray, as_string: b
     """
     rows = capture.event_stat(name)
     out = np.full(len(events), NO_STRING if as_string else -1, dtype=np.int64)
-    if len(rows) == 0:
+    if len(rows) == 0 or len(events) == 0:
         return out
     # Keep the last occurrence per owner (stats are stored in proto order).
     owner = rows.owner[::-1]

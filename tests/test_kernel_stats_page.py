@@ -1,0 +1,146 @@
+"""The kernel stats page, CSV and summary block, built end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import LOGDIR, ORACLE, host_files, needs_shared
+from gpu_xspace import GpuSpace
+
+from reportgen.build import BuildOptions, build_site
+from reportgen.loaders.xspace import decode_xspace
+from reportgen.sections.base import HostContext
+from reportgen.sections.kernel_stats import XPROF_COLUMNS, KernelStatsSection, compact_kernel_name
+
+CSV = "data/kernel_stats/kernel_stats.csv"
+
+
+@pytest.fixture(scope="module")
+def shared_site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site") / "site"
+    report = build_site([str(LOGDIR)], BuildOptions(output=str(out), runs={"gpu_multi_worker", "tf_keras_fast"},
+                                                    jobs=1))
+    assert report.exit_code == 0
+    return out
+
+
+@needs_shared
+def test_summary_block_and_tool_listing(shared_site):
+    summary = json.loads((shared_site / "summary.json").read_text())
+    gpu = summary["runs"]["gpu_multi_worker"]
+    oracle = json.loads((ORACLE / "gpu_multi_worker" / "kernel_stats.json").read_text())
+    total_us = sum(row["c"][11]["v"] for row in oracle["rows"])
+    assert gpu["tools"]["kernel_stats"] == {"page": "gpu_multi_worker/kernel_stats.html"}
+    assert gpu["kernel_stats"] == {"kernels": 30, "total_us": pytest.approx(total_us, abs=1e-3),
+                                   "tensor_core_percent": 0.0}
+    cpu = summary["runs"]["tf_keras_fast"]
+    assert "kernel_stats" not in cpu and "kernel_stats" not in cpu["tools"]
+    assert not (shared_site / "tf_keras_fast" / "kernel_stats.html").exists()
+    assert not (shared_site / "tf_keras_fast" / CSV).exists()
+
+
+@needs_shared
+def test_csv_is_xprofs_combined_table_plus_host(shared_site):
+    with open(shared_site / "gpu_multi_worker" / CSV, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    with open(ORACLE / "gpu_multi_worker" / "kernel_stats.csv", newline="", encoding="utf-8") as handle:
+        oracle = list(csv.reader(handle))
+    assert rows[0] == oracle[0] + ["Host"]
+    assert len(rows) == len(oracle)
+    for mine, theirs in zip(rows[1:], oracle[1:]):
+        assert mine[1] == theirs[1] and mine[9] == theirs[9]  # kernel and op names, verbatim
+        assert [float(v) for v in mine[10:15]] == pytest.approx([float(v) for v in theirs[10:15]])
+        assert mine[15] in {p.stem.removesuffix(".xplane") for p in host_files("gpu_multi_worker")}
+
+
+@needs_shared
+def test_page_has_a_view_per_host_and_all_hosts(shared_site):
+    html = (shared_site / "gpu_multi_worker" / "kernel_stats.html").read_text()
+    assert 'data-host-select="kernel_stats"' in html
+    assert html.count('data-host-panel="kernel_stats"') == 3
+    assert "All 2 hosts" in html
+    for label in XPROF_COLUMNS.values():
+        assert label in html
+    assert (shared_site / "gpu_multi_worker" / "index.html").read_text().count("kernel_stats.html") >= 1
+
+
+@needs_shared
+def test_tpu_and_cpu_hosts_have_no_kernel_stats():
+    section = KernelStatsSection()
+    for run in ("tpu_inference_2", "tf_keras_fast"):
+        path = host_files(run)[0]
+        capture = decode_xspace(str(path), path.read_bytes())
+        assert section.host_part(HostContext(run, capture.host, capture, "")) is None
+
+
+def test_capture_text_is_escaped_and_single_host_has_no_selector(tmp_path):
+    space = GpuSpace("onehost")
+    line = space.gpu(0).line(1, "Stream #1")
+    evil = "<script>alert(1)</script>"
+    line.event(evil, 0, 5000, stats={"kernel_details": "regs:1", "tf_op": '<img src=x onerror="boom()">:'})
+    line.event("volta_h884gemm", 10_000, 15000, stats={"kernel_details": "regs:1", "tf_op": "d/MatMul:MatMul"})
+    run_dir = tmp_path / "logs" / "plugins" / "profile" / "run1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "onehost.xplane.pb").write_bytes(space.serialize())
+    report = build_site([str(tmp_path / "logs")], BuildOptions(output=str(tmp_path / "site"), jobs=1))
+    assert report.exit_code == 0
+    html = (tmp_path / "site" / "run1" / "kernel_stats.html").read_text()
+    assert "<script>alert(1)" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "data-host-select" not in html
+    summary = json.loads((tmp_path / "site" / "summary.json").read_text())["runs"]["run1"]["kernel_stats"]
+    assert summary == {"kernels": 2, "total_us": 0.02, "tensor_core_percent": 75.0}
+
+
+def test_compact_kernel_names():
+    eigen = ("void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<Eigen::TensorAssignOp<Eigen::TensorMap<"
+             "Eigen::Tensor<Eigen::half, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::TensorConversionOp<Eigen::half, "
+             "Eigen::TensorMap<Eigen::Tensor<float const, 1, 1, long>, 16, Eigen::MakePointer> const> const> const, "
+             "Eigen::GpuDevice>, long>(Eigen::TensorEvaluator<Eigen::TensorAssignOp<Eigen::TensorMap<Eigen::Tensor<"
+             "Eigen::half, 1, 1, long>, 16, Eigen::MakePointer>, Eigen::TensorConversionOp<Eigen::half, "
+             "Eigen::TensorMap<Eigen::Tensor<float const, 1, 1, long>, 16, Eigen::MakePointer> const> const> const, "
+             "Eigen::GpuDevice>, long)")
+    assert compact_kernel_name(eigen, 120) == (
+        "EigenMetaKernel<TensorEvaluator<TensorAssignOp<TensorMap<\u2026>, "
+        "TensorConversionOp<half, TensorMap<\u2026>>>, GpuDevice>, long>"
+    )
+    assert compact_kernel_name("volta_h884gemm_128x128_ldg8_nn", 120) == "volta_h884gemm_128x128_ldg8_nn"
+    assert len(compact_kernel_name("k" * 500, 120)) == 120
+
+
+@needs_shared
+@pytest.mark.skipif(shutil.which("chromium") is None or shutil.which("chromedriver") is None,
+                    reason="chromium/chromedriver not installed")
+def test_page_works_in_a_browser(shared_site, tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
+    try:
+        driver.get((shared_site / "gpu_multi_worker" / "kernel_stats.html").as_uri())
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#kernel-pie-all svg"))
+        rows = driver.find_elements(By.CSS_SELECTOR, "#kernels-all tbody tr")
+        assert len(rows) == 30
+        # Filter by a fragment that only appears in the full (not the compact) names.
+        box = driver.find_element(By.CSS_SELECTOR, "input[data-filter-table='kernels-all']")
+        box.send_keys("FillPhiloxRandom")
+        assert sum(1 for r in rows if r.is_displayed()) == 2
+        Select(driver.find_element(By.CSS_SELECTOR, "select[data-host-select]")).select_by_index(1)
+        assert driver.find_element(By.CSS_SELECTOR, "#kernels-host-1").is_displayed()
+        assert not driver.find_element(By.CSS_SELECTOR, "#kernels-all").is_displayed()
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+    finally:
+        driver.quit()

@@ -307,8 +307,35 @@ def kernel_events(capture: HostCapture, planes: np.ndarray | None = None) -> pd.
 _RAW_KEY = ["vendor", "name_id", "details_id", "tf_op_id", "equation_id", "hlo_op_id", "program_id"]
 
 
-def _string_of(capture: HostCapture, ids: pd.Series) -> dict[int, str]:
-    return {int(i): str(capture.string(int(i))) for i in pd.unique(ids)}
+@dataclass
+class _RawGroups:
+    """Kernel events aggregated per distinct raw-id combination, in first-appearance order."""
+
+    keys: np.ndarray  # (groups, len(_RAW_KEY)) int64
+    total: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    count: np.ndarray
+
+
+def _group_raw(events: pd.DataFrame) -> _RawGroups:
+    keys = np.column_stack([events[c].to_numpy(dtype=np.int64) for c in _RAW_KEY])
+    duration = events["duration_ns"].to_numpy(dtype=np.int64)
+    order = np.lexsort(keys.T[::-1])
+    ordered = keys[order]
+    new_group = np.ones(len(order), dtype=bool)
+    new_group[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    starts = np.flatnonzero(new_group)
+    ordered_duration = duration[order]
+    first_event = np.minimum.reduceat(order, starts)
+    appearance = np.argsort(first_event, kind="stable")
+    return _RawGroups(
+        keys=ordered[starts][appearance],
+        total=np.add.reduceat(ordered_duration, starts)[appearance],
+        min=np.minimum.reduceat(ordered_duration, starts)[appearance],
+        max=np.maximum.reduceat(ordered_duration, starts)[appearance],
+        count=np.diff(np.append(starts, len(order)))[appearance],
+    )
 
 
 def kernel_reports(
@@ -327,78 +354,73 @@ def kernel_reports(
     events = kernel_events(capture)
     if events.empty:
         return empty_reports()
-    # 1. Aggregate per distinct raw combination (few), remembering first appearance.
-    events["order"] = np.arange(len(events))
-    raw = (
-        events.groupby(_RAW_KEY, sort=False)
-        .agg(
-            first=("order", "min"),
-            total=("duration_ns", "sum"),
-            min=("duration_ns", "min"),
-            max=("duration_ns", "max"),
-            count=("duration_ns", "size"),
-        )
-        .reset_index()
-    )
-    # 2. Derive the report key once per distinct raw combination.
-    names = _string_of(capture, raw["name_id"])
-    launch = {d: parse_kernel_details(text) for d, text in _string_of(capture, raw["details_id"]).items()}
-    tf_ops = _string_of(capture, raw["tf_op_id"])
-    equations = _string_of(capture, raw["equation_id"])
-    hlo_ops = _string_of(capture, raw["hlo_op_id"])
-    keys = []
-    for vendor, name_id, details_id, tf_op_id, equation_id, hlo_op_id, program_id in raw[_RAW_KEY].itertuples(
-        index=False
+    # 1. Aggregate the events per distinct raw combination (vectorised; few groups).
+    raw = _group_raw(events)
+    # 2. Derive each combination's report key (strings parsed once per distinct value)
+    #    and merge combinations that share one, in first-appearance order: the
+    #    earliest launch of a key supplies its occupancy, as in XProf's map.
+    strings: dict[int, str] = {}
+
+    def text(sid: int) -> str:
+        value = strings.get(sid)
+        if value is None:
+            value = strings[sid] = str(capture.string(sid))
+        return value
+
+    launches: dict[int, LaunchParams] = {}
+    merged: dict[tuple, list] = {}
+    for (vendor, name_id, details_id, tf_op_id, equation_id, hlo_op_id, program_id), total, low, high, count in zip(
+        raw.keys.tolist(), raw.total.tolist(), raw.min.tolist(), raw.max.tolist(), raw.count.tolist()
     ):
-        name = names[name_id]
-        params = launch[details_id]
+        name = text(name_id)
+        params = launches.get(details_id)
+        if params is None:
+            params = launches[details_id] = parse_kernel_details(text(details_id))
         uses_tc = is_kernel_using_tensor_core(name, vendor)
         op_name, eligible = "", False
-        tf_op = tf_ops[tf_op_id]
+        tf_op = text(tf_op_id)
         if tf_op:
             op_name = tf_op_name(tf_op)
             eligible = (
-                is_einsum_tensor_core_eligible(equations[equation_id]) or is_op_tensor_core_eligible(op_name) or uses_tc
+                is_einsum_tensor_core_eligible(text(equation_id)) or is_op_tensor_core_eligible(op_name) or uses_tc
             )
         if hlo_provenance is not None and hlo_op_id != NO_STRING and program_id >= 0:
-            instruction = hlo_ops[hlo_op_id].split("::")[-1]
-            provenance = hlo_provenance.get((int(program_id), instruction))
+            instruction = text(hlo_op_id).split("::")[-1]
+            provenance = hlo_provenance.get((program_id, instruction))
             if provenance is not None:
                 op_name = provenance
                 eligible = is_op_tensor_core_eligible(op_name) or eligible
-        keys.append(
-            (name, *params.grid, *params.block, params.registers_per_thread, params.static_shmem_bytes,
-             params.dynamic_shmem_bytes, uses_tc, eligible, op_name, params.occupancy_pct)
-        )
-    derived = pd.DataFrame(keys, columns=[*KEY_COLUMNS, "occupancy_pct"])
-    raw = pd.concat([raw.drop(columns=_RAW_KEY), derived], axis=1)
-    # 3. Merge raw combinations that share a report key; the earliest supplies occupancy.
-    raw = raw.sort_values("first", kind="stable")
-    reports = (
-        raw.groupby(KEY_COLUMNS, sort=False, dropna=False)
-        .agg(
-            occurrences=("count", "sum"),
-            total_duration_ns=("total", "sum"),
-            min_duration_ns=("min", "min"),
-            max_duration_ns=("max", "max"),
-        )
-        .reset_index()
+        key = (name, *params.grid, *params.block, params.registers_per_thread, params.static_shmem_bytes,
+               params.dynamic_shmem_bytes, uses_tc, eligible, op_name)
+        entry = merged.get(key)
+        if entry is None:
+            merged[key] = [params.occupancy_pct, count, total, low, high]
+        else:
+            entry[1] += count
+            entry[2] += total
+            entry[3] = min(entry[3], low)
+            entry[4] = max(entry[4], high)
+    # 3. Total duration descending, ties by the key ascending; top `limit`.
+    ordered = sorted(merged.items(), key=lambda item: (-item[1][2], item[0]))
+    if limit is not None:
+        ordered = ordered[:limit]
+    return pd.DataFrame([(*key, *values) for key, values in ordered], columns=REPORT_COLUMNS).astype(
+        _REPORT_DTYPES
     )
-    # Groups come out in first-appearance order, as do the first rows of each key
-    # (taken positionally: "first" in pandas would skip a NaN occupancy).
-    first_rows = raw.drop_duplicates(subset=KEY_COLUMNS, keep="first")
-    reports.insert(len(KEY_COLUMNS), "occupancy_pct", first_rows["occupancy_pct"].to_numpy())
-    return sort_reports(reports, limit)
+
+
+_REPORT_DTYPES = {
+    **{c: "int64" for c in REPORT_COLUMNS},
+    "name": object,
+    "op_name": object,
+    "is_kernel_using_tensor_core": bool,
+    "is_op_tensor_core_eligible": bool,
+    "occupancy_pct": float,
+}
 
 
 def empty_reports() -> pd.DataFrame:
-    frame = pd.DataFrame({c: pd.Series(dtype="int64") for c in REPORT_COLUMNS})
-    frame["name"] = frame["name"].astype(object)
-    frame["op_name"] = frame["op_name"].astype(object)
-    frame["is_kernel_using_tensor_core"] = frame["is_kernel_using_tensor_core"].astype(bool)
-    frame["is_op_tensor_core_eligible"] = frame["is_op_tensor_core_eligible"].astype(bool)
-    frame["occupancy_pct"] = frame["occupancy_pct"].astype(float)
-    return frame
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in _REPORT_DTYPES.items()})[REPORT_COLUMNS]
 
 
 def sort_reports(reports: pd.DataFrame, limit: int | None = MAX_KERNEL_REPORTS) -> pd.DataFrame:

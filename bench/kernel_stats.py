@@ -67,7 +67,11 @@ def _load_tiler(path: str | None):
         spec = importlib.util.spec_from_file_location("bench_tile", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+        saved = list(sys.path)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path[:] = saved  # the tiler may put its own checkout first; keep timing this one
         return module
     try:
         return importlib.import_module("bench.tile")

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import altair as alt
+
 from reportgen.sections.base import HostContext, HostSummary, RunContext, Section
 from reportgen.sections.inventory import InventorySection
 from reportgen.sections.kernel_stats import KernelStatsSection
+
+# Charts embed their data in the page on purpose (the site works offline and
+# from file://); the sections size that data, so Altair's 5,000-row guard,
+# meant for notebooks, does not apply.
+alt.data_transformers.disable_max_rows()
 
 SECTIONS: list[Section] = [
     InventorySection(),

@@ -130,7 +130,10 @@ def gcs_filesystem(endpoint: str | None = None) -> GCSFileSystem:
     class probes every bucket over gRPC first (for zonal buckets), which a
     static site does not need and an emulator does not answer.
     """
-    from gcsfs.core import GCSFileSystem
+    try:
+        from gcsfs.core import GCSFileSystem
+    except ImportError as exc:
+        raise PublishError("publishing to GCS needs gcsfs: pip install 'reportgen[gcs]'") from exc
 
     endpoint = endpoint or emulator_endpoint()
     if endpoint:

@@ -55,7 +55,9 @@ def _stop_on_sigterm(_signum: int, _frame: object) -> None:
 def serve(site_dir: Path, port: int = DEFAULT_PORT, bind: str = DEFAULT_BIND, out: TextIO = sys.stdout) -> None:
     """Serve until Ctrl-C (or SIGTERM), then return normally."""
     server = make_server(site_dir, port, bind)
-    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    # Ctrl-C must stop the server even when started from a shell that ignores SIGINT for background jobs.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous_term = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         print(f"reportgen: serving {site_dir} at {url_of(server)}index.html (Ctrl-C to stop)", file=out, flush=True)
         try:
@@ -64,4 +66,5 @@ def serve(site_dir: Path, port: int = DEFAULT_PORT, bind: str = DEFAULT_BIND, ou
             print("reportgen: stopped", file=out, flush=True)
     finally:
         server.server_close()
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+        signal.signal(signal.SIGTERM, previous_term)

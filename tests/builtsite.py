@@ -23,7 +23,7 @@ SAMPLE_PROFILE = REPO / "reportgen" / "sample" / "plugins" / "profile"
 
 # Every capture string below ends up on a page; none may act as markup or code.
 # File and folder names cannot hold "/", hence no closing tags in those two.
-XSS_RUN = 'run<script>alert("run")<\\script>"\'&amp;'
+XSS_RUN = 'run<script>alert("run")<\\script>"\'&lt&amp'  # no ";": the emulator cannot serve it
 XSS_HOST = 'host<img src=x onerror=alert("host")>"'
 XSS_PLANE = '/host:CPU</script><script>alert("plane")</script>"'
 XSS_LINE = '<script>alert("line")</script>"\' onmouseover="alert(1)'

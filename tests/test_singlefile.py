@@ -68,7 +68,7 @@ def test_ids_unique_and_internal_links_resolve(document):
     for tag, _attribute, value in scan.links:
         if value.startswith("#") and tag == "a":
             assert value[1:] in ids, value
-    for tag, name, value in scan.attributes:
+    for _tag, name, value in scan.attributes:
         if name == "data-vega-spec":
             assert value in ids
     # The CSV downloads travel inside the file.

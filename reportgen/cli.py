@@ -10,10 +10,14 @@ from importlib import resources
 from pathlib import Path
 
 from reportgen import __version__
-from reportgen.build import EXIT_FAILED, EXIT_OK, BuildOptions, build_site
 from reportgen.errors import NoCapturesError
 from reportgen.publish import DEFAULT_JOBS, PublishError, is_gcs_url, open_destination, publish_site
-from reportgen.site import OutputNotASiteError
+
+# The exit codes of OUTPUTS.md (reportgen.build names them too). The build
+# machinery (pandas, numba, Altair) is imported only by `build`, so that
+# `serve` and `publish` start at once.
+EXIT_OK = 0
+EXIT_FAILED = 1
 
 EXAMPLES = """\
 examples:
@@ -122,6 +126,9 @@ def _fail(message: str) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from reportgen.build import BuildOptions, build_site
+    from reportgen.site import OutputNotASiteError
+
     locations = args.logdirs or [sample_logdir()]
     runs = {r.strip() for r in args.runs.split(",") if r.strip()} if args.runs else None
     remote = args.output is not None and is_gcs_url(args.output)

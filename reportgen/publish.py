@@ -285,13 +285,14 @@ async def _publish(
         nonlocal total
         async with limit:
             try:
-                total += await with_retries(lambda: upload_file(fs, dest, site_dir, relative), attempts)
+                size = await with_retries(lambda: upload_file(fs, dest, site_dir, relative), attempts)
             except FileNotFoundError as exc:
                 raise PublishError(f"{dest.url}: bucket {dest.bucket} not found") from exc
             except PublishError:
                 raise
             except Exception as exc:
                 raise PublishError(f"{dest.url}: uploading {relative} failed: {exc}") from exc
+        total += size  # after the await: `total += await …` would read `total` before it
         on_done(relative)
 
     phases: dict[int, list[str]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import posixpath
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from reportgen.publish import PublishError, gcs_filesystem, publish_site, with_r
 from reportgen.webtypes import IMMUTABLE, REVALIDATE, SHORT
 
 BUCKET = "reports"
+REPO = Path(__file__).resolve().parent.parent
 
 pytest.importorskip("gcp_storage_emulator", reason="pip install gcp-storage-emulator (the `test` extra)")
 
@@ -164,19 +166,31 @@ def test_build_straight_to_gcs(tmp_path, emulator, fs, monkeypatch, capsys):
     assert not (Path.cwd() / "gs:").exists()
 
 
-def test_missing_credentials_say_what_to_do(built, tmp_path, monkeypatch, capsys):
-    for name in ("STORAGE_EMULATOR_HOST", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")  # no metadata server, even on Google Cloud
-    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+def test_missing_credentials_say_what_to_do(built, tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("STORAGE_EMULATOR_HOST", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG")}
+    # An empty home (no gcloud sign-in) and no metadata server probe (not on Google Cloud).
+    env.update(HOME=str(tmp_path), CLOUDSDK_CONFIG=str(tmp_path / "gcloud"), NO_GCE_CHECK="true",
+               PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, "-m", "reportgen", "publish", str(built.site), f"gs://{BUCKET}/x"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 1
+    assert "no Google Cloud credentials found" in result.stderr
+    assert "gcloud auth application-default login" in result.stderr
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unusable_credentials_stop_a_build_before_it_starts(built, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing-key.json"))
     assert main(["publish", str(built.site), f"gs://{BUCKET}/x"]) == 1
     err = capsys.readouterr().err
-    assert "no Google Cloud credentials found" in err and "gcloud auth application-default login" in err
-    assert "GOOGLE_APPLICATION_CREDENTIALS" in err
-    assert main(["build", str(built.logdir), "-o", f"gs://{BUCKET}/x", "-q"]) == 1
-    assert "no Google Cloud credentials found" in capsys.readouterr().err
+    assert "no Google Cloud credentials found" in err and "missing-key.json" in err
+    assert main(["build", str(built.logdir), "-o", f"gs://{BUCKET}/x"]) == 1
+    captured = capsys.readouterr()
+    assert "no Google Cloud credentials found" in captured.err
+    assert captured.out == ""  # no build summary: it never ran
 
 
 def test_bad_destinations_are_refused(built):

@@ -54,3 +54,9 @@ def test_refuses_a_folder_that_is_not_a_site(tmp_path):
     from reportgen.cli import main
 
     assert main(["serve", str(tmp_path)]) == 1
+
+
+def test_command_line_exit_codes_match_the_build():
+    from reportgen import build, cli
+
+    assert (cli.EXIT_OK, cli.EXIT_FAILED) == (build.EXIT_OK, build.EXIT_FAILED)

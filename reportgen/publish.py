@@ -182,6 +182,7 @@ def check_site(site_dir: Path) -> None:
 
 async def _check_destination(fs: GCSFileSystem, dest: Destination) -> None:
     """Refuse a prefix that holds objects but no reportgen site: publishing deletes stale objects."""
+    fs.invalidate_cache(dest.path())
     try:
         raw = await fs._cat_file(dest.path("summary.json"))
     except FileNotFoundError:

@@ -63,13 +63,13 @@ class BuildReport:
     exit_code: int
 
 
-def summarize_host(ctx: HostContext) -> HostSummary:
+def summarize_host(ctx: HostContext, shown_path: str) -> HostSummary:
     capture = ctx.capture
     first, last = capture.time_span_ps()
     env = ctx.environment
     return HostSummary(
         host=ctx.host,
-        path=capture.path,
+        path=shown_path,
         size_bytes=capture.size_bytes,
         planes=len(capture.planes),
         lines=len(capture.lines),
@@ -80,9 +80,24 @@ def summarize_host(ctx: HostContext) -> HostSummary:
     )
 
 
+def shown_path(run: str, host: HostFile) -> str:
+    """How a host file is named in the site: `<run>/<file name>`.
+
+    The site is published and shared; the build machine's folders are not
+    part of it.
+    """
+    return f"{run}/{host.path.rstrip('/').rsplit('/', 1)[-1]}"
+
+
+def _without_local_paths(message: str, host: HostFile, shown: str) -> str:
+    run_dir = host.path.rstrip("/").rsplit("/", 1)[0]
+    return message.replace(host.path, shown).replace(run_dir, shown.rsplit("/", 1)[0])
+
+
 def process_host(run: str, host: HostFile, site_dir: str) -> HostOutcome:
     """Decode one host file and run every section's per-host stage."""
-    outcome = HostOutcome(run=run, host=host.host, path=host.path)
+    shown = shown_path(run, host)
+    outcome = HostOutcome(run=run, host=host.host, path=shown)
     try:
         try:
             data = read_file(host.path)
@@ -92,16 +107,17 @@ def process_host(run: str, host: HostFile, site_dir: str) -> HostOutcome:
         if len(capture.planes) == 0:
             raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
         ctx = HostContext(run=run, host=host.host, capture=capture, site_dir=site_dir)
-        outcome.summary = summarize_host(ctx)
+        outcome.summary = summarize_host(ctx, shown)
         for section in SECTIONS:
             part = section.host_part(ctx)
             if part is not None:
                 outcome.parts[section.slug] = part
     except CaptureError as exc:
-        outcome.error = str(exc)
+        outcome.error = _without_local_paths(f"{shown}: {exc.problem}", host, shown)
     except Exception as exc:  # a bug must not take the other hosts down with it
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        outcome.error = f"{host.path}: internal error while processing this host: {detail}"
+        outcome.error = _without_local_paths(f"{shown}: internal error while processing this host: {detail}",
+                                             host, shown)
     return outcome
 
 

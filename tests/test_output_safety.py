@@ -1,0 +1,96 @@
+"""Published output carries the captures' content and nothing else from the build machine."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from builtsite import (
+    ENV_VALUE,
+    PATH_MARKER,
+    XSS_HOST,
+    XSS_LINE,
+    XSS_PLANE,
+    XSS_RUN,
+    built_site,
+)
+from htmlscan import scan_html
+
+
+@pytest.fixture(scope="module")
+def built():
+    return built_site()
+
+
+def _output_files(built) -> list[Path]:
+    files = [p for p in built.site.rglob("*") if p.is_file()]
+    return [*files, built.single_file]
+
+
+def test_build_reports_the_broken_host_by_its_site_name(built):
+    assert built.exit_code == 2  # one host file is corrupt
+    summary = json.loads((built.site / "summary.json").read_text(encoding="utf-8"))
+    errors = summary["runs"][XSS_RUN]["errors"]
+    assert [e["path"] for e in errors] == [f"{XSS_RUN}/broken.xplane.pb"]
+    assert errors[0]["message"].startswith(f"{XSS_RUN}/broken.xplane.pb: ")
+
+
+def test_no_local_path_or_environment_reaches_the_output(built):
+    local = {str(built.root), os.path.realpath(built.root), str(built.logdir), PATH_MARKER}
+    files = _output_files(built)
+    assert len(files) > 8
+    for file in files:
+        data = file.read_bytes()
+        for needle in local | {ENV_VALUE}:
+            assert needle.encode() not in data, f"{needle!r} found in {file.relative_to(built.root)}"
+        # The same text JSON-escaped ("/" may be written "\/").
+        for needle in local:
+            assert needle.replace("/", "\\/").encode() not in data
+
+
+def _html_files(built) -> list[Path]:
+    return [*sorted(built.site.rglob("*.html")), built.single_file]
+
+
+def test_capture_strings_never_become_markup_or_code(built):
+    raw_payloads = ("<script>alert(", "<img src=x", 'onmouseover="alert', "<!--")
+    for file in _html_files(built):
+        text = file.read_text(encoding="utf-8")
+        for payload in raw_payloads:
+            assert payload not in text, f"{payload!r} unescaped in {file.name}"
+        scan = scan_html(text)
+        assert not [a for a in scan.attributes if a[1].startswith("on")], f"event handler attribute in {file.name}"
+        assert not [a for a in scan.attributes if a[0] == "img"]
+        for attrs, content in scan.scripts:
+            if "src" in attrs:
+                assert not attrs["src"].startswith(("http:", "https:", "//")), "pages load nothing from elsewhere"
+            elif attrs.get("type") == "application/json":
+                json.loads(content)  # chart specs stay data
+            else:
+                # Code only in the single file, where the site's own scripts are inlined.
+                assert file == built.single_file, f"inline code script in {file.name}"
+                assert "alert(" not in content
+
+
+def test_capture_strings_render_as_text(built):
+    page = built.site / XSS_RUN / "index.html"
+    scan = scan_html(page.read_text(encoding="utf-8"))
+    text = "".join(scan.text)
+    for name in (XSS_RUN, XSS_HOST, XSS_LINE):
+        assert name in text
+    # Quotes in attribute values stay inside the attribute.
+    hosts = [value for tag, name, value in scan.attributes if name == "data-host"]
+    assert hosts == [XSS_HOST]
+    site_index = scan_html((built.site / "index.html").read_text(encoding="utf-8"))
+    run_links = [value for tag, name, value in site_index.links if tag == "a" and "alert" in value]
+    assert run_links and all("<" not in value and '"' not in value for value in run_links)
+    assert XSS_RUN in "".join(site_index.text)
+    single = "".join(scan_html(built.single_file.read_text(encoding="utf-8")).text)
+    for name in (XSS_RUN, XSS_HOST, XSS_LINE):
+        assert name in single
+    # The CSV download holds the names verbatim (quoted the CSV way).
+    csv = (built.site / XSS_RUN / "data" / "inventory" / "lines.csv").read_text(encoding="utf-8")
+    assert XSS_PLANE.replace('"', '""') in csv
+    assert XSS_LINE.replace('"', '""') in csv

@@ -1,0 +1,229 @@
+"""Publishing to GCS, against a real local emulator (gcp-storage-emulator) on a loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import posixpath
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from builtsite import XSS_RUN, built_site, make_logdir
+from htmlscan import scan_html
+
+from reportgen.cli import main
+from reportgen.publish import PublishError, gcs_filesystem, publish_site, with_retries
+from reportgen.webtypes import IMMUTABLE, REVALIDATE, SHORT
+
+BUCKET = "reports"
+REPO = Path(__file__).resolve().parent.parent
+
+pytest.importorskip("gcp_storage_emulator", reason="pip install gcp-storage-emulator (the `test` extra)")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port),
+         "--in-memory", "--default-bucket", BUCKET],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(f"{endpoint}/storage/v1/b", timeout=1).read()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("the storage emulator did not start")
+            time.sleep(0.1)
+    try:
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def fs(emulator):
+    return gcs_filesystem(emulator)
+
+
+@pytest.fixture(scope="module")
+def built():
+    return built_site()
+
+
+@pytest.fixture(scope="module")
+def published(built, fs):
+    report = publish_site(built.site, f"gs://{BUCKET}/team/site", fs=fs, jobs=4)
+    fs.invalidate_cache()
+    return report
+
+
+def _objects(fs, prefix: str) -> dict[str, dict]:
+    fs.invalidate_cache()
+    root = f"{BUCKET}/{prefix}/"
+    return {path[len(root):]: fs.info(path) for path in fs.find(root)}
+
+
+def test_every_file_becomes_an_object_with_its_type_and_cache_policy(built, fs, published):
+    objects = _objects(fs, "team/site")
+    local = sorted(p.relative_to(built.site).as_posix() for p in built.site.rglob("*") if p.is_file())
+    assert sorted(objects) == local
+    assert published.objects == len(local)
+    for name, info in objects.items():
+        assert int(info["size"]) == (built.site / name).stat().st_size, name
+        assert fs.cat(f"{BUCKET}/team/site/{name}") == (built.site / name).read_bytes()
+    expected_types = {".html": "text/html; charset=utf-8", ".json": "application/json",
+                      ".csv": "text/csv; charset=utf-8", ".js": "application/javascript", ".css": "text/css"}
+    for name, info in objects.items():
+        assert info["contentType"] == expected_types[Path(name).suffix], name
+        if name.startswith("assets/"):
+            assert info["cacheControl"] == IMMUTABLE, name
+        elif name in ("index.html", "summary.json"):
+            assert info["cacheControl"] == REVALIDATE
+        else:
+            assert info["cacheControl"] == SHORT, name
+
+
+def test_index_pages_and_summary_go_out_last(fs, published):
+    order = published.order
+    assert order[-2:] == ["index.html", "summary.json"]
+    run_indexes = [i for i, name in enumerate(order) if name.endswith("/index.html")]
+    others = [i for i, name in enumerate(order) if not name.endswith("index.html") and name != "summary.json"]
+    assert run_indexes and others and max(others) < min(run_indexes)
+    # The storage side agrees: the entry points were created after every other object.
+    created = {name: info["timeCreated"] for name, info in _objects(fs, "team/site").items()}
+    rest = [t for name, t in created.items() if name not in ("index.html", "summary.json")]
+    assert max(rest) <= created["index.html"] <= created["summary.json"]
+
+
+def test_published_links_resolve_to_objects(fs, published):
+    objects = set(_objects(fs, "team/site"))
+    pages = [name for name in objects if name.endswith("index.html")]
+    assert "index.html" in pages and f"{XSS_RUN}/index.html" in pages
+    checked = 0
+    for page in pages:
+        text = fs.cat(f"{BUCKET}/team/site/{page}").decode("utf-8")
+        for _tag, _attribute, value in scan_html(text).links:
+            parts = urlsplit(value)
+            if parts.scheme or value.startswith("//") or not parts.path:
+                continue  # external, data: or a fragment of the same page
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(parts.path)))
+            assert target in objects, f"{page} links to missing {target}"
+            checked += 1
+    assert checked > 10
+
+
+def test_republish_replaces_the_site_and_deletes_stale_objects(built, fs, published):
+    fs.pipe(f"{BUCKET}/team/site/old-run/index.html", b"<p>old</p>")
+    report = publish_site(built.site, f"gs://{BUCKET}/team/site/", fs=fs)
+    assert report.deleted == 1
+    assert "old-run/index.html" not in _objects(fs, "team/site")
+
+
+def test_a_prefix_holding_other_files_is_refused(built, fs):
+    fs.pipe(f"{BUCKET}/someone/else/notes.txt", b"keep me")
+    with pytest.raises(PublishError, match="not a reportgen site"):
+        publish_site(built.site, f"gs://{BUCKET}/someone/else", fs=fs)
+    assert list(_objects(fs, "someone/else")) == ["notes.txt"]
+
+
+def test_publish_command_uses_the_emulator_from_the_environment(built, emulator, fs, monkeypatch, capsys):
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", emulator.removeprefix("http://"))
+    assert main(["publish", str(built.site), f"gs://{BUCKET}/cli"]) == 0
+    assert "published" in capsys.readouterr().out
+    assert "summary.json" in _objects(fs, "cli")
+    assert main(["publish", str(built.logdir), f"gs://{BUCKET}/cli2"]) == 1
+    assert "not a site built by reportgen" in capsys.readouterr().err
+
+
+def test_build_straight_to_gcs(tmp_path, emulator, fs, monkeypatch, capsys):
+    logdir = make_logdir(tmp_path)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", emulator)
+    code = main(["build", str(logdir / "plugins" / "profile" / XSS_RUN), "-o", f"gs://{BUCKET}/built", "-q",
+                 "--jobs", "1"])
+    assert code == 2  # the corrupt host file
+    objects = _objects(fs, "built")
+    assert "index.html" in objects and "summary.json" in objects
+    assert objects["index.html"]["contentType"] == "text/html; charset=utf-8"
+    assert not (Path.cwd() / "gs:").exists()
+
+
+def test_missing_credentials_say_what_to_do(built, tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("STORAGE_EMULATOR_HOST", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG")}
+    # An empty home (no gcloud sign-in) and no metadata server probe (not on Google Cloud).
+    env.update(HOME=str(tmp_path), CLOUDSDK_CONFIG=str(tmp_path / "gcloud"), NO_GCE_CHECK="true",
+               PYTHONPATH=str(REPO))
+    result = subprocess.run([sys.executable, "-m", "reportgen", "publish", str(built.site), f"gs://{BUCKET}/x"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 1
+    assert "no Google Cloud credentials found" in result.stderr
+    assert "gcloud auth application-default login" in result.stderr
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unusable_credentials_stop_a_build_before_it_starts(built, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing-key.json"))
+    assert main(["publish", str(built.site), f"gs://{BUCKET}/x"]) == 1
+    err = capsys.readouterr().err
+    assert "no Google Cloud credentials found" in err and "missing-key.json" in err
+    assert main(["build", str(built.logdir), "-o", f"gs://{BUCKET}/x"]) == 1
+    captured = capsys.readouterr()
+    assert "no Google Cloud credentials found" in captured.err
+    assert captured.out == ""  # no build summary: it never ran
+
+
+def test_bad_destinations_are_refused(built):
+    for url in ("s3://bucket/x", "gs://", "gs://bucket/../x"):
+        with pytest.raises(PublishError):
+            publish_site(built.site, url)
+
+
+def test_transient_failures_are_retried_and_others_are_not():
+    from gcsfs.retry import HttpError
+
+    calls = []
+
+    async def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise HttpError({"code": 503, "message": "backend unavailable"})
+        return "done"
+
+    assert asyncio.run(with_retries(flaky, attempts=3, delay_s=0)) == "done"
+    assert len(calls) == 3
+
+    calls.clear()
+
+    async def forbidden():
+        calls.append(1)
+        raise OSError("Forbidden: reports/x")
+
+    with pytest.raises(OSError, match="Forbidden"):
+        asyncio.run(with_retries(forbidden, attempts=3, delay_s=0))
+    assert len(calls) == 1
+
+    calls.clear()
+    with pytest.raises(HttpError):
+        asyncio.run(with_retries(flaky, attempts=2, delay_s=0))  # fails on both attempts
+    assert len(calls) == 2

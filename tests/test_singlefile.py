@@ -1,0 +1,196 @@
+"""`reportgen build --single-file`: one self-contained HTML file with every page."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from builtsite import XSS_HOST, XSS_LINE, XSS_RUN, built_site
+from htmlscan import scan_html
+
+from reportgen.singlefile import MAX_INLINE_FILE, compose, page_order
+from reportgen.site import Assets, PageWriter, _environment
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="module")
+def built():
+    return built_site()
+
+
+@pytest.fixture(scope="module")
+def document(built) -> str:
+    return built.single_file.read_text(encoding="utf-8")
+
+
+def _section_pages(document: str) -> list[str]:
+    return re.findall(r'<section class="page" id="[^"]+" data-page="([^"]+)">', document)
+
+
+def test_every_page_once_in_reading_order(built, document):
+    pages = [html.unescape(p) for p in _section_pages(document)]
+    site_pages = sorted(p.relative_to(built.site).as_posix() for p in built.site.rglob("*.html"))
+    assert sorted(pages) == site_pages
+    runs = list(json.loads((built.site / "summary.json").read_text(encoding="utf-8"))["runs"])
+    assert pages[0] == "index.html"
+    assert [p.split("/")[0] for p in pages[1:] if p.endswith("/index.html")] == runs
+
+
+def test_self_contained_and_small(built, document):
+    size = built.single_file.stat().st_size
+    assert size < 10 * 2**20
+    scan = scan_html(document)
+    for tag, attribute, value in scan.links:
+        assert value.startswith(("#", "data:", "https://", "http://")), f"{tag} {attribute}={value[:60]}"
+        if tag in ("script", "link", "img"):
+            assert value.startswith("data:"), f"{tag} loads {value[:60]}"
+    assert "<link rel=\"stylesheet\"" not in document
+    # The Vega bundle is inlined exactly once.
+    bundle = next((built.site / "assets").glob("vega-bundle-*.js")).read_text(encoding="utf-8")
+    probe = bundle[200:400]
+    assert document.count(probe) == 1
+    code_scripts = [content for attrs, content in scan.scripts if not attrs.get("type")]
+    assert len(code_scripts) == len(list((built.site / "assets").glob("*.js")))
+
+
+def test_ids_unique_and_internal_links_resolve(document):
+    scan = scan_html(document)
+    assert len(scan.ids) == len(set(scan.ids))
+    ids = set(scan.ids)
+    for tag, _attribute, value in scan.links:
+        if value.startswith("#") and tag == "a":
+            assert value[1:] in ids, value
+    for _tag, name, value in scan.attributes:
+        if name == "data-vega-spec":
+            assert value in ids
+    # The CSV downloads travel inside the file.
+    downloads = [value for tag, name, value in scan.attributes if name == "download"]
+    assert "lines.csv" in downloads
+
+
+def _write_tool_pages(site: Path, run: str) -> None:
+    """Pages as later tool sections write them: an overview and a trace-like page."""
+    assets_dir = site / "assets"
+    assets = Assets(**{key: "assets/" + next(assets_dir.glob(f"{stem}-*")).name
+                       for key, stem in (("vega", "vega-bundle"), ("css", "style"), ("js", "reportgen"))})
+    nav = [{"title": "Run", "href": "index.html"}, {"title": "Overview", "href": "overview.html"},
+           {"title": "Zeta", "href": "zeta.html"}]
+    page = PageWriter(site_dir=site, assets=assets, folder=run, nav=nav, run=run)
+    env = _environment()
+    template = env.from_string(
+        '{% extends "base.html" %}{% import "macros.html" as m %}{% block main %}'
+        '<h1 id="top">{{ heading }}</h1>{{ m.chart("steps", spec, "Steps") }}'
+        '<a href="#top">up</a> <a href="overview.html#top">overview top</a> '
+        '<a href="trace/vm/chunk-0.json.gz">chunk 0</a> <a href="data/zeta/big.csv">big table</a>'
+        '{% endblock %}'
+    )
+    spec = {"data": {"values": [{"x": 1, "y": 2}]}, "mark": "point",
+            "encoding": {"x": {"field": "x", "type": "quantitative"}}}
+    for name, heading in (("zeta.html", "Zeta tool"), ("overview.html", "Overview")):
+        text = template.render(root="../", assets={k: "../" + v for k, v in vars(assets).items()}, nav=nav,
+                               run=run, generator="reportgen test", page=name, heading=heading, spec=spec)
+        page.path(name).write_text(text, encoding="utf-8")
+    page.write_csv("data/zeta/big.csv", pd.DataFrame({"v": range(MAX_INLINE_FILE // 4)}))
+    chunk = page.path("trace/vm/chunk-0.json.gz")
+    chunk.write_bytes(b"\x1f\x8b")
+    summary = json.loads((site / "summary.json").read_text(encoding="utf-8"))
+    summary["runs"][run]["tools"] = {"zeta": {"page": f"{run}/zeta.html"},
+                                     "overview": {"page": f"{run}/overview.html"}}
+    (site / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+
+
+def test_pages_added_by_later_sections_are_included(built):
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "site"
+        shutil.copytree(built.site, site)
+        _write_tool_pages(site, "tf_keras_fast")
+        order = page_order(site)
+        start = order.index("tf_keras_fast/index.html")
+        assert order[start:start + 3] == ["tf_keras_fast/index.html", "tf_keras_fast/overview.html",
+                                          "tf_keras_fast/zeta.html"]
+        document, report = compose(site)
+    assert report.pages == len(order)
+    assert report.charts == 3 + 2  # one activity chart per host page, one per new page
+    assert sorted(report.omitted) == ["tf_keras_fast/data/zeta/big.csv", "tf_keras_fast/trace/vm/chunk-0.json.gz"]
+    scan = scan_html(document)
+    ids = set(scan.ids)
+    assert "p-tf_keras_fast-zeta--top" in ids and "p-tf_keras_fast-overview--top" in ids
+    hrefs = [value for tag, name, value in scan.links if tag == "a"]
+    assert "#p-tf_keras_fast-overview--top" in hrefs  # from zeta.html, to the other page's element
+    assert "#p-tf_keras_fast-zeta--top" in hrefs
+    assert not [h for h in hrefs if "chunk-0" in h or "big.csv" in h]
+    assert "The timeline trace is not included in this file" in document
+    assert "<code>tf_keras_fast/trace/</code>" in document
+    assert "<code>tf_keras_fast/trace/vm/</code> (1 file)" in document
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("Debian chromium and chromedriver are needed for the browser test")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"):
+        options.add_argument(flag)
+    profile = tempfile.mkdtemp(prefix="reportgen-chromium-")
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+CHARTS_DRAWN = """
+var charts = document.querySelectorAll('[data-vega-spec]');
+var drawn = 0;
+charts.forEach(function (el) { if (el.querySelector('svg, canvas')) drawn++; });
+return [charts.length, drawn];
+"""
+
+
+def _open_and_wait(driver, url: str) -> tuple[int, int]:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get_log("browser")  # drop what an earlier page logged
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: (lambda c: c[0] == c[1])(d.execute_script(CHARTS_DRAWN)))
+    return tuple(driver.execute_script(CHARTS_DRAWN))
+
+
+def test_opens_from_file_with_every_chart_and_no_console_error(built, browser):
+    charts, drawn = _open_and_wait(browser, built.single_file.as_uri())
+    assert charts == drawn == 3
+    problems = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+    assert problems == []
+    text = browser.find_element("tag name", "body").text
+    assert XSS_RUN in text and XSS_HOST in text
+    assert browser.execute_script("return document.querySelectorAll('main img, main [onerror]').length") == 0
+    # An in-page link lands on its section.
+    browser.execute_script(
+        "document.querySelector('a[href=\"#p-tf_keras_fast-index\"]').click();")
+    assert browser.execute_script("return location.hash") == "#p-tf_keras_fast-index"
+
+
+def test_capture_strings_stay_text_in_the_site_page(built, browser):
+    page = built.site / XSS_RUN / "index.html"
+    charts, drawn = _open_and_wait(browser, page.as_uri())
+    assert charts == drawn == 1
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    text = browser.find_element("tag name", "main").text
+    assert XSS_LINE.split(" onmouseover")[0] in text
+    assert XSS_HOST in text

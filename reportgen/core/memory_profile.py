@@ -11,6 +11,7 @@ event tables; nothing here loops over events in Python.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ HOST_PLANE = "/host:CPU"
 ALLOCATION, DEALLOCATION = 1, 2
 MAX_TIMELINE_SNAPSHOTS = 1000
 UNUSED_PREALLOCATED = "unused preallocated device memory"
+NEAR_CAPACITY = 0.10  # a peak within 10% of capacity is reported as out-of-memory risk
 
 _DATA_TYPES = [
     "INVALID", "float", "double", "int32", "uint8", "int16", "int8", "string", "complex64", "int64", "bool",
@@ -66,6 +68,20 @@ class AllocatorProfile:
     memory_capacity: int
     peak_step: int
     breakdown: pd.DataFrame  # op, allocation_bytes, requested_bytes, occurrences, region_type, data_type, shape
+    failed_allocations: int = 0  # allocation events that requested bytes but got none
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.peak_stats["peak_bytes_in_use"]
+
+    @property
+    def near_capacity(self) -> bool:
+        """The peak is within NEAR_CAPACITY of the allocator's capacity."""
+        return self.memory_capacity > 0 and self.peak_bytes >= (1 - NEAR_CAPACITY) * self.memory_capacity
+
+    @property
+    def out_of_memory(self) -> bool:
+        return self.near_capacity or self.failed_allocations > 0
 
     @property
     def allocations(self) -> int:
@@ -285,7 +301,17 @@ def allocator_profile(memory_id: str, events: pd.DataFrame) -> AllocatorProfile:
         memory_capacity=capacity,
         peak_step=peak_step,
         breakdown=_breakdown(snap, peak_step, peak_time, peak_stats),
+        failed_allocations=int(((snap["activity"] == ALLOCATION) & (snap["requested_bytes"] > 0)
+                                & (snap["allocation_bytes"] == 0)).sum()),
     )
+
+
+_OOM_TEXT = re.compile(r"out of memory|resource[_ ]?exhausted|\bOOM\b|failed to allocate", re.IGNORECASE)
+
+
+def out_of_memory_messages(capture: HostCapture) -> list[str]:
+    """Errors and warnings the profiler stored in the capture that report memory exhaustion."""
+    return [m for m in [*capture.errors, *capture.warnings] if _OOM_TEXT.search(m)]
 
 
 def memory_profiles(capture: HostCapture) -> dict[str, AllocatorProfile]:
@@ -299,4 +325,5 @@ def memory_profiles(capture: HostCapture) -> dict[str, AllocatorProfile]:
     }
 
 
-__all__ = ["AllocatorProfile", "data_type_string", "memory_profiles", "snapshot_table"]
+__all__ = ["NEAR_CAPACITY", "AllocatorProfile", "data_type_string", "memory_profiles", "out_of_memory_messages",
+           "snapshot_table"]

@@ -139,8 +139,12 @@ def _strings(capture: HostCapture, ids: np.ndarray) -> np.ndarray:
     return text[inverse.reshape(-1)]
 
 
-def snapshot_table(capture: HostCapture) -> pd.DataFrame:
-    """Every memory event of the host plane with XProf's snapshot fields, in event order."""
+def snapshot_table(capture: HostCapture, with_steps: bool = True) -> pd.DataFrame:
+    """Every memory event of the host plane with XProf's snapshot fields, in event order.
+
+    `with_steps=False` skips the step grouping (steps read -1) for callers that
+    only need the allocator states.
+    """
     rows = _host_events(capture)
     if len(rows) == 0:
         return pd.DataFrame(columns=["memory_id", *SNAPSHOT_COLUMNS])
@@ -158,7 +162,7 @@ def snapshot_table(capture: HostCapture) -> pd.DataFrame:
                          ("address", "addr")):
         columns[column] = int_column(capture, stat)[1][rows]
     columns["fragmentation"] = double_column(capture, "fragmentation")[1][rows]
-    columns["step"] = event_group_ids(capture)[rows]
+    columns["step"] = event_group_ids(capture)[rows] if with_steps else np.full(len(rows), -1, dtype=np.int64)
     for column, stat in (("tf_op", "tf_op"), ("region_type", "region_type"), ("shape", "shape")):
         columns[column] = _strings(capture, string_column(capture, stat)[1][rows])
     has_type, code = int_column(capture, "data_type")
@@ -314,6 +318,16 @@ def out_of_memory_messages(capture: HostCapture) -> list[str]:
     return [m for m in [*capture.errors, *capture.warnings] if _OOM_TEXT.search(m)]
 
 
+def allocator_capacities(capture: HostCapture) -> dict[str, int]:
+    """Each allocator's capacity as XProf's summary reports it (in use + free at the peak)."""
+    table = snapshot_table(capture, with_steps=False)
+    capacities = {}
+    for memory_id, events in table.groupby("memory_id", sort=True):
+        peak = events.iloc[_peak(events.reset_index(drop=True))]
+        capacities[memory_id] = int(peak["stack_bytes"] + peak["heap_bytes"] + peak["free_bytes"])
+    return capacities
+
+
 def memory_profiles(capture: HostCapture) -> dict[str, AllocatorProfile]:
     """Per memory id (sorted as XProf sorts them), the allocator's profile; {} when none."""
     table = snapshot_table(capture)
@@ -325,5 +339,7 @@ def memory_profiles(capture: HostCapture) -> dict[str, AllocatorProfile]:
     }
 
 
-__all__ = ["NEAR_CAPACITY", "AllocatorProfile", "data_type_string", "memory_profiles", "out_of_memory_messages",
-           "snapshot_table"]
+__all__ = [
+    "NEAR_CAPACITY", "AllocatorProfile", "allocator_capacities", "data_type_string", "memory_profiles",
+    "out_of_memory_messages", "snapshot_table",
+]

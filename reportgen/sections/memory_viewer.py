@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.memory_profile import NEAR_CAPACITY, memory_profiles
+from reportgen.core.memory_profile import NEAR_CAPACITY, allocator_capacities
 from reportgen.core.memory_viewer import BUFFER_COLUMNS, MemorySpaceView, memory_colors, memory_space_view, to_mib
 from reportgen.loaders.hlo import hlo_modules
 from reportgen.sections.base import HostContext, RunContext, Section
@@ -177,7 +177,7 @@ class MemoryViewerSection(Section):
             views[module.display_name] = ModuleViews(
                 module.display_name, [memory_space_view(module, space) for space in memory_colors(module)]
             )
-        capacity = max((p.memory_capacity for p in memory_profiles(host.capture).values()), default=0)
+        capacity = max(allocator_capacities(host.capture).values(), default=0)
         return HostMemoryViewer(modules=dict(sorted(views.items())), capacity_bytes=capacity)
 
     def combine(self, run: RunContext, parts: dict[str, HostMemoryViewer]) -> dict | None:

@@ -258,7 +258,11 @@ def _render_runs(named, outcomes, site_dir: Path, assets):
             section.render(computed[section.slug], page)
             block = section.summary(computed[section.slug])
             if block is not None:
-                run_summary[section.slug] = block
+                key = section.summary_key or section.slug
+                if isinstance(run_summary.get(key), dict):
+                    run_summary[key].update(block)
+                else:
+                    run_summary[key] = block
         summary[name] = run_summary
         rows.append(
             {

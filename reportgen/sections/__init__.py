@@ -7,6 +7,8 @@ import altair as alt
 from reportgen.sections.base import HostContext, HostSummary, RunContext, Section
 from reportgen.sections.inventory import InventorySection
 from reportgen.sections.kernel_stats import KernelStatsSection
+from reportgen.sections.memory_profile import MemoryProfileSection
+from reportgen.sections.memory_viewer import MemoryViewerSection
 
 # Charts embed their data in the page on purpose (the site works offline and
 # from file://); the sections size that data, so Altair's 5,000-row guard,
@@ -16,6 +18,8 @@ alt.data_transformers.disable_max_rows()
 SECTIONS: list[Section] = [
     InventorySection(),
     KernelStatsSection(),
+    MemoryProfileSection(),
+    MemoryViewerSection(),
 ]
 
 __all__ = ["SECTIONS", "HostContext", "HostSummary", "RunContext", "Section"]

@@ -76,6 +76,10 @@ class Section:
     # Shown in the run page's tool list; False for sections that only feed
     # other pages (e.g. the run index itself).
     listed: bool = True
+    # The run's summary.json key for this section's block ("" = the slug).
+    # Sections sharing a key (memory profile and memory viewer write
+    # `memory`) have their blocks merged.
+    summary_key: str = ""
 
     def host_part(self, host: HostContext) -> Any | None:
         return None

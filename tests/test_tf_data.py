@@ -25,7 +25,8 @@ from reportgen.core.tf_data_advice import (
 )
 from reportgen.core.tf_data_graph import iterator_tree, pipeline_iterators
 from reportgen.loaders.xspace import decode_xspace
-from tests.conftest import host_files, needs_shared
+from tests.conftest import needs_shared
+from tests.decoded import decoded_hosts
 from tests.xspace_maker import U, XSpaceMaker
 
 US = 1_000_000  # ps
@@ -200,8 +201,7 @@ def _map_and_batch_space() -> XSpaceMaker:
 
 @needs_shared
 def test_input_bound_capture():
-    path = host_files("tf_keras_input_bound")[0]
-    stats = tf_data_stats(decode_xspace(str(path), path.read_bytes()), "vm")
+    stats = tf_data_stats(decoded_hosts("tf_keras_input_bound")[0], "vm")
     assert len(stats.pipelines) == 1
     pipeline = stats.pipelines[0]
     assert pipeline.count == 5 and pipeline.num_slow_calls == 5
@@ -218,8 +218,6 @@ def test_input_bound_capture():
 
 @needs_shared
 def test_multi_worker_gpu_capture_has_only_device_pipelines():
-    stats = []
-    for path in host_files("gpu_multi_worker"):
-        stats.append(tf_data_stats(decode_xspace(str(path), path.read_bytes()), path.name.split(".")[0]))
+    stats = [tf_data_stats(capture, capture.host) for capture in decoded_hosts("gpu_multi_worker")]
     assert all([p.type for p in s.pipelines] == [DEVICE, DEVICE] for s in stats)
     assert bottleneck_analysis(stats).summary == SUMMARY_NONE

@@ -220,6 +220,9 @@ def _host_panel(label: str, analysis: InputOpAnalysis, key: str) -> dict:
         "breakdown": [{"label": BREAKDOWN[k], "ms": analysis.breakdown_us[k] / 1e3,
                        "percent": 100 * analysis.breakdown_us[k] / total_us if total_us else 0.0} for k in BREAKDOWN],
         "total_ms": total_us / 1e3,
+        # Categories worth a summary card: at least a microsecond (float residue is not time).
+        "cards": [{"label": BREAKDOWN[k], "ms": analysis.breakdown_us[k] / 1e3} for k in BREAKDOWN
+                  if analysis.breakdown_us[k] >= 1.0],
         "chart": category_chart(analysis).to_dict() if total_us > 0 else None,
         "enqueue_ratio": analysis.enqueue_ratio,
     }

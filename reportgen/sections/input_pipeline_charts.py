@@ -57,8 +57,17 @@ def iterator_chart(tree: pd.DataFrame) -> alt.Chart:
     )
 
 
+MAX_LATENCY_POINTS = 4000
+
+
 def latency_chart(pipeline: InputPipeline) -> alt.Chart:
     executions = pipeline.executions.sort_values("start_ps")
+    title = "Latency (µs)"
+    if len(executions) > MAX_LATENCY_POINTS:
+        # Long captures: the slowest execution of each time slice keeps the chart small.
+        slices = pd.cut(executions["start_ps"], MAX_LATENCY_POINTS // 2, labels=False)
+        executions = executions.loc[executions.groupby(slices)["duration_ps"].idxmax()]
+        title = "Slowest latency per time slice (µs)"
     frame = pd.DataFrame(
         {
             "start_ms": executions["start_ps"] / 1e9,
@@ -72,7 +81,7 @@ def latency_chart(pipeline: InputPipeline) -> alt.Chart:
         .mark_circle(size=40)
         .encode(
             x=alt.X("start_ms:Q", title="Execution start since capture start (ms)"),
-            y=alt.Y("latency_us:Q", title="Latency (µs)", scale=alt.Scale(type="symlog")),
+            y=alt.Y("latency_us:Q", title=title, scale=alt.Scale(type="symlog")),
             color=alt.Color("slow:N", title="Call", scale=alt.Scale(domain=["over 50 µs", "50 µs or less"],
                                                                   range=["#cf222e", "#1a7f37"])),
             tooltip=[alt.Tooltip("start_ms:Q", title="Start (ms)", format=",.3f"),

@@ -199,12 +199,13 @@ def _op_table(capture: HostCapture, rows: np.ndarray) -> tuple[list[TfOp], np.nd
     stat_op = np.full(len(rows), -1, dtype=np.int64)
     with_stat = np.flatnonzero(has_tf_op)
     if len(with_stat):
-        texts = np.array(str_or_ref_value(capture, tf_op_stats, tf_op_at[with_stat]), dtype=object)
-        non_empty = texts != ""
-        values, inverse = np.unique(texts[non_empty].astype(str), return_inverse=True)
-        base = len(ops)
-        ops.extend(parse_tf_op_fullname(v) for v in values)
-        stat_op[with_stat[non_empty]] = base + inverse
+        at = tf_op_at[with_stat]
+        is_text = np.isin(tf_op_stats.kind[at], (KIND_STR, KIND_REF))
+        string_ids, inverse = np.unique(tf_op_stats.str_id[at][is_text], return_inverse=True)
+        texts = [capture.string(int(sid)) for sid in string_ids]  # one parse per distinct value
+        op_of_string = np.array([len(ops) + k if t else -1 for k, t in enumerate(texts)], dtype=np.int64)
+        ops.extend(parse_tf_op_fullname(t) for t in texts)
+        stat_op[with_stat[is_text]] = op_of_string[inverse]
     return ops, own_op, stat_op
 
 

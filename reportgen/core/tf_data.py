@@ -135,6 +135,8 @@ class _PlaneEvents:
     names: np.ndarray  # object
     tf_data: np.ndarray
     parent: np.ndarray
+    produce_type: np.ndarray  # index in PRODUCE_EVENTS, -1 for other events
+    consume_type: np.ndarray  # index in CONSUME_EVENTS, -1 for other events
 
 
 def _stat(capture: HostCapture, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray, StatTable]:
@@ -158,19 +160,22 @@ def tf_data_stats(capture: HostCapture, host: str) -> TfDataStats:
         return result
 
     names = md_names[md]
+    unique_names = md_names[unique_md]
     begin = events["start_ps"].to_numpy()[rows]
     end = begin + events["duration_ps"].to_numpy()[rows]
     line = events["line"].to_numpy()[rows]
     is_async, async_at, async_stats = _stat(capture, rows, "_a")
     skip = is_async & (int_value(async_stats, async_at) != 0) if len(async_stats) else np.zeros(len(rows), bool)
-    ev = _PlaneEvents(rows, line, begin, end, names, md_tf_data[inverse], nesting_parents(line, begin, end, skip))
+    ev = _PlaneEvents(rows, line, begin, end, names, md_tf_data[inverse], nesting_parents(line, begin, end, skip),
+                      _name_index(unique_names, PRODUCE_EVENTS)[inverse],
+                      _name_index(unique_names, CONSUME_EVENTS)[inverse])
 
     has_id, id_at, id_stats = _stat(capture, rows, "id")
     ids = np.where(has_id, id_value(id_stats, id_at) if len(id_stats) else 0, 0)
     has_parent, parent_at, parent_stats = _stat(capture, rows, "parent_id")
     parent_ids = np.where(has_parent, id_value(parent_stats, parent_at) if len(parent_stats) else 0, 0)
 
-    device_second = names == DEVICE_SECOND_ITERATOR
+    device_second = (unique_names == DEVICE_SECOND_ITERATOR)[inverse]
     iterator_event = ev.tf_data & ~device_second
     result.iterators, device_pipeline_ids = _iterator_metadata(
         capture, ev, iterator_event, device_second, has_id, ids, has_parent, parent_ids
@@ -182,7 +187,7 @@ def tf_data_stats(capture: HostCapture, host: str) -> TfDataStats:
     )
     self_time = (end - begin) - np.bincount(edge_parent, weights=overlap, minlength=len(rows)).astype(np.int64)
 
-    depth = np.array([len(n.split("::")) for n in md_names[unique_md]], dtype=np.int64)[inverse]
+    depth = np.array([len(n.split("::")) for n in unique_names], dtype=np.int64)[inverse]
     roots = np.flatnonzero(iterator_event & (depth == 2) & has_id)
     visits = _visit_executions(roots, has_id, edge_parent, edge_child, overlap, len(rows))
     stats = _iterator_stats(visits, ids, begin, end, self_time)
@@ -252,8 +257,7 @@ def _tf_data_edges(capture, ev: _PlaneEvents, has_id, ids, has_parent, parent_id
 
     has_element, element_at, element_stats = _stat(capture, ev.rows, "element_id")
     element = np.where(has_element, id_value(element_stats, element_at) if len(element_stats) else 0, 0)
-    produce_type = _name_index(ev.names, PRODUCE_EVENTS)
-    consume_type = _name_index(ev.names, CONSUME_EVENTS)
+    produce_type, consume_type = ev.produce_type, ev.consume_type
 
     # Producer iterators: the first tf.data child of each produce event.
     children = positions[(ev.parent >= 0) & ev.tf_data]
@@ -288,8 +292,9 @@ def _tf_data_edges(capture, ev: _PlaneEvents, has_id, ids, has_parent, parent_id
 
 
 def _name_index(names: np.ndarray, wanted: tuple[str, ...]) -> np.ndarray:
+    """Position of each (distinct) name in `wanted`, -1 when absent."""
     lookup = {name: i for i, name in enumerate(wanted)}
-    return pd.Series(names).map(lookup).fillna(-1).to_numpy(np.int64)
+    return np.array([lookup.get(n, -1) for n in names], dtype=np.int64)
 
 
 def _visit_executions(roots, has_id, edge_parent, edge_child, overlap, n_events) -> pd.DataFrame:

@@ -243,25 +243,13 @@ def host_op_metrics_db(capture: HostCapture) -> HostOpMetricsDb:
         act_line[order], act_ts[order], act_pair[order], act_end[order], act_desc[order], infeed_desc
     )
 
-    op_ids = np.array([op.id for op in ops], dtype=np.int64)
-    op_names = np.array([op.name for op in ops], dtype=object)
-    op_types = np.array([op.type for op in ops], dtype=object)
-    records = pd.DataFrame(
-        {
-            "hlo_module_id": op_ids[rec_desc],
-            "name": op_names[rec_desc],
-            "category": op_types[rec_desc],
-            "time_ps": rec_dur,
-            "self_time_ps": rec_dur - rec_children,
-            "line": rec_line,
-        }
-    )
     # Per thread: total time = max(Σ self, active span); the rest is idle.
+    rec_self = rec_dur - rec_children
     span = pd.Series(runs[:, 2] - runs[:, 1], index=runs[:, 0])
-    op_time = records.groupby("line")["self_time_ps"].sum().reindex(span.index, fill_value=0)
+    op_time = pd.Series(rec_self).groupby(rec_line).sum().reindex(span.index, fill_value=0)
     total = np.maximum(op_time.to_numpy(), span.to_numpy())
     return _finish(
-        _aggregate(records),
+        _records_by_key(ops, rec_desc, rec_dur, rec_self),
         int(total.sum()),
         int(runs[:, 3].sum()),
         int(runs[:, 4].sum()),
@@ -270,8 +258,45 @@ def host_op_metrics_db(capture: HostCapture) -> HostOpMetricsDb:
     )
 
 
+def _records_by_key(ops: list[TfOp], rec_desc: np.ndarray, rec_dur: np.ndarray, rec_self: np.ndarray) -> pd.DataFrame:
+    """Completed ops merged by (hlo_module_id, name), in order of first completion;
+    category = the first non-empty op type seen for the key."""
+    if len(rec_desc) == 0:
+        return pd.DataFrame(columns=OP_COLUMNS)
+    descs = pd.DataFrame({"id": [op.id for op in ops], "name": [op.name for op in ops]})
+    key_of_desc, _ = pd.MultiIndex.from_frame(descs).factorize()
+    rec_key = key_of_desc[rec_desc]
+    keys, first = np.unique(rec_key, return_index=True)
+    n = int(keys.max()) + 1
+    occurrences = np.bincount(rec_key, minlength=n)
+    # Exact integer sums per key: sort by key, then add up each run.
+    by_key = np.argsort(rec_key, kind="stable")
+    starts = np.searchsorted(rec_key[by_key], keys)
+    time_ps = np.zeros(n, np.int64)
+    self_ps = np.zeros(n, np.int64)
+    time_ps[keys] = np.add.reduceat(rec_dur[by_key], starts)
+    self_ps[keys] = np.add.reduceat(rec_self[by_key], starts)
+    types = np.array([op.type for op in ops], dtype=object)
+    named = np.flatnonzero(types[rec_desc] != "")
+    category = np.full(n, "", dtype=object)
+    named_keys, named_first = np.unique(rec_key[named], return_index=True)
+    category[named_keys] = types[rec_desc[named[named_first]]]
+    order = keys[np.argsort(first, kind="stable")]
+    first_desc = rec_desc[np.sort(first)]
+    return pd.DataFrame(
+        {
+            "hlo_module_id": descs["id"].to_numpy()[first_desc],
+            "name": descs["name"].to_numpy()[first_desc],
+            "category": category[order],
+            "occurrences": occurrences[order],
+            "time_ps": time_ps[order],
+            "self_time_ps": self_ps[order],
+        }
+    )
+
+
 def _aggregate(records: pd.DataFrame) -> pd.DataFrame:
-    """Merge records by (hlo_module_id, name); category = first non-empty one seen."""
+    """Merge databases' records by (hlo_module_id, name); category = first non-empty one seen."""
     if len(records) == 0:
         return pd.DataFrame(columns=OP_COLUMNS)
     key = ["hlo_module_id", "name"]
@@ -281,8 +306,7 @@ def _aggregate(records: pd.DataFrame) -> pd.DataFrame:
     )
     named = records[records["category"] != ""].drop_duplicates(key).set_index(key)["category"]
     merged["category"] = named.reindex(merged.index).fillna("").to_numpy()
-    if "occurrences" in records:  # combining databases: occurrences add up
-        merged["occurrences"] = grouped["occurrences"].sum()
+    merged["occurrences"] = grouped["occurrences"].sum()
     return merged.reset_index()[OP_COLUMNS]
 
 

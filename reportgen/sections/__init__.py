@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 
 from reportgen.sections.base import HostContext, HostSummary, RunContext, Section
+from reportgen.sections.input_pipeline import InputPipelineSection
 from reportgen.sections.inventory import InventorySection
 from reportgen.sections.kernel_stats import KernelStatsSection
 from reportgen.sections.memory_profile import MemoryProfileSection
@@ -17,6 +18,7 @@ alt.data_transformers.disable_max_rows()
 
 SECTIONS: list[Section] = [
     InventorySection(),
+    InputPipelineSection(),
     KernelStatsSection(),
     MemoryProfileSection(),
     MemoryViewerSection(),

@@ -219,3 +219,67 @@ def self_times(parent: np.ndarray, duration: np.ndarray) -> np.ndarray:
     has = parent >= 0
     children = np.bincount(parent[has], weights=duration[has], minlength=len(duration))
     return duration - children.astype(np.int64)
+
+
+@njit(cache=True)
+def inherit_down(parent, own, async_flag):
+    """Descendant-of-a-stage flags along nesting parents (positions, parents first):
+    desc[i] = async[i] or own[parent] or desc[parent]."""
+    n = len(parent)
+    desc = np.zeros(n, np.bool_)
+    for i in range(n):
+        d = async_flag[i]
+        p = parent[i]
+        if p >= 0 and (own[p] or desc[p]):
+            d = True
+        desc[i] = d
+    return desc
+
+
+@njit(cache=True)
+def sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_types):
+    """XProf's non-overlapping conversion and step breakdown in one sweep.
+
+    Boundaries are sorted per step segment (time asc; ends before starts; higher
+    type first). For each step, every consecutive boundary pair becomes a span
+    typed with the highest type open (XProf's PriorityTracker, quirks
+    included); its overlap with the step time adds to that type. Returns
+    (type_ps[step, type], present[step, type], span_ps[step, type]) where
+    `present` marks types that produced a span (XProf creates the map key even
+    for a zero overlap) and `span_ps` is the spans' full length."""
+    n_steps = len(seg_start) - 1
+    type_ps = np.zeros((n_steps, n_types), np.int64)
+    present = np.zeros((n_steps, n_types), np.bool_)
+    span_ps = np.zeros((n_steps, n_types), np.int64)
+    count = np.zeros(n_types, np.int64)
+    for s in range(n_steps):
+        lo = seg_start[s]
+        hi = seg_start[s + 1]
+        count[:] = 0
+        current = 0
+        for i in range(lo, hi - 1):
+            t = etype[i]
+            if is_start[i]:
+                count[t] += 1
+                if t > current:
+                    current = t
+            else:
+                count[t] -= 1
+                if t == current and count[t] == 0:
+                    current = 0
+                    for k in range(t - 1, -1, -1):
+                        if count[k] > 0:
+                            current = k
+                            break
+            b = time[i]
+            e = time[i + 1]
+            if e < b:
+                e = b
+            present[s, current] = True
+            span_ps[s, current] += e - b
+            ob = b if b > step_begin[s] else step_begin[s]
+            oe = e if e < step_end[s] else step_end[s]
+            # Timespan overlap is inclusive: touching spans overlap by 0.
+            if oe > ob:
+                type_ps[s, current] += oe - ob
+    return type_ps, present, span_ps

@@ -104,8 +104,11 @@ def _tpu_self_times(table: EventTable, plane: int, rows, begin, duration) -> np.
 
 
 def tpu_op_metrics_frame(table: EventTable, rows: np.ndarray, begin: np.ndarray, duration: np.ndarray,
-                         self_ps: np.ndarray) -> pd.DataFrame:
-    """Ops of TPU op-line events keyed by metadata (program_id, symbol_id)."""
+                         self_ps: np.ndarray, step: np.ndarray | None = None) -> pd.DataFrame:
+    """Ops of TPU op-line events keyed by metadata (program_id, symbol_id).
+
+    With `step` (a group id per row), ops are kept apart per step and the
+    frame gains a `step` column."""
     program, has_program = table.md_int_stat("program_id")
     symbol, has_symbol = table.md_int_stat("symbol_id")
     md = table.md[rows]
@@ -115,12 +118,12 @@ def tpu_op_metrics_frame(table: EventTable, rows: np.ndarray, begin: np.ndarray,
     md = md[keep]
     nocc = table.capture.events["num_occurrences"].to_numpy(np.int64)[rows[keep]]
     events = pd.DataFrame({
-        "program": program[md], "symbol": symbol[md], "md": md, "occ": np.maximum(1, nocc),
-        "time": duration[keep], "self": self_ps[keep],
+        "step": step[keep] if step is not None else 0, "program": program[md], "symbol": symbol[md], "md": md,
+        "occ": np.maximum(1, nocc), "time": duration[keep], "self": self_ps[keep],
     })
     min_dur, has_min = table.int_stat("min_duration_ps", uint_ok=False)
     events["min"] = np.where(has_min[rows[keep]], min_dur[rows[keep]], duration[keep])
-    agg = events.groupby(["program", "symbol"], sort=False).agg(
+    agg = events.groupby(["step", "program", "symbol"], sort=False).agg(
         md=("md", "first"), occurrences=("occ", "sum"), time_ps=("time", "sum"), self_time_ps=("self", "sum"),
         min_time_ps=("min", "min"),
     ).reset_index()
@@ -140,7 +143,7 @@ def tpu_op_metrics_frame(table: EventTable, rows: np.ndarray, begin: np.ndarray,
     occ = agg["occurrences"].to_numpy(np.int64)
     f = flops[mds] * occ
     mf = model_flops[mds]
-    return metrics_frame(
+    frame = metrics_frame(
         hlo_module_id=agg["program"].to_numpy(np.int64),
         name=np.where(has_display, display, names).astype(object),
         long_name=np.where(has_display, names, "").astype(object),
@@ -150,6 +153,9 @@ def tpu_op_metrics_frame(table: EventTable, rows: np.ndarray, begin: np.ndarray,
         flops=f, model_flops=np.where(mf > 0, mf * occ, f), bytes_accessed=bytes_accessed[mds] * occ,
         num_cores=np.ones(len(agg), np.int64),
     )
+    if step is not None:
+        frame["step"] = agg["step"].to_numpy(np.int64)
+    return frame
 
 
 def tpu_plane_op_metrics(table: EventTable, plane: int) -> OpMetricsDb:

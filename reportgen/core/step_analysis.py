@@ -105,6 +105,7 @@ class StepAnalysis:
     input_percent: StepSummary = field(default_factory=StepSummary)
     bottleneck: Bottleneck = field(default_factory=Bottleneck)
     tpu: bool = False
+    input_breakdown: InputTimeBreakdown | None = None
 
 
 NO_STEP_STATEMENT = "No step time measured. Therefore we cannot tell where the performance bottleneck is."
@@ -241,20 +242,23 @@ def analyze_steps(step_db: StepDb, hardware_type: str, host_db=None) -> StepAnal
     step_time = StepSummary.of(_step_times_ms(step_db))
     if hardware_type == "TPU":
         steps = _tpu_steps(step_db)
+        breakdown = input_time_breakdown(host_db, 0.0, 0.0, False) if host_db is not None else None
         return StepAnalysis(hardware_type, steps, step_time,
                             {k: StepSummary.of(steps[k]) for k in ("tc_compute", "tc_infeed", "tc_outfeed",
                                                                      "tc_idle")},
-                            StepSummary.of(steps["infeed_percent"]), tpu_bottleneck(steps), tpu=True)
+                            StepSummary.of(steps["infeed_percent"]), tpu_bottleneck(steps), tpu=True,
+                            input_breakdown=breakdown)
     steps = generic_step_frame(step_db)
     categories = {k: StepSummary.of(steps[k]) for k in CATEGORY_KEYS}
-    uses_tf_data = False
+    breakdown = None
     if host_db is not None:
         h2d = StepSummary.of(_host_to_device_ms(step_db)).average
-        uses_tf_data = input_time_breakdown(host_db, h2d, step_time.average, True).uses_tf_data
+        breakdown = input_time_breakdown(host_db, h2d, step_time.average, True)
     input_pct = 100.0 * np.where(steps["step_time_ms"] > 1e-10, steps["input"] / steps["step_time_ms"].where(
         steps["step_time_ms"] > 1e-10, 1.0), 0.0) if len(steps) else np.zeros(0)
     return StepAnalysis(hardware_type, steps, step_time, categories, StepSummary.of(input_pct),
-                        generic_bottleneck(steps, uses_tf_data))
+                        generic_bottleneck(steps, breakdown is not None and breakdown.uses_tf_data),
+                        input_breakdown=breakdown)
 
 
 # --- host-side input operations (input_pipeline.md §2.3) ---------------------------------------

@@ -137,7 +137,8 @@ def _pie(table: pd.DataFrame, side: str, by: str, title: str) -> dict | None:
     top = sums.head(PIE_SLICES)
     if len(sums) > PIE_SLICES:
         top = pd.concat([top, pd.Series({"(other)": sums.iloc[PIE_SLICES:].sum()})])
-    frame = pd.DataFrame({"name": top.index.astype(str), "self_us": top.to_numpy()})
+    names = [n if n else "(no type)" for n in top.index.astype(str)]
+    frame = pd.DataFrame({"name": names, "self_us": top.to_numpy()})
     frame["percent"] = 100 * frame["self_us"] / frame["self_us"].sum()
     chart = (
         alt.Chart(frame, title=title)
@@ -211,6 +212,7 @@ class TfStatsSection(Section):
                                 "id": f"ops-{index}-{mode}"}
             rendered.append({"view": view, "tables": tables, "index": index})
         page.write_html("tf_stats.html", "tf_stats.html", views=rendered, labels=list(views), all_hosts=ALL_HOSTS,
+                        integer_columns=["Rank", "#Occurrences"],
                         numeric_columns=[label for key, label, _ in COLUMNS
                                          if key not in ("host_or_device", "type", "operation", "bound_by",
                                                         "eager")])

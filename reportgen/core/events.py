@@ -29,6 +29,7 @@ from reportgen.capture import (
     StatTable,
 )
 from reportgen.core import schema
+from reportgen.core.nesting import bucket_by_key
 from reportgen.core.tf_op import JAX, TENSORFLOW, TF_DATA, parse_tf_op_fullname
 
 
@@ -144,8 +145,21 @@ class EventTable:
         return self.md_names[self.md]
 
     # --- event stats --------------------------------------------------------------------
+    @cached_property
+    def _stat_buckets(self) -> tuple[np.ndarray, np.ndarray]:
+        """Event stat rows grouped by stat name, once (a counting sort), so that
+        each stat column costs only its own rows."""
+        stats = self.capture.event_stats
+        return bucket_by_key(stats.key.astype(np.int64), len(self.capture.strings))
+
     def _rows(self, name: str) -> StatTable:
-        return self.capture.event_stat(name)
+        sid = self.capture.string_id(name)
+        stats = self.capture.event_stats
+        if sid == NO_STRING or len(stats) == 0:
+            return stats.select(np.zeros(len(stats), bool))
+        order, start = self._stat_buckets
+        rows = order[start[sid]:start[sid + 1]]
+        return StatTable(stats.owner[rows], stats.key[rows], stats.kind[rows], stats.raw[rows], stats.str_id[rows])
 
     def has_stat(self, name: str) -> bool:
         return self.capture.string_id(name) != NO_STRING and len(self._rows(name)) > 0

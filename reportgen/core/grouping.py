@@ -37,14 +37,14 @@ class Grouping:
     """Per-event grouping results, aligned with `EventTable` rows.
 
     group_id:   step group of each event, -1 when none.
-    step_name:  per event, the `step_name` its root carries (None when not a
-                named root): XProf adds it to user-defined roots only.
+    step_names: event row → the `step_name` it carries: XProf adds it to
+                user-defined roots (and device `Steps` events) only.
     is_eager:   per event, 1/0 where XProf writes `is_eager`, -1 elsewhere.
     group_names: group id → group name (e.g. "train 6").
     """
 
     group_id: np.ndarray
-    step_name: np.ndarray
+    step_names: dict[int, str]
     is_eager: np.ndarray
     group_names: dict[int, str] = field(default_factory=dict)
 
@@ -80,7 +80,7 @@ def group_events(table: EventTable) -> Grouping:
     n = table.n
     if is_already_grouped(table):
         return _stored_grouping(table)
-    empty = Grouping(np.full(n, -1, np.int64), np.full(n, None, object), np.full(n, -1, np.int8))
+    empty = Grouping(np.full(n, -1, np.int64), {}, np.full(n, -1, np.int8))
     if has_tf_loop_ops(table):
         return empty
     tpu_planes = table.planes_named(lambda name: name.startswith(schema.TPU_PLANE_PREFIX))
@@ -90,15 +90,16 @@ def group_events(table: EventTable) -> Grouping:
 def _stored_grouping(table: EventTable) -> Grouping:
     gid, has = table.int_stat("group_id", uint_ok=False)
     group_id = np.where(has, gid, -1)
-    names = table.strings(table.str_stat("step_name"))
-    step_name = np.where(table.str_stat("step_name") != NO_STRING, names, None)
+    ids = table.str_stat("step_name")
+    named = np.flatnonzero(ids != NO_STRING)
+    step_names = {int(r): str(table.capture.string(int(ids[r]))) for r in named}
     eager, has_eager = table.int_stat("is_eager", uint_ok=False)
     is_eager = np.where(has_eager, (eager != 0).astype(np.int8), -1).astype(np.int8)
     group_names: dict[int, str] = {}
-    sel = np.flatnonzero((step_name != None) & (group_id >= 0))  # noqa: E711
-    for row in sel[::-1]:
-        group_names[int(group_id[row])] = str(step_name[row])
-    return Grouping(group_id, step_name.astype(object), is_eager, group_names)
+    for row in named[::-1]:
+        if group_id[row] >= 0:
+            group_names[int(group_id[row])] = step_names[int(row)]
+    return Grouping(group_id, step_names, is_eager, group_names)
 
 
 # --- building the forest ----------------------------------------------------------------
@@ -309,17 +310,17 @@ def _group_forest(table: EventTable, tpu_planes: list[int]) -> Grouping:
         processed += _group_tpu_lockstep(child_ptr, child_idx, parent_ptr, parent_idx, tpu_grouping_rows,
                                          level, is_root, group, next_id)
 
-    step_name = np.full(n, None, object)
+    step_names: dict[int, str] = {}
     group_names: dict[int, str] = {}
     name_of = _GroupNamer(table, parent_ptr, parent_idx)
     for root, gid in processed:
         name = name_of(root, gid)
         group_names[gid] = name
         if not _is_implicit_root(table, types, root):
-            step_name[root] = name
+            step_names[root] = name
 
     is_eager = _eager_flags(table, types, child_ptr, child_idx)
-    result = Grouping(group, step_name, is_eager, group_names)
+    result = Grouping(group, step_names, is_eager, group_names)
     if tpu_set:
         _group_tpu_lines(table, tpu_planes, result)
     return result
@@ -466,4 +467,4 @@ def _group_tpu_lines(table: EventTable, tpu_planes: list[int], grouping: Groupin
             for row in parents:
                 gid = int(grouping.group_id[row])
                 if gid in grouping.group_names:
-                    grouping.step_name[row] = grouping.group_names[gid]
+                    grouping.step_names[int(row)] = grouping.group_names[gid]

@@ -68,12 +68,14 @@ def _op_catalog(table: EventTable, rows: np.ndarray):
     op_of_stat = np.full(len(rows), -1, np.int64)
     with_stat = np.flatnonzero(tf_op_ids != NO_STRING)
     if len(with_stat):
-        for sid in np.unique(tf_op_ids[with_stat]):
+        unique, inverse = np.unique(tf_op_ids[with_stat], return_inverse=True)
+        op_of_unique = np.full(len(unique), -1, np.int64)
+        for i, sid in enumerate(unique):
             text = str(table.capture.string(int(sid)))
-            if not text:
-                continue
-            op = parse_tf_op_fullname(text)
-            op_of_stat[with_stat[tf_op_ids[with_stat] == sid]] = index((0, op.name, op.type))
+            if text:
+                op = parse_tf_op_fullname(text)
+                op_of_unique[i] = index((0, op.name, op.type))
+        op_of_stat[with_stat] = op_of_unique[inverse]
 
     keys = list(catalog)
     frame = pd.DataFrame(keys, columns=["hlo_module_id", "name", "category"]) if keys else pd.DataFrame(

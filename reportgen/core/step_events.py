@@ -202,10 +202,16 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
         etype = _mark_root_stages(table, lines, rows, etype)
 
     group = grouping.group_id[rows]
-    step_name = grouping.step_name[rows]
+    step_name = np.full(len(rows), "", dtype=object)
+    if grouping.step_names:
+        named_rows = np.fromiter(grouping.step_names, np.int64)
+        pos = np.searchsorted(rows, named_rows)
+        ok = (pos < len(rows)) & (rows[np.minimum(pos, len(rows) - 1)] == named_rows)
+        step_name[pos[ok]] = [grouping.step_names[int(r)] for r in named_rows[ok]]
     grouped = group >= 0
+    has_name = step_name != ""
     explicit = grouped & md_explicit[table.md[rows]]
-    implicit = grouped & ~explicit & (step_name != None) & (step_name != "")  # noqa: E711
+    implicit = grouped & ~explicit & has_name
     compute = grouped & ~explicit & ~implicit & md_compute[table.md[rows]]
 
     marker_pos = np.flatnonzero(explicit | implicit)
@@ -217,7 +223,7 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
     span_pos = np.flatnonzero(compute)
     spans = _frame(group=group[span_pos], type=etype[span_pos], begin=table.start[rows[span_pos]],
                    end=table.end[rows[span_pos]])
-    named = np.flatnonzero(grouped & (step_name != None) & (step_name != ""))  # noqa: E711
+    named = np.flatnonzero(grouped & has_name)
     names: dict[int, str] = {}
     for g, n in zip(group[named][::-1], step_name[named][::-1]):
         names[int(g)] = str(n)
@@ -315,24 +321,29 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
     typed = rows[has_corr[rows] & (corr[rows] >= 0) & (group_id[rows] >= 0)]
     if len(typed) == 0:
         return StepEvents()
-    shapes = table.str_stat("shape")[typed]
-    key = pd.DataFrame({"md": table.md[typed], "shape": shapes})
-    uniq = key.drop_duplicates()
-    kinds = {
-        (m, s): _gpu_event_type(str(table.md_names[m]), str(table.capture.string(int(s))) if s >= 0 else "")
-        for m, s in zip(uniq["md"], uniq["shape"])
-    }
-    etype = np.array([kinds[(m, s)] for m, s in zip(key["md"], key["shape"])], np.int8) if len(key) else \
-        np.zeros(0, np.int8)
+    shapes = table.str_stat("shape")[typed].astype(np.int64)
+    # Classify each distinct (name, shape) pair once.
+    pair = table.md[typed] * (len(table.capture.strings) + 2) + (shapes + 1)
+    unique, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    kinds = np.array([
+        _gpu_event_type(str(table.md_names[table.md[typed[i]]]),
+                        str(table.capture.string(int(shapes[i]))) if shapes[i] >= 0 else "")
+        for i in first
+    ], np.int8)
+    etype = kinds[inverse.reshape(-1)]
     spans = _frame(group=group_id[typed], type=etype, begin=table.start[typed], end=table.end[typed])
 
     is_transfer = np.isin(etype, list(TRANSFER_KINDS))
     tr = typed[is_transfer]
     details = table.str_stat("memcpy_details")[tr]
-    byte_of = {int(s): memcpy_bytes(str(table.capture.string(int(s)))) for s in np.unique(details) if s >= 0}
-    transfers = _frame(group=group_id[tr], kind=np.array([TRANSFER_KINDS[t] for t in etype[is_transfer]], np.int8),
-                       duration=table.duration[tr], bytes=np.array([byte_of.get(int(s), 0) for s in details],
-                                                                   np.int64))
+    detail_ids, detail_inverse = np.unique(details, return_inverse=True)
+    detail_bytes = np.array([memcpy_bytes(str(table.capture.string(int(d)))) if d >= 0 else 0 for d in detail_ids],
+                            np.int64)
+    kind_of_type = np.full(N_EVENT_TYPES, -1, np.int8)
+    for t, k in TRANSFER_KINDS.items():
+        kind_of_type[t] = k
+    transfers = _frame(group=group_id[tr], kind=kind_of_type[etype[is_transfer]], duration=table.duration[tr],
+                       bytes=detail_bytes[detail_inverse.reshape(-1)] if len(tr) else np.zeros(0, np.int64))
     coll = typed[etype == DEVICE_COLLECTIVES]
     line_ts = table.capture.lines["timestamp_ns"].to_numpy(np.int64)[table.line[coll]] * 1000
     collectives = _frame(group=group_id[coll], core=np.full(len(coll), plane_id, np.int64), start=table.start[coll],

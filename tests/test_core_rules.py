@@ -181,3 +181,26 @@ def test_combined_hosts_sum_cores_and_renumber_steps():
     assert sorted(set(run.step_db.steps["core"])) == [1, 1001]
     assert run.environment.host_count == 1 and run.environment.task_count == 2
     assert run.host_db.total_time_ps == 2 * a.host_db.total_time_ps
+
+
+def test_gpu_kernels_join_the_launching_step_and_derive_the_steps_line():
+    """A GPU capture saved without grouping: kernels take the step of the host
+    thread that launched them (correlation id) and form the device step."""
+    space = SpaceBuilder()
+    host = space.plane("/host:CPU")
+    py = host.line(1, "python")
+    gpu = space.plane("/device:GPU:0", plane_id=1).line(7, "Stream #7(Compute)")
+    for k, start in enumerate((0, 1000 * US)):
+        py.event("train", start, 500 * US, _r=1, step_num=k)
+        py.event("cudaLaunchKernel", start + 10 * US, 5 * US, correlation_id=100 + k)
+        gpu.event("volta_sgemm", start + 100 * US, 300 * US, correlation_id=100 + k)
+    stats = compute_host_op_stats(space.capture())
+    steps = stats.step_db.steps
+    assert list(steps["name"]) == ["", ""]  # device steps: XProf does not name them
+    # With a device, only device step events count: the step is the kernels' span.
+    assert list(steps["duration_ps"]) == [300 * US] * 2
+    a = analyze_steps(stats.step_db, "GPU")
+    assert list(a.steps["step_name"]) == ["0", "1"]
+    assert a.steps.iloc[0]["device_compute"] == pytest.approx(0.300)
+    assert a.steps.iloc[0]["other"] == 0
+    assert stats.device_db.compute_32bit_ps == 600 * US

@@ -309,12 +309,15 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
     op_lines = lines[~table.derived_lines[lines]]
     group_id = grouping.group_id
 
-    marker_rows = table.events_of_lines(step_lines)
-    marker_rows = marker_rows[group_id[marker_rows] >= 0]
-    mb, md_ = device_timespans(table, marker_rows)
-    markers = _frame(group=group_id[marker_rows], kind=np.full(len(marker_rows), DEVICE_MARKER, np.int8),
-                     core=np.full(len(marker_rows), plane_id, np.int64), begin=mb, duration=md_,
-                     name=table.names[marker_rows])
+    if len(step_lines):
+        marker_rows = table.events_of_lines(step_lines)
+        marker_rows = marker_rows[group_id[marker_rows] >= 0]
+        mb, md_ = device_timespans(table, marker_rows)
+        markers = _frame(group=group_id[marker_rows], kind=np.full(len(marker_rows), DEVICE_MARKER, np.int8),
+                         core=np.full(len(marker_rows), plane_id, np.int64), begin=mb, duration=md_,
+                         name=table.names[marker_rows])
+    else:
+        markers = derived_step_markers(table, group_id, op_lines, plane_id)
 
     rows = table.events_of_lines(op_lines)
     corr, has_corr = table.int_stat("correlation_id", uint_ok=False)
@@ -353,6 +356,26 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
     result = StepEvents(groups=np.unique(spans["group"]), spans=spans, markers=markers, names=names,
                         transfers=transfers, collectives=collectives)
     return result.restricted(groups)
+
+
+def derived_step_markers(table: EventTable, group_id: np.ndarray, lines: np.ndarray, core: int) -> pd.DataFrame:
+    """XProf's derived GPU `Steps` line (DeriveStepEventsFromGroups), for planes
+    saved without one: the plane's grouped events in time order; each run of
+    one group becomes a step event spanning the run."""
+    rows = table.events_of_lines(lines)
+    rows = rows[group_id[rows] >= 0]
+    if len(rows) == 0:
+        return empty_markers()
+    order = np.lexsort((table.duration[rows], table.start[rows]))
+    rows = rows[order]
+    g = group_id[rows]
+    run = np.cumsum(np.concatenate([[True], g[1:] != g[:-1]]))
+    frame = pd.DataFrame({"run": run, "group": g, "begin": table.start[rows], "end": table.end[rows]})
+    runs = frame.groupby("run", sort=True).agg(group=("group", "first"), begin=("begin", "min"), end=("end", "max"))
+    return _frame(group=runs["group"].to_numpy(np.int64), kind=np.full(len(runs), DEVICE_MARKER, np.int8),
+                  core=np.full(len(runs), core, np.int64), begin=runs["begin"].to_numpy(np.int64),
+                  duration=(runs["end"] - runs["begin"]).to_numpy(np.int64),
+                  name=runs["group"].astype(str).to_numpy(object))
 
 
 def device_step_events(table: EventTable, grouping: Grouping) -> tuple[StepEvents, bool]:

@@ -145,7 +145,8 @@ def _pie(table: pd.DataFrame, side: str, by: str, title: str) -> dict | None:
         .mark_arc()
         .encode(
             theta=alt.Theta("self_us:Q"),
-            color=alt.Color("name:N", sort=list(frame["name"]), legend=alt.Legend(title=None, labelLimit=320)),
+            color=alt.Color("name:N", sort=list(frame["name"]), scale=alt.Scale(scheme="tableau20"),
+                            legend=alt.Legend(title=None, labelLimit=320)),
             tooltip=[alt.Tooltip("name:N", title="Op" if by == "op" else "Type"),
                      alt.Tooltip("self_us:Q", title="Self time (µs)", format=",.1f"),
                      alt.Tooltip("percent:Q", title="Share (%)", format=".1f")],

@@ -204,3 +204,50 @@ def test_gpu_kernels_join_the_launching_step_and_derive_the_steps_line():
     assert a.steps.iloc[0]["device_compute"] == pytest.approx(0.300)
     assert a.steps.iloc[0]["other"] == 0
     assert stats.device_db.compute_32bit_ps == 600 * US
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+            v >>= 7
+            if not v:
+                return bytes(out)
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def _hlo_proto(module: str, instructions: list[tuple[str, str, str, str]]) -> bytes:
+    """HloProto bytes: (name, opcode, fusion kind, op_name) per instruction."""
+    body = b""
+    for name, opcode, kind, op_name in instructions:
+        inst = _field(1, name.encode()) + _field(2, opcode.encode()) + _field(7, _field(2, op_name.encode()))
+        if kind:
+            inst += _field(11, kind.encode())
+        body += _field(2, inst)
+    return _field(1, _field(1, module.encode()) + _field(3, body))
+
+
+def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launches():
+    space = SpaceBuilder()
+    meta = space.plane("/host:metadata")
+    md = meta.plane.event_metadata[meta.metadata_id("jit_f(7)")]
+    meta.add_stats(md, {"Hlo Proto": _hlo_proto("jit_f", [("fusion.1", "fusion", "kLoop", "jit(f)/mul"),
+                                                          ("dot.2", "dot", "", "jit(f)/dot_general")]),
+                        "program_id": 7})
+    space.plane("/host:CPU").line(1).event("train", 0, 100 * US, _r=1, step_num=0)
+    stream = space.plane("/device:GPU:0", plane_id=1).line(7, "Stream #7(Compute)")
+    stream.event("loop_fusion_kernel", 0, 10 * US, hlo_op="fusion.1", program_id=7, correlation_id=1)
+    stream.event("loop_fusion_kernel", 10 * US, 5 * US, hlo_op="fusion.1", program_id=7, correlation_id=2)
+    stream.event("gemm", 20 * US, 30 * US, hlo_op="while::dot.2", program_id=7, correlation_id=3)
+    stream.event("other_kernel", 60 * US, 5 * US, hlo_op="not_in_module", program_id=7, correlation_id=4)
+    stream.event("fusion_again", 70 * US, 5 * US, hlo_op="fusion.1", program_id=7, correlation_id=5)
+    db = compute_host_op_stats(space.capture()).device_db
+    fusion = _op(db, "fusion.1")
+    # Two consecutive launches are one execution; the later launch is another.
+    assert fusion["occurrences"] == 2 and fusion["time_ps"] == 20 * US
+    assert fusion["category"] == "loop fusion" and fusion["provenance"] == "jit(f)/mul:"
+    assert _op(db, "dot.2")["category"] == "dot"
+    assert "not_in_module" not in set(db.metrics["name"])
+    # The unknown kernel still counts towards the device's span (IDLE).
+    assert db.total_time_ps == 75 * US

@@ -21,6 +21,7 @@ from reportgen.capture import NO_STRING
 from reportgen.core import schema
 from reportgen.core.events import EventTable
 from reportgen.core.grouping import Grouping
+from reportgen.core.hlo import HloModuleInfo
 from reportgen.core.nesting import line_parents, self_times
 from reportgen.core.op_metrics import OpMetricsDb, combine_dbs, metrics_frame, with_idle
 from reportgen.core.protowire import fields
@@ -34,7 +35,57 @@ def _plane_id(table: EventTable, plane: int) -> int:
 
 # --- GPU ------------------------------------------------------------------------------------
 
-def gpu_plane_op_metrics(table: EventTable, grouping: Grouping, plane: int) -> OpMetricsDb:
+def _xla_kernel_runs(table: EventTable, grouping: Grouping, rows: np.ndarray, is_tf: np.ndarray,
+                     modules: dict[int, HloModuleInfo]) -> pd.DataFrame:
+    """XLA kernels whose HLO instruction is known, merged into one op execution
+    per run of consecutive kernels (same line, same innermost HLO op and group,
+    no TF-op kernel in between): XProf's HLOTracker."""
+    hlo_ids = table.str_stat("hlo_op")[rows]
+    program, has_program = table.int_stat("program_id")
+    has_hlo = hlo_ids != NO_STRING
+    if not has_hlo.any() or not modules:
+        return pd.DataFrame()
+    # Innermost HLO op name: the last `::`-separated part of the stat.
+    unique, inverse = np.unique(hlo_ids[has_hlo], return_inverse=True)
+    innermost = np.array([str(table.capture.string(int(u))).split("::")[-1] for u in unique], dtype=object)
+    op_name = np.full(len(rows), "", dtype=object)
+    op_name[has_hlo] = innermost[inverse.reshape(-1)]
+    pid = np.where(has_program[rows], program[rows], -1)
+    known = np.zeros(len(rows), bool)
+    for p in np.unique(pid[has_hlo]):
+        module = modules.get(int(p))
+        if module is None or not module.instructions:
+            continue
+        sel = has_hlo & (pid == p)
+        known[sel] = [n in module.instructions for n in op_name[sel]]
+    considered = known | is_tf
+    pos = np.flatnonzero(considered)
+    if not known.any():
+        return pd.DataFrame()
+    lines = table.line[rows[pos]]
+    group = grouping.group_id[rows[pos]]
+    names = op_name[pos]
+    tf = is_tf[pos]
+    prev_same = np.zeros(len(pos), bool)
+    prev_same[1:] = (lines[1:] == lines[:-1]) & (names[1:] == names[:-1]) & (group[1:] == group[:-1]) & ~tf[:-1]
+    run = np.cumsum(~prev_same)
+    xla = ~tf
+    flops, _ = table.int_stat("flops")
+    nbytes, _ = table.int_stat("bytes_accessed")
+    frame = pd.DataFrame({"run": run[xla], "program": pid[pos][xla], "name": names[xla],
+                          "dur": table.duration[rows[pos][xla]], "flops": flops[rows[pos][xla]],
+                          "bytes": nbytes[rows[pos][xla]], "eager": grouping.is_eager[rows[pos][xla]] == 1})
+    runs = frame.groupby("run", sort=False).agg(program=("program", "first"), name=("name", "first"),
+                                                dur=("dur", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"),
+                                                eager=("eager", "last"))
+    info = [modules[int(p)].instructions[n] for p, n in zip(runs["program"], runs["name"])]
+    runs["category"] = [i.category for i in info]
+    runs["provenance"] = [i.provenance for i in info]
+    return runs.reset_index(drop=True)
+
+
+def gpu_plane_op_metrics(table: EventTable, grouping: Grouping, plane: int,
+                         modules: dict[int, HloModuleInfo] | None = None) -> OpMetricsDb:
     lines = table.lines_of_plane(plane)
     lines = lines[~table.derived_lines[lines]]
     rows = table.events_of_lines(lines)
@@ -48,11 +99,14 @@ def gpu_plane_op_metrics(table: EventTable, grouping: Grouping, plane: int) -> O
 
     tf_op = table.str_stat("tf_op")[rows]
     has_hlo = table.str_stat("hlo_op")[rows] != NO_STRING
+    is_tf = (tf_op != NO_STRING) & ~has_hlo
     # XLA kernels need the HLO instruction from the capture's HLO protos; without
     # them (no /host:metadata plane) they are not ops, as in XProf.
-    sel = np.flatnonzero((tf_op != NO_STRING) & ~has_hlo)
+    xla = _xla_kernel_runs(table, grouping, rows, is_tf, modules or {})
+    xla_metrics = _xla_metrics(xla)
+    sel = np.flatnonzero(is_tf)
     if len(sel) == 0:
-        return _finalize_gpu(metrics_frame(name=np.zeros(0, object)), span)
+        return _finalize_gpu(xla_metrics, span)
     r = rows[sel]
     ops = pd.DataFrame({"tf_op": tf_op[sel], "md": table.md[r], "dur": table.duration[r],
                         "eager": grouping.is_eager[r] == 1})
@@ -60,7 +114,7 @@ def gpu_plane_op_metrics(table: EventTable, grouping: Grouping, plane: int) -> O
     parsed = {s: parse_tf_op_fullname(t) for s, t in texts.items()}
     ops = ops[[bool(texts[int(s)]) for s in ops["tf_op"]]]
     if ops.empty:
-        return _finalize_gpu(metrics_frame(name=np.zeros(0, object)), span)
+        return _finalize_gpu(xla_metrics, span)
     ops["name"] = [f"{parsed[int(s)].name}/{table.md_names[m]}" for s, m in zip(ops["tf_op"], ops["md"])]
     ops["category"] = [parsed[int(s)].type for s in ops["tf_op"]]
     ops["provenance"] = [texts[int(s)] for s in ops["tf_op"]]
@@ -75,7 +129,27 @@ def gpu_plane_op_metrics(table: EventTable, grouping: Grouping, plane: int) -> O
         self_time_ps=agg["time_ps"].to_numpy(np.int64), min_time_ps=agg["min_time_ps"].to_numpy(np.int64),
         num_cores=np.ones(len(agg), np.int64),
     )
-    return _finalize_gpu(metrics, span)
+    # Op order: first appearance; XLA and TF-op kernels are rarely mixed on one plane.
+    return _finalize_gpu(pd.concat([xla_metrics, metrics], ignore_index=True), span)
+
+
+def _xla_metrics(runs: pd.DataFrame) -> pd.DataFrame:
+    if runs.empty:
+        return metrics_frame(name=np.zeros(0, object))
+    agg = runs.groupby(["program", "name"], sort=False).agg(
+        category=("category", "first"), provenance=("provenance", "first"), is_eager=("eager", "first"),
+        occurrences=("dur", "size"), time_ps=("dur", "sum"), min_time_ps=("dur", "min"), flops=("flops", "sum"),
+        bytes_accessed=("bytes", "sum"),
+    ).reset_index()
+    return metrics_frame(
+        hlo_module_id=agg["program"].to_numpy(np.int64), name=agg["name"].to_numpy(object),
+        category=agg["category"].to_numpy(object), provenance=agg["provenance"].to_numpy(object),
+        is_eager=agg["is_eager"].to_numpy(bool), occurrences=agg["occurrences"].to_numpy(np.int64),
+        time_ps=agg["time_ps"].to_numpy(np.int64), self_time_ps=agg["time_ps"].to_numpy(np.int64),
+        min_time_ps=agg["min_time_ps"].to_numpy(np.int64), flops=agg["flops"].to_numpy(np.int64),
+        model_flops=agg["flops"].to_numpy(np.int64), bytes_accessed=agg["bytes_accessed"].to_numpy(np.int64),
+        num_cores=np.ones(len(agg), np.int64),
+    )
 
 
 def _finalize_gpu(metrics: pd.DataFrame, span: int) -> OpMetricsDb:
@@ -256,8 +330,10 @@ def _span(begin: np.ndarray, end: np.ndarray) -> int:
     return int(end[keep].max() - begin[keep].min())
 
 
-def device_op_metrics_db(table: EventTable, grouping: Grouping) -> tuple[OpMetricsDb, list[int], bool]:
-    """(combined device DB, device plane rows, is_tpu). TPU planes take precedence over GPU planes."""
+def device_op_metrics_db(table: EventTable, grouping: Grouping, modules: dict[int, HloModuleInfo] | None = None
+                         ) -> tuple[OpMetricsDb, list[int], bool]:
+    """(combined device DB, device plane rows, is_tpu). TPU planes take precedence over GPU planes.
+    `modules`: the capture's HLO modules by program id (GPU XLA kernels need them)."""
     tpu = table.planes_named(lambda n: n.startswith(schema.TPU_PLANE_PREFIX))
     if tpu:
         cores = [p for p in tpu if not schema.SPARSE_CORE_RE.match(table.plane_names[p])]
@@ -267,4 +343,4 @@ def device_op_metrics_db(table: EventTable, grouping: Grouping) -> tuple[OpMetri
     gpu = table.planes_named(lambda n: n.startswith(schema.GPU_PLANE_PREFIX))
     if not gpu:
         return OpMetricsDb(), [], False
-    return combine_dbs([gpu_plane_op_metrics(table, grouping, p) for p in gpu]), gpu, False
+    return combine_dbs([gpu_plane_op_metrics(table, grouping, p, modules) for p in gpu]), gpu, False

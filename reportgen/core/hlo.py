@@ -19,9 +19,46 @@ HLO_PROTO_MODULE = 1
 MODULE_NAME = 1
 MODULE_COMPUTATIONS = 3
 COMPUTATION_INSTRUCTIONS = 2
+INSTRUCTION_NAME = 1
+INSTRUCTION_OPCODE = 2
 INSTRUCTION_METADATA = 7
+INSTRUCTION_FUSION_KIND = 11
 METADATA_OP_TYPE = 1
 METADATA_OP_NAME = 2
+
+_FUSION_CATEGORIES = {"kLoop": "loop fusion", "kInput": "input fusion", "kOutput": "output fusion",
+                      "kCustom": "custom fusion"}
+_DATA_FORMATTING = {"transpose", "copy", "reshape", "dynamic-reshape"}
+_ELEMENTWISE = set("""abs add and atan2 cbrt ceil clamp compare complex convert cosine divide erf exponential
+exponential-minus-one floor imag is-finite log log-plus-one logistic maximum minimum multiply negate not or
+popcnt power real reduce-precision remainder round-nearest-afz round-nearest-even rsqrt select shift-left
+shift-right-arithmetic shift-right-logical sign sine sqrt subtract tan tanh xor""".split())
+
+
+@dataclass
+class HloInstructionInfo:
+    opcode: str
+    fusion_kind: str
+    op_name: str
+    op_type: str
+
+    @property
+    def category(self) -> str:
+        """XProf's op category of an HLO instruction (dilated convolutions not distinguished)."""
+        if self.opcode in _DATA_FORMATTING:
+            return "data formatting"
+        if self.opcode == "fusion":
+            return _FUSION_CATEGORIES.get(self.fusion_kind, "fusion")
+        if self.opcode in _ELEMENTWISE:
+            return "non-fusion elementwise"
+        return self.opcode
+
+    @property
+    def provenance(self) -> str:
+        """`op_name:op_type` of the framework op, empty when neither is known."""
+        if not self.op_name and not self.op_type:
+            return ""
+        return f"{self.op_name}:{self.op_type}"
 
 
 @dataclass
@@ -29,6 +66,7 @@ class HloModuleInfo:
     program_id: int
     name: str
     ops: list[tuple[str, str]]  # (op_name, op_type) of every instruction
+    instructions: dict[str, HloInstructionInfo] | None = None
 
 
 def _text(value) -> str:
@@ -42,6 +80,7 @@ def parse_module(data: bytes, program_id: int) -> HloModuleInfo | None:
             return None
         name = ""
         ops: list[tuple[str, str]] = []
+        instructions: dict[str, HloInstructionInfo] = {}
         for number, value in fields(module):
             if number == MODULE_NAME:
                 name = _text(value)
@@ -49,12 +88,17 @@ def parse_module(data: bytes, program_id: int) -> HloModuleInfo | None:
                 for cn, instruction in fields(value):
                     if cn != COMPUTATION_INSTRUCTIONS or not isinstance(instruction, bytes):
                         continue
-                    for inum, meta in fields(instruction):
-                        if inum == INSTRUCTION_METADATA and isinstance(meta, bytes):
-                            parsed = dict(fields(meta))
-                            ops.append((_text(parsed.get(METADATA_OP_NAME, b"")),
-                                        _text(parsed.get(METADATA_OP_TYPE, b""))))
-        return HloModuleInfo(program_id, name, ops)
+                    parts = dict(fields(instruction))
+                    meta = parts.get(INSTRUCTION_METADATA)
+                    parsed = dict(fields(meta)) if isinstance(meta, bytes) else {}
+                    op_name = _text(parsed.get(METADATA_OP_NAME, b""))
+                    op_type = _text(parsed.get(METADATA_OP_TYPE, b""))
+                    if isinstance(meta, bytes):
+                        ops.append((op_name, op_type))
+                    instructions.setdefault(_text(parts.get(INSTRUCTION_NAME, b"")), HloInstructionInfo(
+                        _text(parts.get(INSTRUCTION_OPCODE, b"")), _text(parts.get(INSTRUCTION_FUSION_KIND, b"")),
+                        op_name, op_type))
+        return HloModuleInfo(program_id, name, ops, instructions)
     except ValueError:
         return None
 

@@ -92,7 +92,8 @@ def compute_host_op_stats(capture: HostCapture) -> HostOpStats:
     table = EventTable(capture)
     grouping = group_events(table)
     host_db = host_op_metrics_db(table, grouping.is_eager)
-    device_db, device_planes, is_tpu = device_op_metrics_db(table, grouping)
+    modules = hlo_modules(capture)
+    device_db, device_planes, is_tpu = device_op_metrics_db(table, grouping, {m.program_id: m for m in modules})
     if is_tpu:
         step_db = tpu_step_db(table, grouping, device_planes)
     else:
@@ -103,7 +104,7 @@ def compute_host_op_stats(capture: HostCapture) -> HostOpStats:
     environment = RunEnvironment(
         hostnames=[env.hostname], host_count=1, task_count=1, device_type=env.device_type,
         device_core_count=env.device_core_count, hardware_type=env.hardware_type,
-        is_training=modules_show_training(hlo_modules(capture)),
+        is_training=modules_show_training(modules),
     )
     details = {}
     if is_tpu:

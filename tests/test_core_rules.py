@@ -251,3 +251,25 @@ def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launch
     assert "not_in_module" not in set(db.metrics["name"])
     # The unknown kernel still counts towards the device's span (IDLE).
     assert db.total_time_ps == 75 * US
+
+
+@pytest.mark.parametrize("planes", [["/host:CPU"], ["Task Environment"], ["/host:CPU", "/device:GPU:0"],
+                                    ["/device:TPU:0"]])
+def test_captures_without_events_give_empty_results(planes):
+    space = SpaceBuilder()
+    for i, name in enumerate(planes):
+        space.plane(name, plane_id=i)
+    stats = compute_host_op_stats(space.capture())
+    assert len(stats.step_db) == 0
+    assert stats.host_db.total_op_time_ps == 0 and stats.device_db.total_op_time_ps == 0
+    a = analyze_steps(stats.step_db, stats.environment.hardware_type, stats.host_db)
+    assert a.bottleneck.input_bound is None and a.step_time.average == 0.0
+
+
+def test_host_result_pickles():
+    import pickle
+
+    stats = compute_host_op_stats(_two_step_capture())
+    copy = pickle.loads(pickle.dumps(stats))
+    assert copy.step_db.step_numbers == stats.step_db.step_numbers
+    assert copy.host_db.metrics.equals(stats.host_db.metrics)

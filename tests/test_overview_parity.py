@@ -141,3 +141,35 @@ def test_identical_hosts_combine_like_xprof():
     assert combined.environment["device_core_count"] == 2 * single.environment["device_core_count"]
     assert combined.environment["task_count"] == 2 and combined.environment["host_count"] == 1
     assert not math.isnan(combined.analysis.step_time.standard_deviation)
+
+
+POD_CATEGORIES = {"1": "device_compute", "2": "device_to_device", "3": "device_collectives", "4": "host_compute",
+                  "5": "kernel_launch", "6": "input", "7": "output", "8": "compile", "9": "other"}
+
+
+@needs_shared
+@pytest.mark.parametrize("run,host,folder", CASES, ids=[f"{r}/{h or 'all'}" for r, h, _ in CASES])
+def test_every_step_matches_pod_viewer(run, host, folder):
+    """Before the overview's first/last rule, the step database is XProf's
+    (pod_viewer shows every step, per core)."""
+    from reportgen.core.step_analysis import generic_step_frame
+
+    pod = load_json(folder, "pod_viewer")["podStatsSequence"]["podStatsMap"]
+    parts = host_op_stats(run)
+    if host is not None:
+        parts = {h: p for h, p in parts.items() if h == host}
+    views = run_views(parts, sorted(parts), overview_steps=False)
+    op_stats = views[ALL_HOSTS if len(parts) > 1 else next(iter(parts))]
+    steps = op_stats.step_db.steps
+    assert len(op_stats.step_db) == len(pod)
+    for step in pod:
+        cores = {int(c): v for c, v in step["podStatsPerCore"].items()}
+        ours = steps[steps["step_num"] == step["stepNum"]]
+        assert sorted(ours["core"]) == sorted(cores)
+        for core, xprof in cores.items():
+            row = ours[ours["core"] == core]
+            assert row["duration_ps"].iloc[0] / 1e6 == pytest.approx(xprof["totalDurationUs"], abs=1e-3)
+            frame = generic_step_frame(op_stats.step_db.__class__(steps=row.assign(core=1)))
+            for key, category in POD_CATEGORIES.items():
+                assert frame[category].iloc[0] * 1e3 == pytest.approx(xprof["stepBreakdownUs"].get(key, 0),
+                                                                      abs=1e-3), category

@@ -30,7 +30,7 @@ from reportgen.capture import (
 )
 from reportgen.core import schema
 from reportgen.core.nesting import bucket_by_key
-from reportgen.core.tf_op import JAX, TENSORFLOW, TF_DATA, parse_tf_op_fullname
+from reportgen.core.tf_op import TENSORFLOW, TF_DATA, parse_tf_op_fullname
 
 
 class EventTable:
@@ -129,11 +129,6 @@ class EventTable:
     def md_tf_op(self) -> list:
         """Parsed `ParseTfOpFullname` of each metadata name."""
         return [parse_tf_op_fullname(name) for name in self.md_names]
-
-    @cached_property
-    def md_is_framework_op(self) -> np.ndarray:
-        cats = np.array([op.category for op in self.md_tf_op], dtype=object)
-        return (cats == TENSORFLOW) | (cats == JAX)
 
     @cached_property
     def types(self) -> np.ndarray:

@@ -316,7 +316,7 @@ def _group_forest(table: EventTable, tpu_planes: list[int]) -> Grouping:
     for root, gid in processed:
         name = name_of(root, gid)
         group_names[gid] = name
-        if not _is_implicit_root(table, types, root):
+        if not _is_implicit_root(table, root):
             step_names[root] = name
 
     is_eager = _eager_flags(table, types, child_ptr, child_idx)
@@ -326,7 +326,7 @@ def _group_forest(table: EventTable, tpu_planes: list[int]) -> Grouping:
     return result
 
 
-def _is_implicit_root(table: EventTable, types: np.ndarray, row: int) -> bool:
+def _is_implicit_root(table: EventTable, row: int) -> bool:
     if table.types[row] in schema.IMPLICIT_ROOT_TYPES:
         return True
     line_name = table.line_names[table.line[row]]
@@ -356,7 +356,7 @@ class _GroupNamer:
         found = self._context(root, self.has_graph_type)
         if found >= 0:
             prefix = str(self.table.capture.string(int(self.graph_type[found]))) + " "
-        elif not _is_implicit_root(self.table, None, root):
+        elif not _is_implicit_root(self.table, root):
             prefix = str(self.table.names[root]) + " "
         number = gid
         for values, present in (self.iter_num, self.step_num):

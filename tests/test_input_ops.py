@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from reportgen.core.host_op_metrics import (
+from reportgen.core.input_host_ops import (
     IDLE,
     combine_host_op_metrics,
     host_op_metrics_db,

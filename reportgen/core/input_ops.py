@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from reportgen.core.host_op_metrics import HostOpMetricsDb, sorted_op_metrics
+from reportgen.core.input_host_ops import HostOpMetricsDb, sorted_op_metrics
 from reportgen.core.tf_op_names import DATASET_OP_TYPE, MEMCPY_H2D
 
 ENQUEUE = "Enqueue"

@@ -33,7 +33,7 @@ import pandas as pd
 
 from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture, StatTable
 from reportgen.core.event_nesting import nesting_parents
-from reportgen.core.host_op_metrics import HOST_PLANE, first_stat_per_event, int_value
+from reportgen.core.input_host_ops import HOST_PLANE, first_stat_per_event, int_value
 from reportgen.core.tf_op_names import is_tf_data_name, iterator_name
 
 SLOW_CALL_THRESHOLD_PS = 50 * 1_000_000  # 50 µs, from the TF data performance guide

@@ -39,6 +39,14 @@ class HostContext:
 
         return host_environment(self.capture)
 
+    @cached_property
+    def op_stats(self):
+        """The host's core result (`reportgen.core.op_stats.HostOpStats`), computed once
+        and shared by every section."""
+        from reportgen.core.op_stats import compute_host_op_stats
+
+        return compute_host_op_stats(self.capture)
+
 
 @dataclass
 class HostSummary:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from reportgen.core.host_op_metrics import HostOpMetricsDb, combine_host_op_metrics, host_op_metrics_db
+from reportgen.core.input_host_ops import HostOpMetricsDb, combine_host_op_metrics, host_op_metrics_db
 from reportgen.core.input_ops import BREAKDOWN, InputOpAnalysis, input_op_analysis
 from reportgen.core.tf_data import (
     InputPipeline,

@@ -66,7 +66,7 @@ class BuildReport:
 def summarize_host(ctx: HostContext, shown_path: str) -> HostSummary:
     capture = ctx.capture
     first, last = capture.time_span_ps()
-    env = ctx.environment
+    env = ctx.op_stats.environment
     return HostSummary(
         host=ctx.host,
         path=shown_path,

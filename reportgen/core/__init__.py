@@ -4,7 +4,8 @@ Entry points (see each module's docstring for the rules it follows):
 
 * `op_stats.compute_host_op_stats(capture) -> HostOpStats` — once per host
   (sections get it as `HostContext.op_stats`): host and device op metrics
-  databases, the step database, run environment, peak capabilities,
+  databases, the step database, run environment (`environment`, also the
+  index pages' device facts), peak capabilities, GPU kernel stats,
   diagnostics. Picklable, so it travels from worker processes.
 * `op_stats.combine_op_stats([HostOpStats, …]) -> RunOpStats` — hosts merged
   as XProf merges them (step intersection, global core ids host×1000+core).
@@ -14,9 +15,20 @@ Entry points (see each module's docstring for the rules it follows):
   input pipeline, pod viewer).
 * `op_metrics.OpMetricsDb`, `framework_op_db`, `combine_dbs` — op tables
   (DataFrames keyed by hlo_module_id and name, with an IDLE row).
+* `kernel_stats.kernel_reports`, `kernel_time_by_op` — the kernel stats DB
+  and its per-op view (TensorCore use of framework ops).
 
-Lower layers, for tools that need more than OpStats: `events.EventTable`
-(per-event columns and stat lookup), `grouping.group_events` (step group of
-every event), `step_events` (typed step spans and markers), `hlo` (HLO
-modules in `/host:metadata`), `nesting` (the compiled per-line kernels).
+Lower layers, for tools that need more than OpStats. Each is built once per
+host and shared: sections get them from `HostContext` (`events`, `grouping`,
+`hlo_modules`).
+
+* `events.EventTable` — per-event columns and stat lookup (`int_stat`,
+  `str_stat`, `double_stat`; XProf's GetStat by default, `last=True` for
+  converters that walk every stat);
+* `grouping.group_events(table) -> Grouping` — the step group of every event;
+* `step_events` (typed step spans and markers), `nesting` (the compiled
+  per-line kernels), `tf_op` (framework op names), `model` (training or
+  inference);
+* HLO modules come from `reportgen.loaders.hlo.hlo_modules` (instructions by
+  name, their framework op), the schema from `loaders/proto/hlo.proto`.
 """

@@ -105,5 +105,9 @@ OTHER_HOST_EVENT_NAMES = frozenset(
     tpu::System::Execute""".split()
 )
 
+# Root levels XProf's preprocessing sets (`_r`, overriding any stored value) on
+# serving and batching events before grouping (op_stats.md §1.1).
+ROOT_MARKER_LEVELS = {"ProcessBatch": 2, "OrbaxServing::ProcessBatch": 2, "BatchingSessionRun": 1}
+
 # Roots of these types do not name their group after themselves.
 IMPLICIT_ROOT_TYPES = (FUNCTION_RUN, SESSION_RUN, RUN_GRAPH, EXECUTOR_STATE_PROCESS)

@@ -26,7 +26,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class HostContext:
-    """What a section sees of one host while its capture is in memory."""
+    """What a section sees of one host while its capture is in memory.
+
+    The host's shared analyses are computed on first use and kept, so that
+    a capture is read into an event table, grouped and its HLO modules parsed
+    once per build, whichever sections ask for them.
+    """
 
     run: str
     host: str
@@ -34,18 +39,34 @@ class HostContext:
     site_dir: str  # the temporary site folder, for sections that stream files (trace)
 
     @cached_property
-    def environment(self):
-        from reportgen.core.environment import host_environment
+    def events(self):
+        """Per-event columns and stat lookup (`reportgen.core.events.EventTable`)."""
+        from reportgen.core.events import EventTable
 
-        return host_environment(self.capture)
+        return EventTable(self.capture)
+
+    @cached_property
+    def grouping(self):
+        """The step group of every event (`reportgen.core.grouping.Grouping`)."""
+        from reportgen.core.grouping import group_events
+
+        return group_events(self.events)
+
+    @cached_property
+    def hlo_modules(self):
+        """The capture's HLO modules by program id (`reportgen.loaders.hlo.hlo_modules`)."""
+        from reportgen.loaders.hlo import hlo_modules
+
+        return hlo_modules(self.capture)
 
     @cached_property
     def op_stats(self):
         """The host's core result (`reportgen.core.op_stats.HostOpStats`), computed once
-        and shared by every section."""
+        and shared by every section; its `environment` is the host's run environment."""
         from reportgen.core.op_stats import compute_host_op_stats
 
-        return compute_host_op_stats(self.capture)
+        return compute_host_op_stats(self.capture, table=self.events, grouping=self.grouping,
+                                     modules=self.hlo_modules)
 
 
 @dataclass

@@ -162,7 +162,7 @@ class MemoryProfileSection(Section):
     summary_key = "memory"
 
     def host_part(self, host: HostContext) -> HostMemoryProfile | None:
-        profiles = memory_profiles(host.capture)
+        profiles = memory_profiles(host.events, host.grouping)
         if not profiles:
             return None
         return HostMemoryProfile(profiles=profiles, oom_messages=out_of_memory_messages(host.capture))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import altair as alt
 import pandas as pd
 
+from reportgen.core.kernel_stats import kernel_time_by_op
 from reportgen.core.op_metrics import IDLE, framework_op_db, safe_divide
 from reportgen.core.op_stats import HostOpStats, RunOpStats
 from reportgen.core.step_analysis import (
@@ -78,13 +79,18 @@ def _top_ops(op_stats: RunOpStats) -> tuple[list[dict], bool]:
     total = db.total_time_ps if on_device else db.total_op_time_ps
     ops = db.sorted()
     ops = ops[ops["category"] != IDLE].head(TOP_OPS)
+    # TensorCore columns: the op's kernels in the kernel stats DB, looked up by exact name.
+    kernels = kernel_time_by_op(op_stats.kernel_reports) if on_device else None
     rows, cumulative = [], 0.0
     for op in ops.itertuples():
         fraction = safe_divide(op.self_time_ps, total)
         cumulative += fraction
+        known = kernels is not None and op.name in kernels.index
         rows.append({"name": op.name, "category": op.category, "self_time_percent": 100 * fraction,
                      "cumulative_percent": 100 * cumulative, "self_time_ms": op.self_time_ps / 1e9,
-                     "flop_rate": safe_divide(op.flops, op.time_ps / 1000)})
+                     "flop_rate": safe_divide(op.flops, op.time_ps / 1000),
+                     "tensor_core_eligible": bool(known and kernels.at[op.name, "is_op_tensor_core_eligible"]),
+                     "tensor_core_used": bool(known and kernels.at[op.name, "tensor_core_duration_ns"] != 0)})
     return rows, on_device
 
 

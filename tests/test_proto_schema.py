@@ -1,4 +1,4 @@
-"""The HLO schema subset: generated module current, field numbers XLA's."""
+"""The schema subsets (HLO, XPlane, XProf's CoreDetails): generated modules current, field numbers upstream's."""
 
 from __future__ import annotations
 
@@ -8,24 +8,38 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reportgen.loaders.proto import hlo_pb2
+import pytest
+
+from reportgen.loaders.proto import hlo_pb2, op_stats_pb2, xplane_pb2
 
 PROTO_DIR = Path(hlo_pb2.__file__).parent
 
 
-def test_generated_module_matches_the_proto(tmp_path):
-    shutil.copy(PROTO_DIR / "hlo.proto", tmp_path / "hlo.proto")
+@pytest.mark.parametrize("module", [hlo_pb2, op_stats_pb2, xplane_pb2], ids=lambda m: m.__name__.rsplit(".")[-1])
+def test_generated_module_matches_the_proto(tmp_path, module):
+    name = module.DESCRIPTOR.name
+    shutil.copy(PROTO_DIR / name, tmp_path / name)
     subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", "hlo.proto"],
+        [sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", name],
         check=True,
     )
     # Compare descriptors, not text: the generator's formatting may change between
     # versions. Importing the fresh module would register the same file twice in
     # protobuf's default pool, so its serialized descriptor is read from the source.
-    generated = (tmp_path / "hlo_pb2.py").read_text()
+    generated = (tmp_path / name.replace(".proto", "_pb2.py")).read_text()
     start = generated.index("AddSerializedFile(") + len("AddSerializedFile(")
     end = generated.index(")\n", start)
-    assert ast.literal_eval(generated[start:end]) == hlo_pb2.DESCRIPTOR.serialized_pb
+    assert ast.literal_eval(generated[start:end]) == module.DESCRIPTOR.serialized_pb
+
+
+def test_core_details_fields_are_xprofs():
+    """plugin/xprof/protobuf/op_stats.proto, message CoreDetails."""
+    fields = {f.name: (f.number, f.type) for f in op_stats_pb2.CoreDetails.DESCRIPTOR.fields}
+    uint32, string, boolean = 13, 9, 8
+    assert fields == {"hostname": (1, string), "device_ordinal": (2, uint32), "core_num": (3, uint32),
+                      "local_chip_id": (4, uint32), "global_chip_id": (5, uint32), "global_core_id": (6, uint32),
+                      "is_sparse_core": (7, boolean)}
+    assert op_stats_pb2.DESCRIPTOR.package == "reportgen.xprof"
 
 
 def test_package_is_our_own():

@@ -58,9 +58,10 @@ def test_rows_occurrences_and_times(run, host, folder, mode):
 
 @needs_shared
 def test_gpu_tensorcore_utilization_on_the_gpu_run():
-    """XProf looks device ops up among the run's kernel stats by name. On the GPU
-    run the kernels are XLA kernels of a capture without HLO modules, so (in
-    XProf's kernel stats too) none names an op and every share is 0."""
+    """XProf looks device ops up among the run's kernel stats by name. The GPU
+    run's kernels carry neither a `tf_op` nor an `hlo_op` stat, so (in XProf's
+    kernel stats too) none names an op and every share is 0; the rule itself is
+    tested on a built capture in test_core_rules.py."""
     folder = ORACLE / "gpu_multi_worker"
     kernels = datatable_frame(load_json(folder, "kernel_stats"))
     parts = host_op_stats("gpu_multi_worker")

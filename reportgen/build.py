@@ -235,7 +235,7 @@ def _render_runs(named, outcomes, site_dir: Path, assets):
         }
         if "inventory" not in computed:
             # Every host failed: the run page still says so.
-            page.write_html("index.html", "run_index.html", hosts=[], errors=errors)
+            page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=[])
         for section in SECTIONS:
             if section.slug not in computed:
                 continue

@@ -8,9 +8,11 @@ import sys
 from importlib import resources
 
 from reportgen import __version__
-from reportgen.build import EXIT_FAILED, BuildOptions, build_site
-from reportgen.errors import NoCapturesError
-from reportgen.site import OutputNotASiteError
+
+# Exit status for "nothing could be built", bad arguments included (OUTPUTS.md).
+# The build machinery is imported only when a build runs, so that --help and
+# --version answer at once.
+EXIT_FAILED = 1
 
 EXAMPLES = """\
 examples:
@@ -26,8 +28,16 @@ def sample_logdir() -> str:
     return str(resources.files("reportgen").joinpath("sample"))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with status 2 on bad arguments; 2 means a partial site here."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_FAILED, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="reportgen",
         description="Turn TensorFlow / JAX profiler captures into a static web site, no server needed.",
         epilog=EXAMPLES,
@@ -55,6 +65,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from reportgen.build import BuildOptions, build_site
+    from reportgen.errors import NoCapturesError
+    from reportgen.site import OutputNotASiteError
+
     locations = args.logdirs or [sample_logdir()]
     runs = {r.strip() for r in args.runs.split(",") if r.strip()} if args.runs else None
     options = BuildOptions(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import functools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +35,19 @@ def reportgen(*args: str, cwd: Path | None = None, preexec_fn: Callable[[], None
         timeout=timeout,
         preexec_fn=preexec_fn,
     )
+
+
+@functools.cache
+def sample_site_build() -> tuple[Path, subprocess.CompletedProcess]:
+    """`reportgen build` with no arguments, run once per test session in a fresh folder.
+
+    Returns (the folder it ran in, the finished process); the site is
+    `<folder>/site`. Shared by the CLI and browser tests: a build process
+    costs seconds, and neither test changes the site.
+    """
+    cwd = Path(tempfile.mkdtemp(prefix="reportgen-sample-"))
+    atexit.register(shutil.rmtree, cwd, True)
+    return cwd, reportgen("build", "--jobs", "2", cwd=cwd)
 
 
 def _drop_file_permission_override() -> None:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.clirun import reportgen
+from tests.clirun import sample_site_build
 from tests.sitecheck import assert_links_resolve, html_pages
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -31,11 +31,11 @@ CHART_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("browser") / "site"
-    proc = reportgen("build", "-o", str(out))
+def site() -> Path:
+    """The bundled sample as `python -m reportgen build` writes it with no arguments."""
+    cwd, proc = sample_site_build()
     assert proc.returncode == 0, proc.stderr
-    return out
+    return cwd / "site"
 
 
 @pytest.fixture(scope="module")

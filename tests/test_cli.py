@@ -10,7 +10,7 @@ import pytest
 
 from reportgen import __version__, cli
 from reportgen.loaders.xspace import decode_xspace
-from tests.clirun import reportgen
+from tests.clirun import reportgen, sample_site_build
 from tests.conftest import REPO
 from tests.sitecheck import assert_links_resolve
 
@@ -34,11 +34,11 @@ def test_help_shows_examples():
 
 @pytest.fixture(scope="module")
 def sample_builds(tmp_path_factory):
-    """The bundled sample built twice: plainly (default output folder) and quietly with --jobs 1."""
-    cwd = tmp_path_factory.mktemp("cli")
-    plain = reportgen("build", "--jobs", "2", cwd=cwd)
-    quiet = reportgen("build", "-q", "--jobs", "1", "-o", "quiet-site", cwd=cwd)
-    return cwd, plain, quiet
+    """The bundled sample built twice: plainly by a subprocess with no arguments
+    (--jobs 2, default output folder) and quietly in-process with --jobs 1."""
+    cwd, plain = sample_site_build()
+    quiet_site = tmp_path_factory.mktemp("cli") / "quiet-site"
+    return cwd, plain, quiet_site
 
 
 def test_build_without_logdir_builds_the_sample_into_site(sample_builds):
@@ -64,11 +64,11 @@ def test_one_line_summary(sample_builds):
     assert plain.stderr == ""  # no progress bar when stderr is not a terminal
 
 
-def test_quiet_prints_nothing(sample_builds):
-    cwd, _, quiet = sample_builds
-    assert quiet.returncode == 0
-    assert (quiet.stdout, quiet.stderr) == ("", "")
-    assert (cwd / "quiet-site" / "summary.json").is_file()
+def test_quiet_prints_nothing(sample_builds, capfd):
+    _, _, quiet_site = sample_builds
+    assert cli.main(["build", "-q", "--jobs", "1", "-o", str(quiet_site)]) == 0
+    assert capfd.readouterr() == ("", "")
+    assert (quiet_site / "summary.json").is_file()
 
 
 def _files(site: Path) -> dict[str, bytes]:
@@ -76,8 +76,10 @@ def _files(site: Path) -> dict[str, bytes]:
 
 
 def test_jobs_1_and_2_build_identical_sites(sample_builds):
-    cwd, _, _ = sample_builds
-    one, two = _files(cwd / "quiet-site"), _files(cwd / "site")
+    cwd, _, quiet_site = sample_builds
+    if not (quiet_site / "summary.json").exists():
+        assert cli.main(["build", "-q", "--jobs", "1", "-o", str(quiet_site)]) == 0
+    one, two = _files(quiet_site), _files(cwd / "site")
     assert sorted(one) == sorted(two)
     assert [name for name in one if one[name] != two[name]] == []
 

@@ -135,3 +135,22 @@ def test_exit_codes_agree():
     from reportgen import build
 
     assert (build.EXIT_OK, cli.EXIT_FAILED, build.EXIT_FAILED, build.EXIT_PARTIAL) == (0, 1, 1, 2)
+
+
+def test_run_names_never_collide(tmp_path, capsys):
+    """Runs named like the site's own files, or like another run's suffixed name, get folders of their own."""
+    data = (SAMPLE / "tf_keras_fast" / "vm.xplane.pb").read_bytes()
+    first, second = tmp_path / "one" / "plugins" / "profile", tmp_path / "two" / "plugins" / "profile"
+    for profile, runs in ((first, ["index.html", "assets", "a", "a-2", "a#b?c%d"]), (second, ["a"])):
+        for run in runs:
+            (profile / run).mkdir(parents=True)
+            (profile / run / "vm.xplane.pb").write_bytes(data)
+    out = tmp_path / "site"
+    assert cli.main(["build", str(tmp_path / "one"), str(tmp_path / "two"), "-o", str(out), "--jobs", "1"]) == 0
+    capsys.readouterr()
+    runs = json.loads((out / "summary.json").read_text())["runs"]
+    assert list(runs) == ["a", "a#b?c%d", "a-2", "assets-2", "index.html-2", "a-3"]
+    for run in runs:
+        assert (out / run / "index.html").is_file()
+    assert (out / "index.html").is_file()
+    assert_links_resolve(out)

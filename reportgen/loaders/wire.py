@@ -7,13 +7,16 @@ writes events and event stats straight into their final numpy columns, ids
 already resolved. Everything small (plane names, metadata maps, plane stats)
 is left to protobuf: `split_fields` only reports where those fields lie.
 
-The lines are walked twice: `count_lines` validates the bytes and counts each
-line's events, stats and string values, so that `fill_lines` can write
-arrays of the exact size (no growth, no copies) and resolve metadata ids with
-lookup tables built in between from the protobuf-parsed metadata.
+The lines are walked twice: `count_lines` checks the framing of lines and
+events and counts each line's events and stats, so that `fill_lines` can
+write arrays of the exact size (no growth, no copies), check the stats'
+insides, and resolve metadata ids with lookup tables built in between from
+the protobuf-parsed metadata. String values are deduplicated afterwards
+(`dedupe_strings`), so that each distinct string becomes one Python object.
 
 The kernels are few and plain (no forced inlining, int64 arithmetic only) so
 that the one-time compile stays short; `cache=True` keeps it across runs.
+They release the GIL (`nogil`), so threads can decode several hosts at once.
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ def _skip(buf, pos, end, wire_type):
     return -ERR_BAD_WIRE_TYPE
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _split_fields(buf, start, end, fill, out, err):
     """Top-level fields of the message in buf[start:end]; returns their count.
 
@@ -188,7 +191,7 @@ def _find(keys, vals, params, plane, key, default):
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dedupe(buf, words, kind, raw, str_col, row, table, uniq, n_uniq):
     """Replace each string/bytes stat's range (position in raw, length in
     str_col) by the index of its unique value, from `row` on.
@@ -270,7 +273,7 @@ def _dedupe(buf, words, kind, raw, str_col, row, table, uniq, n_uniq):
     return row, n_uniq
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grow_table(table, uniq, n_uniq):
     """A table twice the size holding the same unique values."""
     bigger = np.zeros(table.shape[0] * 2, dtype=table.dtype)
@@ -319,7 +322,7 @@ def _varint_error(pos, end):
     return ERR_TRUNCATED if pos >= end else ERR_BAD_VARINT
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _count_pass(buf, ranges, counts, err):
     """Validate the lines' and events' framing; count each line's events and
     stats (stats are skipped by length: `_fill_pass` checks their insides)."""
@@ -409,7 +412,7 @@ def _count_pass(buf, ranges, counts, err):
         counts[li, C_STATS] = n_stats
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, ev_dur, ev_occ,
                st_owner, st_key, st_kind, st_raw, st_str, emd, smd, empty_id):
     """Decode every XLine in `ranges` ([plane, payload start, end] per line).
@@ -796,7 +799,7 @@ def fill_lines(
     return cols
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _remap_strings(kind, str_col, mapping):
     """Unique-value indices of string/bytes stats → interned string ids."""
     for i in range(kind.shape[0]):

@@ -51,10 +51,10 @@ if mode == "decode":
 else:
     from reportgen.loaders.proto import xplane_pb2
 t1 = time.perf_counter()
+rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 with open(path, "rb") as f:
     data = f.read()
 t2 = time.perf_counter()
-rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 cpu0 = time.process_time()
 t3 = time.perf_counter()
 if mode == "decode":

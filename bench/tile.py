@@ -161,7 +161,7 @@ class _LinePlan:
     holder: object  # an XLine holding only the events, mutated per copy
     timed: list  # (event, base offset) of events with a start time
     id_stats: list  # (stat, family, base value, signed)
-    step_events: list  # (event, step_name stat or None, base metadata name)
+    step_events: list  # (event, its step_name stat or None, original metadata id)
 
 
 class _StepMetadata:
@@ -225,14 +225,11 @@ def tile(data: bytes, copies: int, gap_ps: int) -> bytes:
         step_name_ids = {k for k, m in plane.stat_metadata.items() if m.name == "step_name"}
         line_plans = []
         for line in plane.lines:
-            header = xplane_pb2.XLine()
-            header.CopyFrom(line)
-            del header.events[:]
-            if header.duration_ps:
-                header.duration_ps += stretch_ps
-            head_a = xplane_pb2.XLine(id=header.id, name=header.name, timestamp_ns=header.timestamp_ns)
+            # The line's own fields, in field order around its events.
+            head_a = xplane_pb2.XLine(id=line.id, name=line.name, timestamp_ns=line.timestamp_ns)
             head_b = xplane_pb2.XLine(
-                duration_ps=header.duration_ps, display_id=header.display_id, display_name=header.display_name
+                duration_ps=line.duration_ps + stretch_ps if line.duration_ps else 0,
+                display_id=line.display_id, display_name=line.display_name,
             )
             holder = xplane_pb2.XLine()
             holder.events.extend(line.events)
@@ -276,7 +273,7 @@ def tile(data: bytes, copies: int, gap_ps: int) -> bytes:
         for copy in range(copies):
             shift = copy * period
             for lp, chunks in zip(line_plans, line_chunks):
-                if copy == 0:  # the original, byte for byte
+                if copy == 0:  # the original events, unchanged
                     chunks.append(lp.holder.SerializeToString())
                     continue
                 for event, base in lp.timed:

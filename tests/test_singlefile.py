@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from builtsite import XSS_HOST, XSS_LINE, XSS_RUN, built_site
-from htmlscan import scan_html
 
 from reportgen.singlefile import MAX_INLINE_FILE, compose, page_order
 from reportgen.site import Assets, PageWriter, _environment
+from tests.builtsite import XSS_HOST, XSS_LINE, XSS_RUN, built_site
+from tests.htmlscan import scan_html
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

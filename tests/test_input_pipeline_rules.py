@@ -8,6 +8,9 @@ import pandas as pd
 import pytest
 
 from reportgen.core import step_events as et
+from reportgen.core.op_metrics import OpMetricsDb
+from reportgen.core.op_stats import Diagnostics, HostOpStats, RunEnvironment
+from reportgen.core.perf_env import PerfEnv
 from reportgen.core.step_analysis import (
     EMPTY_INTERSECT_WARNING,
     INCOMPLETE_STEP_WARNING,
@@ -16,6 +19,10 @@ from reportgen.core.step_analysis import (
     step_warnings,
 )
 from reportgen.core.step_db import TYPE_COLUMNS, StepDb, empty_steps
+from reportgen.core.tf_data import TfDataStats
+from reportgen.sections.base import RunContext
+from reportgen.sections.input_pipeline import HostInputPart, InputPipelineSection
+from reportgen.site import PageWriter
 
 MS = 1_000_000_000  # ps
 
@@ -107,3 +114,25 @@ def test_step_warnings():
     dropped = step_warnings(StepDb(num_steps_dropped=3))
     assert dropped[1].startswith("3 steps dropped.")
     assert step_warnings(generic_db({1: (10, 1)})) == []
+
+
+def test_tpu_page_with_steps(tmp_path):
+    """The TPU branch of the page: its categories, the core with the most input time, the summary block."""
+    op_stats = HostOpStats(
+        host="tpu-host", host_db=OpMetricsDb(), device_db=OpMetricsDb(), step_db=tpu_db(),
+        environment=RunEnvironment(["tpu-host"], 1, 1, "TPU v4", 2, "TPU"), perf_env=PerfEnv(),
+        diagnostics=Diagnostics(), core_details={1: {"hostname": "tpu-host", "device_ordinal": 3}})
+    section = InputPipelineSection()
+    data = section.combine(RunContext("tpu", []), {"tpu-host": HostInputPart(op_stats, TfDataStats("tpu-host"))})
+    block = section.summary(data)
+    assert block["input_bound"] == "HIGHLY" and block["input_percent"] == pytest.approx(100 * 60 / 205)
+    assert list(data.main.labels) == ["tc_compute", "scv0_compute", "scv0_infeed", "tc_infeed", "tc_outfeed",
+                                      "tc_idle", "host_transfer"]
+    assets = dict.fromkeys(("css", "vega", "js"), "assets/unused")  # the page alone, no bundle needed
+    section.render(data, PageWriter(site_dir=tmp_path, assets=assets, folder="tpu", run="tpu"))
+    html = (tmp_path / "tpu" / "input_pipeline.html").read_text()
+    assert "TensorCore idle" in html and "tpu-host:3" in html and "host-training loop" in html
+    assert '<a href="https://www.tensorflow.org/guide/tpu#improving_performance_by_multiple_steps_within_tffunction"' \
+        in html
+    steps = (tmp_path / "tpu" / "data" / "input_pipeline" / "steps.csv").read_text()
+    assert "Core with the most input time" in steps.splitlines()[0]

@@ -254,7 +254,8 @@ class InputPipelineSection(Section):
         return {
             "input_percent": b.input_percent,
             "input_bound": b.input_bound if len(view.steps) else None,
-            "host_ms": {key: breakdown[key] / 1e3 for key in BREAKDOWN},
+            # To the nanosecond: below that the split's subtraction leaves only float residue.
+            "host_ms": {key: round(breakdown[key] / 1e3, 6) for key in BREAKDOWN},
             "bottleneck": data.bottleneck_summary,
         }
 

@@ -165,7 +165,7 @@ def _build(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _fail(f"cannot write the site: {exc}")
         for error in report.errors:
-            print(f"reportgen: error: {error['message']}", file=sys.stderr)
+            print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
         written = [str(report.output)] if local else []
         if args.single_file:
             from reportgen.singlefile import write_single_file

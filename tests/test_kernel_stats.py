@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from gpu_xspace import GpuSpace, Ref
 
 from reportgen.core.events import EventTable
 from reportgen.core.kernel_stats import (
@@ -27,6 +26,7 @@ from reportgen.core.tf_op import parse_tf_op_fullname
 from reportgen.loaders.hlo import HloModule
 from reportgen.loaders.proto import hlo_pb2
 from reportgen.loaders.xspace import decode_xspace
+from tests.gpu_xspace import GpuSpace, Ref
 
 
 def decode(space: GpuSpace, host: str = "testhost") -> EventTable:

@@ -132,11 +132,12 @@ class RunOpStats(HostOpStats):
     hosts: list[str] = field(default_factory=list)
 
 
-def compute_host_op_stats(capture: HostCapture, *, table: EventTable | None = None,
+def compute_host_op_stats(capture: HostCapture, table: EventTable | None = None, *,
                           grouping: Grouping | None = None,
                           modules: dict[int, HloModule] | None = None) -> HostOpStats:
     """The host's OpStats. `table`, `grouping` and `modules` are the capture's event
-    table, its grouping and its HLO modules, when the caller already has them."""
+    table, its grouping and its HLO modules, when the caller already has them
+    (`HostContext` shares them between sections)."""
     table = table if table is not None else EventTable(capture)
     grouping = grouping if grouping is not None else group_events(table)
     modules = modules if modules is not None else hlo_modules(capture)

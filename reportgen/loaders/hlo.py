@@ -15,7 +15,7 @@ traces) in a bytes stat named `Hlo Proto`. Tools that need the HLO graph
 Program ids here are unsigned; a `program_id` event stat read as int64 is
 turned into a key with `program_key(value)`. To read more of the HLO graph,
 add the field to `proto/hlo.proto` with XLA's field number and regenerate
-`hlo_pb2.py` (tests/test_proto_schema.py checks both).
+`hlo_pb2.py` (tests/test_hlo_proto.py checks both).
 
 Rules follow XProf (see docs/xprof/xspace.md §8): the legacy stat name
 `HLO Proto` counts as `Hlo Proto`; a metadata whose name ends in

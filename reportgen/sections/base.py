@@ -40,7 +40,8 @@ class HostContext:
 
     @cached_property
     def events(self):
-        """Per-event columns and stat lookup (`reportgen.core.events.EventTable`)."""
+        """The capture's per-event columns and stat lookup (`reportgen.core.events.EventTable`),
+        shared by the core and every section that reads events, so stat columns are extracted once."""
         from reportgen.core.events import EventTable
 
         return EventTable(self.capture)
@@ -65,7 +66,7 @@ class HostContext:
         and shared by every section; its `environment` is the host's run environment."""
         from reportgen.core.op_stats import compute_host_op_stats
 
-        return compute_host_op_stats(self.capture, table=self.events, grouping=self.grouping,
+        return compute_host_op_stats(self.capture, self.events, grouping=self.grouping,
                                      modules=self.hlo_modules)
 
 

@@ -34,12 +34,6 @@ THREAD_ID_STEP_INFO = DERIVED_MIN
 SPARSE_CORE_INDEX_START = 1_000_000
 
 
-def is_derived_line_id(line_id: int) -> bool:
-    """XProf truncates the id to 32 bits before the range test."""
-    as_int32 = ((int(line_id) + 2**31) % 2**32) - 2**31
-    return DERIVED_MIN <= as_int32 <= DERIVED_MAX
-
-
 # --- event types --------------------------------------------------------------
 # Codes for the host event types the core reacts to. OTHER covers every other
 # name in XProf's table as well as names outside it.

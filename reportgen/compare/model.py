@@ -292,18 +292,24 @@ def _input_pipeline(baseline: BuiltRun, candidate: BuiltRun) -> InputPipelineCha
                                _largest_stage(host_b), bool(a or b))
 
 
+def _step_figure(overview: dict, *path: str) -> float | None:
+    """A figure of the overview's steps; None for a run without steps (whose block
+    holds zeros there)."""
+    return _get(overview, *path) if _get(overview, "steps") else None
+
+
 def compare_runs(baseline: BuiltRun, candidate: BuiltRun) -> Comparison:
     over_a, over_b = _block(baseline, "overview"), _block(candidate, "overview")
-    step_time = Change("step_time", "Step time (average)", "ms", _get(over_a, "step_time_ms", "average"),
-                       _get(over_b, "step_time_ms", "average"))
+    step_time = Change("step_time", "Step time (average)", "ms", _step_figure(over_a, "step_time_ms", "average"),
+                       _step_figure(over_b, "step_time_ms", "average"))
     headline = [
         step_time,
         Change("step_time_sd", "Step time (standard deviation)", "ms",
-               _get(over_a, "step_time_ms", "standard_deviation"), _get(over_b, "step_time_ms", "standard_deviation"),
-               None),
+               _step_figure(over_a, "step_time_ms", "standard_deviation"),
+               _step_figure(over_b, "step_time_ms", "standard_deviation"), None),
         Change("steps", "Steps", "count", _get(over_a, "steps"), _get(over_b, "steps"), None),
-        Change("input_percent", "Input (share of step time)", "percent", _get(over_a, "input_percent"),
-               _get(over_b, "input_percent")),
+        Change("input_percent", "Input (share of step time)", "percent", _step_figure(over_a, "input_percent"),
+               _step_figure(over_b, "input_percent")),
         Change("host_idle_percent", "Host idle (TF stats IDLE)", "percent", _idle_percent(baseline, "Host"),
                _idle_percent(candidate, "Host"), None),
     ]

@@ -53,13 +53,13 @@ def fmt_duration_ps(value) -> str:
 
 
 def fmt_value(value, unit: str = "") -> str:
-    """A figure in its unit: ms, us (shown in ms), percent, bytes or count."""
+    """A figure in its unit: ms, us, percent, bytes or count."""
     if _missing(value):
         return "–"
     if unit == "ms":
         return fmt_ms(value, 2)
     if unit == "us":
-        return fmt_ms(value / 1e3, 3)
+        return fmt_us(value, 1)
     if unit == "percent":
         return fmt_pct(value)
     if unit == "bytes":

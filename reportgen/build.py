@@ -121,14 +121,22 @@ def process_host(run: str, host: HostFile, site_dir: str) -> HostOutcome:
     return outcome
 
 
+# Names the site uses at its top level: a run folder must never take one.
+RESERVED_RUN_NAMES = frozenset({"assets", "compare", "index.html", "summary.json"})
+
+
 def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
-    """Runs from several logdirs may share a name: suffix the later ones."""
-    seen: dict[str, int] = {}
+    """Runs from several logdirs may share a name, or be named like a file of
+    the site itself: suffix the later ones (`-2`, `-3`, …) until unique."""
+    taken = set(RESERVED_RUN_NAMES)
     named = []
     for run in runs:
-        count = seen.get(run.name, 0)
-        seen[run.name] = count + 1
-        named.append((run.name if count == 0 else f"{run.name}-{count + 1}", run))
+        name, count = run.name, 1
+        while name in taken:
+            count += 1
+            name = f"{run.name}-{count}"
+        taken.add(name)
+        named.append((name, run))
     return named
 
 
@@ -251,7 +259,7 @@ def _render_runs(named, outcomes, site_dir: Path, assets):
         }
         if "inventory" not in computed:
             # Every host failed: the run page still says so.
-            page.write_html("index.html", "run_index.html", hosts=[], errors=errors)
+            page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=[])
         for section in SECTIONS:
             if section.slug not in computed:
                 continue

@@ -15,9 +15,10 @@ from reportgen.publish import DEFAULT_JOBS, PublishError, is_gcs_url, open_desti
 
 DEFAULT_COMPARE_OUTPUT = "comparisons"  # where `compare` writes runs that are not in one site
 
-# The exit codes of OUTPUTS.md (reportgen.build names them too). The build
-# machinery (pandas, numba, Altair) is imported only by `build`, so that
-# `serve` and `publish` start at once.
+# The exit codes of OUTPUTS.md (reportgen.build names them too); bad arguments
+# count as "nothing could be built". The build machinery (pandas, numba,
+# Altair) is imported only by `build`, so that --help, --version, `serve` and
+# `publish` answer at once.
 EXIT_OK = 0
 EXIT_FAILED = 1
 
@@ -103,8 +104,16 @@ def sample_logdir() -> str:
     return str(resources.files("reportgen").joinpath("sample"))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with status 2 on bad arguments; 2 means a partial site here."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_FAILED, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="reportgen",
         description="Turn TensorFlow / JAX profiler captures into a static web site, no server needed.",
         epilog=EXAMPLES,

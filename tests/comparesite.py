@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from builtsite import built_site
+from tests.builtsite import built_site
 
 BASELINE, CANDIDATE = "tf_keras_input_bound", "tf_keras_fast"
 PAGE = f"compare/{BASELINE}--vs--{CANDIDATE}.html"

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from builtsite import XSS_RUN
-from comparesite import BASELINE, CANDIDATE, copy_of_built_site
 
 from reportgen.budget import EXIT_BUDGET_EXCEEDED, BudgetError, Regression, load_budget
 from reportgen.cli import main
+from tests.builtsite import XSS_RUN
+from tests.comparesite import BASELINE, CANDIDATE, copy_of_built_site
 
 SAMPLE = Path(__file__).resolve().parent.parent / "reportgen" / "sample"
 

@@ -10,14 +10,15 @@ from urllib.parse import unquote, urlsplit
 
 import pandas as pd
 import pytest
-from builtsite import XSS_RUN, built_site
-from comparesite import BASELINE, CANDIDATE, PAGE, copy_of_built_site, keyed_rows, read_tables
-from gpu_xspace import GpuSpace
-from htmlscan import scan_html
 
 from reportgen.cli import main
 from reportgen.compare import BuiltSite, RunNotFoundError, RunRef, RunResolver, compare_runs
 from reportgen.formatting import fmt_value
+from tests.builtsite import XSS_RUN, built_site
+from tests.comparesite import BASELINE, CANDIDATE, PAGE, copy_of_built_site, keyed_rows, read_tables
+from tests.gpu_xspace import GpuSpace
+from tests.htmlscan import scan_html
+from tests.sitecheck import assert_links_resolve
 
 
 @pytest.fixture(scope="module")
@@ -166,12 +167,11 @@ def test_site_index_lists_the_comparison_and_nothing_else_changed(site):
 
 
 def test_every_link_of_the_page_resolves_and_run_pages_are_linked(site):
+    assert_links_resolve(site)
     targets = _local_targets(site / PAGE)
-    assert all(t.is_file() for t in targets), [str(t) for t in targets if not t.is_file()]
     linked = {t.relative_to(site.resolve()).as_posix() for t in targets}
     assert {f"{BASELINE}/index.html", f"{CANDIDATE}/tf_stats.html", f"{BASELINE}/input_pipeline.html",
             f"{CANDIDATE}/overview.html", "index.html"} <= linked
-    assert all(t.is_file() for t in _local_targets(site / "index.html"))
 
 
 def test_comparing_again_replaces_the_entry(site, tmp_path):
@@ -191,8 +191,7 @@ def test_runs_of_another_site_make_a_folder_of_comparisons(site, tmp_path, capsy
     html = (out / PAGE).read_text(encoding="utf-8")
     assert "not read from this folder's site" in html
     assert f"../{BASELINE}/" not in html
-    assert all(t.is_file() for t in _local_targets(out / PAGE))
-    assert all(t.is_file() for t in _local_targets(out / "index.html"))
+    assert_links_resolve(out)
     assert f'href="{PAGE}"' in (out / "index.html").read_text(encoding="utf-8")
     # Someone else's folder is never written into.
     foreign = tmp_path / "foreign"

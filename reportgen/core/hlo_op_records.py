@@ -61,10 +61,10 @@ def hlo_op_records(device_db: OpMetricsDb, details: DeviceOpDetails) -> pd.DataF
         out = out.merge(mem, left_on=KEY, right_index=True, how="left")
     else:
         for col in [*BYTE_COLUMNS, "hbm_any", "has_breakdown"]:
-            out[col] = np.nan
+            out[col] = 0
     for col in [*BYTE_COLUMNS, "hbm_any"]:
         out[col] = out[col].fillna(0).astype(np.int64)
-    out["has_breakdown"] = out["has_breakdown"].fillna(False).astype(bool)
+    out["has_breakdown"] = out["has_breakdown"].eq(True).to_numpy(bool)
     return out
 
 

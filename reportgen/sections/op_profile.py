@@ -159,10 +159,13 @@ class OpProfileSection(Section):
     def summary(self, data: OpProfileData) -> dict:
         by_category = data.trees[("category", False)]
         total = by_category.metrics.raw_time if by_category.metrics else 0.0
-        categories = [{"name": c.name, "time_percent": round(100.0 * safe_divide(c.metrics.raw_time, total), 3)}
-                      for c in by_category.children if c.metrics is not None]
+        # A tree of one op (e.g. idle time only) is that op itself, as XProf collapses it.
+        nodes = [by_category] if by_category.symbol is not None else by_category.children
+        categories = [{"name": c.symbol.category if c.symbol else c.name,
+                       "time_percent": round(100.0 * safe_divide(c.metrics.raw_time, total), 3)}
+                      for c in nodes if c.metrics is not None]
         return {
-            "flops_utilization_percent": round(overview_numbers(data)["flops_utilization_percent"], 6),
+            "flops_utilization_percent": float(f'{overview_numbers(data)["flops_utilization_percent"]:.6g}'),
             "categories": categories,
         }
 

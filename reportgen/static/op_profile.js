@@ -93,7 +93,7 @@
     } else {
       nameCell.appendChild(el("span", "", "op-toggle-space"));
     }
-    nameCell.appendChild(el("span", node.n));
+    nameCell.appendChild(el("span", node.n, "op-label"));
     if (node.c && depth > 0 && node.c !== node.n) nameCell.appendChild(el("span", node.c, "op-cat"));
     tr.appendChild(nameCell);
     tr.appendChild(el("td", node.p.toFixed(2) + "%", "num"));

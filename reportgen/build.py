@@ -49,7 +49,8 @@ class HostOutcome:
     path: str
     summary: HostSummary | None = None
     parts: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
+    error: str | None = None  # as the site shows it: paths relative to the logdir
+    local_error: str | None = None  # for the terminal: the path as the user gave it
 
 
 @dataclass
@@ -113,22 +114,31 @@ def process_host(run: str, host: HostFile, site_dir: str) -> HostOutcome:
             if part is not None:
                 outcome.parts[section.slug] = part
     except CaptureError as exc:
-        outcome.error = _without_local_paths(f"{shown}: {exc.problem}", host, shown)
+        outcome.local_error = f"{host.path}: {exc.problem}"
     except Exception as exc:  # a bug must not take the other hosts down with it
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        outcome.error = _without_local_paths(f"{shown}: internal error while processing this host: {detail}",
-                                             host, shown)
+        outcome.local_error = f"{host.path}: internal error while processing this host: {detail}"
+    if outcome.local_error is not None:
+        outcome.error = _without_local_paths(outcome.local_error, host, shown)
     return outcome
 
 
+# Names the site uses at its top level: a run folder must never take one.
+RESERVED_RUN_NAMES = frozenset({"assets", "compare", "index.html", "summary.json"})
+
+
 def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
-    """Runs from several logdirs may share a name: suffix the later ones."""
-    seen: dict[str, int] = {}
+    """Runs from several logdirs may share a name, or be named like a file of
+    the site itself: suffix the later ones (`-2`, `-3`, …) until unique."""
+    taken = set(RESERVED_RUN_NAMES)
     named = []
     for run in runs:
-        count = seen.get(run.name, 0)
-        seen[run.name] = count + 1
-        named.append((run.name if count == 0 else f"{run.name}-{count + 1}", run))
+        name, count = run.name, 1
+        while name in taken:
+            count += 1
+            name = f"{run.name}-{count}"
+        taken.add(name)
+        named.append((name, run))
     return named
 
 
@@ -180,25 +190,27 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         outcomes = _run_hosts(named, str(site_dir), options)
         assets = write_assets(site_dir)
         summary, run_rows, all_errors = _render_runs(named, outcomes, site_dir, assets)
+        # What the site shows carries no path of the build machine.
+        site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
         root = PageWriter(site_dir=site_dir, assets=assets)
         root.write_html(
             "index.html",
             "site_index.html",
             runs=run_rows,
             host_total=sum(len(r["hosts"]) for r in run_rows),
-            errors=all_errors,
+            errors=site_errors,
         )
         summary_doc = {
             "schema": SUMMARY_SCHEMA,
             "generator": f"reportgen {__version__}",
             "runs": summary,
             "hosts": sum(1 for o in outcomes if o.error is None),
-            "errors": all_errors,
+            "errors": site_errors,
         }
         root.write_json("summary.json", summary_doc)
         if all(o.error is not None for o in outcomes):
             raise NoCapturesError(
-                "no host file could be read:\n  " + "\n  ".join(e["message"] for e in all_errors)
+                "no host file could be read:\n  " + "\n  ".join(e["local_message"] for e in all_errors)
             )
         transaction.commit()
     except BaseException:
@@ -225,7 +237,10 @@ def _render_runs(named, outcomes, site_dir: Path, assets):
     for name, _source in named:
         host_outcomes = by_run.get(name, [])
         errors = [{"path": o.path, "message": o.error} for o in host_outcomes if o.error]
-        all_errors.extend({"run": name, **e} for e in errors)
+        all_errors.extend(
+            {"run": name, **e, "local_message": o.local_error}
+            for e, o in zip(errors, [o for o in host_outcomes if o.error])
+        )
         good = [o for o in host_outcomes if o.error is None]
         run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors)
         computed = {}
@@ -251,7 +266,7 @@ def _render_runs(named, outcomes, site_dir: Path, assets):
         }
         if "inventory" not in computed:
             # Every host failed: the run page still says so.
-            page.write_html("index.html", "run_index.html", hosts=[], errors=errors)
+            page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=[])
         for section in SECTIONS:
             if section.slug not in computed:
                 continue

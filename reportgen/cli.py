@@ -13,9 +13,10 @@ from reportgen import __version__
 from reportgen.errors import NoCapturesError
 from reportgen.publish import DEFAULT_JOBS, PublishError, is_gcs_url, open_destination, publish_site
 
-# The exit codes of OUTPUTS.md (reportgen.build names them too). The build
-# machinery (pandas, numba, Altair) is imported only by `build`, so that
-# `serve` and `publish` start at once.
+# The exit codes of OUTPUTS.md (reportgen.build names them too); bad arguments
+# count as "nothing could be built". The build machinery (pandas, numba,
+# Altair) is imported only by `build`, so that --help, --version, `serve` and
+# `publish` answer at once.
 EXIT_OK = 0
 EXIT_FAILED = 1
 
@@ -60,8 +61,16 @@ def sample_logdir() -> str:
     return str(resources.files("reportgen").joinpath("sample"))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with status 2 on bad arguments; 2 means a partial site here."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_FAILED, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="reportgen",
         description="Turn TensorFlow / JAX profiler captures into a static web site, no server needed.",
         epilog=EXAMPLES,
@@ -156,7 +165,7 @@ def _build(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _fail(f"cannot write the site: {exc}")
         for error in report.errors:
-            print(f"reportgen: error: {error['message']}", file=sys.stderr)
+            print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
         written = [str(report.output)] if local else []
         if args.single_file:
             from reportgen.singlefile import write_single_file

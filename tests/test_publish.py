@@ -14,12 +14,12 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from builtsite import XSS_RUN, built_site, make_logdir
-from htmlscan import scan_html
 
 from reportgen.cli import main
 from reportgen.publish import PublishError, gcs_filesystem, publish_site, with_retries
 from reportgen.webtypes import IMMUTABLE, REVALIDATE, SHORT
+from tests.builtsite import XSS_RUN, built_site, make_logdir
+from tests.htmlscan import scan_html
 
 BUCKET = "reports"
 REPO = Path(__file__).resolve().parent.parent

@@ -8,15 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builtsite import built_site
-from conftest import LOGDIR, ORACLE, needs_shared
-from tpu_xspace import XSS_OP, write_tpu_run
 
 from reportgen.build import BuildOptions, build_site
 from reportgen.core.hlo_stats import COLUMNS as HLO_COLUMNS
 from reportgen.core.roofline import COLUMNS as ROOFLINE_COLUMNS
 from reportgen.sections import SECTIONS
 from reportgen.sections.op_profile import CSV_COLUMNS
+from tests.builtsite import built_site
+from tests.conftest import LOGDIR, ORACLE, needs_shared
+from tests.tpu_xspace import XSS_OP, write_tpu_run
 
 DEVICE_PAGES = ("op_profile", "hlo_stats", "roofline_model")
 SHARED_RUNS = {"tpu_inference_2", "gpu_multi_worker"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xspace_builder import SpaceBuilder
+from tests.xspace_builder import SpaceBuilder
 
 XSS_OP = '</script><script>alert("op")</script>"<!--'
 PROGRAM_ID = 7

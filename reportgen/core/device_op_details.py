@@ -178,11 +178,13 @@ def _gpu_details(device_db: OpMetricsDb, index: HloOpIndex) -> pd.DataFrame:
     return pd.DataFrame(records, columns=OP_COLUMNS) if records else empty_ops()
 
 
-def device_op_details(capture: HostCapture, device_db: OpMetricsDb, is_tpu: bool) -> DeviceOpDetails:
-    """The details of one host's device ops (`device_db`: that host's device op DB)."""
+def device_op_details(capture: HostCapture, device_db: OpMetricsDb, is_tpu: bool,
+                      table: EventTable | None = None) -> DeviceOpDetails:
+    """The details of one host's device ops (`device_db`: that host's device op DB; `table`: the
+    capture's shared event columns, when the caller has them)."""
     index = HloOpIndex(hlo_modules(capture))
     if is_tpu:
-        ops, memory = _tpu_details(EventTable(capture))
+        ops, memory = _tpu_details(table if table is not None else EventTable(capture))
     else:
         ops, memory = _gpu_details(device_db, index), empty_memory()
     hlo = {}

@@ -64,7 +64,8 @@ class HostContext:
         op_stats = self.op_stats
         if not op_stats.environment.has_device:
             return None
-        return device_op_details(self.capture, op_stats.device_db, op_stats.environment.hardware_type == "TPU")
+        return device_op_details(self.capture, op_stats.device_db, op_stats.environment.hardware_type == "TPU",
+                                 self.events)
 
 
 @dataclass

@@ -196,3 +196,58 @@ def test_pod_bottleneck_ties_go_to_the_greatest_name():
     values[2, BREAKDOWN_NAMES.index("Input")] = 5
     values[2, BREAKDOWN_NAMES.index("Device compute")] = 5
     assert list(bottleneck(values)) == ["Output", "Host compute", "Input"]
+
+
+def _gpu_hlo_module() -> bytes:
+    proto = hlo_pb2.HloProto()
+    module = proto.hlo_module
+    module.name = "jit_g"
+    fused = module.computations.add(name="fused_computation", id=2, is_fusion_computation=True)
+    fused.instructions.add(name="param_0", opcode="parameter", id=10, shape=_shape("F32", [4], [0]))
+    fused.instructions.add(name="constant.2", opcode="constant", id=11, shape=_shape("F32", []),
+                           literal=hlo_pb2.LiteralProto(shape=_shape("F32", []), f32s=[2.0]))
+    fused.instructions.add(name="multiply.1", opcode="multiply", id=12, operand_ids=[10, 11],
+                           shape=_shape("F32", [4], [0]))
+    main = module.computations.add(name="main", id=1)
+    main.instructions.add(name="p0", opcode="parameter", id=1, shape=_shape("F32", [4], [0]))
+    fusion = main.instructions.add(name="fusion.1", opcode="fusion", fusion_kind="kLoop", id=2, operand_ids=[1],
+                                   called_computation_ids=[2], shape=_shape("F32", [4], [0]))
+    fusion.metadata.op_name, fusion.metadata.deduplicated_name = "jit(g)/mul", "fusion"
+    fusion.metadata.source_file, fusion.metadata.source_line = "/src/model.py", 12
+    return proto.SerializeToString()
+
+
+def test_gpu_xla_ops_take_text_source_and_contents_from_their_hlo_module():
+    from reportgen.core.device_op_details import device_op_details
+    from reportgen.core.hlo_stats import hlo_stats_table
+    from reportgen.core.op_stats import compute_host_op_stats
+    from reportgen.loaders.xspace import decode_xspace
+    from tests.gpu_xspace import GpuSpace
+
+    space = GpuSpace()
+    space.plane("/host:metadata", plane_id=99).metadata_id("jit_g(7)", {"Hlo Proto": _gpu_hlo_module(),
+                                                                        "program_id": 7})
+    line = space.gpu(0).line(1, "Stream #1")
+    for i in range(2):
+        line.event("loop_multiply_kernel", i * 10_000, 4000, stats={"kernel_details": "regs:2",
+                                                                   "hlo_op": "fusion.1", "program_id": 7})
+    capture = decode_xspace("host.xplane.pb", space.serialize(), host="host")
+    op_stats = compute_host_op_stats(capture)
+    details = device_op_details(capture, op_stats.device_db, is_tpu=False)
+    records = hlo_op_records(op_stats.device_db, details)
+    fusion = records[records["name"] == "fusion.1"].iloc[0]
+    expression = "%fusion.1 = f32[4]{0} fusion(f32[4]{0} %p0), kind=kLoop, calls=%fused_computation"
+    assert fusion["long_name"] == expression
+    assert (fusion["deduplicated_name"], fusion["source_file"], fusion["source_line"]) == ("fusion", "model.py", 12)
+    table = hlo_stats_table(records, op_stats.perf_env, "GPU", op_stats.device_db.total_time_ps)
+    assert list(table["hlo_op_expression"]) == [expression] and list(table["source_info"]) == ["model.py:12"]
+    db = op_stats.device_db
+    tree = build_op_profile(records, details.hlo, details.program_names, op_stats.perf_env,
+                            ProfileTotals(db.total_time_ps, db.total_op_time_ps), "program", True)
+    program = tree.children[0]
+    assert program.name == "jit_g(7)"
+    leaf = program.children[0].children[0]
+    assert leaf.name == "fusion.1" and leaf.symbol.expression == expression
+    assert [(c.name, c.symbol.expression) for c in leaf.children] == [
+        ("constant.2", "%constant.2 = f32[] constant(2)"),
+        ("multiply.1", "%multiply.1 = f32[4]{0} multiply(f32[4]{0} %param_0, f32[] %constant.2)")]

@@ -9,6 +9,9 @@ included, with the OpMetricsDb columns plus:
     hbm_read, hbm_write, onchip_read, onchip_write   (bytes; on-chip = any space but HBM)
     cmem_read, cmem_write, vmem_read, vmem_write      (bytes)
 
+An op without HLO text in the trace (GPU) gets its instruction's text from
+the HLO module as `long_name`, as XProf's GPU op database has it.
+
 Memory space numbers are XProf's: 1 is HBM (certain: the op profile and the
 roofline agree on it); CMEM and VMEM are taken as 2 and 3. The shared
 captures only use HBM.
@@ -65,6 +68,14 @@ def hlo_op_records(device_db: OpMetricsDb, details: DeviceOpDetails) -> pd.DataF
     for col in [*BYTE_COLUMNS, "hbm_any"]:
         out[col] = out[col].fillna(0).astype(np.int64)
     out["has_breakdown"] = out["has_breakdown"].eq(True).to_numpy(bool)
+    # GPU ops carry no HLO text in the trace; XProf's long name is the instruction's text.
+    if details.hlo:
+        texts = out["long_name"].tolist()
+        for i, (pid, name) in enumerate(zip(out["hlo_module_id"].tolist(), out["name"].tolist())):
+            op = details.hlo.get((int(pid), name)) if not texts[i] else None
+            if op is not None:
+                texts[i] = op.expression
+        out["long_name"] = np.array(texts, dtype=object)
     return out
 
 

@@ -184,17 +184,25 @@ def test_fused_instructions_print_as_xla_does():
         "f32[5,1024,1024,256]{3,2,1,0:T(8,128)} %broadcast.8)"]
 
 
-def _pod_runs() -> list[str]:
-    return [r for r in RUNS if (ORACLE / r / "pod_viewer.json").exists()]
+def _pod_cases() -> list[tuple[str, str | None]]:
+    """(run, host) for every pod viewer XProf wrote: each run, and each host of a multi-host run alone."""
+    cases = []
+    for run in RUNS:
+        if (ORACLE / run / "pod_viewer.json").exists():
+            cases.append((run, None))
+        per_host = ORACLE / run / "per_host"
+        if per_host.exists():
+            cases += [(run, h.name) for h in sorted(per_host.iterdir()) if (h / "pod_viewer.json").exists()]
+    return cases
 
 
 @needs_shared
-@pytest.mark.parametrize("run", _pod_runs())
-def test_pod_viewer(run):
-    expected = oracle(run, "pod_viewer")
+@pytest.mark.parametrize("run,host", _pod_cases(), ids=[f"{r}/{h or 'all'}" for r, h in _pod_cases()])
+def test_pod_viewer(run, host):
+    folder = ORACLE / run if host is None else ORACLE / run / "per_host" / host
+    expected = json.loads((folder / "pod_viewer.json").read_text())
     stats = host_op_stats(run)
-    captures = decoded_hosts(run)
-    parts = [stats[c.host] for c in captures]
+    parts = [stats[c.host] for c in decoded_hosts(run) if host is None or c.host == host]
     combined = combine_op_stats(parts)
     names = hostnames_by_core([(p.environment.hostnames[0], p.core_details) for p in parts])
     mine = pod_json(pod_stats(combined.step_db, names, combined.environment.device_type),

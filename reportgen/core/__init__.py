@@ -18,6 +18,13 @@ Entry points (see each module's docstring for the rules it follows):
   tf.data bottleneck analysis (`HostContext.events` is the shared table).
 * `op_metrics.OpMetricsDb`, `framework_op_db`, `combine_dbs` — op tables
   (DataFrames keyed by hlo_module_id and name, with an IDLE row).
+* `device_op_details.device_op_details(capture, device_db, is_tpu)` — per host
+  (`HostContext.device_op_details`): what the op tools read beyond the device
+  op DB (normalized time, memory traffic by memory space, source, HLO text,
+  fusion contents via `hlo_ops`/`hlo_text`); `hlo_op_records` joins it to the
+  DB. From those records: `op_profile.build_op_profile` (the op tree),
+  `hlo_stats.hlo_stats_table`, `roofline.roofline_model`; from the step DB:
+  `pod_stats.pod_stats` (the pod viewer).
 
 Lower layers, for tools that need more than OpStats: `events.EventTable`
 (per-event columns and stat lookup), `grouping.group_events` (step group of

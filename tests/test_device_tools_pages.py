@@ -252,3 +252,24 @@ def test_device_pages_render_in_a_browser_without_running_capture_text(site, tmp
             assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
     finally:
         driver.quit()
+
+
+@needs_browser
+def test_op_profile_works_in_the_single_file_report(site, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from reportgen.singlefile import compose
+
+    document, _report = compose(site)
+    path = tmp_path / "report.html"
+    path.write_text(document, encoding="utf-8")
+    driver = _driver(tmp_path / "profile")
+    try:
+        driver.get(path.as_uri())
+        section = driver.find_element(By.CSS_SELECTOR, "section[data-page='tpu_small/op_profile.html']")
+        WebDriverWait(driver, 20).until(lambda d: section.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr"))
+        assert section.find_elements(By.CSS_SELECTOR, ".op-label")[0].text == "by_program"
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        driver.quit()

@@ -21,6 +21,13 @@ Entry points (see each module's docstring for the rules it follows):
   (DataFrames keyed by hlo_module_id and name, with an IDLE row).
 * `kernel_stats.kernel_reports`, `kernel_time_by_op` — the kernel stats DB
   and its per-op view (TensorCore use of framework ops).
+* `device_op_details.device_op_details(capture, device_db, is_tpu)` — per host
+  (`HostContext.device_op_details`): what the op tools read beyond the device
+  op DB (normalized time, memory traffic by memory space, source, HLO text,
+  fusion contents via `hlo_ops`/`hlo_text`); `hlo_op_records` joins it to the
+  DB. From those records: `op_profile.build_op_profile` (the op tree),
+  `hlo_stats.hlo_stats_table`, `roofline.roofline_model`; from the step DB:
+  `pod_stats.pod_stats` (the pod viewer).
 
 Lower layers, for tools that need more than OpStats. Each is built once per
 host and shared: sections get them from `HostContext` (`events`, `grouping`,

@@ -69,6 +69,18 @@ class HostContext:
         return compute_host_op_stats(self.capture, self.events, grouping=self.grouping,
                                      modules=self.hlo_modules)
 
+    @cached_property
+    def device_op_details(self):
+        """Details of the host's device ops for the op tools (`reportgen.core.device_op_details`),
+        computed once and shared; None when the host has no GPU or TPU."""
+        from reportgen.core.device_op_details import device_op_details
+
+        op_stats = self.op_stats
+        if not op_stats.environment.has_device:
+            return None
+        return device_op_details(self.capture, op_stats.device_db, op_stats.environment.hardware_type == "TPU",
+                                 self.events)
+
 
 @dataclass
 class HostSummary:

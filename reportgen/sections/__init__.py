@@ -8,6 +8,7 @@ from reportgen.sections.base import HostContext, HostSummary, RunContext, Sectio
 from reportgen.sections.input_pipeline import InputPipelineSection
 from reportgen.sections.inventory import InventorySection
 from reportgen.sections.kernel_stats import KernelStatsSection
+from reportgen.sections.legacy import LEGACY_SECTIONS
 from reportgen.sections.memory_profile import MemoryProfileSection
 from reportgen.sections.memory_viewer import MemoryViewerSection
 from reportgen.sections.overview import OverviewSection
@@ -26,6 +27,8 @@ SECTIONS: list[Section] = [
     KernelStatsSection(),
     MemoryProfileSection(),
     MemoryViewerSection(),
+    # Runs from older profilers: per-tool files and ProfilerHook timelines.
+    *LEGACY_SECTIONS,
 ]
 
 __all__ = ["SECTIONS", "HostContext", "HostSummary", "RunContext", "Section"]

@@ -22,9 +22,9 @@ from urllib.parse import quote
 
 from reportgen import __version__
 from reportgen.errors import CaptureError, NoCapturesError
+from reportgen.legacy_host import process_legacy_host
 from reportgen.loaders.logdir import HostFile, RunSource, discover, read_file
 from reportgen.loaders.xspace import decode_xspace
-from reportgen.legacy_host import process_legacy_host
 from reportgen.sections import SECTIONS, HostContext, HostSummary, RunContext
 from reportgen.site import PageWriter, SiteTransaction, write_assets
 

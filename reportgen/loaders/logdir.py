@@ -150,7 +150,8 @@ def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource
         where = ", ".join(_unstrip(fs, p) for p in looked)
         wanted = f" matching --runs {','.join(sorted(only_runs))}" if only_runs else ""
         raise NoCapturesError(
-            f"no captures{wanted} found in {location} (looked for <run>/<host>.xplane.pb[.gz], older per-tool files or timeline-<step>.json under {where})"
+            f"no captures{wanted} found in {location} (looked for <run>/<host>.xplane.pb[.gz], older "
+            f"per-tool files or timeline-<step>.json under {where})"
         )
     return sorted(runs, key=lambda r: natural_key(r.name))
 

@@ -1,0 +1,163 @@
+"""Older captures: per-tool files (TF 2.2 protobuf, Cloud TPU JSON) and
+ProfilerHook timelines build into pages holding the files' own numbers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reportgen.build import EXIT_OK, BuildOptions, build_site
+from reportgen.loaders.legacy import decode_legacy_host
+from reportgen.loaders.logdir import discover
+from reportgen.loaders.proto import legacy_tools_pb2 as pb
+from tests.conftest import CAPTURES, REPO
+
+LEGACY = CAPTURES / "legacy"
+LEGACY_RUNS = LEGACY / "plugins" / "profile"
+SAMPLE = REPO / "reportgen" / "sample"
+needs_legacy = pytest.mark.skipif(not LEGACY.exists(), reason=f"legacy captures not present at {LEGACY}")
+
+
+@pytest.fixture(scope="module")
+def legacy_site(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("legacy") / "site"
+    report = build_site([str(LEGACY)], BuildOptions(output=str(out), jobs=1))
+    assert report.exit_code == EXIT_OK
+    return out, json.loads((out / "summary.json").read_text())
+
+
+@needs_legacy
+def test_every_legacy_run_is_found_without_an_xspace():
+    runs = {r.name: r for r in discover(str(LEGACY))}
+    assert set(runs) == {"Cloud-TPU", "GPU-compute-bound", "GPU-input-bound", "profile_demo"}
+    for run in runs.values():
+        assert all(h.legacy and not h.path.endswith(".xplane.pb") for h in run.hosts)
+
+
+@needs_legacy
+def test_richest_source_per_tool_in_a_mixed_folder():
+    (demo,) = discover(str(LEGACY_RUNS / "profile_demo"))
+    names = sorted(p.rsplit("/", 1)[-1] for p in demo.hosts[0].legacy)
+    # profile_demo holds both .pb and .json for the overview and the input pipeline.
+    assert names == ["profile_demo.input_pipeline.pb", "profile_demo.overview_page.pb",
+                     "profile_demo.pod_viewer.json", "profile_demo.tensorflow_stats.pb"]
+
+
+def test_an_xspace_wins_over_older_files_of_the_same_host(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "mixed"
+    run.mkdir(parents=True)
+    xspace = next((SAMPLE / "plugins" / "profile").glob("*/*.xplane.pb"))
+    shutil.copy(xspace, run / "worker.xplane.pb")
+    (run / "worker.overview_page.json").write_text("[]")
+    (run / "other.overview_page.json").write_text("[]")
+    (run_source,) = discover(str(tmp_path))
+    hosts = {h.host: h for h in run_source.hosts}
+    assert hosts["worker"].legacy == () and hosts["worker"].path.endswith("worker.xplane.pb")
+    assert hosts["other"].legacy and hosts["other"].path.endswith("other.overview_page.json")
+
+
+@needs_legacy
+def test_gpu_input_bound_overview_holds_the_files_numbers(legacy_site):
+    out, summary = legacy_site
+    page = pb.OverviewPage.FromString((LEGACY_RUNS / "GPU-input-bound" / "localhost.overview_page.pb").read_bytes())
+    expected = page.input_analysis.step_time_summary
+    block = summary["runs"]["GPU-input-bound"]["overview"]
+    assert block["step_time_ms"]["average"] == pytest.approx(expected.average)
+    assert block["step_time_ms"]["average"] == pytest.approx(1114.4989, abs=1e-3)
+    assert block["steps"] == 11
+    assert block["input_bound"] == "HIGHLY"
+    assert block["input_percent"] == pytest.approx(81.372, abs=1e-3)  # the statement's 81.4%
+    assert block["breakdown_ms"]["input"] == pytest.approx(907.2137, abs=1e-3)
+    html = (out / "GPU-input-bound" / "legacy_overview.html").read_text()
+    assert "1,114.5" in html or "1114.5" in html
+    assert page.recommendation.statement in html
+    assert "HIGHLY input-bound because 81.4%" in html
+
+
+@needs_legacy
+def test_every_run_gets_the_pages_its_files_allow(legacy_site):
+    out, summary = legacy_site
+    runs = summary["runs"]
+    assert set(runs["GPU-compute-bound"]["tools"]) == {"legacy_overview", "legacy_input_pipeline"}
+    for name in ("Cloud-TPU", "GPU-input-bound", "profile_demo"):
+        assert set(runs[name]["tools"]) == {"legacy_overview", "legacy_input_pipeline", "legacy_tf_stats"}
+    assert runs["GPU-compute-bound"]["overview"]["input_bound"] == "NOT"
+    tpu = runs["Cloud-TPU"]["overview"]
+    assert tpu["device_type"] == "TPU v2" and tpu["step_time_ms"]["average"] == 313.8
+    assert tpu["host_idle_percent"] == 87.7 and tpu["device_core_count"] == 8
+    assert runs["Cloud-TPU"]["input_pipeline"]["host_ms"]["preprocessing"] == pytest.approx(3720.194088)
+    assert runs["GPU-input-bound"]["tf_stats"]["ops"] == 9747
+    for name in runs:
+        index = (out / name / "index.html").read_text()
+        assert "legacy_overview.html" in index
+    # A page says what the format cannot provide rather than drawing empty charts.
+    assert "no memory timeline" in (out / "Cloud-TPU" / "legacy_overview.html").read_text()
+    tfstats = (out / "Cloud-TPU" / "legacy_tf_stats.html").read_text()
+    assert "while/body/_1/gradient_tape/resnet50/res2b_branch2a/Conv2DBackpropInput" in tfstats
+
+
+def _chrome_trace(step: int, ops: list[tuple[str, str, str, float, float]]) -> dict:
+    """A ProfilerHook-style step-stats trace: ops as (device, name, type, ts_us, dur_us)."""
+    devices = sorted({d for d, *_ in ops})
+    events = [{"ph": "M", "name": "process_name", "pid": i, "args": {"name": d}} for i, d in enumerate(devices)]
+    for device, name, op_type, ts, dur in ops:
+        events.append({"ph": "X", "cat": "Op", "name": op_type, "pid": devices.index(device), "tid": 0,
+                       "ts": ts + 1000 * step, "dur": dur, "args": {"name": name, "op": op_type}})
+    return {"traceEvents": events}
+
+
+GPU = "/job:localhost/replica:0/task:0/device:GPU:0 Compute"
+CPU = "/job:localhost/replica:0/task:0/device:CPU:0 Compute"
+
+
+def test_profiler_hook_timelines_build_an_op_table_and_step_chart(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "hook"
+    run.mkdir(parents=True)
+    for step, scale in ((100, 1.0), (200, 2.0), (300, 1.5)):
+        ops = [(GPU, "dense/MatMul", "MatMul", 0, 40 * scale), (GPU, "dense_1/MatMul", "MatMul", 50, 10 * scale),
+               (GPU, "Relu", "Relu", 70, 5), (CPU, "IteratorGetNext", "IteratorGetNext", 0, 20)]
+        (run / f"timeline-{step}.json").write_text(json.dumps(_chrome_trace(step, ops)))
+    out = tmp_path / "site"
+    report = build_site([str(tmp_path)], BuildOptions(output=str(out), jobs=1))
+    assert report.exit_code == EXIT_OK
+    summary = json.loads((out / "summary.json").read_text())["runs"]["hook"]
+    assert summary["hosts"] == ["timeline"]
+    assert summary["legacy_timeline"] == {"steps": 3, "ops": 4, "step_time_ms_average": pytest.approx(0.230 / 3)}
+    import pandas as pd
+
+    ops = pd.read_csv(out / "hook" / "data" / "legacy_timeline" / "op_stats.csv")
+    matmul = ops[(ops["device"] == GPU) & (ops["op"] == "dense/MatMul")].iloc[0]
+    assert matmul["occurrences"] == 3 and matmul["total_us"] == pytest.approx(40 * 4.5)
+    types = pd.read_csv(out / "hook" / "data" / "legacy_timeline" / "op_type_stats.csv")
+    gpu_matmul = types[(types["device"] == GPU) & (types["op_type"] == "MatMul")].iloc[0]
+    assert gpu_matmul["total_us"] == pytest.approx(50 * 4.5) and gpu_matmul["occurrences"] == 6
+    steps = pd.read_csv(out / "hook" / "data" / "legacy_timeline" / "steps.csv")
+    assert steps["step"].tolist() == [100, 200, 300]
+    assert steps["step_time_ms"].tolist() == pytest.approx([0.075, 0.080, 0.075])
+    html = (out / "hook" / "legacy_timeline.html").read_text()
+    assert 'data-vega-spec="timeline-steps-spec"' in html and "dense/MatMul" in html
+    assert "no memory timeline" in html
+
+
+def test_a_broken_tool_file_is_reported_not_fatal(tmp_path):
+    with pytest.raises(Exception) as info:
+        decode_legacy_host("h", [("h.overview_page.json", b"{not json")])
+    assert "is not JSON" in str(info.value.problem)
+
+
+@needs_legacy
+def test_a_legacy_run_and_an_xspace_run_share_the_overview_keys(tmp_path):
+    out = tmp_path / "site"
+    report = build_site([str(LEGACY_RUNS / "GPU-input-bound"), str(SAMPLE)],
+                        BuildOptions(output=str(out), jobs=1))
+    assert report.exit_code == EXIT_OK
+    runs = json.loads((out / "summary.json").read_text())["runs"]
+    legacy = runs["GPU-input-bound"]["overview"]
+    xspace = next(r["overview"] for name, r in runs.items() if name != "GPU-input-bound" and "overview" in r)
+    shared = {"steps", "step_time_ms", "breakdown_ms", "input_percent", "input_bound", "device_type"}
+    assert shared <= set(legacy) and shared <= set(xspace)
+    assert set(legacy["breakdown_ms"]) == set(xspace["breakdown_ms"])
+    assert set(legacy["step_time_ms"]) == set(xspace["step_time_ms"])

@@ -2,16 +2,20 @@
 
 Entry points (see each module's docstring for the rules it follows):
 
-* `op_stats.compute_host_op_stats(capture) -> HostOpStats` — once per host
+* `op_stats.compute_host_op_stats(capture[, EventTable]) -> HostOpStats` — once per host
   (sections get it as `HostContext.op_stats`): host and device op metrics
   databases, the step database, run environment, peak capabilities,
   diagnostics. Picklable, so it travels from worker processes.
 * `op_stats.combine_op_stats([HostOpStats, …]) -> RunOpStats` — hosts merged
   as XProf merges them (step intersection, global core ids host×1000+core).
   `op_stats.drop_incomplete_steps` applies XProf 2.24.2's overview rule first.
-* `step_analysis.analyze_steps(step_db, hardware_type, host_db)` — per-step
-  category times, summaries and the input-bound classification (overview,
-  input pipeline, pod viewer).
+* `step_analysis.analyze_steps(step_db, hardware_type, host_db, core_details)`
+  — XProf's input-pipeline analysis: per-step category times (generic, or
+  TPU via `tpu_step_details`), summaries, the input-bound classification and
+  statements, and the host-side input ops (`input_ops.input_op_analysis` on
+  the host DB) — for the overview, input pipeline and pod viewer.
+* `tf_data.tf_data_stats(EventTable, host)` + `bottleneck_analysis` — the
+  tf.data bottleneck analysis (`HostContext.events` is the shared table).
 * `op_metrics.OpMetricsDb`, `framework_op_db`, `combine_dbs` — op tables
   (DataFrames keyed by hlo_module_id and name, with an IDLE row).
 

@@ -88,8 +88,9 @@ class RunOpStats(HostOpStats):
     hosts: list[str] = field(default_factory=list)
 
 
-def compute_host_op_stats(capture: HostCapture) -> HostOpStats:
-    table = EventTable(capture)
+def compute_host_op_stats(capture: HostCapture, table: EventTable | None = None) -> HostOpStats:
+    """`table`: the capture's EventTable when the caller already has one (its stat columns are shared)."""
+    table = table if table is not None else EventTable(capture)
     grouping = group_events(table)
     host_db = host_op_metrics_db(table, grouping.is_eager)
     modules = hlo_modules(capture)

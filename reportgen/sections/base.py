@@ -40,12 +40,20 @@ class HostContext:
         return host_environment(self.capture)
 
     @cached_property
+    def events(self):
+        """The capture's per-event columns (`reportgen.core.events.EventTable`), shared by
+        the core and every section that reads events, so stat columns are extracted once."""
+        from reportgen.core.events import EventTable
+
+        return EventTable(self.capture)
+
+    @cached_property
     def op_stats(self):
         """The host's core result (`reportgen.core.op_stats.HostOpStats`), computed once
         and shared by every section."""
         from reportgen.core.op_stats import compute_host_op_stats
 
-        return compute_host_op_stats(self.capture)
+        return compute_host_op_stats(self.capture, self.events)
 
 
 @dataclass

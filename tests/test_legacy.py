@@ -69,7 +69,8 @@ def test_gpu_input_bound_overview_holds_the_files_numbers(legacy_site):
     assert block["step_time_ms"]["average"] == pytest.approx(1114.4989, abs=1e-3)
     assert block["steps"] == 11
     assert block["input_bound"] == "HIGHLY"
-    assert block["input_percent"] == pytest.approx(81.372, abs=1e-3)  # the statement's 81.4%
+    assert block["input_percent"] == pytest.approx(81.401, abs=1e-3)  # the statement's 81.4%
+    assert f"{block['input_percent']:.1f}%" in page.recommendation.statement
     assert block["breakdown_ms"]["input"] == pytest.approx(907.2137, abs=1e-3)
     html = (out / "GPU-input-bound" / "legacy_overview.html").read_text()
     assert "1,114.5" in html or "1114.5" in html
@@ -90,6 +91,11 @@ def test_every_run_gets_the_pages_its_files_allow(legacy_site):
     assert tpu["host_idle_percent"] == 87.7 and tpu["device_core_count"] == 8
     assert runs["Cloud-TPU"]["input_pipeline"]["host_ms"]["preprocessing"] == pytest.approx(3720.194088)
     assert runs["GPU-input-bound"]["tf_stats"]["ops"] == 9747
+    # The conclusion's percent, not the mean of per-step percents (43.4).
+    demo = runs["profile_demo"]
+    assert demo["overview"]["input_percent"] == pytest.approx(68.930, abs=1e-3)
+    assert demo["input_pipeline"]["input_percent"] == pytest.approx(68.930, abs=1e-3)
+    assert "68.9%" in (out / "profile_demo" / "legacy_overview.html").read_text()
     for name in runs:
         index = (out / name / "index.html").read_text()
         assert "legacy_overview.html" in index

@@ -83,8 +83,13 @@ def test_every_run_gets_the_pages_its_files_allow(legacy_site):
     out, summary = legacy_site
     runs = summary["runs"]
     assert set(runs["GPU-compute-bound"]["tools"]) == {"legacy_overview", "legacy_input_pipeline"}
-    for name in ("Cloud-TPU", "GPU-input-bound", "profile_demo"):
-        assert set(runs[name]["tools"]) == {"legacy_overview", "legacy_input_pipeline", "legacy_tf_stats"}
+    assert set(runs["GPU-input-bound"]["tools"]) == {"legacy_overview", "legacy_input_pipeline", "legacy_tf_stats"}
+    for name in ("Cloud-TPU", "profile_demo"):
+        assert set(runs[name]["tools"]) == {"legacy_overview", "legacy_input_pipeline", "legacy_tf_stats",
+                                            "legacy_pod_viewer"}
+    assert runs["Cloud-TPU"]["legacy_pod_viewer"] == {"steps": 3, "cores": 8, "all_reduce_ops": 37}
+    pod = (out / "Cloud-TPU" / "legacy_pod_viewer.html").read_text()
+    assert "AllReduce Compute" in pod and "fusion.35" in pod
     assert runs["GPU-compute-bound"]["overview"]["input_bound"] == "NOT"
     tpu = runs["Cloud-TPU"]["overview"]
     assert tpu["device_type"] == "TPU v2" and tpu["step_time_ms"]["average"] == 313.8

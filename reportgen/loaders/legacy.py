@@ -102,8 +102,9 @@ class LegacyTfStats:
 @dataclass
 class LegacyPodViewer:
     source: str
-    cores: int
-    all_reduce_ops: pd.DataFrame  # name, occurrences, duration_us, data_size
+    tpu_type: str
+    cores: pd.DataFrame  # step, core, replica, host, bottleneck, then the file's *Us durations
+    all_reduce_ops: pd.DataFrame  # step, name, occurrences, duration_us, data_size_bytes
 
 
 @dataclass
@@ -410,22 +411,29 @@ def input_pipeline_from_json(name: str, data: bytes) -> LegacyInputPipeline:
 
 
 def pod_viewer_from_json(name: str, data: bytes) -> LegacyPodViewer:
+    """Per-step, per-core stats and the all-reduce ops, as the file writes them."""
     try:
         doc = json.loads(data)
     except ValueError as exc:
         raise CaptureError(name, f"is not JSON ({exc})") from exc
-    stats = doc.get("podStatsSequence", {}).get("podStatsMap", [])
-    rows = {}
-    for step in stats:
+    steps = doc.get("podStatsSequence", {}).get("podStatsMap", [])
+    core_rows = []
+    op_rows = []
+    for step in steps:
+        number = step.get("stepNum", 0)
+        replicas = step.get("coreIdToReplicaIdMap", {})
+        for core, stats in sorted(step.get("podStatsPerCore", {}).items(), key=lambda kv: int(kv[0])):
+            row = {"step": number, "core": int(core), "replica": replicas.get(core),
+                   "host": stats.get("hostName", ""), "bottleneck": stats.get("bottleneck", "")}
+            row.update({k: float(v) for k, v in stats.items() if k.endswith("Us") and isinstance(v, (int, float))})
+            core_rows.append(row)
         for op in step.get("allReduceOpDb", []):
-            row = rows.setdefault(op.get("name", ""), [0, 0.0, int(op.get("dataSize", 0) or 0)])
-            row[0] += int(op.get("occurrences", 0) or 0)
-            row[1] += float(op.get("durationUs", 0.0) or 0.0) * int(op.get("occurrences", 0) or 0)
-    ops = pd.DataFrame([(k, *v) for k, v in rows.items()],
-                       columns=["name", "occurrences", "duration_us", "data_size_bytes"])
-    cores = max((len(s.get("podStatsPerCore", {})) for s in stats), default=0)
-    return LegacyPodViewer(source=name, cores=cores,
-                           all_reduce_ops=ops.sort_values("duration_us", ascending=False, ignore_index=True))
+            op_rows.append((number, op.get("name", ""), int(op.get("occurrences", 0) or 0),
+                            float(op.get("durationUs", 0.0) or 0.0), int(op.get("dataSize", 0) or 0)))
+    ops = pd.DataFrame(op_rows, columns=["step", "name", "occurrences", "duration_us", "data_size_bytes"])
+    env = doc.get("runEnvironment", {})
+    return LegacyPodViewer(source=name, tpu_type=env.get("tpuType", ""), cores=pd.DataFrame(core_rows),
+                           all_reduce_ops=ops)
 
 
 # --- ProfilerHook timelines ----------------------------------------------------

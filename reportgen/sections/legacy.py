@@ -20,6 +20,7 @@ from reportgen.loaders.legacy import (
     LegacyHost,
     LegacyInputPipeline,
     LegacyOverview,
+    LegacyPodViewer,
     LegacyTfStats,
     LegacyTimeline,
 )
@@ -40,6 +41,8 @@ MISSING = {
     "legacy_input_pipeline": "No tf.data iterator tree: older input-pipeline files hold the per-op totals only.",
     "legacy_tf_stats": "The with-IDLE table and the pie charts of the XSpace page are left out; the table is "
                        "the file's without-IDLE one.",
+    "legacy_pod_viewer": "Cloud TPU pod-viewer files hold per-core step stats and all-reduce ops; no topology "
+                         "chart and no channel view.",
     "legacy_timeline": "ProfilerHook step stats hold op spans per device only: no memory timeline, no "
                        "input-pipeline analysis, no step breakdown into categories.",
 }
@@ -195,10 +198,28 @@ class LegacyTimelineSection(LegacySection):
                 "types": _table(by_type, "timeline-types")}
 
 
+class LegacyPodViewerSection(LegacySection):
+    slug = "legacy_pod_viewer"
+    title = "Pod viewer"
+
+    def summary(self, data: dict) -> dict:
+        v: LegacyPodViewer = next(iter(data["hosts"].values()))
+        return {"steps": int(v.cores["step"].nunique()) if len(v.cores) else 0,
+                "cores": int(v.cores["core"].nunique()) if len(v.cores) else 0,
+                "all_reduce_ops": int(v.all_reduce_ops["name"].nunique())}
+
+    def panel(self, host: str, v: LegacyPodViewer, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__cores.csv", v.cores)
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__all_reduce_ops.csv", v.all_reduce_ops)
+        return {"v": v, "cores": _table(v.cores, f"cores-{_safe(host)}"),
+                "ops": _table(v.all_reduce_ops, f"allreduce-{_safe(host)}")}
+
+
 LEGACY_SECTIONS: list[LegacySection] = [
     LegacyOverviewSection(),
     LegacyInputPipelineSection(),
     LegacyTfStatsSection(),
+    LegacyPodViewerSection(),
     LegacyTimelineSection(),
 ]
 

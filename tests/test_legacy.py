@@ -14,6 +14,7 @@ from reportgen.loaders.legacy import decode_legacy_host
 from reportgen.loaders.logdir import discover
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 from tests.conftest import CAPTURES, REPO
+from tests.sitecheck import assert_links_resolve
 
 LEGACY = CAPTURES / "legacy"
 LEGACY_RUNS = LEGACY / "plugins" / "profile"
@@ -106,6 +107,7 @@ def test_every_run_gets_the_pages_its_files_allow(legacy_site):
         assert "legacy_overview.html" in index
     # A page says what the format cannot provide rather than drawing empty charts.
     assert "no memory timeline" in (out / "Cloud-TPU" / "legacy_overview.html").read_text()
+    assert_links_resolve(out)
     tfstats = (out / "Cloud-TPU" / "legacy_tf_stats.html").read_text()
     assert "while/body/_1/gradient_tape/resnet50/res2b_branch2a/Conv2DBackpropInput" in tfstats
 
@@ -151,6 +153,11 @@ def test_profiler_hook_timelines_build_an_op_table_and_step_chart(tmp_path):
     html = (out / "hook" / "legacy_timeline.html").read_text()
     assert 'data-vega-spec="timeline-steps-spec"' in html and "dense/MatMul" in html
     assert "no memory timeline" in html
+    assert_links_resolve(out)
+    # ProfilerHook writes its timelines straight into the model folder: that folder is the run.
+    (direct,) = discover(str(run))
+    assert direct.name == "hook" and [h.host for h in direct.hosts] == ["timeline"]
+    assert len(direct.hosts[0].legacy) == 3
 
 
 def test_a_broken_tool_file_is_reported_not_fatal(tmp_path):

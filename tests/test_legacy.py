@@ -179,3 +179,32 @@ def test_a_legacy_run_and_an_xspace_run_share_the_overview_keys(tmp_path):
     assert shared <= set(legacy) and shared <= set(xspace)
     assert set(legacy["breakdown_ms"]) == set(xspace["breakdown_ms"])
     assert set(legacy["step_time_ms"]) == set(xspace["step_time_ms"])
+
+
+@needs_legacy
+def test_a_mixed_folder_uses_the_richest_file_per_tool(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "mixed"
+    run.mkdir(parents=True)
+    source = LEGACY_RUNS / "GPU-compute-bound"
+    shutil.copy(source / "localhost.overview_page.pb", run)
+    # A Cloud TPU JSON overview of the same host: the protobuf one is richer and wins.
+    shutil.copy(LEGACY_RUNS / "Cloud-TPU" / "10.240.1.50.overview_page.json", run / "localhost.overview_page.json")
+    # Only JSON for the input pipeline: that is the source used.
+    shutil.copy(LEGACY_RUNS / "Cloud-TPU" / "10.240.1.50.input_pipeline.json", run / "localhost.input_pipeline.json")
+    kernels = pb.KernelStatsDb(reports=[
+        pb.KernelReport(name="volta_sgemm_128x64_nn", op_name="dense/MatMul", total_duration_ns=3_000_000,
+                        min_duration_ns=900_000, max_duration_ns=1_100_000, occurrences=3,
+                        is_kernel_using_tensor_core=False, block_dim=[128, 1, 1], grid_dim=[64, 2, 1]),
+        pb.KernelReport(name="volta_h884gemm", op_name="conv/Conv2D", total_duration_ns=1_000_000, occurrences=2,
+                        is_kernel_using_tensor_core=True, is_op_tensor_core_eligible=True),
+    ])
+    (run / "localhost.kernel_stats.pb").write_bytes(kernels.SerializeToString())
+    out = tmp_path / "site"
+    assert build_site([str(tmp_path)], BuildOptions(output=str(out), jobs=1)).exit_code == EXIT_OK
+    block = json.loads((out / "summary.json").read_text())["runs"]["mixed"]
+    assert block["overview"]["source"] == "localhost.overview_page.pb"
+    assert block["overview"]["device_type"] == "GPU" and block["overview"]["input_bound"] == "NOT"
+    assert block["input_pipeline"]["host_ms"]["preprocessing"] == pytest.approx(3720.194088)
+    assert block["kernel_stats"] == {"kernels": 2, "total_us": 4000.0, "tensor_core_percent": 25.0}
+    html = (out / "mixed" / "legacy_kernel_stats.html").read_text()
+    assert "volta_sgemm_128x64_nn" in html and "128,1,1" in html

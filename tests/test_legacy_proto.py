@@ -60,6 +60,9 @@ XPROF_NUMBERS = {
     ("TfStatsDatabase", "without_idle"): 5, ("TfStatsDatabase", "device_type"): 6,
     ("TfStatsRecord", "total_self_time_in_us"): 8, ("TfStatsRecord", "bound_by"): 17,
     ("TfStatsRecord", "host_cumulative_total_self_time_as_fraction"): 13,
+    ("KernelStatsDb", "reports"): 1, ("KernelReport", "total_duration_ns"): 7,
+    ("KernelReport", "is_kernel_using_tensor_core"): 10, ("KernelReport", "op_name"): 12,
+    ("KernelReport", "occurrences"): 13,
 }
 
 

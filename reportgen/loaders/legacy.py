@@ -3,7 +3,7 @@
 Three generations are read:
 
 - TF 2.2-2.3 (`<host>.overview_page.pb`, `.input_pipeline.pb`,
-  `.tensorflow_stats.pb`): XProf's result protos, decoded with the subset in
+  `.tensorflow_stats.pb`, `.kernel_stats.pb`): XProf's result protos, decoded with the subset in
   `proto/legacy_tools.proto`;
 - Cloud TPU 1.9 `capture_tpu_profile` (`<host>.overview_page.json`,
   `.input_pipeline.json`, `.pod_viewer.json`): Google-Charts DataTables whose
@@ -33,6 +33,7 @@ TOOL_SUFFIXES: dict[str, tuple[str, ...]] = {
     "overview": (".overview_page.pb", ".overview_page.json"),
     "input_pipeline": (".input_pipeline.pb", ".input_pipeline.json"),
     "tf_stats": (".tensorflow_stats.pb",),
+    "kernel_stats": (".kernel_stats.pb",),
     "pod_viewer": (".pod_viewer.json",),
 }
 TIMELINE_PATTERN = re.compile(r"^timeline-(\d+)\.json(\.gz)?$")
@@ -100,6 +101,12 @@ class LegacyTfStats:
 
 
 @dataclass
+class LegacyKernelStats:
+    source: str
+    kernels: pd.DataFrame  # XProf's kernel_stats table columns
+
+
+@dataclass
 class LegacyPodViewer:
     source: str
     tpu_type: str
@@ -122,6 +129,7 @@ class LegacyHost:
     overview: LegacyOverview | None = None
     input_pipeline: LegacyInputPipeline | None = None
     tf_stats: LegacyTfStats | None = None
+    kernel_stats: LegacyKernelStats | None = None
     pod_viewer: LegacyPodViewer | None = None
     timeline: LegacyTimeline | None = None
     files: list[str] = field(default_factory=list)
@@ -272,6 +280,25 @@ def tf_stats_from_pb(name: str, data: bytes) -> LegacyTfStats:
         for r in records
     ]
     return LegacyTfStats(source=name, device_type=db.device_type, ops=pd.DataFrame(rows, columns=TF_STATS_COLUMNS))
+
+
+KERNEL_COLUMNS = ["kernel_name", "op_name", "registers_per_thread", "shmem_bytes", "block_dim", "grid_dim",
+                  "occurrences", "total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us",
+                  "is_kernel_using_tensor_core", "is_op_tensor_core_eligible"]
+
+
+def kernel_stats_from_pb(name: str, data: bytes) -> LegacyKernelStats:
+    db = pb.KernelStatsDb.FromString(data)
+    rows = [
+        (r.name, r.op_name, r.registers_per_thread, r.static_shmem_bytes + r.dynamic_shmem_bytes,
+         ",".join(map(str, r.block_dim)), ",".join(map(str, r.grid_dim)), r.occurrences,
+         r.total_duration_ns / 1e3, r.total_duration_ns / 1e3 / max(r.occurrences, 1), r.min_duration_ns / 1e3,
+         r.max_duration_ns / 1e3, r.is_kernel_using_tensor_core, r.is_op_tensor_core_eligible)
+        for r in db.reports
+    ]
+    kernels = pd.DataFrame(rows, columns=KERNEL_COLUMNS)
+    kernels = kernels.sort_values("total_duration_us", ascending=False, kind="stable", ignore_index=True)
+    return LegacyKernelStats(source=name, kernels=kernels)
 
 
 # --- Cloud TPU 1.9-era JSON DataTables ---------------------------------------
@@ -493,6 +520,7 @@ DECODERS = {
     ".input_pipeline.pb": ("input_pipeline", input_pipeline_from_pb),
     ".input_pipeline.json": ("input_pipeline", input_pipeline_from_json),
     ".tensorflow_stats.pb": ("tf_stats", tf_stats_from_pb),
+    ".kernel_stats.pb": ("kernel_stats", kernel_stats_from_pb),
     ".pod_viewer.json": ("pod_viewer", pod_viewer_from_json),
 }
 

@@ -19,6 +19,7 @@ from reportgen.loaders.legacy import (
     CATEGORY_KEYS,
     LegacyHost,
     LegacyInputPipeline,
+    LegacyKernelStats,
     LegacyOverview,
     LegacyPodViewer,
     LegacyTfStats,
@@ -41,6 +42,7 @@ MISSING = {
     "legacy_input_pipeline": "No tf.data iterator tree: older input-pipeline files hold the per-op totals only.",
     "legacy_tf_stats": "The with-IDLE table and the pie charts of the XSpace page are left out; the table is "
                        "the file's without-IDLE one.",
+    "legacy_kernel_stats": "Kernels aggregated as the file holds them: no per-host split and no pie charts.",
     "legacy_pod_viewer": "Cloud TPU pod-viewer files hold per-core step stats and all-reduce ops; no topology "
                          "chart and no channel view.",
     "legacy_timeline": "ProfilerHook step stats hold op spans per device only: no memory timeline, no "
@@ -198,6 +200,24 @@ class LegacyTimelineSection(LegacySection):
                 "types": _table(by_type, "timeline-types")}
 
 
+class LegacyKernelStatsSection(LegacySection):
+    slug = "legacy_kernel_stats"
+    title = "Kernel stats"
+    summary_key = "kernel_stats"
+
+    def summary(self, data: dict) -> dict:
+        k: LegacyKernelStats = next(iter(data["hosts"].values()))
+        table = k.kernels
+        total = float(table["total_duration_us"].sum())
+        tensor_core = float(table.loc[table["is_kernel_using_tensor_core"], "total_duration_us"].sum())
+        return {"kernels": int(len(table)), "total_us": round(total, 3),
+                "tensor_core_percent": round(100 * tensor_core / total, 2) if total > 0 else 0.0}
+
+    def panel(self, host: str, k: LegacyKernelStats, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__kernel_stats.csv", k.kernels)
+        return {"k": k, "kernels": _table(k.kernels, f"kernels-{_safe(host)}")}
+
+
 class LegacyPodViewerSection(LegacySection):
     slug = "legacy_pod_viewer"
     title = "Pod viewer"
@@ -219,6 +239,7 @@ LEGACY_SECTIONS: list[LegacySection] = [
     LegacyOverviewSection(),
     LegacyInputPipelineSection(),
     LegacyTfStatsSection(),
+    LegacyKernelStatsSection(),
     LegacyPodViewerSection(),
     LegacyTimelineSection(),
 ]

@@ -6,7 +6,7 @@ Three generations are read:
   `.tensorflow_stats.pb`, `.kernel_stats.pb`): XProf's result protos, decoded with the subset in
   `proto/legacy_tools.proto`;
 - Cloud TPU 1.9 `capture_tpu_profile` (`<host>.overview_page.json`,
-  `.input_pipeline.json`, `.pod_viewer.json`): Google-Charts DataTables whose
+  `.input_pipeline.json`, `.op_profile.json`, `.pod_viewer.json`): Google-Charts DataTables whose
   `p` properties carry the summary numbers as strings;
 - `tf.train.ProfilerHook` (`timeline-<step>.json`): Chrome-trace step stats,
   one step per file.
@@ -35,6 +35,7 @@ TOOL_SUFFIXES: dict[str, tuple[str, ...]] = {
     "tf_stats": (".tensorflow_stats.pb",),
     "kernel_stats": (".kernel_stats.pb",),
     "pod_viewer": (".pod_viewer.json",),
+    "op_profile": (".op_profile.json",),
 }
 TIMELINE_PATTERN = re.compile(r"^timeline-(\d+)\.json(\.gz)?$")
 
@@ -107,6 +108,13 @@ class LegacyKernelStats:
 
 
 @dataclass
+class LegacyOpProfile:
+    source: str
+    flops_percent: float | None  # the root's FLOPS utilization
+    nodes: pd.DataFrame  # depth, path, name, category, op, time_percent, flops_percent
+
+
+@dataclass
 class LegacyPodViewer:
     source: str
     tpu_type: str
@@ -131,6 +139,7 @@ class LegacyHost:
     tf_stats: LegacyTfStats | None = None
     kernel_stats: LegacyKernelStats | None = None
     pod_viewer: LegacyPodViewer | None = None
+    op_profile: LegacyOpProfile | None = None
     timeline: LegacyTimeline | None = None
     files: list[str] = field(default_factory=list)
 
@@ -463,6 +472,28 @@ def pod_viewer_from_json(name: str, data: bytes) -> LegacyPodViewer:
                            all_reduce_ops=ops)
 
 
+def op_profile_from_json(name: str, data: bytes) -> LegacyOpProfile:
+    """The `byCategory` tree, flattened depth-first; metrics are fractions in the file."""
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise CaptureError(name, f"is not JSON ({exc})") from exc
+    root = doc.get("byCategory") or doc.get("byProgram") or {}
+    rows = []
+    stack = [(child, 1, child.get("name", "")) for child in reversed(root.get("children", []))]
+    while stack:
+        node, depth, path = stack.pop()
+        metrics = node.get("metrics", {})
+        xla = node.get("xla", {})
+        rows.append((depth, path, node.get("name", ""), xla.get("category", ""), xla.get("op", ""),
+                     100 * float(metrics.get("time", 0.0) or 0.0), 100 * float(metrics.get("flops", 0.0) or 0.0)))
+        stack.extend((c, depth + 1, f"{path}/{c.get('name', '')}") for c in reversed(node.get("children", [])))
+    nodes = pd.DataFrame(rows, columns=["depth", "path", "name", "category", "op", "time_percent", "flops_percent"])
+    flops = root.get("metrics", {}).get("flops")
+    return LegacyOpProfile(source=name, flops_percent=100 * float(flops) if flops is not None else None,
+                           nodes=nodes)
+
+
 # --- ProfilerHook timelines ----------------------------------------------------
 
 
@@ -522,6 +553,7 @@ DECODERS = {
     ".tensorflow_stats.pb": ("tf_stats", tf_stats_from_pb),
     ".kernel_stats.pb": ("kernel_stats", kernel_stats_from_pb),
     ".pod_viewer.json": ("pod_viewer", pod_viewer_from_json),
+    ".op_profile.json": ("op_profile", op_profile_from_json),
 }
 
 

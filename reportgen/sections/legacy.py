@@ -20,6 +20,7 @@ from reportgen.loaders.legacy import (
     LegacyHost,
     LegacyInputPipeline,
     LegacyKernelStats,
+    LegacyOpProfile,
     LegacyOverview,
     LegacyPodViewer,
     LegacyTfStats,
@@ -43,6 +44,8 @@ MISSING = {
     "legacy_tf_stats": "The with-IDLE table and the pie charts of the XSpace page are left out; the table is "
                        "the file's without-IDLE one.",
     "legacy_kernel_stats": "Kernels aggregated as the file holds them: no per-host split and no pie charts.",
+    "legacy_op_profile": "The op tree by category as the file holds it (time and FLOPS utilization as shares); "
+                         "no memory-bandwidth utilization and no HLO program view.",
     "legacy_pod_viewer": "Cloud TPU pod-viewer files hold per-core step stats and all-reduce ops; no topology "
                          "chart and no channel view.",
     "legacy_timeline": "ProfilerHook step stats hold op spans per device only: no memory timeline, no "
@@ -218,6 +221,25 @@ class LegacyKernelStatsSection(LegacySection):
         return {"k": k, "kernels": _table(k.kernels, f"kernels-{_safe(host)}")}
 
 
+class LegacyOpProfileSection(LegacySection):
+    slug = "legacy_op_profile"
+    title = "Op profile"
+    summary_key = "op_profile"
+
+    def summary(self, data: dict) -> dict:
+        o: LegacyOpProfile = next(iter(data["hosts"].values()))
+        top = o.nodes[o.nodes["depth"] == 1]
+        block: dict[str, Any] = {"categories": [{"name": n, "time_percent": t}
+                                                for n, t in zip(top["name"], top["time_percent"])]}
+        if o.flops_percent is not None:
+            block["flops_utilization_percent"] = o.flops_percent
+        return block
+
+    def panel(self, host: str, o: LegacyOpProfile, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__op_profile.csv", o.nodes)
+        return {"op": o, "nodes": _table(o.nodes, f"opprofile-{_safe(host)}")}
+
+
 class LegacyPodViewerSection(LegacySection):
     slug = "legacy_pod_viewer"
     title = "Pod viewer"
@@ -240,6 +262,7 @@ LEGACY_SECTIONS: list[LegacySection] = [
     LegacyInputPipelineSection(),
     LegacyTfStatsSection(),
     LegacyKernelStatsSection(),
+    LegacyOpProfileSection(),
     LegacyPodViewerSection(),
     LegacyTimelineSection(),
 ]

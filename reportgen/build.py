@@ -268,7 +268,7 @@ def _render_runs(named, outcomes, site_dir: Path, assets):
             "errors": errors,
             "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
         }
-        if "inventory" not in computed:
+        if "inventory" not in computed and "legacy_run" not in computed:
             # Every host failed: the run page still says so.
             page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=tools)
         for section in SECTIONS:

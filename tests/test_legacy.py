@@ -47,17 +47,25 @@ def test_richest_source_per_tool_in_a_mixed_folder():
                      "profile_demo.pod_viewer.json", "profile_demo.tensorflow_stats.pb"]
 
 
+@needs_legacy
 def test_an_xspace_wins_over_older_files_of_the_same_host(tmp_path):
     run = tmp_path / "plugins" / "profile" / "mixed"
     run.mkdir(parents=True)
     xspace = next((SAMPLE / "plugins" / "profile").glob("*/*.xplane.pb"))
     shutil.copy(xspace, run / "worker.xplane.pb")
     (run / "worker.overview_page.json").write_text("[]")
-    (run / "other.overview_page.json").write_text("[]")
+    shutil.copy(LEGACY_RUNS / "Cloud-TPU" / "10.240.1.50.overview_page.json", run / "other.overview_page.json")
     (run_source,) = discover(str(tmp_path))
     hosts = {h.host: h for h in run_source.hosts}
     assert hosts["worker"].legacy == () and hosts["worker"].path.endswith("worker.xplane.pb")
     assert hosts["other"].legacy and hosts["other"].path.endswith("other.overview_page.json")
+    out = tmp_path / "site"
+    assert build_site([str(tmp_path)], BuildOptions(output=str(out), jobs=1)).exit_code == EXIT_OK
+    block = json.loads((out / "summary.json").read_text())["runs"]["mixed"]
+    assert {"overview", "legacy_overview"} <= set(block["tools"])
+    assert "source" not in block["overview"]  # the XSpace host's block, not merged with the older file's
+    # One run with both kinds of host keeps the XSpace inventory as its run page.
+    assert "Planes and lines" in (out / "mixed" / "index.html").read_text()
 
 
 @needs_legacy
@@ -109,6 +117,9 @@ def test_every_run_gets_the_pages_its_files_allow(legacy_site):
     for name in runs:
         index = (out / name / "index.html").read_text()
         assert "legacy_overview.html" in index
+    # The run page names the files read: the richest per tool.
+    demo_index = (out / "profile_demo" / "index.html").read_text()
+    assert "profile_demo.overview_page.pb" in demo_index and "profile_demo.overview_page.json" not in demo_index
     # A page says what the format cannot provide rather than drawing empty charts.
     assert "no memory timeline" in (out / "Cloud-TPU" / "legacy_overview.html").read_text()
     assert_links_resolve(out)

@@ -103,7 +103,16 @@ class LegacySection(Section):
     tool = ""  # LegacyHost attribute
 
     def combine(self, run: RunContext, parts: dict[str, Any]) -> dict | None:
-        return {"hosts": parts} if parts else None
+        if not parts:
+            return None
+        # In a run that also has XSpace hosts, their blocks speak for the run.
+        return {"hosts": parts, "in_summary": not (set(run.host_names) - set(parts))}
+
+    def summary(self, data: dict) -> dict | None:
+        return self.block(next(iter(data["hosts"].values()))) if data["in_summary"] else None
+
+    def block(self, part: Any) -> dict:
+        raise NotImplementedError
 
     def render(self, data: dict, page) -> None:
         panels = []
@@ -125,8 +134,7 @@ class LegacyOverviewSection(LegacySection):
     title = "Overview"
     summary_key = "overview"
 
-    def summary(self, data: dict) -> dict:
-        o: LegacyOverview = next(iter(data["hosts"].values()))
+    def block(self, o: LegacyOverview) -> dict:
         block: dict[str, Any] = {"source": o.source, "steps": int(len(o.steps))}
         if o.step_time is not None:
             block["step_time_ms"] = asdict(o.step_time)
@@ -151,8 +159,7 @@ class LegacyInputPipelineSection(LegacySection):
     title = "Input pipeline"
     summary_key = "input_pipeline"
 
-    def summary(self, data: dict) -> dict:
-        p: LegacyInputPipeline = next(iter(data["hosts"].values()))
+    def block(self, p: LegacyInputPipeline) -> dict:
         block: dict[str, Any] = {"host_ms": {k: v / 1e3 for k, v in p.host_us.items()}}
         if p.input_percent is not None:
             block["input_percent"] = p.input_percent
@@ -169,8 +176,7 @@ class LegacyTfStatsSection(LegacySection):
     title = "TF stats"
     summary_key = "tf_stats"
 
-    def summary(self, data: dict) -> dict:
-        t: LegacyTfStats = next(iter(data["hosts"].values()))
+    def block(self, t: LegacyTfStats) -> dict:
         ops = t.ops
         return {
             "ops": int(len(ops)),
@@ -187,8 +193,7 @@ class LegacyTimelineSection(LegacySection):
     slug = "legacy_timeline"
     title = "Step stats"
 
-    def summary(self, data: dict) -> dict:
-        t: LegacyTimeline = next(iter(data["hosts"].values()))
+    def block(self, t: LegacyTimeline) -> dict:
         return {"steps": int(len(t.steps)), "ops": int(len(t.ops)),
                 "step_time_ms_average": float(t.steps["step_time_ms"].mean()) if len(t.steps) else None}
 
@@ -208,8 +213,7 @@ class LegacyKernelStatsSection(LegacySection):
     title = "Kernel stats"
     summary_key = "kernel_stats"
 
-    def summary(self, data: dict) -> dict:
-        k: LegacyKernelStats = next(iter(data["hosts"].values()))
+    def block(self, k: LegacyKernelStats) -> dict:
         table = k.kernels
         total = float(table["total_duration_us"].sum())
         tensor_core = float(table.loc[table["is_kernel_using_tensor_core"], "total_duration_us"].sum())
@@ -226,8 +230,7 @@ class LegacyOpProfileSection(LegacySection):
     title = "Op profile"
     summary_key = "op_profile"
 
-    def summary(self, data: dict) -> dict:
-        o: LegacyOpProfile = next(iter(data["hosts"].values()))
+    def block(self, o: LegacyOpProfile) -> dict:
         top = o.nodes[o.nodes["depth"] == 1]
         block: dict[str, Any] = {"categories": [{"name": n, "time_percent": t}
                                                 for n, t in zip(top["name"], top["time_percent"])]}
@@ -244,8 +247,7 @@ class LegacyPodViewerSection(LegacySection):
     slug = "legacy_pod_viewer"
     title = "Pod viewer"
 
-    def summary(self, data: dict) -> dict:
-        v: LegacyPodViewer = next(iter(data["hosts"].values()))
+    def block(self, v: LegacyPodViewer) -> dict:
         return {"steps": int(v.cores["step"].nunique()) if len(v.cores) else 0,
                 "cores": int(v.cores["core"].nunique()) if len(v.cores) else 0,
                 "all_reduce_ops": int(v.all_reduce_ops["name"].nunique())}
@@ -257,7 +259,31 @@ class LegacyPodViewerSection(LegacySection):
                 "ops": _table(v.all_reduce_ops, f"allreduce-{_safe(host)}")}
 
 
-LEGACY_SECTIONS: list[LegacySection] = [
+class LegacyRunSection(Section):
+    """The run page of an older capture: each host's device and the files
+    read for it (the richest per tool), in place of the XSpace inventory."""
+
+    slug = "legacy_run"
+    title = "Run"
+    listed = False
+
+    def combine(self, run: RunContext, parts: dict[str, Any]) -> dict | None:
+        if set(run.host_names) - set(parts):
+            return None  # a run that also has XSpace hosts keeps the inventory page
+        return {"run": run, "hosts": parts}
+
+    def render(self, data: dict, page) -> None:
+        run: RunContext = data["run"]
+        hosts = []
+        for h in run.hosts:
+            device = h.device_type + (f" × {h.device_core_count}" if h.device_core_count else "")
+            hosts.append({"host": h.host, "device": device, "files": data["hosts"].get(h.host, [])})
+        tools = [n for n in page.nav if n["href"] != "index.html"]
+        page.write_html("index.html", "legacy_index.html", hosts=hosts, errors=run.errors, tools=tools)
+
+
+LEGACY_SECTIONS: list[Section] = [
+    LegacyRunSection(),
     LegacyOverviewSection(),
     LegacyInputPipelineSection(),
     LegacyTfStatsSection(),
@@ -270,8 +296,10 @@ LEGACY_SECTIONS: list[LegacySection] = [
 
 def legacy_parts(decoded: LegacyHost) -> dict[str, Any]:
     """The per-host parts of the legacy sections, keyed by slug."""
-    parts = {}
+    parts: dict[str, Any] = {"legacy_run": decoded.files}
     for section in LEGACY_SECTIONS:
+        if not isinstance(section, LegacySection):
+            continue
         value = getattr(decoded, section.slug.removeprefix("legacy_"))
         if value is not None:
             parts[section.slug] = value

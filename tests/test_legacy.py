@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import EXIT_OK, BuildOptions, build_site
+from reportgen.build import EXIT_OK, EXIT_PARTIAL, BuildOptions, build_site
+from reportgen.errors import CaptureError
 from reportgen.loaders.legacy import decode_legacy_host
 from reportgen.loaders.logdir import discover
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
@@ -176,9 +177,24 @@ def test_profiler_hook_timelines_build_an_op_table_and_step_chart(tmp_path):
 
 
 def test_a_broken_tool_file_is_reported_not_fatal(tmp_path):
-    with pytest.raises(Exception) as info:
+    with pytest.raises(CaptureError) as info:
         decode_legacy_host("h", [("h.overview_page.json", b"{not json")])
-    assert "is not JSON" in str(info.value.problem)
+    assert "is not JSON" in info.value.problem
+    run = tmp_path / "logs" / "plugins" / "profile" / "broken"
+    run.mkdir(parents=True)
+    (run / "bad.overview_page.pb").write_bytes(b"\xff\xff\xff\xff")
+    (run / "good.tensorflow_stats.pb").write_bytes(
+        pb.TfStatsDatabase(without_idle=pb.TfStatsTable(tf_stats_record=[
+            pb.TfStatsRecord(rank=1, host_or_device="Host", op_type="MatMul", op_name="a/MatMul", occurrences=2,
+                             total_self_time_in_us=10.0)])).SerializeToString())
+    out = tmp_path / "site"
+    report = build_site([str(tmp_path / "logs")], BuildOptions(output=str(out), jobs=1))
+    assert report.exit_code == EXIT_PARTIAL
+    doc = json.loads((out / "summary.json").read_text())
+    (error,) = doc["errors"]
+    assert error["path"] == "broken/bad.overview_page.pb"
+    assert "cannot be decoded as .overview_page.pb" in error["message"] and str(tmp_path) not in error["message"]
+    assert doc["runs"]["broken"]["tf_stats"] == {"ops": 1, "host_self_us": 10.0, "device_self_us": 0.0}
 
 
 @needs_legacy

@@ -3,6 +3,7 @@ ProfilerHook timelines build into pages holding the files' own numbers."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -230,6 +231,19 @@ def test_a_mixed_folder_uses_the_richest_file_per_tool(tmp_path):
                         is_kernel_using_tensor_core=True, is_op_tensor_core_eligible=True),
     ])
     (run / "localhost.kernel_stats.pb").write_bytes(kernels.SerializeToString())
+    # TF 2.3's memory_profile.json.gz: proto3 JSON, int64 values as strings.
+    snapshots = [
+        {"timeOffsetPs": str(t * 10**9), "aggregationStats": {"heapAllocatedBytes": str(heap),
+                                                              "stackReservedBytes": "1024"},
+         "activityMetadata": {"memoryActivity": activity, "allocationBytes": "512"}}
+        for t, heap, activity in ((0, 4096, "ALLOCATION"), (2, 8192, "ALLOCATION"), (5, 2048, "DEALLOCATION"))
+    ]
+    memory = {"memoryProfilePerAllocator": {"GPU_0_bfc": {
+        "memoryProfileSnapshots": snapshots,
+        "profileSummary": {"peakBytesUsageLifetime": "10000", "memoryCapacity": "16000",
+                           "peakStatsTimePs": "2000000000",
+                           "peakStats": {"peakBytesInUse": "9216", "fragmentation": 0.25}}}}}
+    (run / "localhost.memory_profile.json.gz").write_bytes(gzip.compress(json.dumps(memory).encode()))
     out = tmp_path / "site"
     assert build_site([str(tmp_path)], BuildOptions(output=str(out), jobs=1)).exit_code == EXIT_OK
     block = json.loads((out / "summary.json").read_text())["runs"]["mixed"]
@@ -237,5 +251,12 @@ def test_a_mixed_folder_uses_the_richest_file_per_tool(tmp_path):
     assert block["overview"]["device_type"] == "GPU" and block["overview"]["input_bound"] == "NOT"
     assert block["input_pipeline"]["host_ms"]["preprocessing"] == pytest.approx(3720.194088)
     assert block["kernel_stats"] == {"kernels": 2, "total_us": 4000.0, "tensor_core_percent": 25.0}
+    assert block["memory"] == {"profiles": {"localhost/GPU_0_bfc": {
+        "peak_bytes": 9216, "peak_time_ms": 2.0, "capacity_bytes": 16000, "fragmentation_percent": 25.0,
+        "allocations": 2, "deallocations": 1}}}
+    memory_page = (out / "mixed" / "legacy_memory_profile.html").read_text()
+    assert 'data-vega-spec="mem-localhost-0-spec"' in memory_page
+    timeline = (out / "mixed" / "data" / "legacy_memory_profile" / "localhost__GPU_0_bfc__timeline.csv").read_text()
+    assert timeline.splitlines()[1:] == ["0.0,4096,1024,0", "2.0,8192,1024,0", "5.0,2048,1024,0"]
     html = (out / "mixed" / "legacy_kernel_stats.html").read_text()
     assert "volta_sgemm_128x64_nn" in html and "128,1,1" in html

@@ -3,8 +3,9 @@
 Three generations are read:
 
 - TF 2.2-2.3 (`<host>.overview_page.pb`, `.input_pipeline.pb`,
-  `.tensorflow_stats.pb`, `.kernel_stats.pb`): XProf's result protos, decoded with the subset in
-  `proto/legacy_tools.proto`;
+  `.tensorflow_stats.pb`, `.kernel_stats.pb`): XProf's result protos, decoded
+  with the subset in `proto/legacy_tools.proto`; `.memory_profile.json.gz`:
+  the MemoryProfile proto in its JSON form;
 - Cloud TPU 1.9 `capture_tpu_profile` (`<host>.overview_page.json`,
   `.input_pipeline.json`, `.op_profile.json`, `.pod_viewer.json`): Google-Charts DataTables whose
   `p` properties carry the summary numbers as strings;
@@ -36,6 +37,7 @@ TOOL_SUFFIXES: dict[str, tuple[str, ...]] = {
     "kernel_stats": (".kernel_stats.pb",),
     "pod_viewer": (".pod_viewer.json",),
     "op_profile": (".op_profile.json",),
+    "memory_profile": (".memory_profile.json.gz", ".memory_profile.json"),
 }
 TIMELINE_PATTERN = re.compile(r"^timeline-(\d+)\.json(\.gz)?$")
 
@@ -115,6 +117,25 @@ class LegacyOpProfile:
 
 
 @dataclass
+class LegacyAllocator:
+    memory_id: str
+    peak_bytes: int  # peak in use within the window (XProf's peak_bytes_in_use)
+    peak_time_ms: float
+    capacity_bytes: int
+    fragmentation_percent: float
+    peak_bytes_usage_lifetime: int
+    allocations: int
+    deallocations: int
+    timeline: pd.DataFrame  # time_ms, heap_bytes, stack_bytes, free_bytes
+
+
+@dataclass
+class LegacyMemoryProfile:
+    source: str
+    allocators: list[LegacyAllocator]
+
+
+@dataclass
 class LegacyPodViewer:
     source: str
     tpu_type: str
@@ -140,6 +161,7 @@ class LegacyHost:
     kernel_stats: LegacyKernelStats | None = None
     pod_viewer: LegacyPodViewer | None = None
     op_profile: LegacyOpProfile | None = None
+    memory_profile: LegacyMemoryProfile | None = None
     timeline: LegacyTimeline | None = None
     files: list[str] = field(default_factory=list)
 
@@ -494,6 +516,46 @@ def op_profile_from_json(name: str, data: bytes) -> LegacyOpProfile:
                            nodes=nodes)
 
 
+def _int(value) -> int:
+    # proto3 JSON writes int64 as strings.
+    return int(value or 0)
+
+
+def memory_profile_from_json(name: str, data: bytes) -> LegacyMemoryProfile:
+    """TF 2.3's MemoryProfile proto in its JSON form (camelCase keys, int64 as strings)."""
+    if name.endswith(".gz"):
+        data = gzip.decompress(data)
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise CaptureError(name, f"is not JSON ({exc})") from exc
+    allocators = []
+    for memory_id, profile in sorted(doc.get("memoryProfilePerAllocator", {}).items()):
+        summary = profile.get("profileSummary", {})
+        peak = summary.get("peakStats", {})
+        snapshots = profile.get("memoryProfileSnapshots", [])
+        activities = [s.get("activityMetadata", {}).get("memoryActivity", "") for s in snapshots]
+        shown = profile.get("sampledTimelineSnapshots") or snapshots
+        timeline = pd.DataFrame(
+            [(_int(s.get("timeOffsetPs")) / 1e9, _int(s.get("aggregationStats", {}).get("heapAllocatedBytes")),
+              _int(s.get("aggregationStats", {}).get("stackReservedBytes")),
+              _int(s.get("aggregationStats", {}).get("freeMemoryBytes"))) for s in shown],
+            columns=["time_ms", "heap_bytes", "stack_bytes", "free_bytes"],
+        )
+        allocators.append(LegacyAllocator(
+            memory_id=memory_id,
+            peak_bytes=_int(peak.get("peakBytesInUse")),
+            peak_time_ms=_int(summary.get("peakStatsTimePs")) / 1e9,
+            capacity_bytes=_int(summary.get("memoryCapacity")),
+            fragmentation_percent=100 * float(peak.get("fragmentation", 0.0) or 0.0),
+            peak_bytes_usage_lifetime=_int(summary.get("peakBytesUsageLifetime")),
+            allocations=activities.count("ALLOCATION"),
+            deallocations=activities.count("DEALLOCATION"),
+            timeline=timeline,
+        ))
+    return LegacyMemoryProfile(source=name, allocators=allocators)
+
+
 # --- ProfilerHook timelines ----------------------------------------------------
 
 
@@ -554,6 +616,8 @@ DECODERS = {
     ".kernel_stats.pb": ("kernel_stats", kernel_stats_from_pb),
     ".pod_viewer.json": ("pod_viewer", pod_viewer_from_json),
     ".op_profile.json": ("op_profile", op_profile_from_json),
+    ".memory_profile.json.gz": ("memory_profile", memory_profile_from_json),
+    ".memory_profile.json": ("memory_profile", memory_profile_from_json),
 }
 
 

@@ -20,6 +20,7 @@ from reportgen.loaders.legacy import (
     LegacyHost,
     LegacyInputPipeline,
     LegacyKernelStats,
+    LegacyMemoryProfile,
     LegacyOpProfile,
     LegacyOverview,
     LegacyPodViewer,
@@ -46,6 +47,8 @@ MISSING = {
     "legacy_kernel_stats": "Kernels aggregated as the file holds them: no per-host split and no pie charts.",
     "legacy_op_profile": "The op tree by category as the file holds it (time and FLOPS utilization as shares); "
                          "no memory-bandwidth utilization and no HLO program view.",
+    "legacy_memory_profile": "The memory timeline and peak per allocator as the file holds them; the table of "
+                             "allocations live at the peak is left out.",
     "legacy_pod_viewer": "Cloud TPU pod-viewer files hold per-core step stats and all-reduce ops; no topology "
                          "chart and no channel view.",
     "legacy_timeline": "ProfilerHook step stats hold op spans per device only: no memory timeline, no "
@@ -243,6 +246,56 @@ class LegacyOpProfileSection(LegacySection):
         return {"op": o, "nodes": _table(o.nodes, f"opprofile-{_safe(host)}")}
 
 
+def memory_chart(timeline: pd.DataFrame) -> dict | None:
+    if timeline.empty:
+        return None
+    long = timeline.melt(id_vars=["time_ms"], value_vars=["heap_bytes", "stack_bytes"], var_name="kind",
+                         value_name="bytes")
+    long["GiB"] = long["bytes"] / 2**30
+    chart = (
+        alt.Chart(long)
+        .mark_area(interpolate="step-after")
+        .encode(
+            x=alt.X("time_ms:Q", title="Time (ms)"),
+            y=alt.Y("GiB:Q", title="Memory in use (GiB)", stack="zero"),
+            color=alt.Color("kind:N", title=None),
+            tooltip=[alt.Tooltip("time_ms:Q", format=",.3f"), alt.Tooltip("kind:N"),
+                     alt.Tooltip("GiB:Q", format=",.4f")],
+        )
+        .properties(width=800, height=240)
+    )
+    return chart.to_dict()
+
+
+class LegacyMemoryProfileSection(LegacySection):
+    slug = "legacy_memory_profile"
+    title = "Memory profile"
+    summary_key = "memory"
+
+    def block(self, m: LegacyMemoryProfile) -> dict:
+        return {"profiles": {a.memory_id: {
+            "peak_bytes": a.peak_bytes, "peak_time_ms": a.peak_time_ms, "capacity_bytes": a.capacity_bytes,
+            "fragmentation_percent": a.fragmentation_percent, "allocations": a.allocations,
+            "deallocations": a.deallocations} for a in m.allocators}}
+
+    def summary(self, data: dict) -> dict | None:
+        if not data["in_summary"]:
+            return None
+        # Every host's allocators, keyed `<host>/<memory id>` as the XSpace block is.
+        profiles = {}
+        for host, part in data["hosts"].items():
+            for memory_id, block in self.block(part)["profiles"].items():
+                profiles[f"{host}/{memory_id}"] = block
+        return {"profiles": profiles}
+
+    def panel(self, host: str, m: LegacyMemoryProfile, page) -> dict:
+        allocators = []
+        for index, a in enumerate(m.allocators):
+            page.write_csv(f"data/{self.slug}/{_safe(host)}__{_safe(a.memory_id)}__timeline.csv", a.timeline)
+            allocators.append({"a": a, "chart": memory_chart(a.timeline), "id": f"mem-{_safe(host)}-{index}"})
+        return {"m": m, "allocators": allocators}
+
+
 class LegacyPodViewerSection(LegacySection):
     slug = "legacy_pod_viewer"
     title = "Pod viewer"
@@ -289,6 +342,7 @@ LEGACY_SECTIONS: list[Section] = [
     LegacyTfStatsSection(),
     LegacyKernelStatsSection(),
     LegacyOpProfileSection(),
+    LegacyMemoryProfileSection(),
     LegacyPodViewerSection(),
     LegacyTimelineSection(),
 ]

@@ -15,6 +15,7 @@ from reportgen.errors import CaptureError
 from reportgen.loaders.legacy import decode_legacy_host
 from reportgen.loaders.logdir import discover
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
+from tests.clirun import reportgen
 from tests.conftest import CAPTURES, REPO
 from tests.sitecheck import assert_links_resolve
 
@@ -260,3 +261,13 @@ def test_a_mixed_folder_uses_the_richest_file_per_tool(tmp_path):
     assert timeline.splitlines()[1:] == ["0.0,4096,1024,0", "2.0,8192,1024,0", "5.0,2048,1024,0"]
     html = (out / "mixed" / "legacy_kernel_stats.html").read_text()
     assert "volta_sgemm_128x64_nn" in html and "128,1,1" in html
+
+
+@needs_legacy
+def test_reportgen_compare_reads_a_legacy_run_against_an_xspace_run(tmp_path):
+    proc = reportgen("compare", str(LEGACY_RUNS / "GPU-input-bound"),
+                     str(SAMPLE / "plugins" / "profile" / "tf_keras_input_bound"), "-o", str(tmp_path / "cmp"))
+    assert proc.returncode == 0, proc.stderr
+    (page,) = (tmp_path / "cmp" / "compare").glob("*.html")
+    text = page.read_text()
+    assert "1,114.50 ms" in text and "81.4%" in text  # the legacy run's step time and input share

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from reportgen import __version__
 from reportgen.errors import CaptureError, NoCapturesError
+from reportgen.legacy_host import process_legacy_host
 from reportgen.loaders.logdir import HostFile, RunSource, discover, read_file
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.sections import SECTIONS, HostContext, HostSummary, RunContext
@@ -100,6 +101,9 @@ def process_host(run: str, host: HostFile, site_dir: str) -> HostOutcome:
     shown = shown_path(run, host)
     outcome = HostOutcome(run=run, host=host.host, path=shown)
     try:
+        if host.legacy:
+            outcome.summary, outcome.parts = process_legacy_host(host, shown)
+            return outcome
         try:
             data = read_file(host.path)
         except OSError as exc:
@@ -264,9 +268,9 @@ def _render_runs(named, outcomes, site_dir: Path, assets):
             "errors": errors,
             "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
         }
-        if "inventory" not in computed:
+        if "inventory" not in computed and "legacy_run" not in computed:
             # Every host failed: the run page still says so.
-            page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=[])
+            page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=tools)
         for section in SECTIONS:
             if section.slug not in computed:
                 continue

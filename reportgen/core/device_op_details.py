@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from google.protobuf.message import DecodeError
 
 from reportgen.capture import KIND_BYTES, NO_STRING, HostCapture
 from reportgen.core import schema
@@ -30,9 +31,9 @@ from reportgen.core.events import EventTable
 from reportgen.core.hlo_ops import HloOp, HloOpIndex
 from reportgen.core.op_metrics import IDLE, OpMetricsDb
 from reportgen.core.perf_env import plane_stats
-from reportgen.core.protowire import fields
 from reportgen.core.step_events import device_timespans
 from reportgen.loaders.hlo import hlo_modules
+from reportgen.loaders.proto import op_stats_pb2
 
 KEY = ["hlo_module_id", "name"]
 OP_COLUMNS = [*KEY, "normalized_time_ps", "dma_stall_ps", "deduplicated_name", "source_file", "source_line",
@@ -69,16 +70,11 @@ class DeviceOpDetails:
 
 def _breakdown_rows(raw: bytes) -> list[tuple[int, int, int]]:
     """(memory space, operation type, bytes) of a serialized MemoryAccessBreakdown."""
-    out = []
     try:
-        for number, value in fields(raw):
-            if number != 1 or not isinstance(value, bytes):
-                continue
-            parts = dict(fields(value))
-            out.append((int(parts.get(2, 0)), int(parts.get(1, 0)), int(parts.get(3, 0))))
-    except ValueError:
+        breakdown = op_stats_pb2.MemoryAccessBreakdown.FromString(raw)
+    except DecodeError:
         return []
-    return out
+    return [(m.memory_space, m.operation_type, m.bytes_accessed) for m in breakdown.memory_accessed]
 
 
 def _split_source(text: str) -> tuple[str, int]:

@@ -9,6 +9,7 @@ from reportgen.sections.hlo_stats import HloStatsSection
 from reportgen.sections.input_pipeline import InputPipelineSection
 from reportgen.sections.inventory import InventorySection
 from reportgen.sections.kernel_stats import KernelStatsSection
+from reportgen.sections.legacy import LEGACY_SECTIONS
 from reportgen.sections.memory_profile import MemoryProfileSection
 from reportgen.sections.memory_viewer import MemoryViewerSection
 from reportgen.sections.op_profile import OpProfileSection
@@ -34,6 +35,8 @@ SECTIONS: list[Section] = [
     MemoryProfileSection(),
     MemoryViewerSection(),
     PodViewerSection(),
+    # Runs from older profilers: per-tool files and ProfilerHook timelines.
+    *LEGACY_SECTIONS,
 ]
 
 __all__ = ["SECTIONS", "HostContext", "HostSummary", "RunContext", "Section"]

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0eop_stats.proto\x12\x0freportgen.xprof\"\xa8\x01\n\x0b\x43oreDetails\x12\x10\n\x08hostname\x18\x01 \x01(\t\x12\x16\n\x0e\x64\x65vice_ordinal\x18\x02 \x01(\r\x12\x10\n\x08\x63ore_num\x18\x03 \x01(\r\x12\x15\n\rlocal_chip_id\x18\x04 \x01(\r\x12\x16\n\x0eglobal_chip_id\x18\x05 \x01(\r\x12\x16\n\x0eglobal_core_id\x18\x06 \x01(\r\x12\x16\n\x0eis_sparse_core\x18\x07 \x01(\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0eop_stats.proto\x12\x0freportgen.xprof\"\xa8\x01\n\x0b\x43oreDetails\x12\x10\n\x08hostname\x18\x01 \x01(\t\x12\x16\n\x0e\x64\x65vice_ordinal\x18\x02 \x01(\r\x12\x10\n\x08\x63ore_num\x18\x03 \x01(\r\x12\x15\n\rlocal_chip_id\x18\x04 \x01(\r\x12\x16\n\x0eglobal_chip_id\x18\x05 \x01(\r\x12\x16\n\x0eglobal_core_id\x18\x06 \x01(\r\x12\x16\n\x0eis_sparse_core\x18\x07 \x01(\x08\"\xb8\x01\n\x0eMemoryAccessed\x12\x45\n\x0eoperation_type\x18\x01 \x01(\x0e\x32-.reportgen.xprof.MemoryAccessed.OperationType\x12\x14\n\x0cmemory_space\x18\x02 \x01(\x04\x12\x16\n\x0e\x62ytes_accessed\x18\x03 \x01(\x04\"1\n\rOperationType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x08\n\x04READ\x10\x01\x12\t\n\x05WRITE\x10\x02\"Q\n\x15MemoryAccessBreakdown\x12\x38\n\x0fmemory_accessed\x18\x01 \x03(\x0b\x32\x1f.reportgen.xprof.MemoryAccessedb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,4 +33,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_COREDETAILS']._serialized_start=36
   _globals['_COREDETAILS']._serialized_end=204
+  _globals['_MEMORYACCESSED']._serialized_start=207
+  _globals['_MEMORYACCESSED']._serialized_end=391
+  _globals['_MEMORYACCESSED_OPERATIONTYPE']._serialized_start=342
+  _globals['_MEMORYACCESSED_OPERATIONTYPE']._serialized_end=391
+  _globals['_MEMORYACCESSBREAKDOWN']._serialized_start=393
+  _globals['_MEMORYACCESSBREAKDOWN']._serialized_end=474
 # @@protoc_insertion_point(module_scope)

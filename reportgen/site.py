@@ -68,12 +68,38 @@ class Assets:
     js: str
 
 
-def write_assets(site_dir: Path) -> Assets:
+def vega_bundle(cache_dir: Path | None = None) -> bytes:
+    """The Vega bundle; generating it takes seconds, so a build cache keeps it per vl-convert version."""
+    if cache_dir is None:
+        return _vega_bundle()
+    import vl_convert
+
+    path = cache_dir / f"vega-bundle-{vl_convert.__version__}-{VEGA_LITE_VERSION}.js"
+    checksum = path.with_name(path.name + ".sha256")
+    try:
+        content = path.read_bytes()
+        if hashlib.sha256(content).hexdigest() == checksum.read_text(encoding="ascii").strip():
+            return content
+    except OSError:
+        pass
+    content = _vega_bundle()
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for target, data in ((path, content), (checksum, hashlib.sha256(content).hexdigest().encode())):
+            tmp = target.with_name(f".{target.name}.{os.getpid()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+    except OSError:
+        pass  # the cache is an optimisation only
+    return content
+
+
+def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
     assets_dir = site_dir / "assets"
     assets_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     for key, stem, suffix, content in (
-        ("vega", "vega-bundle", ".js", _vega_bundle()),
+        ("vega", "vega-bundle", ".js", vega_bundle(cache_dir)),
         ("css", "style", ".css", _static_asset("style.css")),
         ("js", "reportgen", ".js", _static_asset("reportgen.js")),
     ):

@@ -67,6 +67,7 @@ class BuildReport:
     decoded: list[str] = field(default_factory=list)  # host files decoded by this build (shown paths)
     cached: list[str] = field(default_factory=list)  # host results reused from the rebuild cache
     warnings: list[str] = field(default_factory=list)
+    runner: str = "none"  # where the host stage ran: "serial", "processes", "dask" or "none" (all cached)
 
 
 def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
@@ -126,8 +127,8 @@ def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
 
 
 def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cache: HostCache | None,
-               timings: Timings) -> list[HostOutcome]:
-    """Every host's outcome, in task order: from the cache where possible, computed otherwise."""
+               timings: Timings) -> tuple[list[HostOutcome], str]:
+    """Every host's outcome, in task order (from the cache where possible), and where they ran."""
     from reportgen import hostrunners
 
     step = _progress(len(tasks), options.progress)
@@ -156,19 +157,23 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
                                       f"decoded, {outcome.summary.events:,} events in {seconds:.2f} s"))
         step(f"{task.run}/{task.host.host}")
 
+    runner = "none"
     with timings.stage("hosts"):
         if work and options.scheduler:
+            runner = "dask"
             hostrunners.run_dask(work, options.scheduler, done)
         elif len(work) > 1 and options.jobs > 1:
+            runner = "processes"
             hostrunners.run_pool(work, options.jobs, done)
-        else:
+        elif work:
+            runner = "serial"
             hostrunners.run_serial(work, done)
     if cache is not None:
         with timings.stage("cache.store"):
             for task, out_dir, _ in work:
                 cache.store(task, outcomes[task.index], out_dir)
             cache.save_memo()
-    return outcomes
+    return outcomes, runner
 
 
 def _place_outputs(outcomes: list[HostOutcome], staging: Path, site_dir: Path) -> None:
@@ -202,7 +207,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         cache = _open_cache(options, transaction)
         assets_future = _start_assets(site_dir, cache, timings)
         staging = site_dir / STAGING_FOLDER
-        outcomes = _run_hosts(tasks, staging, options, cache, timings)
+        outcomes, runner = _run_hosts(tasks, staging, options, cache, timings)
         with timings.stage("outputs"):
             _place_outputs(outcomes, staging, site_dir)
         with timings.stage("assets (wait)"):
@@ -250,6 +255,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         decoded=[o.path for o in outcomes if not o.cached and o.summary is not None],
         cached=[o.path for o in outcomes if o.cached],
         warnings=list(cache.warnings) if cache is not None else [],
+        runner=runner,
     )
 
 

@@ -9,7 +9,7 @@ under a key made of exactly those:
                                     /files/<site-relative path>…
     <cache>/runs/<key>/run.pickle   a run's summary block and index row
                       /files/…      the run's folder of the site, as built
-    <cache>/fingerprints.json       stat → content hash memo (local files)
+    <cache>/fingerprints.json       stat → content hash memo (local files, by path hash)
     <cache>/assets/…                generated assets (the Vega bundle)
 
 * `prefix` hashes the cache format, `code_fingerprint()` (reportgen's
@@ -77,6 +77,11 @@ REMOTE_CHECKSUMS = ("md5Hash", "crc32c", "ETag", "etag", "md5", "checksum")
 
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _memo_key(path: str) -> str:
+    # The build machine's folders stay out of the site folder, cache included.
+    return hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:32]
 
 
 def is_local(path: str) -> bool:
@@ -180,12 +185,12 @@ class HostCache:
         path = task.host.path
         if is_local(path):
             stat = self._stat_key(path)
-            memo = self._memo.get(path)
+            memo = self._memo.get(_memo_key(path))
             if stat is not None and isinstance(memo, list) and len(memo) == 2 and memo[0] == stat:
                 return str(memo[1])
             value = hash_file(path)
             if stat is not None and stat == self._stat_key(path):
-                self._memo[path] = [stat, value]
+                self._memo[_memo_key(path)] = [stat, value]
             return value
         return remote_checksum(path) or hash_file(path)
 
@@ -196,7 +201,7 @@ class HostCache:
         self._fingerprints[task.index] = outcome.content_hash
         path = task.host.path
         if is_local(path) and stat_before is not None and stat_before == self._stat_key(path):
-            self._memo[path] = [stat_before, outcome.content_hash]
+            self._memo[_memo_key(path)] = [stat_before, outcome.content_hash]
 
     def save_memo(self) -> None:
         try:

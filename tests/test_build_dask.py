@@ -1,0 +1,102 @@
+"""The per-host stage on a real Dask cluster: a scheduler and two workers, each its own process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from logdirs import assert_same_site, make_logdir, pod_runs, site_bytes
+
+from reportgen.build import BuildOptions, build_site
+from reportgen.cli import main
+
+distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (the test extra has it)")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _dask_command(*args: str) -> list[str]:
+    # `python -m distributed.cli.dask_scheduler` and `…dask_worker` are the `dask scheduler|worker` commands.
+    return [sys.executable, "-m", *args]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dask")
+    scheduler_file = folder / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    logs = []
+    processes = []
+
+    def start(name: str, args: list[str]) -> None:
+        log = open(folder / f"{name}.log", "wb")
+        logs.append(log)
+        processes.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder))
+
+    start("scheduler", _dask_command("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                                     "--no-dashboard", "--scheduler-file", str(scheduler_file)))
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert processes[0].poll() is None, (folder / "scheduler.log").read_text()
+            assert time.monotonic() < deadline, "the Dask scheduler did not start"
+            time.sleep(0.1)
+        for n in range(2):
+            start(f"worker{n}", _dask_command("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
+                                             "--no-nanny", "--nthreads", "1", "--no-dashboard",
+                                             "--host", "127.0.0.1", "--name", f"w{n}"))
+        with distributed.Client(scheduler_file=str(scheduler_file), timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+            address = client.scheduler.address
+        yield address
+    finally:
+        if scheduler_file.exists():
+            try:  # the quick way: the scheduler stops its workers, then itself
+                with distributed.Client(scheduler_file=str(scheduler_file), timeout=10) as client:
+                    client.shutdown()
+            except (OSError, TimeoutError):
+                pass
+        # Whatever still runs: workers first, while the scheduler can take their goodbye; then the scheduler.
+        for group in (processes[1:], processes[:1]):
+            for process in group:
+                process.terminate()
+            for process in group:
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        for log in logs:
+            log.close()
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    return make_logdir(tmp_path_factory.mktemp("dask-logdir"), pod_runs())
+
+
+def test_a_build_on_dask_equals_the_local_build_byte_for_byte(cluster, logdir, tmp_path):
+    local = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "local"), jobs=1, cache=False))
+    remote = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "dask"), scheduler=cluster, cache=False))
+    assert remote.runner == "dask" and local.runner == "serial"
+    assert remote.decoded == local.decoded and len(remote.decoded) == 5
+    assert [e["message"] for e in remote.errors] == [e["message"] for e in local.errors]
+    assert_same_site(tmp_path / "local", tmp_path / "dask")
+    # Files written by the host stage on the workers travelled back with the results.
+    assert "pod/data/inventory/hosts/worker-3.csv" in site_bytes(tmp_path / "dask")
+
+
+def test_dask_results_feed_the_rebuild_cache(cluster, logdir, tmp_path):
+    args = ["build", str(logdir), "-o", str(tmp_path / "site"), "--scheduler", cluster, "-q"]
+    assert main(args) == 2  # one host file is truncated
+    again = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "site"), scheduler=cluster))
+    assert again.decoded == [] and len(again.cached) == 5
+    assert again.runner == "dask"  # the broken host is tried again (failures are never cached)
+    assert [e["path"] for e in again.errors] == ["pod/worker-4.xplane.pb"]
+    fresh = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "fresh"), jobs=1, cache=False))
+    assert fresh.exit_code == 2
+    assert_same_site(tmp_path / "site", tmp_path / "fresh")

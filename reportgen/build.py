@@ -329,7 +329,11 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
             section.render(computed[section.slug], page)
             block = section.summary(computed[section.slug])
         if block is not None:
-            run_summary[section.slug] = block
+            key = section.summary_key or section.slug
+            if isinstance(run_summary.get(key), dict):
+                run_summary[key].update(block)
+            else:
+                run_summary[key] = block
     row = {
         "name": name,
         "href": quote(name) + "/index.html",

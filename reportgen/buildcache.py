@@ -302,7 +302,7 @@ class HostCache:
         if any(p is None for p in prints):
             return None
         hosts = [(t.shown_path, t.host.host, p) for t, p in zip(tasks, prints)]
-        return _digest(CACHE_FORMAT, site_fingerprint(), run, hosts, vars(assets), self.settings)[:40]
+        return _digest(CACHE_FORMAT, site_fingerprint(), run, hosts, dict(assets), self.settings)[:40]
 
     def lookup_run(self, key: str, run_dir: Path) -> tuple[Any, Any] | None:
         """(summary block, index row) of a run rendered before, its folder linked into `run_dir`."""

@@ -79,13 +79,17 @@ def _hashed_name(stem: str, suffix: str, content: bytes) -> str:
     return f"{stem}-{hashlib.sha256(content).hexdigest()[:12]}{suffix}"
 
 
-@dataclass
-class Assets:
-    """Asset names (content-hashed, so browsers never show stale copies)."""
+# Asset key (as templates name it: `assets.<key>`) → (file stem, static file).
+# A page-specific script is one more row here; the Vega bundle is generated.
+STATIC_ASSETS: dict[str, tuple[str, str]] = {
+    "css": ("style", "style.css"),
+    "js": ("reportgen", "reportgen.js"),
+    "memory_viewer_js": ("memory-viewer", "memory_viewer.js"),
+}
 
-    vega: str
-    css: str
-    js: str
+# Asset key → path relative to the site root. Names are content-hashed, so
+# browsers (and buckets with long cache lifetimes) never serve a stale copy.
+Assets = dict
 
 
 def vega_bundle(cache_dir: Path | None = None) -> bytes:
@@ -117,16 +121,15 @@ def vega_bundle(cache_dir: Path | None = None) -> bytes:
 def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
     assets_dir = site_dir / "assets"
     assets_dir.mkdir(parents=True, exist_ok=True)
+    files = [("vega", "vega-bundle", ".js", vega_bundle(cache_dir))]
+    for key, (stem, filename) in STATIC_ASSETS.items():
+        files.append((key, stem, Path(filename).suffix, _static_asset(filename)))
     written = {}
-    for key, stem, suffix, content in (
-        ("vega", "vega-bundle", ".js", vega_bundle(cache_dir)),
-        ("css", "style", ".css", _static_asset("style.css")),
-        ("js", "reportgen", ".js", _static_asset("reportgen.js")),
-    ):
+    for key, stem, suffix, content in files:
         name = _hashed_name(stem, suffix, content)
         (assets_dir / name).write_bytes(content)
         written[key] = "assets/" + name
-    return Assets(**written)
+    return Assets(written)
 
 
 def chart_spec(chart: Any) -> dict:
@@ -163,7 +166,7 @@ class PageWriter:
         root = depth + self.prefix
         html = env.get_template(template).render(
             root=root,
-            assets={k: root + v for k, v in vars(self.assets).items()},
+            assets={k: root + v for k, v in self.assets.items()},
             nav=self.nav,
             run=self.run,
             generator=f"reportgen {__version__}",

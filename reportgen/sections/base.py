@@ -83,6 +83,14 @@ class HostContext:
 
         return host_environment(self.capture)
 
+    @cached_property
+    def op_stats(self):
+        """The host's core result (`reportgen.core.op_stats.HostOpStats`), computed once
+        and shared by every section."""
+        from reportgen.core.op_stats import compute_host_op_stats
+
+        return compute_host_op_stats(self.capture)
+
 
 @dataclass
 class HostSummary:
@@ -120,6 +128,10 @@ class Section:
     # Shown in the run page's tool list; False for sections that only feed
     # other pages (e.g. the run index itself).
     listed: bool = True
+    # The run's summary.json key for this section's block ("" = the slug).
+    # Sections sharing a key (memory profile and memory viewer write
+    # `memory`) have their blocks merged.
+    summary_key: str = ""
 
     def host_part(self, host: HostContext) -> Any | None:
         return None

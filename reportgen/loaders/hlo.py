@@ -1,0 +1,158 @@
+"""HLO modules from a capture's `/host:metadata` plane.
+
+XLA writes one event metadata per compiled program on that plane, carrying
+the serialized `xla.HloProto` (module, buffer assignment, heap-simulator
+traces) in a bytes stat named `Hlo Proto`. Tools that need the HLO graph
+(memory viewer, op profile, GPU op metrics) get it from here:
+
+    modules = hlo_modules(capture)          # {program_id: HloModule}
+    module = modules[program_id]
+    module.display_name                     # "jit_f(123)", XProf's module-list name
+
+Rules follow XProf (see docs/xprof/xspace.md §8): the legacy stat name
+`HLO Proto` counts as `Hlo Proto`; a metadata whose name ends in
+`(<program id>)` is keyed by that number; the program id is the metadata's
+`program_id` stat when present, else its (fixed) id; the first module seen
+for a program id wins. Program ids are unsigned 64-bit numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from reportgen.capture import KIND_BYTES, KIND_INT64, KIND_UINT64, HostCapture
+from reportgen.loaders.proto import hlo_pb2
+
+METADATA_PLANE = "/host:metadata"
+HLO_PROTO_STAT = "Hlo Proto"
+LEGACY_HLO_PROTO_STAT = "HLO Proto"
+PROGRAM_ID_STAT = "program_id"
+
+_PROGRAM_ID_IN_NAME = re.compile(r".*\((-?\d+)\)", re.DOTALL)
+_U64 = 1 << 64
+
+
+@dataclass
+class HloModule:
+    """One compiled program: its id, XLA module name and the parsed proto."""
+
+    program_id: int  # unsigned
+    name: str  # hlo_module.name
+    proto: hlo_pb2.HloProto = field(repr=False)
+
+    @property
+    def display_name(self) -> str:
+        """XProf's module-list name (`HloModuleNameWithProgramId`)."""
+        return module_display_name(self.name, self.program_id)
+
+
+def module_display_name(name: str, program_id: int) -> str:
+    return f"{name}({program_id % _U64})"
+
+
+def _program_id_from_name(name: str) -> int | None:
+    """The number in a trailing `(<n>)`, as the signed id it would be keyed by."""
+    match = _PROGRAM_ID_IN_NAME.fullmatch(name)
+    if match is None:
+        return None
+    value = int(match.group(1))
+    if -(1 << 63) <= value < (1 << 63):
+        return value
+    if 0 <= value < _U64:
+        return value - _U64  # a uint64 id keyed as its int64 bit pattern
+    return None
+
+
+def hlo_modules(capture: HostCapture) -> dict[int, HloModule]:
+    """Every HLO module in the capture, keyed by (unsigned) program id.
+
+    Bytes that do not parse as an HloProto are skipped, as XProf does.
+    """
+    plane = capture.plane_by_name(METADATA_PLANE)
+    if plane is None:
+        return {}
+    md = capture.event_metadata
+    plane_rows = np.flatnonzero(md["plane"].to_numpy() == plane)
+    if len(plane_rows) == 0:
+        return _legacy_plane_stats(capture, plane)
+
+    stats = capture.metadata_stats
+    in_plane = np.isin(stats.owner, plane_rows)
+    hlo_keys = [capture.string_id(HLO_PROTO_STAT), capture.string_id(LEGACY_HLO_PROTO_STAT)]
+    hlo_rows = stats.select(in_plane & np.isin(stats.key, [k for k in hlo_keys if k >= 0]))
+    if len(hlo_rows) == 0:
+        return _legacy_plane_stats(capture, plane)
+    program_stats = stats.select(in_plane & (stats.key == capture.string_id(PROGRAM_ID_STAT)))
+    program_id_of = {
+        int(o): int(v)
+        for o, v, k in zip(program_stats.owner, program_stats.raw, program_stats.kind)
+        if k in (KIND_INT64, KIND_UINT64)
+    }
+
+    # (metadata id after the name fix-up, metadata row, proto bytes), in id order
+    # like a map keyed by id; a later stat on the same metadata overrides.
+    candidates: dict[int, tuple[int, int, bytes]] = {}
+    for owner, kind, sid in zip(hlo_rows.owner, hlo_rows.kind, hlo_rows.str_id):
+        owner = int(owner)
+        md_id = int(md.at[owner, "id"])
+        fixed = _program_id_from_name(md.at[owner, "name"])
+        key = fixed if fixed is not None else md_id
+        if kind != KIND_BYTES:
+            candidates.pop(key, None)
+            continue
+        candidates[key] = (key, owner, capture.string(int(sid)))
+
+    modules: dict[int, HloModule] = {}
+    for key in sorted(candidates):
+        md_id, owner, payload = candidates[key]
+        program_id = program_id_of.get(owner, md_id) % _U64
+        if program_id in modules:
+            continue
+        proto = _parse(payload)
+        if proto is not None:
+            modules[program_id] = HloModule(program_id, proto.hlo_module.name, proto)
+    return modules
+
+
+def _legacy_plane_stats(capture: HostCapture, plane: int) -> dict[int, HloModule]:
+    """Older captures stored each proto as a plane stat keyed by its stat id."""
+    stats = capture.plane_stats
+    rows = stats.select((stats.owner == plane) & (stats.kind == KIND_BYTES))
+    if len(rows) == 0:
+        return {}
+    smd = capture.stat_metadata
+    smd = smd[smd["plane"] == plane]
+    id_by_name = dict(zip(smd["name"], smd["id"]))
+    modules: dict[int, HloModule] = {}
+    for key, sid in zip(rows.key, rows.str_id):
+        stat_id = id_by_name.get(capture.string(int(key)))
+        if stat_id is None:
+            continue
+        proto = _parse(capture.string(int(sid)))
+        program_id = int(stat_id) % _U64
+        if proto is not None and program_id not in modules:
+            modules[program_id] = HloModule(program_id, proto.hlo_module.name, proto)
+    return modules
+
+
+def _parse(payload: bytes | str) -> hlo_pb2.HloProto | None:
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8", errors="surrogateescape")
+    proto = hlo_pb2.HloProto()
+    try:
+        proto.ParseFromString(payload)
+    except DecodeError:
+        return None
+    return proto
+
+
+def sorted_module_names(modules: dict[int, HloModule]) -> list[str]:
+    """Module-list names in XProf's order (plain string sort)."""
+    return sorted(m.display_name for m in modules.values())
+
+
+__all__ = ["HloModule", "hlo_modules", "module_display_name", "sorted_module_names"]

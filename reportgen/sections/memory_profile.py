@@ -1,0 +1,211 @@
+"""The memory profile page: allocator timelines and what was live at the peak."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from reportgen.core.memory_profile import (
+    ALLOCATION,
+    NEAR_CAPACITY,
+    AllocatorProfile,
+    memory_profiles,
+    out_of_memory_messages,
+)
+from reportgen.sections.base import HostContext, RunContext, Section
+
+GIB = float(1 << 30)
+MIB = float(1 << 20)
+BREAKDOWN_COLUMNS = {
+    "op": "Op Name",
+    "allocation_gib": "Allocation Size (GiBs)",
+    "requested_gib": "Requested Size (GiBs)",
+    "occurrences": "Occurrences",
+    "region_type": "Region type",
+    "data_type": "Data type",
+    "shape": "Shape",
+    "allocation_bytes": "Allocation Size (bytes)",
+    "requested_bytes": "Requested Size (bytes)",
+}
+OOM_TOP_ROWS = 5
+FREE_SHOWN_UP_TO = 10  # × the peak in use
+
+
+def safe_file_part(text: str) -> str:
+    """A name usable in a file name and a URL path segment without surprises."""
+    return re.sub(r"[^A-Za-z0-9._()-]", "_", text) or "_"
+
+
+@dataclass
+class HostMemoryProfile:
+    profiles: dict[str, AllocatorProfile]
+    oom_messages: list[str] = field(default_factory=list)
+
+
+def _shows_free(profile: AllocatorProfile) -> bool:
+    """Free memory is stacked on the chart (as XProf does) unless it would flatten the rest.
+
+    CPU allocators report the host's whole free RAM: tens of GiB over a heap
+    of a few MiB. XProf also drops the series when no event reports any.
+    """
+    free = profile.timeline["free_bytes"]
+    return bool((free != 0).any()) and profile.peak_stats["free_bytes"] <= FREE_SHOWN_UP_TO * profile.peak_bytes
+
+
+def _unit(profile: AllocatorProfile) -> tuple[str, float]:
+    top = profile.memory_capacity if _shows_free(profile) else profile.peak_bytes
+    return ("GiB", GIB) if top >= GIB else ("MiB", MIB)
+
+
+def _inline(frame: pd.DataFrame) -> alt.Data:
+    """Chart data as inline values (no Altair row cap: the timeline holds up to 1,000 events × 3 series)."""
+    return alt.Data(values=frame.to_dict("records"))
+
+
+def timeline_chart(profile: AllocatorProfile) -> dict:
+    """Stack / heap / free as stacked areas, fragmentation % on a second axis, a tooltip per event."""
+    unit, scale = _unit(profile)
+    t = profile.timeline
+    in_use = (t["stack_bytes"] + t["heap_bytes"]).to_numpy()
+    sign = np.where(t["activity"].to_numpy() == ALLOCATION, 1, -1)
+    points = pd.DataFrame(
+        {
+            "time_ms": t["time_ps"].to_numpy() / 1e9,
+            "event": np.where(sign > 0, "allocation", "deallocation"),
+            "requested": sign * t["requested_bytes"].to_numpy() / scale,
+            "allocated": sign * t["allocation_bytes"].to_numpy() / scale,
+            "tf_op": t["tf_op"].to_numpy(),
+            "step": t["step"].to_numpy(),
+            "region_type": t["region_type"].to_numpy(),
+            "data_type": t["data_type"].to_numpy(),
+            "shape": t["shape"].to_numpy(),
+            "in_use": in_use / scale,
+            "fragmentation": 100.0 * t["fragmentation"].to_numpy(),
+        }
+    )
+    series = [("stack", "stack_bytes"), ("heap", "heap_bytes")]
+    if _shows_free(profile):
+        series.append(("free", "free_bytes"))
+    areas = pd.concat(
+        [pd.DataFrame({"time_ms": points["time_ms"], "kind": name, "order": i, "value": t[col].to_numpy() / scale})
+         for i, (name, col) in enumerate(series)],
+        ignore_index=True,
+    )
+    x = alt.X("time_ms:Q", title="Time (ms, XProf's per-thread offset)")
+    area = (
+        alt.Chart(_inline(areas))
+        .mark_area(opacity=0.55, interpolate="step-after")
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", stack="zero", title=f"Memory ({unit})"),
+            color=alt.Color("kind:N", title=None, sort=[s[0] for s in series],
+                            scale=alt.Scale(domain=[s[0] for s in series], range=["#d62728", "#ff7f0e", "#2ca02c"])),
+            order=alt.Order("order:Q"),
+        )
+    )
+    tooltip = [
+        alt.Tooltip("time_ms:Q", title="Timestamp (ms)", format=",.3f"),
+        alt.Tooltip("event:N", title="Event"),
+        alt.Tooltip("requested:Q", title=f"Requested size ({unit})", format=",.4f"),
+        alt.Tooltip("allocated:Q", title=f"Allocation size ({unit})", format=",.4f"),
+        alt.Tooltip("tf_op:N", title="TF op"),
+        alt.Tooltip("step:Q", title="Step"),
+        alt.Tooltip("region_type:N", title="Region type"),
+        alt.Tooltip("data_type:N", title="Data type"),
+        alt.Tooltip("shape:N", title="Shape"),
+        alt.Tooltip("in_use:Q", title=f"Memory in use ({unit})", format=",.4f"),
+    ]
+    in_use_points = (
+        alt.Chart(_inline(points))
+        .mark_point(size=18, filled=True, color="#444", opacity=0.6)
+        .encode(x=x, y=alt.Y("in_use:Q"), tooltip=tooltip)
+    )
+    fragmentation = (
+        alt.Chart(_inline(points))
+        .mark_line(strokeDash=[4, 4], color="#6f42c1", interpolate="step-after")
+        .encode(
+            x=x,
+            y=alt.Y("fragmentation:Q", title="Fragmentation (%)", scale=alt.Scale(domain=[0, 100])),
+            tooltip=[alt.Tooltip("time_ms:Q", title="Timestamp (ms)", format=",.3f"),
+                     alt.Tooltip("fragmentation:Q", title="Fragmentation (%)", format=".2f")],
+        )
+    )
+    chart = alt.layer(alt.layer(area, in_use_points), fragmentation).resolve_scale(y="independent")
+    return chart.properties(width=900, height=320).to_dict()
+
+
+def breakdown_frame(profile: AllocatorProfile) -> pd.DataFrame:
+    b = profile.breakdown
+    frame = pd.DataFrame(
+        {
+            "op": b["op"].to_numpy(),
+            "allocation_gib": b["allocation_bytes"].to_numpy() / GIB,
+            "requested_gib": b["requested_bytes"].to_numpy() / GIB,
+            "occurrences": b["occurrences"].to_numpy(),
+            "region_type": b["region_type"].to_numpy(),
+            "data_type": b["data_type"].to_numpy(),
+            "shape": b["shape"].to_numpy(),
+            "allocation_bytes": b["allocation_bytes"].to_numpy(),
+            "requested_bytes": b["requested_bytes"].to_numpy(),
+        }
+    )
+    return frame
+
+
+class MemoryProfileSection(Section):
+    slug = "memory_profile"
+    title = "Memory profile"
+    summary_key = "memory"
+
+    def host_part(self, host: HostContext) -> HostMemoryProfile | None:
+        profiles = memory_profiles(host.capture)
+        if not profiles:
+            return None
+        return HostMemoryProfile(profiles=profiles, oom_messages=out_of_memory_messages(host.capture))
+
+    def combine(self, run: RunContext, parts: dict[str, HostMemoryProfile]) -> dict | None:
+        ordered = {h: parts[h] for h in run.host_names if h in parts}
+        return {"hosts": ordered} if ordered else None
+
+    def summary(self, data: dict) -> dict:
+        profiles = {}
+        for host, part in data["hosts"].items():
+            for memory_id, p in part.profiles.items():
+                profiles[f"{host}/{memory_id}"] = {
+                    "peak_bytes": p.peak_bytes,
+                    "peak_time_ms": p.peak_time_ps / 1e9,
+                    "capacity_bytes": p.memory_capacity,
+                    "fragmentation_percent": p.fragmentation_percent,
+                    "allocations": p.allocations,
+                    "deallocations": p.deallocations,
+                }
+        return {"profiles": profiles}
+
+    def render(self, data: dict, page) -> None:
+        panels = []
+        alerts = []
+        for host, part in data["hosts"].items():
+            for memory_id, p in part.profiles.items():
+                key = f"{host}/{memory_id}"
+                csv = f"data/memory_profile/{safe_file_part(host)}__{safe_file_part(memory_id)}__breakdown.csv"
+                frame = breakdown_frame(p)
+                page.write_csv(csv, frame.rename(columns=BREAKDOWN_COLUMNS))
+                unit, scale = _unit(p)
+                panel = {
+                    "key": key, "host": host, "memory_id": memory_id, "profile": p, "csv": csv,
+                    "unit": unit, "chart": timeline_chart(p), "rows": frame.to_dict("records"),
+                    "free_hidden": bool((p.timeline["free_bytes"] != 0).any()) and not _shows_free(p),
+                    "peak_percent": 100.0 * p.peak_bytes / p.memory_capacity if p.memory_capacity else None,
+                }
+                panels.append(panel)
+                if p.out_of_memory:
+                    alerts.append({**panel, "top": frame.head(OOM_TOP_ROWS).to_dict("records")})
+        messages = [(h, m) for h, part in data["hosts"].items() for m in part.oom_messages]
+        page.write_html(
+            "memory_profile.html", "memory_profile.html", panels=panels, alerts=alerts, messages=messages,
+            near_capacity_percent=100 * NEAR_CAPACITY, multi_host=len(data["hosts"]) > 1,
+        )

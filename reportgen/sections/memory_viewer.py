@@ -1,0 +1,251 @@
+"""The memory viewer page: each HLO module's working space and the buffers live at its peak."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from reportgen.core.memory_profile import NEAR_CAPACITY, allocator_capacities
+from reportgen.core.memory_viewer import BUFFER_COLUMNS, MemorySpaceView, memory_colors, memory_space_view, to_mib
+from reportgen.loaders.hlo import hlo_modules
+from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.memory_profile import safe_file_part
+
+# Working-space curves longer than this are reduced to the maximum per bucket
+# (the peak always survives), so a page stays light for huge modules.
+MAX_CURVE_POINTS = 4000
+OOM_TOP_BUFFERS = 5
+SPACE_NAMES = {0: "default (HBM / device) memory", 1: "alternate memory (e.g. VMEM)", 5: "host memory"}
+
+
+@dataclass
+class ModuleViews:
+    name: str  # display name: module(program id)
+    spaces: list[MemorySpaceView]
+
+
+@dataclass
+class HostMemoryViewer:
+    modules: dict[str, ModuleViews]
+    capacity_bytes: int = 0  # the largest allocator capacity recorded on this host (0: unknown)
+    errors: list[str] = field(default_factory=list)
+
+
+def space_label(space: int) -> str:
+    return f"Memory space {space}" + (f" — {SPACE_NAMES[space]}" if space in SPACE_NAMES else "")
+
+
+def _curve(view: MemorySpaceView) -> pd.DataFrame:
+    """Memory after each heap-simulator event (XProf's timeline holds the value before it).
+
+    Plotted this way the event that reaches the peak sits on the peak, and a
+    buffer's span [allocated at, freed at] lines up with its step on the curve.
+    """
+    n = len(view.heap_bytes) - 1
+    positions = np.arange(n)
+    if n > MAX_CURVE_POINTS:
+        buckets = np.array_split(positions, MAX_CURVE_POINTS)
+        positions = np.array([b[np.argmax(view.heap_bytes[b + 1])] for b in buckets])
+    return pd.DataFrame(
+        {
+            "position": positions,
+            "size": view.heap_sizes_mib[positions + 1],
+            "unpadded": view.unpadded_heap_sizes_mib[positions + 1],
+            "instruction": [view.instruction_names[i] for i in positions],
+        }
+    )
+
+
+def working_space_spec(view: MemorySpaceView) -> dict:
+    """Working space over program order with the peak marked.
+
+    The `highlight` dataset starts empty; the page's script fills it with the
+    lifetime of the buffer the reader points at.
+    """
+    curve = _curve(view)
+    long = pd.concat(
+        [curve.assign(series="Without padding", value=curve["unpadded"]),
+         curve.assign(series="Allocated (with padding)", value=curve["size"])],
+        ignore_index=True,
+    )[["position", "series", "value", "instruction"]]
+    # A fixed domain: the highlight layer is empty until the reader points at a buffer.
+    domain = {"domain": [0, max(len(view.heap_bytes) - 2, 1)], "nice": False, "zero": False}
+    x = {"field": "position", "type": "quantitative", "title": "Heap-simulator event (program order)",
+         "scale": domain, "axis": {"tickMinStep": 1, "format": "d"}}
+    y = {"field": "value", "type": "quantitative", "title": "Memory allocated (MiB)"}
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+        "width": 900,
+        "height": 280,
+        "layer": [
+            {
+                "data": {"name": "highlight"},
+                "mark": {"type": "rect", "color": "#f5a623", "opacity": 0.3},
+                "encoding": {"x": {"field": "start", "type": "quantitative", "scale": domain},
+                             "x2": {"field": "limit"},
+                             "tooltip": [{"field": "label", "title": "Buffer"},
+                                         {"field": "start", "title": "Allocated at"},
+                                         {"field": "limit", "title": "Freed at"}]},
+            },
+            {
+                "data": {"values": long.to_dict("records")},
+                "mark": {"type": "line", "interpolate": "step-after"},
+                "encoding": {
+                    "x": x, "y": y,
+                    "color": {"field": "series", "type": "nominal", "title": None,
+                              "sort": ["Allocated (with padding)", "Without padding"],
+                              "scale": {"range": ["#0b57d0", "#8fb3ee"]}},
+                    "strokeDash": {"field": "series", "type": "nominal", "legend": None,
+                                   "sort": ["Allocated (with padding)", "Without padding"],
+                                   "scale": {"range": [[1, 0], [4, 3]]}},
+                },
+            },
+            {
+                "data": {"values": curve.to_dict("records")},
+                "mark": {"type": "point", "size": 14, "opacity": 0.01, "filled": True},
+                "encoding": {
+                    "x": {"field": "position", "type": "quantitative", "scale": domain},
+                    "y": {"field": "size", "type": "quantitative"},
+                    "tooltip": [{"field": "position", "title": "After event"},
+                                {"field": "instruction", "title": "Instruction"},
+                                {"field": "size", "title": "Allocated (MiB)", "format": ",.4f"},
+                                {"field": "unpadded", "title": "Without padding (MiB)", "format": ",.4f"}],
+                },
+            },
+            {
+                "data": {"values": [{"position": view.peak_position, "size": view.peak_heap_mib,
+                                     "label": f"peak {view.peak_heap_mib:,.3f} MiB"}]},
+                "layer": [
+                    {"mark": {"type": "rule", "color": "#cf222e", "strokeDash": [4, 4]},
+                     "encoding": {"x": {"field": "position", "type": "quantitative", "scale": domain}}},
+                    {"mark": {"type": "point", "color": "#cf222e", "filled": True, "size": 60},
+                     "encoding": {"x": {"field": "position", "type": "quantitative", "scale": domain},
+                                  "y": {"field": "size", "type": "quantitative"},
+                                  "tooltip": [{"field": "label", "title": "Peak"},
+                                              {"field": "position", "title": "At event"}]}},
+                ],
+            },
+        ],
+    }
+
+
+def buffers_chart(view: MemorySpaceView, by_size: bool) -> dict:
+    """The buffers live at the peak as bars, in program order or largest first."""
+    order = view.by_size if by_size else list(range(len(view.max_heap)))
+    rows = []
+    for rank, i in enumerate(order):
+        o = view.max_heap[i]
+        rows.append({"rank": rank, "mib": o.size_mib, "name": o.instruction_name or o.label,
+                     "category": o.category or "small buffers", "shape": o.shape, "op": o.tf_op_name})
+    return (
+        alt.Chart(alt.Data(values=rows))
+        .mark_bar()
+        .encode(
+            x=alt.X("rank:O", title="Largest first" if by_size else "Program order", axis=alt.Axis(labels=False)),
+            y=alt.Y("mib:Q", title="Size (MiB)"),
+            color=alt.Color("category:N", title="Allocation type"),
+            tooltip=[alt.Tooltip("name:N", title="Buffer"), alt.Tooltip("mib:Q", title="Size (MiB)", format=",.4f"),
+                     alt.Tooltip("category:N", title="Allocation type"), alt.Tooltip("shape:N", title="Shape"),
+                     alt.Tooltip("op:N", title="TF op name")],
+        )
+        .properties(width=430, height=180)
+        .to_dict()
+    )
+
+
+def _oom(view: MemorySpaceView, capacity: int) -> dict | None:
+    if capacity <= 0 or view.peak_bytes < (1 - NEAR_CAPACITY) * capacity:
+        return None
+    top = [view.max_heap[i] for i in view.by_size[:OOM_TOP_BUFFERS]]
+    return {"peak": view.peak_bytes, "capacity": capacity, "percent": 100.0 * view.peak_bytes / capacity, "top": top}
+
+
+class MemoryViewerSection(Section):
+    slug = "memory_viewer"
+    title = "Memory viewer"
+    summary_key = "memory"
+
+    def host_part(self, host: HostContext) -> HostMemoryViewer | None:
+        modules = hlo_modules(host.capture)
+        if not modules:
+            return None
+        views: dict[str, ModuleViews] = {}
+        for module in modules.values():
+            views[module.display_name] = ModuleViews(
+                module.display_name, [memory_space_view(module, space) for space in memory_colors(module)]
+            )
+        capacity = max(allocator_capacities(host.capture).values(), default=0)
+        return HostMemoryViewer(modules=dict(sorted(views.items())), capacity_bytes=capacity)
+
+    def combine(self, run: RunContext, parts: dict[str, HostMemoryViewer]) -> dict | None:
+        # A module compiled on several hosts is the same program: the first host's copy is shown.
+        modules: dict[str, ModuleViews] = {}
+        capacity = 0
+        for host in run.host_names:
+            part = parts.get(host)
+            if part is None:
+                continue
+            capacity = max(capacity, part.capacity_bytes)
+            for name, views in part.modules.items():
+                modules.setdefault(name, views)
+        if not modules:
+            return None
+        return {"modules": dict(sorted(modules.items())), "capacity": capacity}
+
+    def summary(self, data: dict) -> dict:
+        modules = {}
+        for name, mv in data["modules"].items():
+            default = next((v for v in mv.spaces if v.memory_space == 0), None)
+            if default is not None:
+                modules[name] = {"peak_bytes": default.peak_bytes, "peak_unpadded_bytes": default.peak_unpadded_bytes}
+        return {"modules": modules}
+
+    def render(self, data: dict, page) -> None:
+        modules = []
+        alerts = []
+        for m_index, (name, mv) in enumerate(data["modules"].items()):
+            csv = f"data/memory_viewer/{safe_file_part(name)}__buffers.csv"
+            frames = [v.buffers_frame().assign(**{"Memory space": v.memory_space}) for v in mv.spaces]
+            table = pd.concat(frames, ignore_index=True)[["Memory space", *BUFFER_COLUMNS]]
+            page.write_csv(csv, table)
+            spaces = []
+            for s_index, view in enumerate(mv.spaces):
+                key = f"m{m_index}s{s_index}"
+                oom = _oom(view, data["capacity"])
+                entry = {
+                    "key": key, "view": view, "label": space_label(view.memory_space),
+                    "chart": working_space_spec(view) if len(view.heap_bytes) > 1 else None,
+                    "by_order": buffers_chart(view, by_size=False) if view.max_heap else None,
+                    "by_size": buffers_chart(view, by_size=True) if view.max_heap else None,
+                    "rows": _rows(view), "oom": oom,
+                    "peak_mib": view.peak_heap_mib, "unpadded_mib": view.peak_unpadded_heap_mib,
+                    "padding_mib": view.peak_heap_mib - view.peak_unpadded_heap_mib,
+                    "temp_mib": view.peak_heap_mib - to_mib(view.indefinite_allocation_bytes),
+                    "temp_frag_mib": to_mib(view.total_allocation_bytes - view.indefinite_allocation_bytes),
+                }
+                spaces.append(entry)
+                if oom:
+                    alerts.append({"module": name, "space": entry["label"], **oom})
+            modules.append({"name": name, "index": m_index, "csv": csv, "spaces": spaces})
+        page.write_html("memory_viewer.html", "memory_viewer.html", modules=modules, alerts=alerts,
+                        capacity=data["capacity"], near_capacity_percent=100 * NEAR_CAPACITY)
+
+
+def _rows(view: MemorySpaceView) -> list[dict]:
+    by_size_rank = {i: rank for rank, i in enumerate(view.by_size)}
+    rows = []
+    whole_program = (0, max(len(view.heap_bytes) - 2, 0))
+    for i, o in enumerate(view.max_heap):
+        span = view.spans.get(o.logical_buffer_id)
+        if span is None and o.logical_buffer_id >= 0 and o.category != "Temporary" and len(view.heap_bytes) > 1:
+            span = whole_program  # parameters, outputs and constants live for the whole program
+        rows.append({
+            "order": i, "size_rank": by_size_rank.get(i, 0) + 1, "obj": o,
+            "expansion": o.size_bytes / o.unpadded_bytes if o.unpadded_bytes else None,
+            "extra": o.size_bytes - o.unpadded_bytes if o.logical_buffer_id >= 0 else 0,
+            "span": span,
+        })
+    return rows

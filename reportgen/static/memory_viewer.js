@@ -1,0 +1,67 @@
+/* Memory viewer: pointing at (or selecting) a buffer shows its lifetime on
+   the module's working-space chart. Everything stays inside this function:
+   the Vega bundle owns short global names, and page data only ever arrives
+   as JSON, never as code. */
+(function () {
+  "use strict";
+
+  function spanOf(row) {
+    if (!row) return [];
+    return [{
+      start: Number(row.dataset.spanStart),
+      limit: Number(row.dataset.spanLimit),
+      label: row.dataset.spanLabel
+    }];
+  }
+
+  function wire(chart, view) {
+    var scope = chart.closest("[data-mv-scope]");
+    if (!scope) return;
+    var status = scope.querySelector("[data-mv-status]");
+    var pinned = null;
+
+    function show(row) {
+      view.data("highlight", spanOf(row)).runAsync();
+      if (status) {
+        status.textContent = row
+          ? row.dataset.spanLabel + ": allocated at position " + row.dataset.spanStart +
+            ", freed at position " + row.dataset.spanLimit + (row === pinned ? " (selected)" : "")
+          : "Point at a buffer in the table to see its lifetime on the chart; click to keep it selected.";
+      }
+    }
+
+    function select(row) {
+      if (pinned) pinned.setAttribute("aria-selected", "false");
+      pinned = pinned === row ? null : row;
+      if (pinned) pinned.setAttribute("aria-selected", "true");
+      show(pinned);
+    }
+
+    scope.querySelectorAll("tr[data-span-start]").forEach(function (row) {
+      row.addEventListener("mouseenter", function () { show(row); });
+      row.addEventListener("mouseleave", function () { show(pinned); });
+      row.addEventListener("focus", function () { show(row); });
+      row.addEventListener("blur", function () { show(pinned); });
+      row.addEventListener("click", function () { select(row); });
+      row.addEventListener("keydown", function (e) {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(row); }
+      });
+    });
+    show(null);
+  }
+
+  function embed(chart) {
+    var source = document.getElementById(chart.dataset.mvChart);
+    if (!source || !window.vegaEmbed) return;
+    var spec = JSON.parse(source.textContent);
+    window.vegaEmbed(chart, spec, {
+      renderer: "svg",
+      actions: { export: true, source: false, compiled: false, editor: false }
+    }).then(function (result) { wire(chart, result.view); })
+      .catch(function (err) { console.error("chart " + chart.id + ": " + err); });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-mv-chart]").forEach(embed);
+  });
+})();

@@ -1,0 +1,275 @@
+"""XProf's rules on small XSpaces built in code: nesting and self time, the
+op-stack quirk, IDLE per thread, grouping, step breakdown, summaries."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from reportgen.core.events import EventTable
+from reportgen.core.grouping import group_events
+from reportgen.core.host_op_metrics import host_op_metrics_db
+from reportgen.core.op_stats import combine_op_stats, compute_host_op_stats, step_intersection
+from reportgen.core.step_analysis import StepSummary, analyze_steps, classify_input
+from reportgen.core.step_db import StepDb
+from reportgen.core.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
+from tests.xspace_builder import SpaceBuilder
+
+US = 1_000_000  # ps
+
+
+def _host_db(space: SpaceBuilder):
+    table = EventTable(space.capture())
+    grouping = group_events(table)
+    return host_op_metrics_db(table, grouping.is_eager)
+
+
+def _op(db, name: str):
+    rows = db.metrics[db.metrics["name"] == name]
+    assert len(rows) == 1, f"{name}: {len(rows)} rows"
+    return rows.iloc[0]
+
+
+@pytest.mark.parametrize("fullname,expected", [
+    ("model/dense/MatMul:MatMul", (TENSORFLOW, "model/dense/MatMul", "MatMul")),
+    ("Iterator::Root::Map", (TF_DATA, "Iterator::Root::Map", "Dataset")),
+    ("jit(f)/jit(main)/dot_general:dot_general", (JAX, "jit(f)/jit(main)/dot_general", "dot_general")),
+    ("jit(f)/transpose:transpose[permutation=(1, 0)]", (JAX, "jit(f)/transpose", "transpose")),
+    ("my/scope/MatMul_3:", (TENSORFLOW, "my/scope/MatMul_3", "MatMul")),
+    ("MemcpyHToD", ("MemcpyHToD", "MemcpyHToD", "MemcpyHToD")),
+    ("user trace", (UNKNOWN, "user trace", "")),
+    ("name with space:Type", (UNKNOWN, "name with space:Type", "")),
+])
+def test_tf_op_names_parse_like_xprof(fullname, expected):
+    op = parse_tf_op_fullname(fullname)
+    assert (op.category, op.name, op.type) == expected
+
+
+def test_self_time_excludes_nested_ops_and_idle_is_per_thread():
+    space = SpaceBuilder()
+    host = space.plane("/host:CPU")
+    host.line(1).event("outer:MatMul", 0, 100 * US).event("inner:Relu", 10 * US, 30 * US) \
+        .event("later:Relu", 50 * US, 10 * US).event("user annotation", 60 * US, 5 * US)
+    host.line(2).event("a:Add", 0, 10 * US).event("b:Add", 50 * US, 10 * US)
+    db = _host_db(space)
+    outer = _op(db, "outer")
+    assert outer["time_ps"] == 100 * US and outer["self_time_ps"] == 60 * US
+    relu = db.metrics[db.metrics["category"] == "Relu"]
+    assert relu["occurrences"].sum() == 2
+    # Thread 1 is busy its whole span; thread 2 spans 60 µs with 20 µs of ops.
+    idle = _op(db, "IDLE")
+    assert idle["self_time_ps"] == 40 * US and idle["occurrences"] == 0
+    assert db.total_time_ps == 160 * US
+    assert db.total_op_time_ps == 120 * US
+    assert "user annotation" not in set(db.metrics["name"])
+
+
+def test_an_end_pops_the_op_stack_down_to_its_own_begin():
+    """A [0,10] and C [2,10] overlap without nesting in B's favour: A's end
+    discards C, whose end then finds nothing (XProf's OpStack)."""
+    space = SpaceBuilder()
+    space.plane("/host:CPU").line(1).event("a:MatMul", 0, 10 * US).event("c:Relu", 2 * US, 8 * US) \
+        .event("b:Add", 10 * US, 2 * US)
+    db = _host_db(space)
+    names = set(db.metrics["name"])
+    assert {"a", "b"} <= names and "c" not in names
+    assert _op(db, "a")["self_time_ps"] == 10 * US
+
+
+def test_tf_op_stat_adds_an_op_on_the_same_span():
+    space = SpaceBuilder()
+    space.plane("/host:CPU").line(1).event("MemoryAllocation", 5 * US, 0, tf_op="scope/conv:Conv2D") \
+        .event("scope/conv:Conv2D", 0, 10 * US)
+    db = _host_db(space)
+    assert _op(db, "scope/conv")["occurrences"] == 2
+
+
+def _two_step_capture():
+    space = SpaceBuilder()
+    host = space.plane("/host:CPU")
+    py = host.line(1, "python")
+    worker = host.line(2, "tf_Compute")
+    for k, start in enumerate((0, 200 * US)):
+        py.event("train", start, 100 * US, _r=1, step_num=3 + k, _pt=1, _p=10 + k)
+        py.event("IteratorGetNextOp::DoCompute", start + 5 * US, 20 * US)
+        # The worker's op belongs to the step through the producer/consumer link.
+        worker.event("FunctionRun", start + 30 * US, 60 * US, _r=1, _ct=1, _c=10 + k)
+        worker.event("dense/MatMul:MatMul", start + 40 * US, 40 * US)
+    worker.event("stray:Add", 150 * US, 10 * US)
+    return space.capture()
+
+
+def test_grouping_follows_roots_nesting_and_context_links():
+    table = EventTable(_two_step_capture())
+    g = group_events(table)
+    names = table.names
+    assert g.group_names == {0: "train 3", 1: "train 4"}
+    matmul = np.flatnonzero(names == "dense/MatMul:MatMul")
+    assert list(g.group_id[matmul]) == [0, 1]
+    # A FunctionRun reached from a same-level root does not open its own group.
+    assert list(g.group_id[names == "FunctionRun"]) == [0, 1]
+    assert g.group_id[np.flatnonzero(names == "stray:Add")[0]] == -1
+    assert [g.step_names.get(int(r)) for r in np.flatnonzero(names == "train")] == ["train 3", "train 4"]
+
+
+def test_step_breakdown_with_priorities_and_unknown_time():
+    stats = compute_host_op_stats(_two_step_capture())
+    steps = stats.step_db.steps
+    assert list(steps["name"]) == ["train 3", "train 4"]
+    assert list(steps["duration_ps"]) == [100 * US] * 2
+    a = analyze_steps(stats.step_db, "CPU_ONLY")
+    first = a.steps.iloc[0]
+    # Input: IteratorGetNext 20 µs; host compute: MatMul 40 µs (FunctionRun is not compute); rest unknown.
+    assert first["input"] == pytest.approx(0.020)
+    assert first["host_compute"] == pytest.approx(0.040)
+    assert first["other"] == pytest.approx(0.040)
+    assert a.bottleneck.input_bound == "HIGHLY"
+
+
+def test_overlapping_spans_go_to_the_higher_priority_type():
+    space = SpaceBuilder()
+    py = space.plane("/host:CPU").line(1, "python")
+    py.event("train", 0, 100 * US, _r=1, step_num=1)
+    py.event("work:MatMul", 10 * US, 50 * US)
+    py.event("IteratorGetNextAsOptional", 30 * US, 50 * US)  # overlaps the MatMul
+    a = analyze_steps(compute_host_op_stats(space.capture()).step_db, "CPU_ONLY")
+    step = a.steps.iloc[0]
+    assert step["input"] == pytest.approx(0.050)
+    assert step["host_compute"] == pytest.approx(0.020)
+
+
+def test_step_summary_follows_xprof_stat():
+    assert StepSummary.of([]).average == 0.0
+    assert StepSummary.of([5.0]).standard_deviation == 0.0
+    assert math.isnan(StepSummary.of([0.0]).standard_deviation)  # XProf prints -nan here
+    s = StepSummary.of([1.0, 2.0, 3.0])
+    assert (s.average, s.minimum, s.maximum) == (2.0, 1.0, 3.0)
+    assert s.standard_deviation == pytest.approx(1.0)
+
+
+def test_input_classification_thresholds():
+    assert classify_input(20.0, 0)[2] == "HIGHLY"
+    assert classify_input(5.0, 0)[2] == "MODERATELY"
+    assert classify_input(4.9, 3.0)[2] == "POTENTIALLY"
+    assert classify_input(4.9, 2.9)[2] == "NOT"
+
+
+def _step_db(spans: list[tuple[int, int]]) -> StepDb:
+    db = StepDb()
+    rows = db.steps.iloc[0:0].copy()
+    for i, (b, e) in enumerate(spans):
+        rows.loc[i] = {**{c: 0 for c in rows.columns}, "step_num": i, "core": 1, "name": "",
+                       "begin_ps": b, "duration_ps": e - b}
+    return StepDb(steps=rows.astype({c: "int64" for c in rows.columns if c != "name"}))
+
+
+def test_step_intersection_aligns_hosts_by_overlap():
+    chief = _step_db([(0, 10), (10, 20), (20, 30)])
+    other = _step_db([(-10, 0), (0, 10), (10, 20), (20, 30), (30, 40)])
+    inter = step_intersection({0: chief, 1: other})
+    assert inter.num_steps == 3 and not inter.empty_intersect
+    assert inter.first_index == {0: 0, 1: 1}
+
+
+def test_combined_hosts_sum_cores_and_renumber_steps():
+    a = compute_host_op_stats(_two_step_capture())
+    b = compute_host_op_stats(_two_step_capture())
+    run = combine_op_stats([a, b])
+    assert run.step_db.step_numbers == [0, 1]
+    assert sorted(set(run.step_db.steps["core"])) == [1, 1001]
+    assert run.environment.host_count == 1 and run.environment.task_count == 2
+    assert run.host_db.total_time_ps == 2 * a.host_db.total_time_ps
+
+
+def test_gpu_kernels_join_the_launching_step_and_derive_the_steps_line():
+    """A GPU capture saved without grouping: kernels take the step of the host
+    thread that launched them (correlation id) and form the device step."""
+    space = SpaceBuilder()
+    host = space.plane("/host:CPU")
+    py = host.line(1, "python")
+    gpu = space.plane("/device:GPU:0", plane_id=1).line(7, "Stream #7(Compute)")
+    for k, start in enumerate((0, 1000 * US)):
+        py.event("train", start, 500 * US, _r=1, step_num=k)
+        py.event("cudaLaunchKernel", start + 10 * US, 5 * US, correlation_id=100 + k)
+        gpu.event("volta_sgemm", start + 100 * US, 300 * US, correlation_id=100 + k)
+    stats = compute_host_op_stats(space.capture())
+    steps = stats.step_db.steps
+    assert list(steps["name"]) == ["", ""]  # device steps: XProf does not name them
+    # With a device, only device step events count: the step is the kernels' span.
+    assert list(steps["duration_ps"]) == [300 * US] * 2
+    a = analyze_steps(stats.step_db, "GPU")
+    assert list(a.steps["step_name"]) == ["0", "1"]
+    assert a.steps.iloc[0]["device_compute"] == pytest.approx(0.300)
+    assert a.steps.iloc[0]["other"] == 0
+    assert stats.device_db.compute_32bit_ps == 600 * US
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+            v >>= 7
+            if not v:
+                return bytes(out)
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def _hlo_proto(module: str, instructions: list[tuple[str, str, str, str]]) -> bytes:
+    """HloProto bytes: (name, opcode, fusion kind, op_name) per instruction."""
+    body = b""
+    for name, opcode, kind, op_name in instructions:
+        inst = _field(1, name.encode()) + _field(2, opcode.encode()) + _field(7, _field(2, op_name.encode()))
+        if kind:
+            inst += _field(11, kind.encode())
+        body += _field(2, inst)
+    return _field(1, _field(1, module.encode()) + _field(3, body))
+
+
+def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launches():
+    space = SpaceBuilder()
+    meta = space.plane("/host:metadata")
+    md = meta.plane.event_metadata[meta.metadata_id("jit_f(7)")]
+    meta.add_stats(md, {"Hlo Proto": _hlo_proto("jit_f", [("fusion.1", "fusion", "kLoop", "jit(f)/mul"),
+                                                          ("dot.2", "dot", "", "jit(f)/dot_general")]),
+                        "program_id": 7})
+    space.plane("/host:CPU").line(1).event("train", 0, 100 * US, _r=1, step_num=0)
+    stream = space.plane("/device:GPU:0", plane_id=1).line(7, "Stream #7(Compute)")
+    stream.event("loop_fusion_kernel", 0, 10 * US, hlo_op="fusion.1", program_id=7, correlation_id=1)
+    stream.event("loop_fusion_kernel", 10 * US, 5 * US, hlo_op="fusion.1", program_id=7, correlation_id=2)
+    stream.event("gemm", 20 * US, 30 * US, hlo_op="while::dot.2", program_id=7, correlation_id=3)
+    stream.event("other_kernel", 60 * US, 5 * US, hlo_op="not_in_module", program_id=7, correlation_id=4)
+    stream.event("fusion_again", 70 * US, 5 * US, hlo_op="fusion.1", program_id=7, correlation_id=5)
+    db = compute_host_op_stats(space.capture()).device_db
+    fusion = _op(db, "fusion.1")
+    # Two consecutive launches are one execution; the later launch is another.
+    assert fusion["occurrences"] == 2 and fusion["time_ps"] == 20 * US
+    assert fusion["category"] == "loop fusion" and fusion["provenance"] == "jit(f)/mul:"
+    assert _op(db, "dot.2")["category"] == "dot"
+    assert "not_in_module" not in set(db.metrics["name"])
+    # The unknown kernel still counts towards the device's span (IDLE).
+    assert db.total_time_ps == 75 * US
+
+
+@pytest.mark.parametrize("planes", [["/host:CPU"], ["Task Environment"], ["/host:CPU", "/device:GPU:0"],
+                                    ["/device:TPU:0"]])
+def test_captures_without_events_give_empty_results(planes):
+    space = SpaceBuilder()
+    for i, name in enumerate(planes):
+        space.plane(name, plane_id=i)
+    stats = compute_host_op_stats(space.capture())
+    assert len(stats.step_db) == 0
+    assert stats.host_db.total_op_time_ps == 0 and stats.device_db.total_op_time_ps == 0
+    a = analyze_steps(stats.step_db, stats.environment.hardware_type, stats.host_db)
+    assert a.bottleneck.input_bound is None and a.step_time.average == 0.0
+
+
+def test_host_result_pickles():
+    import pickle
+
+    stats = compute_host_op_stats(_two_step_capture())
+    copy = pickle.loads(pickle.dumps(stats))
+    assert copy.step_db.step_numbers == stats.step_db.step_numbers
+    assert copy.host_db.metrics.equals(stats.host_db.metrics)

@@ -1,0 +1,86 @@
+"""The HLO schema subset: generated module current, field numbers XLA's."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from reportgen.loaders.proto import hlo_pb2
+
+PROTO_DIR = Path(hlo_pb2.__file__).parent
+
+
+def test_generated_module_matches_the_proto(tmp_path):
+    shutil.copy(PROTO_DIR / "hlo.proto", tmp_path / "hlo.proto")
+    subprocess.run(
+        [sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", "hlo.proto"],
+        check=True,
+    )
+    # Compare descriptors, not text: the generator's formatting may change between
+    # versions. Importing the fresh module would register the same file twice in
+    # protobuf's default pool, so its serialized descriptor is read from the source.
+    generated = (tmp_path / "hlo_pb2.py").read_text()
+    start = generated.index("AddSerializedFile(") + len("AddSerializedFile(")
+    end = generated.index(")\n", start)
+    assert ast.literal_eval(generated[start:end]) == hlo_pb2.DESCRIPTOR.serialized_pb
+
+
+def test_package_is_our_own():
+    assert hlo_pb2.DESCRIPTOR.package == "reportgen.xla"
+
+
+# Field numbers checked against xla/service/hlo.proto and xla/xla_data.proto.
+XLA_FIELDS = {
+    "HloProto": {"hlo_module": 1, "buffer_assignment": 3},
+    "HloModuleProto": {"name": 1, "entry_computation_name": 2, "computations": 3, "host_program_shape": 4,
+                       "id": 5, "entry_computation_id": 6, "schedule": 7, "stack_frame_index": 17},
+    "HloComputationProto": {"name": 1, "instructions": 2, "program_shape": 4, "id": 5, "root_id": 6,
+                            "is_fusion_computation": 7, "execution_thread": 8},
+    "HloInstructionProto": {"name": 1, "opcode": 2, "shape": 3, "metadata": 7, "parameter_number": 9,
+                            "fusion_kind": 11, "tuple_index": 13, "dimensions": 14, "custom_call_target": 28,
+                            "id": 35, "operand_ids": 36, "control_predecessor_ids": 37,
+                            "called_computation_ids": 38, "backend_config": 43, "async_execution_thread": 79},
+    "ShapeProto": {"element_type": 2, "dimensions": 3, "tuple_shapes": 4, "layout": 5, "is_dynamic_dimension": 6},
+    "LayoutProto": {"minor_to_major": 1, "tiles": 6, "element_size_in_bits": 7, "memory_space": 8,
+                    "dim_level_types": 9, "physical_shape": 10, "index_primitive_type": 11,
+                    "pointer_primitive_type": 12, "dim_unique": 13, "dim_ordered": 14,
+                    "dynamic_shape_metadata_prefix_bytes": 15, "tail_padding_alignment_in_elements": 16,
+                    "split_configs": 17},
+    "OpMetadata": {"op_type": 1, "op_name": 2, "source_file": 3, "source_line": 4, "stack_frame_id": 15,
+                   "source_end_line": 17, "source_column": 18, "source_end_column": 19},
+    "LogicalBufferProto": {"id": 1, "size": 2, "defined_at": 3, "color": 4},
+    "BufferAllocationProto": {"index": 1, "size": 2, "is_thread_local": 3, "is_entry_computation_parameter": 5,
+                              "parameter_number": 6, "maybe_live_out": 7, "color": 8, "assigned": 9,
+                              "parameter_shape_index": 10, "is_tuple": 11, "is_constant": 12},
+    "HeapSimulatorTrace": {"events": 1, "whole_module_simulation": 2, "buffer_allocation_index": 3},
+    "BufferAssignmentProto": {"logical_buffers": 1, "buffer_aliases": 2, "buffer_allocations": 3,
+                              "heap_simulator_traces": 4},
+    "StackFrameIndexProto": {"file_names": 1, "function_names": 2, "file_locations": 3, "stack_frames": 4},
+}
+
+
+def test_field_numbers_are_xlas():
+    for message, fields in XLA_FIELDS.items():
+        descriptor = hlo_pb2.DESCRIPTOR.message_types_by_name[message]
+        assert {f.name: f.number for f in descriptor.fields if f.name in fields} == fields, message
+    event = hlo_pb2.HeapSimulatorTrace.Event.DESCRIPTOR
+    assert {f.name: f.number for f in event.fields} == {
+        "kind": 1, "buffer_id": 2, "computation_name": 3, "instruction_name": 4, "share_with_canonical_id": 5}
+    location = hlo_pb2.LogicalBufferProto.Location.DESCRIPTOR
+    assert {f.name: f.number for f in location.fields} == {"instruction_name": 2, "shape_index": 3,
+                                                          "instruction_id": 4}
+    assert hlo_pb2.PrimitiveType.Value("F32") == 11 and hlo_pb2.PrimitiveType.Value("BF16") == 16
+    assert hlo_pb2.PrimitiveType.Value("TUPLE") == 13
+
+
+def test_unknown_fields_are_skipped_on_decode():
+    proto = hlo_pb2.HloProto()
+    proto.hlo_module.name = "m"
+    # Append a field XLA has and we leave out (HloModuleProto.is_dynamic = 11, varint 1).
+    module_bytes = proto.hlo_module.SerializeToString() + bytes([11 << 3, 1])
+    wire = bytes([1 << 3 | 2, len(module_bytes)]) + module_bytes
+    parsed = hlo_pb2.HloProto.FromString(wire)
+    assert parsed.hlo_module.name == "m"

@@ -1,0 +1,121 @@
+"""The input pipeline page, its CSVs and its summary.json block, from a real build."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen.build import BuildOptions, build_site
+from reportgen.core.input_ops import INPUT_OP_COLUMNS
+from tests.xspace_maker import XSpaceMaker
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "reportgen" / "sample"
+NASTY = '<script>alert("x")</script>'
+US = 1_000_000
+
+
+def write_run(logdir: Path, run: str, space: XSpaceMaker) -> None:
+    folder = logdir / "plugins" / "profile" / run
+    folder.mkdir(parents=True)
+    (folder / f"{space.host}.xplane.pb").write_bytes(space.proto.SerializeToString())
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    logdir = tmp_path_factory.mktemp("logdir")
+    nasty = XSpaceMaker(host="h<i>1")
+    nasty.line("python").event("Iterator::Root", 0, 80 * US, id=1).event(
+        f"Iterator::Root::{NASTY}", 1 * US, 70 * US, id=2, parent_id=1, name=NASTY)
+    write_run(logdir, "nasty", nasty)
+    plain = XSpaceMaker()
+    plain.line("python").event("model/MatMul:MatMul", 0, 10 * US)
+    write_run(logdir, "plain", plain)
+    out = tmp_path_factory.mktemp("site") / "site"
+    report = build_site([str(SAMPLE), str(logdir)], BuildOptions(output=str(out), jobs=1))
+    assert report.exit_code == 0
+    return out
+
+
+def test_summary_block(site):
+    runs = json.loads((site / "summary.json").read_text())["runs"]
+    block = runs["tf_keras_input_bound"]["input_pipeline"]
+    assert set(block) == {"host_ms", "bottleneck"}  # input_percent / input_bound come with the step database
+    assert set(block["host_ms"]) == {"demanded_file_read", "advanced_file_read", "preprocessing", "enqueue",
+                                     "unclassified"}
+    assert block["host_ms"]["preprocessing"] == pytest.approx(510.695037)
+    assert block["bottleneck"]["iterator"] == "Iterator::Root::MapAndBatch"
+    assert block["bottleneck"]["self_time_ms"] == pytest.approx(507.069369)
+    page = runs["tf_keras_input_bound"]["tools"]["input_pipeline"]
+    assert page == {"page": "tf_keras_input_bound/input_pipeline.html"}
+    assert runs["plain"]["input_pipeline"]["bottleneck"] is None
+
+
+def test_input_ops_csv(site):
+    with open(site / "tf_keras_input_bound" / "data" / "input_pipeline" / "input_ops.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == list(INPUT_OP_COLUMNS.values())
+    assert [r["Input Op"] for r in rows] == [
+        "Iterator::Root::MapAndBatch", "Iterator::Root::MapAndBatch::ShuffleAndRepeat::TensorSlice",
+        "Iterator::Root::MapAndBatch::ShuffleAndRepeat", "Iterator::Root"]
+    first = rows[0]
+    assert first["Count"] == "5" and first["Category"] == "Preprocessing"
+    # Percent columns hold percentages (XProf's JSON has fractions).
+    assert float(first["Total Self Time (as % of total input-processing time)"]) == pytest.approx(99.29, abs=0.01)
+    pipelines = (site / "tf_keras_input_bound" / "data" / "input_pipeline" / "tf_data_pipelines.csv").read_text()
+    assert "Iterator::Root::MapAndBatch" in pipelines
+
+
+def test_page_sections(site):
+    html = (site / "tf_keras_input_bound" / "input_pipeline.html").read_text()
+    for anchor in ('id="summary"', 'id="device-side"', 'id="host-side"', 'id="tf-data"'):
+        assert anchor in html
+    assert "Iterator::Root::MapAndBatch" in html
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in html  # the concrete suggestion for a sequential map
+    assert 'class="bottleneck"' in html and html.count("data-vega-spec") >= 3
+    plain = (site / "plain" / "input_pipeline.html").read_text()
+    assert "no tf.data iterator events" in plain and "No input ops ran on the host" in plain
+    assert "data-vega-spec" not in plain
+
+
+def test_capture_text_is_escaped(site):
+    html = (site / "nasty" / "input_pipeline.html").read_text()
+    assert NASTY not in html and "h<i>1" not in html
+    assert "&lt;script&gt;" in html
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+@pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()), reason="chromium / chromedriver not installed")
+def test_page_renders_in_a_browser(site, tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    try:
+        driver.get((site / "tf_keras_input_bound" / "input_pipeline.html").as_uri())
+        charts = "return Array.from(document.querySelectorAll('[data-vega-spec]'))"
+        WebDriverWait(driver, 20).until(
+            lambda d: all(d.execute_script(charts + ".map(c => !!c.querySelector('svg'))")))
+        assert len(driver.execute_script(charts)) >= 3
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+        # The input op table sorts on a header click.
+        driver.execute_script("document.querySelector('#input-ops-all th:nth-child(2)').click()")
+        first = driver.execute_script("return document.querySelector('#input-ops-all tbody td').textContent")
+        assert first in ("Iterator::Root::MapAndBatch::ShuffleAndRepeat::TensorSlice",
+                         "Iterator::Root::MapAndBatch::ShuffleAndRepeat")
+    finally:
+        driver.quit()

@@ -1,0 +1,162 @@
+"""The memory pages, CSVs and summary.json block as users and scripts see them."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from reportgen.build import BuildOptions, build_site
+from tests.conftest import LOGDIR, ORACLE, needs_shared
+from tests.hlo_builder import sample_module
+from tests.memory_xspace import SpaceBuilder, memory_event
+
+EVIL = "<script>alert(1)</script>"
+MODULE = "jit_sample(7)"
+
+
+def risky_capture() -> bytes:
+    """An allocator at 96% of its capacity, an op name with markup, and one HLO module."""
+    b = SpaceBuilder()
+    line = b.plane("/host:CPU").line("tf_Compute")
+    memory_event(line, "MemoryAllocation", 100, allocator="GPU_0_bfc", heap=96_000, free=4_000, requested=90_000,
+                 allocated=96_000, address=0x10, peak=96_000, tf_op=EVIL, region_type="output", data_type=1,
+                 shape="[24000]")
+    memory_event(line, "MemoryDeallocation", 200, allocator="GPU_0_bfc", heap=0, free=100_000, requested=90_000,
+                 allocated=96_000, address=0x10, peak=96_000)
+    b.plane("/host:metadata").event_id("jit_sample(7)", md_id=7, **{"Hlo Proto": sample_module().SerializeToString()})
+    return b.bytes()
+
+
+def plain_capture() -> bytes:
+    b = SpaceBuilder()
+    b.plane("/host:CPU").line("python").event("train", 0, 10, _r=1)
+    return b.bytes()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    logdir = tmp_path_factory.mktemp("logdir")
+    for run, data in (("risky", risky_capture()), ("plain", plain_capture())):
+        folder = logdir / "plugins" / "profile" / run
+        folder.mkdir(parents=True)
+        (folder / "host.xplane.pb").write_bytes(data)
+    out = tmp_path_factory.mktemp("out") / "site"
+    report = build_site([str(logdir)], BuildOptions(output=str(out), jobs=1))
+    assert report.exit_code == 0
+    return out
+
+
+def test_summary_memory_block(site):
+    summary = json.loads((site / "summary.json").read_text())
+    risky = summary["runs"]["risky"]
+    assert set(risky["tools"]) >= {"memory_profile", "memory_viewer"}
+    profile = risky["memory"]["profiles"]["host/GPU_0_bfc"]
+    assert profile == {"peak_bytes": 96_000, "peak_time_ms": 100 / 1e9, "capacity_bytes": 100_000,
+                       "fragmentation_percent": 0.0, "allocations": 1, "deallocations": 1}
+    assert risky["memory"]["modules"] == {MODULE: {"peak_bytes": 131088 + 65536,
+                                                   "peak_unpadded_bytes": 16 + 65536 + 51200 + 65536}}
+
+
+def test_runs_without_memory_data_have_no_pages(site):
+    summary = json.loads((site / "summary.json").read_text())
+    plain = summary["runs"]["plain"]
+    assert "memory" not in plain
+    assert not {"memory_profile", "memory_viewer"} & set(plain["tools"])
+    assert not (site / "plain" / "memory_profile.html").exists()
+    assert not (site / "plain" / "memory_viewer.html").exists()
+    assert "memory_profile.html" not in (site / "plain" / "index.html").read_text()
+
+
+def test_breakdown_csv_uses_xprof_labels(site):
+    path = site / "risky" / "data" / "memory_profile" / "host__GPU_0_bfc__breakdown.csv"
+    rows = list(csv.DictReader(path.open()))
+    assert list(rows[0]) == ["Op Name", "Allocation Size (GiBs)", "Requested Size (GiBs)", "Occurrences",
+                             "Region type", "Data type", "Shape", "Allocation Size (bytes)", "Requested Size (bytes)"]
+    assert rows[0]["Op Name"] == EVIL and rows[0]["Allocation Size (bytes)"] == "96000"
+    assert float(rows[0]["Allocation Size (GiBs)"]) == pytest.approx(96_000 / 2**30)
+
+
+def test_buffers_csv_per_module(site):
+    path = site / "risky" / "data" / "memory_viewer" / f"{MODULE}__buffers.csv"
+    rows = list(csv.DictReader(path.open()))
+    assert [r["Instruction"] for r in rows] == ["p0", "tuple.1{0}", "copy.2", "small (<16384 bytes)"]
+    copy = rows[2]
+    assert (copy["Size (bytes)"], copy["Unpadded size (bytes)"], copy["Extra memory (bytes)"]) == (
+        "65536", "51200", "14336")
+    assert float(copy["Expansion"]) == pytest.approx(65536 / 51200)
+    assert copy["Shape"] == "f32[100,128]{1,0:T(8,128)}" and copy["Memory space"] == "0"
+
+
+def test_pages_lead_with_out_of_memory_help(site):
+    for page, needle in (("memory_profile.html", "96.0% of the allocator"),
+                         ("memory_viewer.html", "of the device memory capacity")):
+        html = (site / "risky" / page).read_text()
+        assert "Out-of-memory risk" in html and needle in html
+        assert html.index("Out-of-memory risk") < html.index("<h2")
+
+
+def test_capture_text_is_escaped(site):
+    html = (site / "risky" / "memory_profile.html").read_text()
+    assert EVIL not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+@needs_shared
+def test_real_runs_pages_and_names(tmp_path):
+    out = tmp_path / "site"
+    report = build_site([str(LOGDIR)], BuildOptions(output=str(out), runs={"jax_mlp", "tf_keras_fast"}, jobs=1))
+    assert report.exit_code == 0
+    summary = json.loads((out / "summary.json").read_text())["runs"]
+    names = (ORACLE / "jax_mlp" / "tool_names.txt").read_text().split("hlo_modules:", 1)[1].strip().split(",")
+    assert list(summary["jax_mlp"]["memory"]["modules"]) == names
+    assert "profiles" not in summary["jax_mlp"]["memory"]  # JAX on CPU records no allocator events
+    assert sorted(p.name for p in (out / "jax_mlp" / "data" / "memory_viewer").iterdir()) == sorted(
+        f"{n}__buffers.csv" for n in names)
+    assert list(summary["tf_keras_fast"]["memory"]["profiles"]) == ["vm/mklcpu"]
+    assert "modules" not in summary["tf_keras_fast"]["memory"]
+    assert (out / "tf_keras_fast" / "data" / "memory_profile" / "vm__mklcpu__breakdown.csv").exists()
+    assert not (out / "tf_keras_fast" / "memory_viewer.html").exists()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+@pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+                    reason="Debian chromium/chromedriver not installed")
+def test_pointing_at_a_buffer_shows_its_lifetime(site, tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    try:
+        driver.get((site / "risky" / "memory_viewer.html").as_uri())
+        wait = WebDriverWait(driver, 20)
+        status = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "[data-mv-status]").text and
+                            d.find_element(By.CSS_SELECTOR, "[data-mv-status]"))
+        highlight = "g.mark-rect.layer_0_marks path"
+        assert driver.find_elements(By.CSS_SELECTOR, highlight) == []
+        row = driver.find_element(By.CSS_SELECTOR, "tr[data-span-label='copy.2']")
+        ActionChains(driver).move_to_element(row).perform()
+        wait.until(lambda d: "copy.2: allocated at position 4, freed at position 7" in status.text)
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, highlight)) == 1)
+        row.click()
+        assert row.get_attribute("aria-selected") == "true" and "(selected)" in status.text
+        ActionChains(driver).move_to_element(driver.find_element(By.TAG_NAME, "h1")).perform()
+        wait.until(lambda d: "(selected)" in status.text)  # a selected buffer stays shown
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+    finally:
+        driver.quit()

@@ -1,0 +1,215 @@
+"""Memory profile rules (docs/xprof/memory_profile.md) on XSpaces built in code."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportgen.core.event_groups import event_group_ids
+from reportgen.core.memory_profile import (
+    UNUSED_PREALLOCATED,
+    data_type_string,
+    memory_profiles,
+    out_of_memory_messages,
+)
+from tests.memory_xspace import Ref, SpaceBuilder, memory_event
+
+MIB = 1 << 20
+
+
+def test_data_type_names_follow_tensorflow():
+    assert data_type_string(0) == "INVALID"
+    assert data_type_string(1) == "float"
+    assert data_type_string(14) == "bfloat16"
+    assert data_type_string(30) == "uint4"
+    assert data_type_string(101) == "float_ref"
+    assert data_type_string(77) == "unknown dtype enum (77)"
+
+
+def _stepped_capture():
+    """Two `train` steps on the Python thread; allocations nested in them, one outside."""
+    b = SpaceBuilder()
+    host = b.plane("/host:CPU")
+    line = host.line("python", timestamp_ns=1_000)
+    memory_event(line, "MemoryAllocation", 10, heap=MIB, free=10 * MIB, requested=MIB, allocated=MIB,
+                 address=0x10, peak=MIB, tf_op="before", region_type="output", data_type=1, shape="[1]")
+    line.event("train", 100, 1000, _r=1, step_num=7)
+    memory_event(line, "MemoryAllocation", 200, heap=3 * MIB, free=8 * MIB, requested=2 * MIB,
+                 allocated=2 * MIB, address=0x20, peak=3 * MIB, tf_op="a", region_type="temp", data_type=1,
+                 shape="[2]")
+    memory_event(line, "MemoryDeallocation", 300, heap=MIB, free=10 * MIB, requested=2 * MIB, allocated=2 * MIB,
+                 address=0x20, peak=3 * MIB)
+    line.event("train", 2000, 1000, _r=1, step_num=8)
+    memory_event(line, "MemoryAllocation", 2100, heap=2 * MIB, stack=MIB // 2, free=8 * MIB, requested=MIB,
+                 allocated=MIB, address=0x30, peak=3 * MIB, tf_op="b", region_type="output", data_type=14,
+                 shape="[3]", fragmentation=0.25)
+    memory_event(line, "MemoryAllocation", 2200, heap=3 * MIB, stack=MIB // 2, free=7 * MIB, requested=MIB,
+                 allocated=MIB, address=0x40, peak=3 * MIB, tf_op="b", region_type="output", data_type=14,
+                 shape="[3]", fragmentation=0.5)
+    memory_event(line, "MemoryDeallocation", 2300, heap=2 * MIB, stack=MIB // 2, free=8 * MIB, requested=MIB,
+                 allocated=MIB, address=0x99, peak=3 * MIB)
+    memory_event(line, "MemoryAllocation", 5000, heap=MIB, free=10 * MIB, requested=MIB, allocated=MIB,
+                 address=0x50, peak=3 * MIB, tf_op="after")
+    return b.capture()
+
+
+def test_roots_group_nested_events_and_steps_are_repaired():
+    capture = _stepped_capture()
+    profile = memory_profiles(capture)["bfc"]
+    t = profile.timeline
+    assert list(t["time_ps"]) == [10, 200, 300, 2100, 2200, 2300, 5000]  # line-relative offsets
+    # Grouped: 0 and 1 (two train roots); the leading event gets 0, the trailing one last + 1.
+    assert list(t["step"]) == [0, 0, 0, 1, 1, 1, 2]
+
+
+def test_peak_summary_is_the_last_event_with_the_most_in_use():
+    p = memory_profiles(_stepped_capture())["bfc"]
+    assert p.peak_bytes == 3 * MIB + MIB // 2
+    assert p.peak_time_ps == 2200
+    assert p.peak_stats == {"stack_bytes": MIB // 2, "heap_bytes": 3 * MIB, "free_bytes": 7 * MIB,
+                            "fragmentation": 0.5, "peak_bytes_in_use": 3 * MIB + MIB // 2}
+    assert p.memory_capacity == 3 * MIB + MIB // 2 + 7 * MIB
+    assert p.peak_bytes_usage_lifetime == 3 * MIB  # the last event's own figure
+    assert p.peak_step == 1
+    assert p.fragmentation_percent == 50.0
+    assert (p.allocations, p.deallocations) == (5, 2)
+
+
+def test_deallocations_show_what_their_allocation_held():
+    t = memory_profiles(_stepped_capture())["bfc"].timeline
+    dealloc = t[t["time_ps"] == 300].iloc[0]
+    assert (dealloc["tf_op"], dealloc["region_type"], dealloc["data_type"], dealloc["shape"]) == (
+        "a", "temp", "float", "[2]")
+    unmatched = t[t["time_ps"] == 2300].iloc[0]
+    assert unmatched["tf_op"] == "" and unmatched["data_type"] == ""
+
+
+def test_breakdown_at_peak_merges_equal_rows_and_adds_special_rows():
+    b = memory_profiles(_stepped_capture())["bfc"].breakdown
+    rows = [tuple(r) for r in b.itertuples(index=False)]
+    # Step 1 up to the peak: two equal 1 MiB allocations of op b (merged), heap 3 MiB of which
+    # 2 MiB are accounted for -> 1 MiB unused preallocated; stack 0.5 MiB.
+    assert rows == [
+        ("b", MIB, MIB, 2, "output", "bfloat16", "[3]"),
+        (UNUSED_PREALLOCATED, MIB, MIB, 1, "persist/dynamic", "INVALID", "unknown"),
+        ("stack", MIB // 2, MIB // 2, 1, "stack", "INVALID", "unknown"),
+    ]
+
+
+def test_unmatched_deallocation_before_peak_counts_against_unmapped_bytes():
+    b = SpaceBuilder()
+    line = b.plane("/host:CPU").line("t")
+    memory_event(line, "MemoryDeallocation", 5, heap=MIB, allocated=MIB, address=0x1, peak=2 * MIB)
+    memory_event(line, "MemoryAllocation", 10, heap=2 * MIB, requested=MIB, allocated=MIB, address=0x2,
+                 peak=2 * MIB, tf_op="x")
+    rows = [tuple(r) for r in memory_profiles(b.capture())["bfc"].breakdown.itertuples(index=False)]
+    # heap 2 MiB - 1 MiB allocated + 1 MiB deallocated - 1 MiB unmapped deallocation = 1 MiB;
+    # equal sizes sort by op name.
+    assert rows == [(UNUSED_PREALLOCATED, MIB, MIB, 1, "persist/dynamic", "INVALID", "unknown"),
+                    ("x", MIB, MIB, 1, "", "", "")]
+
+
+def _reference_sample(in_use, limit=1000):
+    n = len(in_use)
+    w = n // limit
+    count1 = limit * (w + 1) - n
+    out = []
+    for width, count, start in ((w, count1, 0), (w + 1, limit - count1, w * count1)):
+        for i in range(count):
+            box = list(in_use[start + width * i: start + width * (i + 1)])
+            out.append(start + width * i + box.index(max(box)))
+    return out
+
+
+def test_large_timelines_are_sampled_like_xprof():
+    rng = np.random.default_rng(1)
+    heap = rng.integers(1, 1000, size=2500) * 1024
+    b = SpaceBuilder()
+    line = b.plane("/host:CPU").line("t")
+    for i, h in enumerate(heap):
+        memory_event(line, "MemoryAllocation", 10 * (i + 1), heap=int(h), allocated=1, address=i + 1)
+    p = memory_profiles(b.capture())["bfc"]
+    assert p.events == 2500 and p.sampled
+    assert len(p.timeline) == 1000
+    expected = _reference_sample(list(heap))
+    assert list(p.timeline["time_ps"]) == [10 * (i + 1) for i in expected]
+
+
+def test_memory_ids_from_allocator_names_and_device_indices():
+    b = SpaceBuilder()
+    host = b.plane("/host:CPU")
+    host.stat_id("GPU_0_bfc")
+    line = host.line("t")
+    line.event("MemoryAllocation", 1, 1, allocator_name=Ref("GPU_0_bfc"), bytes_allocated=5, allocation_bytes=5)
+    line.event("MemoryAllocation", 2, 1, index_on_host=3, bytes_allocated=7, allocation_bytes=7)
+    line.event("MemoryAllocation", 3, 1, bytes_allocated=1)
+    profiles = memory_profiles(b.capture())
+    assert list(profiles) == ["", "3", "GPU_0_bfc"]  # sorted as XProf sorts memory ids
+    assert profiles["3"].peak_bytes == 7
+
+
+def test_context_links_carry_the_step_to_other_threads():
+    b = SpaceBuilder()
+    host = b.plane("/host:CPU")
+    main = host.line("python", line_id=1)
+    main.event("train", 0, 1000, _r=1, step_num=1)
+    main.event("FunctionRun", 10, 500, _pt=1, _p=42)
+    worker = host.line("tf_Compute", line_id=2)
+    worker.event("ExecutorState::Process", 20, 100, _ct=1, _c=42)
+    memory_event(worker, "MemoryAllocation", 30, heap=1)
+    memory_event(worker, "MemoryAllocation", 700, heap=2)  # outside any linked event
+    capture = b.capture()
+    groups = event_group_ids(capture)
+    names = capture.event_metadata["name"].to_numpy()[capture.events["md"].to_numpy()]
+    assert list(groups[names == "MemoryAllocation"]) == [0, -1]
+    assert list(groups[names == "ExecutorState::Process"]) == [0]
+
+
+def test_nested_root_of_the_same_level_does_not_start_a_group():
+    b = SpaceBuilder()
+    line = b.plane("/host:CPU").line("python")
+    line.event("train", 0, 1000, _r=1)
+    line.event("FunctionRun", 10, 100, _r=1)
+    line.event("train", 2000, 1000, _r=1)
+    groups = event_group_ids(b.capture())
+    assert list(groups) == [0, 0, 1]
+
+
+def test_captures_grouped_by_the_profiler_keep_their_group_ids():
+    b = SpaceBuilder()
+    host = b.plane("/host:CPU")
+    host.stat_id("group_id")
+    memory_event(host.line("t"), "MemoryAllocation", 5, heap=1, group_id=41)
+    assert list(event_group_ids(b.capture())) == [41]
+
+
+def test_tf_loop_ops_disable_grouping():
+    b = SpaceBuilder()
+    line = b.plane("/host:CPU").line("python")
+    line.event("train", 0, 1000, _r=1)
+    line.event("WhileOp-EvalCond", 10, 10)
+    assert list(event_group_ids(b.capture())) == [-1, -1]
+
+
+def test_out_of_memory_is_flagged_near_capacity_and_on_failed_allocations():
+    b = SpaceBuilder()
+    line = b.plane("/host:CPU").line("t")
+    memory_event(line, "MemoryAllocation", 1, allocator="near", heap=95, free=5, allocated=95, requested=95)
+    memory_event(line, "MemoryAllocation", 1, allocator="roomy", heap=50, free=50, allocated=50, requested=50)
+    memory_event(line, "MemoryAllocation", 1, allocator="failed", heap=10, free=90, allocated=10, requested=10)
+    memory_event(line, "MemoryAllocation", 2, allocator="failed", heap=10, free=90, allocated=0, requested=64)
+    b.space.warnings.append("Allocator ran out of memory trying to allocate 64B")
+    capture = b.capture()
+    p = memory_profiles(capture)
+    assert p["near"].near_capacity and p["near"].out_of_memory
+    assert not p["roomy"].out_of_memory
+    assert p["failed"].failed_allocations == 1 and p["failed"].out_of_memory
+    assert out_of_memory_messages(capture) == ["Allocator ran out of memory trying to allocate 64B"]
+
+
+def test_no_host_plane_or_no_memory_events_means_no_profile():
+    b = SpaceBuilder()
+    b.plane("/device:GPU:0").line("s").event("MemoryAllocation", 1, 1, bytes_allocated=1)
+    assert memory_profiles(b.capture()) == {}
+    b = SpaceBuilder()
+    b.plane("/host:CPU").line("t").event("op", 1, 1)
+    assert memory_profiles(b.capture()) == {}

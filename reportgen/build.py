@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from reportgen import __version__
-from reportgen.buildcache import CACHE_FOLDER, HostCache, link_or_copy
+from reportgen.buildcache import HostCache, default_cache_dir
 from reportgen.errors import NoCapturesError
 from reportgen.hoststage import HostOutcome, HostTask
 from reportgen.loaders.logdir import RunSource, discover
@@ -48,7 +48,7 @@ class BuildOptions:
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     progress: bool = False
     cache: bool = True  # reuse unchanged hosts' results from the last build
-    cache_dir: str | None = None  # default: <output>/.cache
+    cache_dir: str | None = None  # default: .<output name>.reportgen-cache beside the output folder
     scheduler: str | None = None  # a Dask scheduler address: the host stage runs on its workers
     log: Callable[[str], None] | None = None  # one line per host (decoded or from the cache)
 
@@ -70,14 +70,24 @@ class BuildReport:
     runner: str = "none"  # where the host stage ran: "serial", "processes", "dask" or "none" (all cached)
 
 
+# Names the site uses at its top level: a run folder must never take one.
+RESERVED_RUN_NAMES = frozenset({"assets", "compare", "index.html", "summary.json"})
+
+
 def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
-    """Runs from several logdirs may share a name: suffix the later ones."""
-    seen: dict[str, int] = {}
+    """Runs from several logdirs may share a name, or be named like a file of
+    the site itself: suffix the later ones (`-2`, `-3`, …) until unique."""
+    taken = set(RESERVED_RUN_NAMES)
     named = []
     for run in runs:
-        count = seen.get(run.name, 0)
-        seen[run.name] = count + 1
-        named.append((run.name if count == 0 else f"{run.name}-{count + 1}", run))
+        # Dot-folders of the site (the rebuild cache) are not published: a run never gets one.
+        base = "_" + run.name if run.name.startswith(".") else run.name
+        name, count = base, 1
+        while name in taken:
+            count += 1
+            name = f"{base}-{count}"
+        taken.add(name)
+        named.append((name, run))
     return named
 
 
@@ -102,19 +112,12 @@ def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCach
         return None
     if options.cache_dir is not None:
         return HostCache(Path(options.cache_dir))
-    # In the site: this build's cache replaces the old one with the site.
-    return HostCache(transaction.tmp / CACHE_FOLDER, previous=transaction.target / CACHE_FOLDER)
+    return HostCache(default_cache_dir(transaction.target))
 
 
 def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
     """Write the assets on a thread: bundling Vega takes seconds and releases the GIL."""
-    cache_dir = None
-    if cache is not None:
-        cache_dir = cache.root / "assets"
-        if cache.previous is not None and (cache.previous / "assets").is_dir():
-            for old in (cache.previous / "assets").iterdir():
-                if old.is_file():
-                    link_or_copy(old, cache_dir / old.name)
+    cache_dir = cache.root / "assets" if cache is not None else None
 
     def write():
         with timings.stage("assets (background)"):
@@ -172,7 +175,6 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
         with timings.stage("cache.store"):
             for task, out_dir, _ in work:
                 cache.store(task, outcomes[task.index], out_dir)
-            cache.save_memo()
     return outcomes, runner
 
 
@@ -214,6 +216,8 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             assets = assets_future.result()
         summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
                                                      options.log or (lambda _line: None))
+        # What the site shows carries no path of the build machine.
+        site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
         root = PageWriter(site_dir=site_dir, assets=assets)
         with timings.stage("site index"):
             root.write_html(
@@ -221,23 +225,28 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
                 "site_index.html",
                 runs=run_rows,
                 host_total=sum(len(r["hosts"]) for r in run_rows),
-                errors=all_errors,
+                errors=site_errors,
             )
         summary_doc = {
             "schema": SUMMARY_SCHEMA,
             "generator": f"reportgen {__version__}",
             "runs": summary,
             "hosts": sum(1 for o in outcomes if o.error is None),
-            "errors": all_errors,
+            "errors": site_errors,
         }
         with timings.stage("summary.json"):
             root.write_json("summary.json", summary_doc)
         if all(o.error is not None for o in outcomes):
             raise NoCapturesError(
-                "no host file could be read:\n  " + "\n  ".join(e["message"] for e in all_errors)
+                "no host file could be read:\n  " + "\n  ".join(e["local_message"] for e in all_errors)
             )
         with timings.stage("commit"):
             transaction.commit()
+        if cache is not None:
+            with timings.stage("cache.prune"):
+                if options.cache_dir is None:
+                    cache.prune()
+                cache.save_memo()
     except BaseException:
         transaction.abort()
         raise
@@ -271,7 +280,10 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
         pairs = by_run.get(name, [])
         host_outcomes = [o for _, o in pairs]
         errors = [{"path": o.path, "message": o.error} for o in host_outcomes if o.error]
-        all_errors.extend({"run": name, **e} for e in errors)
+        all_errors.extend(
+            {"run": name, **e, "local_message": o.local_error}
+            for e, o in zip(errors, [o for o in host_outcomes if o.error])
+        )
         key = None
         if cache is not None:
             key = cache.run_key(name, [t for t, _ in pairs], host_outcomes, assets)
@@ -321,7 +333,7 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
     }
     if "inventory" not in computed:
         # Every host failed: the run page still says so.
-        page.write_html("index.html", "run_index.html", hosts=[], errors=errors)
+        page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=[])
     for section in SECTIONS:
         if section.slug not in computed:
             continue

@@ -29,11 +29,13 @@ under a key made of exactly those:
   linked from the cache. Adding a run to a logdir thus renders that run and
   the site index only.
 
-By default the cache lives in the site, `<site>/.cache/` (never published,
-served or folded into a single file: dot-folders are skipped); each build
-carries over the entries it used, by hard link, so it holds exactly the last
-build's hosts. `--cache-dir DIR` keeps it elsewhere (shared by builds, never
-pruned: delete it at will).
+By default the cache lives beside the site, in `.<site name>.reportgen-cache/`
+next to the output folder (so the site folder holds the site only: nothing to
+skip when publishing, serving or zipping it), and each successful build
+prunes the entries it did not use: it holds exactly the last build's hosts
+and runs. `--cache-dir DIR` keeps it elsewhere, shared by builds and never
+pruned (delete it at will). Files are shared with the site by hard link
+where the file system allows.
 
 Trust: entries are pickles of reportgen's own dataclasses, written by
 reportgen. Loading a pickle runs code named in it, so the cache folder must
@@ -67,7 +69,7 @@ from reportgen.hoststage import (
 )
 
 CACHE_FORMAT = 1
-CACHE_FOLDER = ".cache"  # inside the site
+CACHE_SUFFIX = ".reportgen-cache"  # `.<site name><suffix>`, beside the site
 OUTCOME_FILE = "outcome.pickle"
 RUN_FILE = "run.pickle"
 FILES_FOLDER = "files"
@@ -123,35 +125,35 @@ def link_tree(source: Path, target: Path) -> None:
         link_or_copy(source / rel, target / rel)
 
 
+def default_cache_dir(site: Path) -> Path:
+    site = site.resolve()
+    return site.with_name(f".{site.name}{CACHE_SUFFIX}")
+
+
 class HostCache:
-    """Lookups and stores for one build.
+    """Lookups and stores of one build in the cache folder `root`."""
 
-    `root` receives this build's entries; `previous` (the old site's cache,
-    when the cache lives in the site) is where earlier entries are found.
-    """
-
-    def __init__(self, root: Path, previous: Path | None = None, settings: dict | None = None):
+    def __init__(self, root: Path, settings: dict | None = None):
         self.root = root
-        self.previous = previous if previous is not None and previous != root else None
         self.settings = dict(settings or {})
         self.warnings: list[str] = []
         self._code = code_fingerprint()
         self._memo = self._read_memo()
         self._fingerprints: dict[int, str] = {}  # task index → content key, once known
+        self._used: set[Path] = set()  # entries this build read or wrote
+        self._memo_used: set[str] = set()
 
     # keys -------------------------------------------------------------
 
     def prefix(self, task: HostTask) -> str:
         return _digest(CACHE_FORMAT, self._code, task.run, task.host.host, task.shown_path, self.settings)[:40]
 
-    def _entry_dirs(self, task: HostTask, fingerprint: str) -> list[Path]:
+    def _entry_dir(self, task: HostTask, fingerprint: str) -> Path:
         name = hashlib.sha256(fingerprint.encode()).hexdigest()[:40]
-        roots = [self.root] + ([self.previous] if self.previous else [])
-        return [r / "hosts" / self.prefix(task) / name for r in roots]
+        return self.root / "hosts" / self.prefix(task) / name
 
     def _may_hit(self, task: HostTask) -> bool:
-        roots = [self.root] + ([self.previous] if self.previous else [])
-        return any((r / "hosts" / self.prefix(task)).is_dir() for r in roots)
+        return (self.root / "hosts" / self.prefix(task)).is_dir()
 
     def needs_worker_hash(self, task: HostTask) -> bool:
         """True when the content key is not known yet and is the hash of the bytes the worker reads."""
@@ -160,16 +162,15 @@ class HostCache:
     # fingerprints -----------------------------------------------------
 
     def _read_memo(self) -> dict[str, list]:
-        for root in [self.root] + ([self.previous] if self.previous else []):
-            try:
-                memo = json.loads((root / MEMO_FILE).read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                continue
-            except (OSError, ValueError) as exc:
-                self.warnings.append(f"ignoring the cache's fingerprint memo {root / MEMO_FILE}: {exc}")
-                continue
-            if isinstance(memo, dict) and memo.get("format") == CACHE_FORMAT and isinstance(memo.get("files"), dict):
-                return memo["files"]
+        try:
+            memo = json.loads((self.root / MEMO_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            self.warnings.append(f"ignoring the cache's fingerprint memo {self.root / MEMO_FILE}: {exc}")
+            return {}
+        if isinstance(memo, dict) and memo.get("format") == CACHE_FORMAT and isinstance(memo.get("files"), dict):
+            return memo["files"]
         return {}
 
     @staticmethod
@@ -184,6 +185,7 @@ class HostCache:
         """The content key of a host file, reading it only when nothing cheaper tells."""
         path = task.host.path
         if is_local(path):
+            self._memo_used.add(_memo_key(path))
             stat = self._stat_key(path)
             memo = self._memo.get(_memo_key(path))
             if stat is not None and isinstance(memo, list) and len(memo) == 2 and memo[0] == stat:
@@ -202,6 +204,7 @@ class HostCache:
         path = task.host.path
         if is_local(path) and stat_before is not None and stat_before == self._stat_key(path):
             self._memo[_memo_key(path)] = [stat_before, outcome.content_hash]
+            self._memo_used.add(_memo_key(path))
 
     def save_memo(self) -> None:
         try:
@@ -228,23 +231,21 @@ class HostCache:
             self.warnings.append(f"{task.shown_path}: cannot fingerprint for the cache ({exc}); rebuilding it")
             return None
         self._fingerprints[task.index] = fingerprint
-        for entry in self._entry_dirs(task, fingerprint):
-            if not (entry / OUTCOME_FILE).is_file():
-                continue
-            outcome = self._load(entry, task)
-            if outcome is None:
-                continue
-            try:
-                if entry.parent.parent.parent != self.root:  # carry the entry over to this build's cache
-                    link_tree(entry, self._entry_dirs(task, fingerprint)[0])
-                if (entry / FILES_FOLDER).is_dir():
-                    link_tree(entry / FILES_FOLDER, out_dir)
-            except OSError as exc:
-                self.warnings.append(f"{task.shown_path}: cannot restore cached files ({exc}); rebuilding it")
-                shutil.rmtree(out_dir, ignore_errors=True)
-                return None
-            return outcome
-        return None
+        entry = self._entry_dir(task, fingerprint)
+        if not (entry / OUTCOME_FILE).is_file():
+            return None
+        outcome = self._load(entry, task)
+        if outcome is None:
+            return None
+        try:
+            if (entry / FILES_FOLDER).is_dir():
+                link_tree(entry / FILES_FOLDER, out_dir)
+        except OSError as exc:
+            self.warnings.append(f"{task.shown_path}: cannot restore cached files ({exc}); rebuilding it")
+            shutil.rmtree(out_dir, ignore_errors=True)
+            return None
+        self._used.add(entry)
+        return outcome
 
     def _load(self, entry: Path, task: HostTask) -> HostOutcome | None:
         try:
@@ -275,22 +276,31 @@ class HostCache:
         fingerprint = self._fingerprints.get(task.index)
         if outcome.error is not None or fingerprint is None:
             return
-        entry = self._entry_dirs(task, fingerprint)[0]
-        tmp = entry.with_name(f".{entry.name}.{uuid.uuid4().hex}")
+        entry = self._entry_dir(task, fingerprint)
         kept = dataclasses.replace(outcome, timings={}, payload=None, code=None, cached=False,
-                                   content_hash=None, peak_rss=0)
-        try:
-            tmp.mkdir(parents=True)
+                                   content_hash=None, peak_rss=0, local_error=None)
+
+        def fill(tmp: Path) -> None:
             for rel in outcome.files:
                 link_or_copy(out_dir / rel, tmp / FILES_FOLDER / rel)
             with open(tmp / OUTCOME_FILE, "wb") as handle:
                 pickle.dump(kept, handle, protocol=pickle.HIGHEST_PROTOCOL)
+
+        self._write_entry(entry, fill, f"{task.shown_path}: cannot store in the cache")
+
+    def _write_entry(self, entry: Path, fill, failure: str) -> None:
+        """Write an entry in a temporary folder, then move it into place whole."""
+        tmp = entry.with_name(f".{entry.name}.{uuid.uuid4().hex}")
+        try:
+            tmp.mkdir(parents=True)
+            fill(tmp)
             if entry.exists():
                 shutil.rmtree(entry)
             os.replace(tmp, entry)
+            self._used.add(entry)
         except Exception as exc:  # noqa: BLE001 (a full disk or an unpicklable part must not fail the build)
             shutil.rmtree(tmp, ignore_errors=True)
-            self.warnings.append(f"{task.shown_path}: cannot store in the cache {self.root} ({exc})")
+            self.warnings.append(f"{failure} {self.root} ({type(exc).__name__}: {exc})")
 
     # runs -------------------------------------------------------------
 
@@ -306,46 +316,55 @@ class HostCache:
 
     def lookup_run(self, key: str, run_dir: Path) -> tuple[Any, Any] | None:
         """(summary block, index row) of a run rendered before, its folder linked into `run_dir`."""
-        roots = [self.root] + ([self.previous] if self.previous else [])
-        for root in roots:
-            entry = root / "runs" / key
-            if not (entry / RUN_FILE).is_file():
-                continue
-            try:
-                with open(entry / RUN_FILE, "rb") as handle:
-                    block, row, files = pickle.load(handle)
-                missing = [rel for rel in files if not (entry / FILES_FOLDER / rel).is_file()]
-                if missing:
-                    raise FileNotFoundError(f"misses {len(missing)} of its files (first: {missing[0]})")
-            except Exception as exc:  # noqa: BLE001 (any unreadable entry is ignored, never fatal)
-                self.warnings.append(f"ignoring an unreadable cache entry {entry} ({type(exc).__name__}: {exc}); "
-                                     "rendering this run again")
-                continue
-            try:
-                if root != self.root:
-                    link_tree(entry, self.root / "runs" / key)
-                shutil.rmtree(run_dir, ignore_errors=True)
-                link_tree(entry / FILES_FOLDER, run_dir)
-            except OSError as exc:
-                self.warnings.append(f"cannot restore the cached pages from {entry} ({exc}); rendering again")
-                shutil.rmtree(run_dir, ignore_errors=True)
-                return None
-            return block, row
-        return None
+        entry = self.root / "runs" / key
+        if not (entry / RUN_FILE).is_file():
+            return None
+        try:
+            with open(entry / RUN_FILE, "rb") as handle:
+                block, row, files = pickle.load(handle)
+            missing = [rel for rel in files if not (entry / FILES_FOLDER / rel).is_file()]
+            if missing:
+                raise FileNotFoundError(f"misses {len(missing)} of its files (first: {missing[0]})")
+        except Exception as exc:  # noqa: BLE001 (any unreadable entry is ignored, never fatal)
+            self.warnings.append(f"ignoring an unreadable cache entry {entry} ({type(exc).__name__}: {exc}); "
+                                 "rendering this run again")
+            return None
+        try:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            link_tree(entry / FILES_FOLDER, run_dir)
+        except OSError as exc:
+            self.warnings.append(f"cannot restore the cached pages from {entry} ({exc}); rendering again")
+            shutil.rmtree(run_dir, ignore_errors=True)
+            return None
+        self._used.add(entry)
+        return block, row
 
     def store_run(self, key: str, run_dir: Path, block: Any, row: Any) -> None:
-        entry = self.root / "runs" / key
-        tmp = entry.with_name(f".{entry.name}.{uuid.uuid4().hex}")
-        try:
+        def fill(tmp: Path) -> None:
             files = list_files(str(run_dir))
-            tmp.mkdir(parents=True)
             for rel in files:
                 link_or_copy(run_dir / rel, tmp / FILES_FOLDER / rel)
             with open(tmp / RUN_FILE, "wb") as handle:
                 pickle.dump((block, row, files), handle, protocol=pickle.HIGHEST_PROTOCOL)
-            if entry.exists():
-                shutil.rmtree(entry)
-            os.replace(tmp, entry)
-        except Exception as exc:  # noqa: BLE001 (the cache never fails a build)
-            shutil.rmtree(tmp, ignore_errors=True)
-            self.warnings.append(f"cannot store a run's pages in the cache {self.root} ({exc})")
+
+        self._write_entry(self.root / "runs" / key, fill, "cannot store a run's pages in the cache")
+
+    # pruning ----------------------------------------------------------
+
+    def prune(self) -> None:
+        """Drop the entries this build did not use (the cache beside a site holds that site's build only)."""
+        try:
+            for kind, depth in (("hosts", 2), ("runs", 1)):
+                folder = self.root / kind
+                if not folder.is_dir():
+                    continue
+                entries = folder.glob("/".join(["*"] * depth))
+                for entry in entries:
+                    if entry.is_dir() and entry not in self._used:
+                        shutil.rmtree(entry, ignore_errors=True)
+                for prefix in folder.iterdir() if depth == 2 else ():
+                    if prefix.is_dir() and not any(prefix.iterdir()):
+                        prefix.rmdir()
+            self._memo = {k: v for k, v in self._memo.items() if k in self._memo_used}
+        except OSError as exc:
+            self.warnings.append(f"cannot prune the cache {self.root} ({exc})")

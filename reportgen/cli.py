@@ -13,9 +13,10 @@ from reportgen import __version__
 from reportgen.errors import NoCapturesError
 from reportgen.publish import DEFAULT_JOBS, PublishError, is_gcs_url, open_destination, publish_site
 
-# The exit codes of OUTPUTS.md (reportgen.build names them too). The build
-# machinery (pandas, numba, Altair) is imported only by `build`, so that
-# `serve` and `publish` start at once.
+# The exit codes of OUTPUTS.md (reportgen.build names them too); bad arguments
+# count as "nothing could be built". The build machinery (pandas, numba,
+# Altair) is imported only by `build`, so that --help, --version, `serve` and
+# `publish` answer at once.
 EXIT_OK = 0
 EXIT_FAILED = 1
 
@@ -60,8 +61,16 @@ def sample_logdir() -> str:
     return str(resources.files("reportgen").joinpath("sample"))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with status 2 on bad arguments; 2 means a partial site here."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_FAILED, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="reportgen",
         description="Turn TensorFlow / JAX profiler captures into a static web site, no server needed.",
         epilog=EXAMPLES,
@@ -102,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.add_argument(
         "--cache-dir", metavar="DIR",
-        help="keep the rebuild cache in DIR (default: OUTPUT/.cache, never published); "
+        help="keep the rebuild cache in DIR (default: .NAME.reportgen-cache beside the output folder NAME); "
         "only this user may write to it: cache entries are Python pickles",
     )
     build.add_argument("--timings", action="store_true", help="print the time each build stage took, and peak memory")
@@ -180,7 +189,7 @@ def _build(args: argparse.Namespace) -> int:
         for warning in report.warnings:
             print(f"reportgen: warning: {warning}", file=sys.stderr)
         for error in report.errors:
-            print(f"reportgen: error: {error['message']}", file=sys.stderr)
+            print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
         if args.timings:
             print(format_timings(report.timings, report.seconds, report.peak_rss), file=sys.stderr)
         written = [str(report.output)] if local else []

@@ -32,9 +32,10 @@ CONNECT_TIMEOUT_S = 20
 
 
 def _failed(task: HostTask, where: str, exc: BaseException) -> HostOutcome:
+    problem = f"the host stage failed {where} ({type(exc).__name__}: {exc})"
     return HostOutcome(
         run=task.run, host=task.host.host, path=task.shown_path,
-        error=f"{task.shown_path}: the host stage failed {where} ({type(exc).__name__}: {exc})",
+        error=f"{task.shown_path}: {problem}", local_error=f"{task.host.path}: {problem}",
     )
 
 

@@ -56,7 +56,8 @@ class HostOutcome:
     path: str  # shown path, `<run>/<file name>`
     summary: HostSummary | None = None
     parts: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
+    error: str | None = None  # as the site shows it: paths relative to the logdir
+    local_error: str | None = None  # for the terminal: the path as the user gave it
     # Files the sections wrote, relative to the site root, sorted.
     files: list[str] = field(default_factory=list)
     # Stage seconds on the worker (`host.read`, `host.decode`, `host.<slug>`, …).
@@ -193,11 +194,12 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
             if part is not None:
                 outcome.parts[section.slug] = part
     except CaptureError as exc:
-        outcome.error = _without_local_paths(f"{shown}: {exc.problem}", host, shown)
+        outcome.local_error = f"{host.path}: {exc.problem}"
     except Exception as exc:  # a bug must not take the other hosts down with it
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        outcome.error = _without_local_paths(f"{shown}: internal error while processing this host: {detail}",
-                                             host, shown)
+        outcome.local_error = f"{host.path}: internal error while processing this host: {detail}"
+    if outcome.local_error is not None:
+        outcome.error = _without_local_paths(outcome.local_error, host, shown)
     if outcome.error is None and os.path.isdir(out_dir):
         outcome.files = list_files(out_dir)
     outcome.peak_rss = peak_rss_bytes()

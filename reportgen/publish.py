@@ -153,13 +153,10 @@ class PublishReport:
 
 
 def site_files(site_dir: Path) -> list[str]:
-    """Every file of the site, as paths relative to its root, in a stable order.
-
-    Dot-folders are not part of the site: `.cache/` holds the rebuild cache.
-    """
+    """Every file of the site, as paths relative to its root, in a stable order."""
     files = []
     for folder, dirs, names in os.walk(site_dir):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs.sort()
         rel_folder = Path(folder).relative_to(site_dir).as_posix()
         for name in sorted(names):
             files.append(name if rel_folder == "." else f"{rel_folder}/{name}")

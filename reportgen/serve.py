@@ -14,7 +14,6 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TextIO
-from urllib.parse import unquote
 
 from reportgen.webtypes import content_type
 
@@ -27,14 +26,6 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
 
     def guess_type(self, path: str | Path) -> str:
         return content_type(str(path))
-
-    def send_head(self):  # noqa: ANN201 (the base class's signature)
-        # Dot-folders are not part of the site: `.cache/` holds the rebuild cache.
-        path = self.path.split("?", 1)[0].split("#", 1)[0]
-        if any(part.startswith(".") for part in unquote(path).split("/")):
-            self.send_error(404, "File not found")
-            return None
-        return super().send_head()
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")

@@ -82,8 +82,7 @@ def _anchor_for(page: str, taken: set[str]) -> str:
 def page_order(site_dir: Path) -> list[str]:
     """The site's HTML pages in reading order (paths relative to the root)."""
     pages = sorted(
-        p.relative_to(site_dir).as_posix() for p in site_dir.rglob("*.html")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(site_dir).parts[:-1])
+        p.relative_to(site_dir).as_posix() for p in site_dir.rglob("*.html") if p.is_file()
     )
     present = set(pages)
     ordered: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reportgen.publish import site_files
+from tests.gpu_xspace import GpuSpace
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "reportgen" / "sample" / "plugins" / "profile"
@@ -24,17 +25,24 @@ def make_logdir(root: Path, runs: dict[str, dict[str, Path | bytes]]) -> Path:
 
 
 def pod_runs() -> dict[str, dict[str, Path | bytes]]:
-    """A run of five host files (one of them truncated) and a run of one."""
+    """A run of three host files (the last one truncated) and a run of one small host."""
     return {
         "pod": {
             "worker-0": FAST,
             "worker-1": INPUT_BOUND,
-            "worker-2": FAST,
-            "worker-3": INPUT_BOUND,
-            "worker-4": INPUT_BOUND.read_bytes()[:5000],
+            "worker-2": INPUT_BOUND.read_bytes()[:5000],
         },
-        "solo": {"vm": FAST},
+        "solo": {"vm": small_capture(1)},
     }
+
+
+def small_capture(i: int) -> bytes:
+    """A real XSpace file, kept small: one host plane, two threads, a few events (`i` varies them)."""
+    space = GpuSpace(hostname=f"host{i}")
+    line = space.host.line(2, "worker")
+    for k in range(1, 4):
+        line.event(f"op{k}", k * 1_000_000, i * 1000 + k)
+    return space.serialize()
 
 
 def site_bytes(site: Path) -> dict[str, bytes]:

@@ -6,13 +6,12 @@ import os
 import shutil
 
 import pytest
-from gpu_xspace import GpuSpace
-from logdirs import FAST, INPUT_BOUND, assert_same_site, make_logdir
 
 import reportgen.buildcache as buildcache
 from reportgen.build import BuildOptions, build_site
 from reportgen.cli import main
 from reportgen.hoststage import package_fingerprint
+from tests.logdirs import assert_same_site, make_logdir, small_capture
 
 
 def _build(logdir, output, **options):
@@ -23,26 +22,17 @@ def _build(logdir, output, **options):
 
 def _small_logdir(root):
     return make_logdir(root, {
-        "a": {"h0": FAST, "h1": INPUT_BOUND},
-        "b": {"vm": INPUT_BOUND},
-        "c": {"vm": FAST},
+        "a": {"h0": small_capture(1), "h1": small_capture(2)},
+        "b": {"vm": small_capture(3)},
+        "c": {"vm": small_capture(4)},
     })
 
 
-def _small_capture(i: int) -> bytes:
-    """A real XSpace file, kept small: one host plane, one thread, a few events."""
-    space = GpuSpace(hostname=f"host{i}")
-    line = space.host.line(2, "worker")
-    for k in range(1, 4):
-        line.event(f"op{k}", k * 1_000_000, i * 1000 + k)
-    return space.serialize()
-
-
 def test_adding_a_run_to_twenty_decodes_and_renders_that_run_only(tmp_path):
-    logdir = make_logdir(tmp_path / "logdir", {f"run_{i:02d}": {"vm": _small_capture(i)} for i in range(1, 21)})
+    logdir = make_logdir(tmp_path / "logdir", {f"run_{i:02d}": {"vm": small_capture(i)} for i in range(1, 21)})
     first, _ = _build(logdir, tmp_path / "site")
     assert len(first.decoded) == 20 and first.cached == []
-    make_logdir(logdir, {"run_21": {"vm": INPUT_BOUND}})
+    make_logdir(logdir, {"run_21": {"vm": small_capture(21)}})
     second, lines = _build(logdir, tmp_path / "site")
     assert second.decoded == ["run_21/vm.xplane.pb"]
     assert len(second.cached) == 20 and "run_21/vm.xplane.pb" not in second.cached
@@ -63,7 +53,7 @@ def test_touched_files_are_reused_changed_files_rebuilt_and_the_site_equals_a_fr
     touched, _ = _build(logdir, tmp_path / "site", jobs=1)
     assert touched.decoded == [] and len(touched.cached) == 4
     assert touched.runner == "none"
-    shutil.copyfile(FAST, host)  # new content
+    host.write_bytes(small_capture(5))  # new content
     changed, lines = _build(logdir, tmp_path / "site", jobs=1)
     assert changed.decoded == ["a/h1.xplane.pb"]
     assert sorted(changed.cached) == ["a/h0.xplane.pb", "b/vm.xplane.pb", "c/vm.xplane.pb"]
@@ -71,13 +61,15 @@ def test_touched_files_are_reused_changed_files_rebuilt_and_the_site_equals_a_fr
     fresh, _ = _build(logdir, tmp_path / "fresh", cache=False)
     assert len(fresh.decoded) == 4
     assert_same_site(tmp_path / "site", tmp_path / "fresh")
-    assert not (tmp_path / "fresh" / ".cache").exists()
+    assert not (tmp_path / ".fresh.reportgen-cache").exists()
+    assert (tmp_path / ".site.reportgen-cache").is_dir()  # beside the site, not in it
+    assert not [p for p in (tmp_path / "site").rglob("*") if p.name.endswith(".pickle")]
 
 
 def test_a_corrupt_cache_entry_is_ignored_with_a_warning(tmp_path):
     logdir = _small_logdir(tmp_path / "logdir")
     _build(logdir, tmp_path / "site", jobs=1)
-    cache = tmp_path / "site" / ".cache"
+    cache = tmp_path / ".site.reportgen-cache"
     entries = sorted(cache.glob("hosts/*/*/outcome.pickle"))
     assert len(entries) == 4
     entries[0].write_bytes(entries[0].read_bytes()[:40])  # truncated
@@ -120,7 +112,7 @@ def test_a_cache_folder_is_shared_between_outputs(tmp_path):
     cache_dir = tmp_path / "cache"
     first, _ = _build(logdir, tmp_path / "one", jobs=1, cache_dir=str(cache_dir))
     assert len(first.decoded) == 4
-    assert not (tmp_path / "one" / ".cache").exists()
+    assert not (tmp_path / ".one.reportgen-cache").exists()
     second, _ = _build(logdir, tmp_path / "two", jobs=1, cache_dir=str(cache_dir))
     assert second.decoded == [] and len(second.cached) == 4
     assert_same_site(tmp_path / "one", tmp_path / "two")
@@ -140,3 +132,20 @@ def test_the_command_line_says_which_hosts_came_from_the_cache(tmp_path, capsys,
     assert "decoded" not in err
     assert main([*args, "--no-cache"]) == 0
     assert "reportgen: a/h0.xplane.pb: decoded" in capsys.readouterr().err
+
+
+def test_the_cache_beside_a_site_keeps_the_last_build_only(tmp_path):
+    logdir = _small_logdir(tmp_path / "logdir")
+    cache = tmp_path / ".site.reportgen-cache"
+    _build(logdir, tmp_path / "site", jobs=1)
+    assert len(list(cache.glob("hosts/*/*/outcome.pickle"))) == 4
+    assert len(list(cache.glob("runs/*/run.pickle"))) == 3
+    shutil.rmtree(logdir / "plugins" / "profile" / "c")
+    (logdir / "plugins" / "profile" / "b" / "vm.xplane.pb").write_bytes(small_capture(6))
+    report, _ = _build(logdir, tmp_path / "site", jobs=1)
+    assert report.decoded == ["b/vm.xplane.pb"]
+    # Run c is gone and b's old content is superseded: their entries went with them.
+    assert len(list(cache.glob("hosts/*/*/outcome.pickle"))) == 3
+    assert len(list(cache.glob("runs/*/run.pickle"))) == 2
+    again, _ = _build(logdir, tmp_path / "site", jobs=1)
+    assert again.decoded == [] and len(again.cached) == 3

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from gpu_xspace import GpuSpace, Ref
 
 from reportgen.core.kernel_stats import (
     LaunchParams,
@@ -24,6 +23,7 @@ from reportgen.core.kernel_stats import (
     tf_op_name,
 )
 from reportgen.loaders.xspace import decode_xspace
+from tests.gpu_xspace import GpuSpace, Ref
 
 
 def decode(space: GpuSpace, host: str = "testhost"):

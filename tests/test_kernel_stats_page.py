@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import LOGDIR, ORACLE, host_files, needs_shared
-from gpu_xspace import GpuSpace
 
 from reportgen.build import BuildOptions, build_site
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.sections.base import HostContext
 from reportgen.sections.kernel_stats import XPROF_COLUMNS, KernelStatsSection, compact_kernel_name
+from tests.conftest import LOGDIR, ORACLE, host_files, needs_shared
+from tests.gpu_xspace import GpuSpace
 
 CSV = "data/kernel_stats/kernel_stats.csv"
 

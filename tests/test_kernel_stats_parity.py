@@ -7,10 +7,10 @@ import json
 import math
 
 import pytest
-from conftest import ORACLE, host_files, needs_shared
 
 from reportgen.core.kernel_stats import combine_host_reports, kernel_reports, kernel_stats_table
 from reportgen.loaders.xspace import decode_xspace
+from tests.conftest import ORACLE, host_files, needs_shared
 
 RUN = "gpu_multi_worker"
 pytestmark = needs_shared

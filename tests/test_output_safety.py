@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from builtsite import (
+
+from tests.builtsite import (
     ENV_VALUE,
     PATH_MARKER,
     XSS_HOST,
@@ -16,7 +17,7 @@ from builtsite import (
     XSS_RUN,
     built_site,
 )
-from htmlscan import scan_html
+from tests.htmlscan import scan_html
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from builtsite import built_site
+
+from tests.builtsite import built_site
 
 REPO = Path(__file__).resolve().parent.parent
 

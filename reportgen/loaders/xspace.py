@@ -239,13 +239,13 @@ def _build(path: str, host: str, size: int, buf: np.ndarray, t: wire.WireTables)
         if len(sel) == 0:
             continue
         ids = np.array(sorted(names), dtype=np.int64)
-        name_ids = np.array([intern(names[i]) for i in ids], dtype=np.int32)
-        rows = _lookup(ids, np.arange(len(ids)), st[sel, 1])
-        key[sel] = np.where(rows >= 0, name_ids[np.maximum(rows, 0)], intern(""))
+        # The last entry is the empty name that unknown ids (row -1) read as; it
+        # also covers planes that have stats but no stat metadata at all.
+        name_ids = np.array([intern(names[i]) for i in ids] + [intern("")], dtype=np.int32)
+        key[sel] = name_ids[_lookup(ids, np.arange(len(ids)), st[sel, 1])]
         refs = sel[kind[sel] == wire.KIND_REF]
         if len(refs):
-            ref_rows = _lookup(ids, np.arange(len(ids)), raw_val[refs])
-            str_id[refs] = np.where(ref_rows >= 0, name_ids[np.maximum(ref_rows, 0)], intern(""))
+            str_id[refs] = name_ids[_lookup(ids, np.arange(len(ids)), raw_val[refs])]
 
     planes = pd.DataFrame(plane_rows, columns=["id", "name", "first_line", "line_count"])
     event_metadata = pd.DataFrame(

@@ -1,0 +1,30 @@
+"""The README's quick start and the CI script stay in step."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+
+def _quick_start() -> list[str]:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "the quick start has a ```sh block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_quick_start_is_two_commands():
+    install_and_build, install_and_test = _quick_start()
+    assert install_and_build == "pip install . && reportgen build"
+    assert install_and_test.endswith("&& pytest") and "[test]" in install_and_test
+
+
+def test_ci_runs_the_readme_test_command():
+    script = (REPO / ".ci" / "run").read_text()
+    assert script.startswith("#!/usr/bin/env bash\n")
+    assert "set -euo pipefail" in script
+    command = re.search(r'^TEST_COMMAND="(.*)"$', script, re.M)
+    assert command and command.group(1) == _quick_start()[1]
+    assert (REPO / ".ci" / "run").stat().st_mode & 0o111, ".ci/run is executable"

@@ -96,6 +96,20 @@ print(json.dumps({"import": imported, "first": first, "later": later}))
 """
 
 
+RESULT_SIZE_SCRIPT = r"""
+import json, pickle, sys, tempfile
+from reportgen.hoststage import HostTask, process_host
+from reportgen.loaders.logdir import HostFile
+path = sys.argv[1]
+task = HostTask(index=0, run="run", host=HostFile(host="host", path=path, size=0))
+with tempfile.TemporaryDirectory() as out:
+    outcome = process_host(task, out)
+sizes = {slug: len(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)) for slug, part in outcome.parts.items()}
+print(json.dumps({"total": len(pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)), "parts": sizes,
+                  "error": outcome.error}))
+"""
+
+
 def _tiler():
     """(tile function taking (bytes, copies), name) from bench/tile.py, else bench/tile_min.py."""
     sys.path.insert(0, str(REPO))
@@ -245,8 +259,16 @@ def bench_parallel(args) -> dict:
     serial = reportgen_build(logdir, args.out / "sites" / "parallel-j1", jobs=1)
     parallel = reportgen_build(logdir, args.out / "sites" / f"parallel-j{cores}", jobs=cores)
     same = _same_site(args.out / "sites" / "parallel-j1", args.out / "sites" / f"parallel-j{cores}")
+    host_file = next((logdir / "plugins" / "profile").glob("*/host0.xplane.pb"))
+    sized, _, _ = run_measured([sys.executable, "-c", RESULT_SIZE_SCRIPT, str(host_file)], _env())
+    result_size = json.loads(sized.stdout.strip().splitlines()[-1]) if sized.returncode == 0 else None
     print(f"\n{args.parallel_hosts} host files (×{args.parallel_tile} each, {serial['events']:,} events), "
           f"{cores} cores:")
+    if result_size:
+        parts = ", ".join(f"{k} {v / 1e3:,.0f} kB" for k, v in sorted(result_size["parts"].items(),
+                                                                        key=lambda kv: -kv[1]))
+        print(f"  what travels back per host (pickled): {result_size['total'] / 1e6:.2f} MB for a "
+              f"{host_file.stat().st_size / 1e6:.0f} MB host file ({parts})")
     if pool:
         print(f"  worker start-up (fork server: import reportgen, warm the decoder): first task after "
               f"{pool['first']:.2f} s, later tasks {pool['later'] * 1000 / 8:.1f} ms each")
@@ -258,7 +280,7 @@ def bench_parallel(args) -> dict:
         whole = serial["build"] / parallel["build"]
         print(f"  speed-up: hosts stage {hosts_1 / hosts_n:.2f}×, whole build {whole:.2f}× "
               f"(ideal {cores}×); sites identical: {same}")
-    return {"serial": serial, "parallel": parallel, "pool": pool, "same": same}
+    return {"serial": serial, "parallel": parallel, "pool": pool, "same": same, "result_size": result_size}
 
 
 def _same_site(a: Path, b: Path) -> bool:

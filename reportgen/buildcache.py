@@ -17,10 +17,11 @@ under a key made of exactly those:
   the file name and the host-stage settings: any change to the code or a
   renamed run starts afresh.
 * `content` is the file's content hash: sha256 of its bytes for local files
-  (and for remote stores that give no checksum), the store's own checksum
-  (GCS md5/crc32c, S3 ETag) plus the size for remote files, so a rebuild
-  never downloads an unchanged pod. Local hashes are remembered by (size,
-  mtime in ns, inode) so an unchanged file is not read again.
+  (and for remote stores that give no checksum); for remote files the
+  store's own checksum (GCS md5/crc32c, S3 ETag, as the logdir listing gives
+  it) plus the size, so a rebuild never downloads an unchanged pod. Local
+  hashes are remembered by (size, mtime in ns, inode) so an unchanged file
+  is not read again.
 * A host with no entry under its prefix cannot hit: it is not hashed up
   front; the worker hashes the bytes it reads anyway, on a second thread.
 * A run whose hosts all came from the cache, and whose key (the site's code,
@@ -67,6 +68,7 @@ from reportgen.hoststage import (
     list_files,
     site_fingerprint,
 )
+from reportgen.loaders.logdir import HostFile, store_checksum
 
 CACHE_FORMAT = 1
 CACHE_SUFFIX = ".reportgen-cache"  # `.<site name><suffix>`, beside the site
@@ -74,7 +76,6 @@ OUTCOME_FILE = "outcome.pickle"
 RUN_FILE = "run.pickle"
 FILES_FOLDER = "files"
 MEMO_FILE = "fingerprints.json"
-REMOTE_CHECKSUMS = ("md5Hash", "crc32c", "ETag", "etag", "md5", "checksum")
 
 
 def _digest(*parts: Any) -> str:
@@ -98,16 +99,12 @@ def hash_file(path: str) -> str:
     return f"{CONTENT_HASH}:{digest.hexdigest()}"
 
 
-def remote_checksum(path: str) -> str | None:
+def remote_checksum(host: HostFile) -> str | None:
     """The object store's checksum of a remote file (with its size), when it gives one."""
-    fs, stripped = fsspec.core.url_to_fs(path)
-    info = fs.info(stripped)
-    for key in REMOTE_CHECKSUMS:
-        value = info.get(key)
-        if value:
-            protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-            return f"{protocol}-{key}:{value}:{info.get('size')}"
-    return None
+    if host.checksum:
+        return host.checksum  # from the listing: no request
+    fs, stripped = fsspec.core.url_to_fs(host.path)
+    return store_checksum(fs, fs.info(stripped))
 
 
 def link_or_copy(source: Path, target: Path) -> None:
@@ -194,7 +191,7 @@ class HostCache:
             if stat is not None and stat == self._stat_key(path):
                 self._memo[_memo_key(path)] = [stat, value]
             return value
-        return remote_checksum(path) or hash_file(path)
+        return remote_checksum(task.host) or hash_file(path)
 
     def learn(self, task: HostTask, outcome: HostOutcome, stat_before: list | None) -> None:
         """Remember the content hash a worker computed (when the file did not change meanwhile)."""
@@ -224,6 +221,11 @@ class HostCache:
         the worker does it while decoding.
         """
         if not self._may_hit(task):
+            # A store's checksum costs nothing: key by it now. A local file is
+            # hashed by the worker, from the bytes it reads anyway.
+            checksum = None if is_local(task.host.path) else task.host.checksum
+            if checksum is not None:
+                self._fingerprints[task.index] = checksum
             return None
         try:
             fingerprint = self.fingerprint(task)

@@ -23,6 +23,8 @@ class HostFile:
     host: str
     path: str  # as fsspec understands it (protocol included for remote files)
     size: int
+    # The object store's own checksum from the listing (remote files; None when it gives none).
+    checksum: str | None = None
 
 
 @dataclass
@@ -70,8 +72,23 @@ def _host_files(fs: fsspec.AbstractFileSystem, folder: str) -> list[HostFile]:
         # A host written both plain and gzipped: the plain file wins.
         if host in hosts and name.endswith(".gz"):
             continue
-        hosts[host] = HostFile(host=host, path=_unstrip(fs, info["name"]), size=int(info.get("size") or 0))
+        hosts[host] = HostFile(host=host, path=_unstrip(fs, info["name"]), size=int(info.get("size") or 0),
+                               checksum=store_checksum(fs, info) if _is_remote(fs) else None)
     return sorted(hosts.values(), key=lambda h: natural_key(h.host))
+
+
+# Content checksums object stores give in listings: GCS md5/crc32c, S3 ETag.
+STORE_CHECKSUMS = ("md5Hash", "crc32c", "ETag", "etag", "md5", "checksum")
+
+
+def store_checksum(fs: fsspec.AbstractFileSystem, info: dict) -> str | None:
+    """`<protocol>-<field>:<value>:<size>`, or None when the listing has no checksum."""
+    for key in STORE_CHECKSUMS:
+        value = info.get(key)
+        if value:
+            protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+            return f"{protocol}-{key}:{value}:{info.get('size')}"
+    return None
 
 
 def _subdirs(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:

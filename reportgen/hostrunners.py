@@ -17,6 +17,7 @@ runs in the background, fsspec keeps an I/O thread) and their locks;
 from __future__ import annotations
 
 import multiprocessing
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -80,9 +81,10 @@ def run_dask(work: Work, scheduler: str, done: Done) -> None:
     expected = code_fingerprint()
     try:
         futures = {}
+        build = uuid.uuid4().hex[:12]  # keys of this build only: another build may share the cluster
         for task, out_dir, hash_content in work:
             future = client.submit(process_host_remote, task, hash_content, pure=False,
-                                   key=f"reportgen-host-{task.index}-{task.run}/{task.host.host}")
+                                   key=f"reportgen-host-{build}-{task.index}")
             futures[future] = (task, out_dir)
         for future in dask_completed(list(futures), loop=client.loop):
             task, out_dir = futures[future]

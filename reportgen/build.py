@@ -1,38 +1,44 @@
 """`reportgen build`: logdirs → decoded hosts → sections → a static site.
 
 Hosts are independent until their run is combined, so the per-host stage
-(decode, then every section's `host_part`) runs in worker processes when
-there is more than one host and more than one job; only the small per-host
-results travel back. Combining and rendering happen here, in order, so the
-output is the same whatever the number of jobs.
+(`reportgen.hoststage`: decode, then every section's `host_part`) runs in
+worker processes, or on a Dask cluster with `scheduler=`, when there is more
+than one host to compute; only the small per-host results travel back. Hosts
+whose file, names and code did not change since the last build come from the
+rebuild cache (`reportgen.buildcache`) instead. Combining and rendering
+happen here, in host order, so the output is the same whatever the number of
+jobs, the runner or the cache.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
-import traceback
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from reportgen import __version__
-from reportgen.errors import CaptureError, NoCapturesError
-from reportgen.legacy_host import process_legacy_host
-from reportgen.loaders.logdir import HostFile, RunSource, discover, read_file
-from reportgen.loaders.xspace import decode_xspace
-from reportgen.sections import SECTIONS, HostContext, HostSummary, RunContext
+from reportgen.buildcache import HostCache, default_cache_dir
+from reportgen.errors import NoCapturesError
+from reportgen.hoststage import HostOutcome, HostTask
+from reportgen.loaders.logdir import RunSource, discover
+from reportgen.sections import SECTIONS, HostSummary, RunContext
 from reportgen.site import PageWriter, SiteTransaction, write_assets
+from reportgen.timings import Timings, peak_rss_bytes
 
 SUMMARY_SCHEMA = 1
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_PARTIAL = 2
+
+STAGING_FOLDER = ".staging"  # inside the temporary site: each host's own output folder
 
 
 @dataclass
@@ -41,17 +47,10 @@ class BuildOptions:
     runs: set[str] | None = None
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     progress: bool = False
-
-
-@dataclass
-class HostOutcome:
-    run: str
-    host: str
-    path: str
-    summary: HostSummary | None = None
-    parts: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None  # as the site shows it: paths relative to the logdir
-    local_error: str | None = None  # for the terminal: the path as the user gave it
+    cache: bool = True  # reuse unchanged hosts' results from the last build
+    cache_dir: str | None = None  # default: .<output name>.reportgen-cache beside the output folder
+    scheduler: str | None = None  # a Dask scheduler address: the host stage runs on its workers
+    log: Callable[[str], None] | None = None  # one line per host (decoded or from the cache)
 
 
 @dataclass
@@ -63,68 +62,12 @@ class BuildReport:
     seconds: float
     errors: list[dict]
     exit_code: int
-
-
-def summarize_host(ctx: HostContext, shown_path: str) -> HostSummary:
-    capture = ctx.capture
-    first, last = capture.time_span_ps()
-    env = ctx.op_stats.environment
-    return HostSummary(
-        host=ctx.host,
-        path=shown_path,
-        size_bytes=capture.size_bytes,
-        planes=len(capture.planes),
-        lines=len(capture.lines),
-        events=capture.event_count,
-        duration_ps=last - first,
-        device_type=env.device_type,
-        device_core_count=env.device_core_count,
-    )
-
-
-def shown_path(run: str, host: HostFile) -> str:
-    """How a host file is named in the site: `<run>/<file name>`.
-
-    The site is published and shared; the build machine's folders are not
-    part of it.
-    """
-    return f"{run}/{host.path.rstrip('/').rsplit('/', 1)[-1]}"
-
-
-def _without_local_paths(message: str, host: HostFile, shown: str) -> str:
-    run_dir = host.path.rstrip("/").rsplit("/", 1)[0]
-    return message.replace(host.path, shown).replace(run_dir, shown.rsplit("/", 1)[0])
-
-
-def process_host(run: str, host: HostFile, site_dir: str) -> HostOutcome:
-    """Decode one host file and run every section's per-host stage."""
-    shown = shown_path(run, host)
-    outcome = HostOutcome(run=run, host=host.host, path=shown)
-    try:
-        if host.legacy:
-            outcome.summary, outcome.parts = process_legacy_host(host, shown)
-            return outcome
-        try:
-            data = read_file(host.path)
-        except OSError as exc:
-            raise CaptureError(host.path, f"cannot be read ({exc.strerror or exc})") from exc
-        capture = decode_xspace(host.path, data, host=host.host)
-        if len(capture.planes) == 0:
-            raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
-        ctx = HostContext(run=run, host=host.host, capture=capture, site_dir=site_dir)
-        outcome.summary = summarize_host(ctx, shown)
-        for section in SECTIONS:
-            part = section.host_part(ctx)
-            if part is not None:
-                outcome.parts[section.slug] = part
-    except CaptureError as exc:
-        outcome.local_error = f"{host.path}: {exc.problem}"
-    except Exception as exc:  # a bug must not take the other hosts down with it
-        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        outcome.local_error = f"{host.path}: internal error while processing this host: {detail}"
-    if outcome.local_error is not None:
-        outcome.error = _without_local_paths(outcome.local_error, host, shown)
-    return outcome
+    timings: dict[str, float] = field(default_factory=dict)
+    peak_rss: int = 0
+    decoded: list[str] = field(default_factory=list)  # host files decoded by this build (shown paths)
+    cached: list[str] = field(default_factory=list)  # host results reused from the rebuild cache
+    warnings: list[str] = field(default_factory=list)
+    runner: str = "none"  # where the host stage ran: "serial", "processes", "dask" or "none" (all cached)
 
 
 # Names the site uses at its top level: a run folder must never take one.
@@ -137,10 +80,12 @@ def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
     taken = set(RESERVED_RUN_NAMES)
     named = []
     for run in runs:
-        name, count = run.name, 1
+        # Dot-folders of the site (the rebuild cache) are not published: a run never gets one.
+        base = "_" + run.name if run.name.startswith(".") else run.name
+        name, count = base, 1
         while name in taken:
             count += 1
-            name = f"{run.name}-{count}"
+            name = f"{base}-{count}"
         taken.add(name)
         named.append((name, run))
     return named
@@ -162,48 +107,126 @@ def _progress(total: int, enabled: bool) -> Callable[[str], None]:
     return step
 
 
-def _run_hosts(named: list[tuple[str, RunSource]], site_dir: str, options: BuildOptions) -> list[HostOutcome]:
-    jobs = [(name, host) for name, run in named for host in run.hosts]
-    step = _progress(len(jobs), options.progress)
-    if options.jobs <= 1 or len(jobs) <= 1:
-        outcomes = []
-        for name, host in jobs:
-            outcomes.append(process_host(name, host, site_dir))
-            step(f"{name}/{host.host}")
-        return outcomes
-    with ProcessPoolExecutor(max_workers=min(options.jobs, len(jobs))) as pool:
-        futures = [pool.submit(process_host, name, host, site_dir) for name, host in jobs]
-        outcomes = []
-        for (name, host), future in zip(jobs, futures):
-            outcomes.append(future.result())
-            step(f"{name}/{host.host}")
-        return outcomes
+def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCache | None:
+    if not options.cache:
+        return None
+    if options.cache_dir is not None:
+        return HostCache(Path(options.cache_dir))
+    return HostCache(default_cache_dir(transaction.target))
+
+
+def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
+    """Write the assets on a thread: bundling Vega takes seconds and releases the GIL."""
+    cache_dir = cache.root / "assets" if cache is not None else None
+
+    def write():
+        with timings.stage("assets (background)"):
+            return write_assets(site_dir, cache_dir)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-assets")
+    future = pool.submit(write)
+    pool.shutdown(wait=False)
+    return future
+
+
+def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cache: HostCache | None,
+               timings: Timings) -> tuple[list[HostOutcome], str]:
+    """Every host's outcome, in task order (from the cache where possible), and where they ran."""
+    from reportgen import hostrunners
+
+    step = _progress(len(tasks), options.progress)
+    log = options.log or (lambda _line: None)
+    outcomes: list[HostOutcome | None] = [None] * len(tasks)
+    work = []
+    with timings.stage("cache.lookup"):
+        for task in tasks:
+            out_dir = staging / f"{task.index:06d}"
+            hit = cache.lookup(task, out_dir) if cache is not None else None
+            if hit is not None:
+                outcomes[task.index] = hit
+                log(f"{task.shown_path}: from the rebuild cache")
+                step(f"{task.run}/{task.host.host}")
+            else:
+                work.append((task, out_dir, cache is not None and cache.needs_worker_hash(task)))
+    stats = {task.index: HostCache._stat_key(task.host.path) for task, _, _ in work} if cache else {}
+
+    def done(task: HostTask, outcome: HostOutcome) -> None:
+        outcomes[task.index] = outcome
+        timings.merge(outcome.timings)
+        if cache is not None:
+            cache.learn(task, outcome, stats.get(task.index))
+        seconds = sum(outcome.timings.values())
+        log(f"{task.shown_path}: " + (f"failed: {outcome.error}" if outcome.error else
+                                      f"decoded, {outcome.summary.events:,} events in {seconds:.2f} s"))
+        step(f"{task.run}/{task.host.host}")
+
+    runner = "none"
+    with timings.stage("hosts"):
+        if work and options.scheduler:
+            runner = "dask"
+            hostrunners.run_dask(work, options.scheduler, done)
+        elif len(work) > 1 and options.jobs > 1:
+            runner = "processes"
+            hostrunners.run_pool(work, options.jobs, done)
+        elif work:
+            runner = "serial"
+            hostrunners.run_serial(work, done)
+    if cache is not None:
+        with timings.stage("cache.store"):
+            for task, out_dir, _ in work:
+                cache.store(task, outcomes[task.index], out_dir)
+    return outcomes, runner
+
+
+def _place_outputs(outcomes: list[HostOutcome], staging: Path, site_dir: Path) -> None:
+    """Move each successful host's files into the site, in host order; drop the rest."""
+    for index, outcome in enumerate(outcomes):
+        if outcome.error is not None:
+            continue
+        for rel in outcome.files:
+            target = site_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / f"{index:06d}" / rel, target)
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     """Build the site. Raises NoCapturesError when nothing can be built."""
     started = time.perf_counter()
-    sources: list[RunSource] = []
-    for location in locations:
-        sources.extend(discover(location, options.runs))
-    named = _unique_run_names(sources)
+    timings = Timings()
+    with timings.stage("discover"):
+        sources: list[RunSource] = []
+        for location in locations:
+            sources.extend(discover(location, options.runs))
+        named = _unique_run_names(sources)
+        tasks = [HostTask(index=i, run=name, host=host)
+                 for i, (name, host) in enumerate((name, host) for name, run in named for host in run.hosts)]
 
     transaction = SiteTransaction(Path(options.output))
+    cache = None
     try:
         site_dir = transaction.tmp
-        outcomes = _run_hosts(named, str(site_dir), options)
-        assets = write_assets(site_dir)
-        summary, run_rows, all_errors = _render_runs(named, outcomes, site_dir, assets)
+        cache = _open_cache(options, transaction)
+        assets_future = _start_assets(site_dir, cache, timings)
+        staging = site_dir / STAGING_FOLDER
+        outcomes, runner = _run_hosts(tasks, staging, options, cache, timings)
+        with timings.stage("outputs"):
+            _place_outputs(outcomes, staging, site_dir)
+        with timings.stage("assets (wait)"):
+            assets = assets_future.result()
+        summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
+                                                     options.log or (lambda _line: None))
         # What the site shows carries no path of the build machine.
         site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
         root = PageWriter(site_dir=site_dir, assets=assets)
-        root.write_html(
-            "index.html",
-            "site_index.html",
-            runs=run_rows,
-            host_total=sum(len(r["hosts"]) for r in run_rows),
-            errors=site_errors,
-        )
+        with timings.stage("site index"):
+            root.write_html(
+                "index.html",
+                "site_index.html",
+                runs=run_rows,
+                host_total=sum(len(r["hosts"]) for r in run_rows),
+                errors=site_errors,
+            )
         summary_doc = {
             "schema": SUMMARY_SCHEMA,
             "generator": f"reportgen {__version__}",
@@ -211,15 +234,23 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             "hosts": sum(1 for o in outcomes if o.error is None),
             "errors": site_errors,
         }
-        root.write_json("summary.json", summary_doc)
+        with timings.stage("summary.json"):
+            root.write_json("summary.json", summary_doc)
         if all(o.error is not None for o in outcomes):
             raise NoCapturesError(
                 "no host file could be read:\n  " + "\n  ".join(e["local_message"] for e in all_errors)
             )
-        transaction.commit()
+        with timings.stage("commit"):
+            transaction.commit()
+        if cache is not None:
+            with timings.stage("cache.prune"):
+                if options.cache_dir is None:
+                    cache.prune()
+                cache.save_memo()
     except BaseException:
         transaction.abort()
         raise
+    worker_rss = max((o.peak_rss for o in outcomes), default=0)
     return BuildReport(
         output=transaction.target,
         runs=len(named),
@@ -228,75 +259,105 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         seconds=time.perf_counter() - started,
         errors=all_errors,
         exit_code=EXIT_PARTIAL if all_errors else EXIT_OK,
+        timings=timings.seconds,
+        peak_rss=max(peak_rss_bytes(), worker_rss),
+        decoded=[o.path for o in outcomes if not o.cached and o.summary is not None],
+        cached=[o.path for o in outcomes if o.cached],
+        warnings=list(cache.warnings) if cache is not None else [],
+        runner=runner,
     )
 
 
-def _render_runs(named, outcomes, site_dir: Path, assets):
-    by_run: dict[str, list[HostOutcome]] = {}
-    for outcome in outcomes:
-        by_run.setdefault(outcome.run, []).append(outcome)
+def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site_dir: Path, assets,
+                 cache: HostCache | None, timings: Timings, log: Callable[[str], None]):
+    by_run: dict[str, list[tuple[HostTask, HostOutcome]]] = {}
+    for task, outcome in zip(tasks, outcomes):
+        by_run.setdefault(task.run, []).append((task, outcome))
     summary: dict[str, dict] = {}
     rows = []
     all_errors = []
     for name, _source in named:
-        host_outcomes = by_run.get(name, [])
+        pairs = by_run.get(name, [])
+        host_outcomes = [o for _, o in pairs]
         errors = [{"path": o.path, "message": o.error} for o in host_outcomes if o.error]
         all_errors.extend(
             {"run": name, **e, "local_message": o.local_error}
             for e, o in zip(errors, [o for o in host_outcomes if o.error])
         )
-        good = [o for o in host_outcomes if o.error is None]
-        run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors)
-        computed = {}
-        for section in SECTIONS:
-            parts = {o.host: o.parts[section.slug] for o in good if section.slug in o.parts}
-            if not parts:
-                continue
+        key = None
+        if cache is not None:
+            key = cache.run_key(name, [t for t, _ in pairs], host_outcomes, assets)
+        reused = None
+        if key is not None and all(o.cached for o in host_outcomes):
+            with timings.stage("cache.runs"):
+                reused = cache.lookup_run(key, site_dir / name)
+        if reused is not None:
+            run_summary, row = reused
+            log(f"{name}: pages from the rebuild cache")
+        else:
+            run_summary, row = _render_run(name, host_outcomes, errors, site_dir, assets, timings)
+            if key is not None:
+                with timings.stage("cache.runs"):
+                    cache.store_run(key, site_dir / name, run_summary, row)
+        summary[name] = run_summary
+        rows.append(row)
+    return summary, rows, all_errors
+
+
+def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict], site_dir: Path, assets,
+                timings: Timings) -> tuple[dict, dict]:
+    """Combine a run's hosts and write its pages: (its summary.json block, its site index row)."""
+    good = [o for o in host_outcomes if o.error is None]
+    run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors)
+    computed = {}
+    for section in SECTIONS:
+        parts = {o.host: o.parts[section.slug] for o in good if section.slug in o.parts}
+        if not parts:
+            continue
+        with timings.stage(f"combine.{section.slug}"):
             data = section.combine(run_ctx, parts)
-            if data is not None:
-                computed[section.slug] = data
-        tools = [
-            {"slug": s.slug, "title": s.title, "href": f"{s.slug}.html"}
-            for s in SECTIONS
-            if s.listed and s.slug in computed
-        ]
-        nav = [{"title": "Run", "href": "index.html"}, *tools]
-        page = PageWriter(site_dir=site_dir, assets=assets, folder=name, nav=nav, run=name)
-        (site_dir / name).mkdir(parents=True, exist_ok=True)
-        run_summary: dict[str, Any] = {
-            "hosts": [o.host for o in good],
-            "errors": errors,
-            "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
-        }
-        if "inventory" not in computed and "legacy_run" not in computed:
-            # Every host failed: the run page still says so.
-            page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=tools)
-        for section in SECTIONS:
-            if section.slug not in computed:
-                continue
+        if data is not None:
+            computed[section.slug] = data
+    tools = [
+        {"slug": s.slug, "title": s.title, "href": f"{s.slug}.html"}
+        for s in SECTIONS
+        if s.listed and s.slug in computed
+    ]
+    nav = [{"title": "Run", "href": "index.html"}, *tools]
+    page = PageWriter(site_dir=site_dir, assets=assets, folder=name, nav=nav, run=name)
+    (site_dir / name).mkdir(parents=True, exist_ok=True)
+    run_summary: dict[str, Any] = {
+        "hosts": [o.host for o in good],
+        "errors": errors,
+        "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
+    }
+    if "inventory" not in computed and "legacy_run" not in computed:
+        # Every host failed: the run page still says so.
+        page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=tools)
+    for section in SECTIONS:
+        if section.slug not in computed:
+            continue
+        with timings.stage(f"render.{section.slug}"):
             section.render(computed[section.slug], page)
             block = section.summary(computed[section.slug])
-            if block is not None:
-                key = section.summary_key or section.slug
-                if isinstance(run_summary.get(key), dict):
-                    run_summary[key].update(block)
-                else:
-                    run_summary[key] = block
-        summary[name] = run_summary
-        rows.append(
-            {
-                "name": name,
-                "href": quote(name) + "/index.html",
-                "hosts": run_ctx.hosts,
-                "errors": errors,
-                "device": _device_label(run_ctx.hosts),
-                "duration_ps": max((h.duration_ps for h in run_ctx.hosts), default=0),
-                "planes": sum(h.planes for h in run_ctx.hosts),
-                "events": sum(h.events for h in run_ctx.hosts),
-                "tools": [{"title": t["title"], "href": quote(name) + "/" + t["href"]} for t in tools],
-            }
-        )
-    return summary, rows, all_errors
+        if block is not None:
+            key = section.summary_key or section.slug
+            if isinstance(run_summary.get(key), dict):
+                run_summary[key].update(block)
+            else:
+                run_summary[key] = block
+    row = {
+        "name": name,
+        "href": quote(name) + "/index.html",
+        "hosts": run_ctx.hosts,
+        "errors": errors,
+        "device": _device_label(run_ctx.hosts),
+        "duration_ps": max((h.duration_ps for h in run_ctx.hosts), default=0),
+        "planes": sum(h.planes for h in run_ctx.hosts),
+        "events": sum(h.events for h in run_ctx.hosts),
+        "tools": [{"title": t["title"], "href": quote(name) + "/" + t["href"]} for t in tools],
+    }
+    return run_summary, row
 
 
 def _device_label(hosts: list[HostSummary]) -> str:

@@ -146,6 +146,22 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--budget", metavar="FILE",
                        help="after building, check the runs against the budgets of FILE (TOML; see "
                        "`reportgen check --help`): exit status 3 when one is exceeded")
+    build.add_argument(
+        "--scheduler", metavar="tcp://HOST:8786",
+        help="run the per-host stage on this Dask cluster (pip install 'reportgen[dask]'); the workers read "
+        "the host files from LOGDIR's URL themselves, so give a location they can reach (gs://…)",
+    )
+    build.add_argument(
+        "--no-cache", action="store_true",
+        help="recompute every host (by default hosts whose files did not change are reused from the last build)",
+    )
+    build.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="keep the rebuild cache in DIR (default: .NAME.reportgen-cache beside the output folder NAME); "
+        "only this user may write to it: cache entries are Python pickles",
+    )
+    build.add_argument("--timings", action="store_true", help="print the time each build stage took, and peak memory")
+    build.add_argument("-v", "--verbose", action="store_true", help="one line per host: decoded or from the cache")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
 
     publish = sub.add_parser(
@@ -232,7 +248,9 @@ def _fail(message: str) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from reportgen.build import BuildOptions, build_site
+    from reportgen.errors import SchedulerError
     from reportgen.site import OutputNotASiteError
+    from reportgen.timings import format_timings
 
     budget = None
     if args.budget:
@@ -261,14 +279,20 @@ def _build(args: argparse.Namespace) -> int:
             output=local or str(Path(scratch) / "site"),
             runs=runs,
             jobs=max(1, args.jobs),
-            progress=not args.quiet and sys.stderr.isatty(),
+            progress=not args.quiet and not args.verbose and sys.stderr.isatty(),
+            cache=not args.no_cache,
+            cache_dir=args.cache_dir,
+            scheduler=args.scheduler,
+            log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
         )
         try:
             report = build_site(locations, options)
-        except (NoCapturesError, OutputNotASiteError) as exc:
+        except (NoCapturesError, OutputNotASiteError, SchedulerError) as exc:
             return _fail(str(exc))
         except OSError as exc:
             return _fail(f"cannot write the site: {exc}")
+        for warning in report.warnings:
+            print(f"reportgen: warning: {warning}", file=sys.stderr)
         for error in report.errors:
             print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
         over_budget = None
@@ -276,6 +300,8 @@ def _build(args: argparse.Namespace) -> int:
             from reportgen.compare_cli import check_built_site
 
             over_budget = check_built_site(report.output, budget, jobs=options.jobs)
+        if args.timings:
+            print(format_timings(report.timings, report.seconds, report.peak_rss), file=sys.stderr)
         written = [str(report.output)] if local else []
         if args.single_file:
             from reportgen.singlefile import write_single_file

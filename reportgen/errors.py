@@ -14,3 +14,7 @@ class CaptureError(Exception):
 
 class NoCapturesError(Exception):
     """A logdir in which no capture was found."""
+
+
+class SchedulerError(Exception):
+    """The Dask scheduler given with --scheduler cannot be used."""

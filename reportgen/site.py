@@ -11,6 +11,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -40,14 +42,41 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+_BUNDLE_SCRIPT = "import sys, vl_convert; sys.stdout.write(vl_convert.javascript_bundle(vl_version=sys.argv[1]))"
+
+
+def _javascript_bundle() -> str:
+    """vl-convert's bundle, made in a child process when possible.
+
+    Bundling takes seconds and vl-convert holds the GIL all along: in a child
+    process it runs beside the build (the build starts it on a thread)
+    instead of stopping every other thread of this one. It runs at a lower
+    priority, on the CPU time the host workers leave: it is needed only when
+    pages are rendered.
+    """
+    try:
+        with subprocess.Popen([sys.executable, "-c", _BUNDLE_SCRIPT, VEGA_LITE_VERSION],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+            try:
+                os.setpriority(os.PRIO_PROCESS, child.pid, 10)
+            except (AttributeError, OSError):
+                pass
+            out, _ = child.communicate(timeout=600)
+        if child.returncode != 0:
+            raise subprocess.CalledProcessError(child.returncode, "vl-convert bundle")
+        return out.decode("utf-8")
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+        import vl_convert
+
+        return vl_convert.javascript_bundle(vl_version=VEGA_LITE_VERSION)
+
+
 @lru_cache(maxsize=1)
 def _vega_bundle() -> bytes:
-    import vl_convert
-
     # The bundle declares short top-level names (`t`, `n`, …); an IIFE keeps
     # them out of the page's global scope. It exports vega/vegaLite/vegaEmbed
     # on `window` itself.
-    code = vl_convert.javascript_bundle(vl_version=VEGA_LITE_VERSION)
+    code = _javascript_bundle()
     return ("(function(){\n" + code + "\n})();\n").encode()
 
 
@@ -73,10 +102,36 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
 Assets = dict
 
 
-def write_assets(site_dir: Path) -> Assets:
+def vega_bundle(cache_dir: Path | None = None) -> bytes:
+    """The Vega bundle; generating it takes seconds, so a build cache keeps it per vl-convert version."""
+    if cache_dir is None:
+        return _vega_bundle()
+    import vl_convert
+
+    path = cache_dir / f"vega-bundle-{vl_convert.__version__}-{VEGA_LITE_VERSION}.js"
+    checksum = path.with_name(path.name + ".sha256")
+    try:
+        content = path.read_bytes()
+        if hashlib.sha256(content).hexdigest() == checksum.read_text(encoding="ascii").strip():
+            return content
+    except OSError:
+        pass
+    content = _vega_bundle()
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for target, data in ((path, content), (checksum, hashlib.sha256(content).hexdigest().encode())):
+            tmp = target.with_name(f".{target.name}.{os.getpid()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+    except OSError:
+        pass  # the cache is an optimisation only
+    return content
+
+
+def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
     assets_dir = site_dir / "assets"
     assets_dir.mkdir(parents=True, exist_ok=True)
-    files = [("vega", "vega-bundle", ".js", _vega_bundle())]
+    files = [("vega", "vega-bundle", ".js", vega_bundle(cache_dir))]
     for key, (stem, filename) in STATIC_ASSETS.items():
         files.append((key, stem, Path(filename).suffix, _static_asset(filename)))
     written = {}

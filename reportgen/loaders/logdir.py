@@ -27,6 +27,8 @@ class HostFile:
     # Per-tool files of an older profiler (best source per tool), when the
     # host has no XSpace; `path` is then the first of them.
     legacy: tuple[str, ...] = ()
+    # The object store's own checksum from the listing (remote files; None when it gives none).
+    checksum: str | None = None
 
 
 @dataclass
@@ -73,7 +75,8 @@ def _host_files(fs: fsspec.AbstractFileSystem, folder: str) -> list[HostFile]:
         # A host written both plain and gzipped: the plain file wins.
         if host in hosts and name.endswith(".gz"):
             continue
-        hosts[host] = HostFile(host=host, path=_unstrip(fs, info["name"]), size=int(info.get("size") or 0))
+        hosts[host] = HostFile(host=host, path=_unstrip(fs, info["name"]), size=int(info.get("size") or 0),
+                               checksum=store_checksum(fs, info) if _is_remote(fs) else None)
     # An XSpace holds every tool: a host's older per-tool files are read only
     # when it has none.
     for legacy in _legacy_hosts(fs, infos):
@@ -108,6 +111,20 @@ def _legacy_hosts(fs: fsspec.AbstractFileSystem, infos: list[dict]) -> list[Host
         hosts.append(HostFile(host="timeline", path=paths[0], size=sum(int(i.get("size") or 0) for i in timelines),
                               legacy=paths))
     return hosts
+
+
+# Content checksums object stores give in listings: GCS md5/crc32c, S3 ETag.
+STORE_CHECKSUMS = ("md5Hash", "crc32c", "ETag", "etag", "md5", "checksum")
+
+
+def store_checksum(fs: fsspec.AbstractFileSystem, info: dict) -> str | None:
+    """`<protocol>-<field>:<value>:<size>`, or None when the listing has no checksum."""
+    for key in STORE_CHECKSUMS:
+        value = info.get(key)
+        if value:
+            protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+            return f"{protocol}-{key}:{value}:{info.get('size')}"
+    return None
 
 
 def _subdirs(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:

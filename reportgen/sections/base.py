@@ -11,13 +11,40 @@ parallel processes (or on Dask workers) and only small aggregates travel:
 The combined data then feeds `summary()` (its block in summary.json) and
 `render()` (its pages and CSV downloads). Sections never read captures in
 `combine`/`render`, and never touch another section's data.
+
+Files written by the per-host stage
+-----------------------------------
+A section that must write files while the capture is in memory (the trace
+export streams its chunks) writes them with `host.open_output(relpath)` (or
+`host.output_path(relpath)` for writers that want a file name), `relpath`
+being relative to the run's folder of the site, e.g.
+`trace/<host>/chunk-001.json.gz` for `<site>/<run>/trace/<host>/…`.
+
+The host stage may run in a worker process, on another machine (Dask) or
+not at all (its result comes from the rebuild cache), so these files never
+go straight into the site:
+
+* they are written into a folder of their own for this host, laid out like
+  the site (`host.site_dir` is its root; never assume it is the site);
+* when the stage succeeds, the build moves them into the site (same machine:
+  a rename), keeps them in the rebuild cache with the host's result, and
+  restores them from there on a cache hit;
+* on a Dask worker the folder is worker-local scratch space: its files travel
+  back to the client as (relative path, bytes) with the host's result and
+  the client writes them. They cost memory and network once per build, so
+  keep them to what the site needs (compressed);
+* when the stage fails, its files are discarded with it.
+
+Two hosts must not write the same path (put the host name in it); the host
+stage never reads or changes files outside its own folder.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reportgen.capture import HostCapture
@@ -36,7 +63,24 @@ class HostContext:
     run: str
     host: str
     capture: HostCapture
-    site_dir: str  # the temporary site folder, for sections that stream files (trace)
+    # Root of this host's own output folder, laid out like the site (see the
+    # module notes); write through open_output()/output_path().
+    site_dir: str
+
+    def output_path(self, relpath: str) -> str:
+        """Local path for `<run>/<relpath>` in this host's output folder (parent folders made)."""
+        parts = relpath.replace("\\", "/").split("/")
+        if relpath.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise ValueError(f"output path must be relative and plain, not {relpath!r}")
+        path = os.path.join(self.site_dir, self.run, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return path
+
+    def open_output(self, relpath: str, mode: str = "wb") -> IO:
+        """Open `<run>/<relpath>` of the site for writing (see the module notes)."""
+        if not mode.startswith(("w", "x")):
+            raise ValueError("outputs are opened for writing only")
+        return open(self.output_path(relpath), mode)
 
     @cached_property
     def events(self):

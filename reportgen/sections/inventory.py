@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import altair as alt
 import pandas as pd
@@ -13,11 +14,23 @@ from reportgen.sections.base import HostContext, RunContext, Section
 ACTIVITY_BINS = 100
 
 
+HOST_CSV_COLUMNS = ["plane", "line_id", "line", "events", "first_ms", "last_ms"]
+
+
 @dataclass
 class HostInventory:
     lines: pd.DataFrame  # plane, line_id, line, events, first_ps, last_ps
     activity: pd.DataFrame  # line label, bin, bin_start_ms, bin_end_ms, busy_percent
     empty_planes: list[str]
+    csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
+
+
+def host_csv_path(host: str) -> str:
+    return f"data/inventory/hosts/{host}.csv"
+
+
+def with_ms(lines: pd.DataFrame) -> pd.DataFrame:
+    return lines.assign(first_ms=lines["first_ps"] / 1e9, last_ms=lines["last_ps"] / 1e9)
 
 
 def activity_chart(activity: pd.DataFrame) -> alt.Chart:
@@ -54,7 +67,12 @@ class InventorySection(Section):
         activity = activity.assign(label=labels.to_numpy()[activity["line"].to_numpy().astype(int)])
         planes_with_lines = set(lines["plane"])
         empty = [p for p in capture.planes["name"] if p not in planes_with_lines]
-        return HostInventory(lines=lines, activity=activity, empty_planes=empty)
+        # Written here, while the host is at hand, through the host-stage output
+        # contract (it also works when this stage runs on a Dask worker).
+        csv = host_csv_path(host.host)
+        with host.open_output(csv) as handle:
+            with_ms(lines)[HOST_CSV_COLUMNS].to_csv(handle, index=False)
+        return HostInventory(lines=lines, activity=activity, empty_planes=empty, csv=csv)
 
     def combine(self, run: RunContext, parts: dict[str, HostInventory]) -> dict:
         return {"run": run, "hosts": parts}
@@ -68,7 +86,7 @@ class InventorySection(Section):
             part = parts.get(summary.host)
             if part is None:
                 continue
-            table = part.lines.assign(first_ms=part.lines["first_ps"] / 1e9, last_ms=part.lines["last_ps"] / 1e9)
+            table = with_ms(part.lines)
             csv_rows.append(table.assign(host=summary.host))
             with_events = table[table["events"] > 0]
             hosts.append(
@@ -76,6 +94,7 @@ class InventorySection(Section):
                     **vars(summary),
                     "lines_table": with_events.to_dict("records"),
                     "empty_planes": part.empty_planes,
+                    "csv_href": quote(part.csv),
                     "chart": activity_chart(part.activity).to_dict() if len(part.activity) else None,
                 }
             )

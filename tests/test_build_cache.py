@@ -1,0 +1,151 @@
+"""Rebuilds reuse the hosts (and run pages) whose files did not change, and nothing else."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+import reportgen.buildcache as buildcache
+from reportgen.build import BuildOptions, build_site
+from reportgen.cli import main
+from reportgen.hoststage import package_fingerprint
+from tests.logdirs import assert_same_site, make_logdir, small_capture
+
+
+def _build(logdir, output, **options):
+    lines: list[str] = []
+    report = build_site([str(logdir)], BuildOptions(output=str(output), log=lines.append, **options))
+    return report, lines
+
+
+def _small_logdir(root):
+    return make_logdir(root, {
+        "a": {"h0": small_capture(1), "h1": small_capture(2)},
+        "b": {"vm": small_capture(3)},
+        "c": {"vm": small_capture(4)},
+    })
+
+
+def test_adding_a_run_to_twenty_decodes_and_renders_that_run_only(tmp_path):
+    logdir = make_logdir(tmp_path / "logdir", {f"run_{i:02d}": {"vm": small_capture(i)} for i in range(1, 21)})
+    first, _ = _build(logdir, tmp_path / "site")
+    assert len(first.decoded) == 20 and first.cached == []
+    make_logdir(logdir, {"run_21": {"vm": small_capture(21)}})
+    second, lines = _build(logdir, tmp_path / "site")
+    assert second.decoded == ["run_21/vm.xplane.pb"]
+    assert len(second.cached) == 20 and "run_21/vm.xplane.pb" not in second.cached
+    reused = sorted(line.split(":")[0] for line in lines if line.endswith("pages from the rebuild cache"))
+    assert reused == [f"run_{i:02d}" for i in range(1, 21)]
+    assert "render.inventory" in second.timings  # run_21's page, and only it, was rendered
+    assert (tmp_path / "site" / "run_21" / "index.html").is_file()
+    assert second.runs == 21 and second.exit_code == 0
+
+
+def test_touched_files_are_reused_changed_files_rebuilt_and_the_site_equals_a_fresh_build(tmp_path):
+    logdir = _small_logdir(tmp_path / "logdir")
+    first, _ = _build(logdir, tmp_path / "site", jobs=1)
+    assert len(first.decoded) == 4
+    host = logdir / "plugins" / "profile" / "a" / "h1.xplane.pb"
+    stat = host.stat()
+    os.utime(host, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # same bytes, new time
+    touched, _ = _build(logdir, tmp_path / "site", jobs=1)
+    assert touched.decoded == [] and len(touched.cached) == 4
+    assert touched.runner == "none"
+    host.write_bytes(small_capture(5))  # new content
+    changed, lines = _build(logdir, tmp_path / "site", jobs=1)
+    assert changed.decoded == ["a/h1.xplane.pb"]
+    assert sorted(changed.cached) == ["a/h0.xplane.pb", "b/vm.xplane.pb", "c/vm.xplane.pb"]
+    assert "a: pages from the rebuild cache" not in lines and "b: pages from the rebuild cache" in lines
+    fresh, _ = _build(logdir, tmp_path / "fresh", cache=False)
+    assert len(fresh.decoded) == 4
+    assert_same_site(tmp_path / "site", tmp_path / "fresh")
+    assert not (tmp_path / ".fresh.reportgen-cache").exists()
+    assert (tmp_path / ".site.reportgen-cache").is_dir()  # beside the site, not in it
+    assert not [p for p in (tmp_path / "site").rglob("*") if p.name.endswith(".pickle")]
+
+
+def test_a_corrupt_cache_entry_is_ignored_with_a_warning(tmp_path):
+    logdir = _small_logdir(tmp_path / "logdir")
+    _build(logdir, tmp_path / "site", jobs=1)
+    cache = tmp_path / ".site.reportgen-cache"
+    entries = sorted(cache.glob("hosts/*/*/outcome.pickle"))
+    assert len(entries) == 4
+    entries[0].write_bytes(entries[0].read_bytes()[:40])  # truncated
+    entries[1].write_bytes(b"not a pickle at all")
+    for run_entry in cache.glob("runs/*/run.pickle"):
+        run_entry.write_bytes(b"\x80\x05garbage")
+    rebuilt, _ = _build(logdir, tmp_path / "site", jobs=1)
+    assert rebuilt.exit_code == 0
+    assert len(rebuilt.decoded) == 2 and len(rebuilt.cached) == 2
+    unreadable = [w for w in rebuilt.warnings if "ignoring an unreadable cache entry" in w]
+    assert len(unreadable) >= 2
+    fresh, _ = _build(logdir, tmp_path / "fresh", cache=False)
+    assert_same_site(tmp_path / "site", tmp_path / "fresh")
+
+
+def test_no_cache_forces_every_host_and_a_code_change_invalidates_the_cache(tmp_path, monkeypatch):
+    logdir = _small_logdir(tmp_path / "logdir")
+    _build(logdir, tmp_path / "site", jobs=1)
+    forced, _ = _build(logdir, tmp_path / "site", jobs=1, cache=False)
+    assert len(forced.decoded) == 4 and forced.cached == []
+    _build(logdir, tmp_path / "site", jobs=1)  # the cache again
+    monkeypatch.setattr(buildcache, "code_fingerprint", lambda: "other code")
+    monkeypatch.setattr(buildcache, "site_fingerprint", lambda: "other code and templates")
+    other_code, _ = _build(logdir, tmp_path / "site", jobs=1)
+    assert len(other_code.decoded) == 4 and other_code.cached == []
+
+
+def test_the_code_fingerprint_follows_every_module(tmp_path):
+    package = tmp_path / "pkg"
+    shutil.copytree(buildcache.__file__.rsplit("/", 1)[0] + "/sections", package / "sections")
+    before = package_fingerprint(package, ("*.py",))
+    assert package_fingerprint(package, ("*.py",)) == before
+    module = package / "sections" / "inventory.py"
+    module.write_text(module.read_text() + "\n# changed\n")
+    assert package_fingerprint(package, ("*.py",)) != before
+
+
+def test_a_cache_folder_is_shared_between_outputs(tmp_path):
+    logdir = _small_logdir(tmp_path / "logdir")
+    cache_dir = tmp_path / "cache"
+    first, _ = _build(logdir, tmp_path / "one", jobs=1, cache_dir=str(cache_dir))
+    assert len(first.decoded) == 4
+    assert not (tmp_path / ".one.reportgen-cache").exists()
+    second, _ = _build(logdir, tmp_path / "two", jobs=1, cache_dir=str(cache_dir))
+    assert second.decoded == [] and len(second.cached) == 4
+    assert_same_site(tmp_path / "one", tmp_path / "two")
+
+
+@pytest.mark.parametrize("jobs", ["2"])
+def test_the_command_line_says_which_hosts_came_from_the_cache(tmp_path, capsys, jobs):
+    logdir = _small_logdir(tmp_path / "logdir")
+    args = ["build", str(logdir), "-o", str(tmp_path / "site"), "--jobs", jobs, "-v", "--timings"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "reportgen: a/h0.xplane.pb: decoded" in err
+    assert "host.decode" in err and "peak RSS" in err
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "reportgen: a/h0.xplane.pb: from the rebuild cache" in err
+    assert "decoded" not in err
+    assert main([*args, "--no-cache"]) == 0
+    assert "reportgen: a/h0.xplane.pb: decoded" in capsys.readouterr().err
+
+
+def test_the_cache_beside_a_site_keeps_the_last_build_only(tmp_path):
+    logdir = _small_logdir(tmp_path / "logdir")
+    cache = tmp_path / ".site.reportgen-cache"
+    _build(logdir, tmp_path / "site", jobs=1)
+    assert len(list(cache.glob("hosts/*/*/outcome.pickle"))) == 4
+    assert len(list(cache.glob("runs/*/run.pickle"))) == 3
+    shutil.rmtree(logdir / "plugins" / "profile" / "c")
+    (logdir / "plugins" / "profile" / "b" / "vm.xplane.pb").write_bytes(small_capture(6))
+    report, _ = _build(logdir, tmp_path / "site", jobs=1)
+    assert report.decoded == ["b/vm.xplane.pb"]
+    # Run c is gone and b's old content is superseded: their entries went with them.
+    assert len(list(cache.glob("hosts/*/*/outcome.pickle"))) == 3
+    assert len(list(cache.glob("runs/*/run.pickle"))) == 2
+    again, _ = _build(logdir, tmp_path / "site", jobs=1)
+    assert again.decoded == [] and len(again.cached) == 3

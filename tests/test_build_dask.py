@@ -1,0 +1,184 @@
+"""The per-host stage on a real Dask cluster: a scheduler and two workers, each its own process.
+
+The workers read the host files from the logdir's URL themselves: a local
+path, and gs:// served by a real GCS emulator on a loopback port (the
+workers and the building process reach it the way they would reach GCS,
+through gcsfs configured by environment variables).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from reportgen.build import BuildOptions, build_site
+from reportgen.cli import main
+from tests.logdirs import assert_same_site, make_logdir, pod_runs, site_bytes
+
+distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (the test extra has it)")
+
+REPO = Path(__file__).resolve().parent.parent
+BUCKET = "captures"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    """A GCS emulator, or None when gcp-storage-emulator is not installed."""
+    try:
+        import gcp_storage_emulator  # noqa: F401
+    except ImportError:
+        yield None
+        return
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port),
+         "--in-memory", "--default-bucket", BUCKET],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{endpoint}/storage/v1/b", timeout=1).read()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "the storage emulator did not start"
+                time.sleep(0.1)
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _gcs_env(endpoint: str | None) -> dict[str, str]:
+    """gcsfs aimed at the emulator, anonymously, for any process started with it."""
+    if endpoint is None:
+        return {}
+    return {"STORAGE_EMULATOR_HOST": endpoint, "FSSPEC_GCS_TOKEN": "anon", "FSSPEC_GS_TOKEN": "anon",
+            "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
+
+
+def _dask_command(*args: str) -> list[str]:
+    # `python -m distributed.cli.dask_scheduler` and `…dask_worker` are the `dask scheduler|worker` commands.
+    return [sys.executable, "-m", *args]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, emulator):
+    folder = tmp_path_factory.mktemp("dask")
+    scheduler_file = folder / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           **_gcs_env(emulator)}
+    logs = []
+    processes = []
+
+    def start(name: str, args: list[str]) -> None:
+        log = open(folder / f"{name}.log", "wb")
+        logs.append(log)
+        processes.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder))
+
+    start("scheduler", _dask_command("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                                     "--no-dashboard", "--scheduler-file", str(scheduler_file)))
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert processes[0].poll() is None, (folder / "scheduler.log").read_text()
+            assert time.monotonic() < deadline, "the Dask scheduler did not start"
+            time.sleep(0.1)
+        for n in range(2):
+            start(f"worker{n}", _dask_command("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
+                                             "--no-nanny", "--nthreads", "1", "--no-dashboard",
+                                             "--host", "127.0.0.1", "--name", f"w{n}"))
+        with distributed.Client(scheduler_file=str(scheduler_file), timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+            address = client.scheduler.address
+        yield address
+    finally:
+        if scheduler_file.exists():
+            try:  # the quick way: the scheduler stops its workers, then itself
+                with distributed.Client(scheduler_file=str(scheduler_file), timeout=10) as client:
+                    client.shutdown()
+            except (OSError, TimeoutError):
+                pass
+        # Whatever still runs: workers first, while the scheduler can take their goodbye; then the scheduler.
+        for group in (processes[1:], processes[:1]):
+            for process in group:
+                process.terminate()
+            for process in group:
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        for log in logs:
+            log.close()
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    return make_logdir(tmp_path_factory.mktemp("dask-logdir"), pod_runs())
+
+
+@pytest.fixture(scope="module")
+def local(logdir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("dask-local") / "site"
+    return build_site([str(logdir)], BuildOptions(output=str(out), jobs=1, cache=False))
+
+
+def test_a_build_on_dask_equals_the_local_build_byte_for_byte(cluster, logdir, local, tmp_path):
+    remote = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "dask"), scheduler=cluster, cache=False))
+    assert remote.runner == "dask" and local.runner == "serial"
+    assert remote.decoded == local.decoded and len(remote.decoded) == 3
+    assert [e["message"] for e in remote.errors] == [e["message"] for e in local.errors]
+    assert_same_site(local.output, tmp_path / "dask")
+    # Files written by the host stage on the workers travelled back with the results.
+    assert "pod/data/inventory/hosts/worker-1.csv" in site_bytes(tmp_path / "dask")
+
+
+def test_dask_results_feed_the_rebuild_cache(cluster, logdir, local, tmp_path):
+    args = ["build", str(logdir), "-o", str(tmp_path / "site"), "--scheduler", cluster, "-q"]
+    assert main(args) == 2  # one host file is truncated
+    again = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "site"), scheduler=cluster))
+    assert again.decoded == [] and len(again.cached) == 3
+    assert again.runner == "dask"  # the broken host is tried again (failures are never cached)
+    assert [e["path"] for e in again.errors] == ["pod/worker-2.xplane.pb"]
+    assert_same_site(local.output, tmp_path / "site")
+
+
+def test_workers_read_host_files_from_a_gcs_logdir(cluster, emulator, logdir, local, tmp_path):
+    if emulator is None:
+        pytest.skip("gcp-storage-emulator is not installed (the test extra has it)")
+    from reportgen.publish import gcs_filesystem
+
+    fs = gcs_filesystem(emulator)
+    for path in sorted((logdir / "plugins" / "profile").rglob("*.xplane.pb")):
+        fs.pipe(f"{BUCKET}/logs/{path.relative_to(logdir).as_posix()}", path.read_bytes())
+    env = {**os.environ, "PYTHONPATH": str(REPO), **_gcs_env(emulator)}
+    command = [sys.executable, "-m", "reportgen", "build", f"gs://{BUCKET}/logs", "-o", str(tmp_path / "site"),
+               "--scheduler", cluster, "-v"]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert first.returncode == 2, first.stderr  # one host file is truncated
+    assert "reportgen: pod/worker-0.xplane.pb: decoded" in first.stderr
+    # The terminal names the broken file by its URL; the site by its place in the logdir.
+    assert f"gs://{BUCKET}/logs/plugins/profile/pod/worker-2.xplane.pb" in first.stderr
+    assert_same_site(local.output, tmp_path / "site")
+    # A rebuild keys the hosts by the store's checksums: nothing is decoded again.
+    second = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert second.returncode == 2, second.stderr
+    assert "reportgen: pod/worker-0.xplane.pb: from the rebuild cache" in second.stderr
+    assert "decoded" not in second.stderr
+    assert_same_site(local.output, tmp_path / "site")

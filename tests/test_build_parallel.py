@@ -1,0 +1,69 @@
+"""Hosts in parallel worker processes build the same site, byte for byte, as one process."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from reportgen.build import EXIT_PARTIAL, BuildOptions, build_site
+from reportgen.loaders.xspace import decode_xspace
+from reportgen.sections.base import HostContext
+from tests.logdirs import FAST, assert_same_site, make_logdir, pod_runs, site_bytes
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    root = tmp_path_factory.mktemp("parallel")
+    logdir = make_logdir(root / "logdir", pod_runs())
+    serial = build_site([str(logdir)], BuildOptions(output=str(root / "serial"), jobs=1, cache=False))
+    parallel = build_site([str(logdir)], BuildOptions(output=str(root / "parallel"), jobs=2, cache=False))
+    return serial, parallel
+
+
+def test_two_jobs_run_in_worker_processes_and_match_one_job_byte_for_byte(builds):
+    serial, parallel = builds
+    assert serial.runner == "serial"
+    assert parallel.runner == "processes"
+    assert serial.decoded == parallel.decoded == ["pod/worker-0.xplane.pb", "pod/worker-1.xplane.pb",
+                                                  "solo/vm.xplane.pb"]
+    assert_same_site(serial.output, parallel.output)
+
+
+def test_a_broken_host_fails_alone_in_either_mode(builds):
+    for report in builds:
+        assert report.exit_code == EXIT_PARTIAL
+        assert [e["path"] for e in report.errors] == ["pod/worker-2.xplane.pb"]
+        assert report.hosts == 3
+
+
+def test_host_stage_outputs_reach_the_site_and_a_failed_host_leaves_none(builds):
+    _, parallel = builds
+    files = site_bytes(parallel.output)
+    per_host = sorted(rel for rel in files if rel.startswith("pod/data/inventory/hosts/"))
+    assert per_host == [f"pod/data/inventory/hosts/worker-{i}.csv" for i in range(2)]
+    assert "solo/data/inventory/hosts/vm.csv" in files
+    # Each host's file holds that host's rows of the run's table.
+    run_table = pd.read_csv(io.BytesIO(files["pod/data/inventory/lines.csv"]))
+    for i in range(2):
+        host_table = pd.read_csv(io.BytesIO(files[f"pod/data/inventory/hosts/worker-{i}.csv"]))
+        expected = run_table[run_table["host"] == f"worker-{i}"].drop(columns="host").reset_index(drop=True)
+        pd.testing.assert_frame_equal(host_table, expected)
+    page = files["pod/index.html"].decode()
+    assert 'href="data/inventory/hosts/worker-0.csv"' in page
+    assert not any(".staging" in rel for rel in files)
+    assert not (parallel.output / ".staging").exists()
+
+
+def test_host_outputs_stay_inside_the_run_folder(tmp_path):
+    capture = decode_xspace(str(FAST), FAST.read_bytes(), host="vm")
+    ctx = HostContext(run="r", host="vm", capture=capture, site_dir=str(tmp_path))
+    for bad in ("../escape.csv", "/abs.csv", "a//b.csv", "a/./b.csv", ""):
+        with pytest.raises(ValueError):
+            ctx.output_path(bad)
+    with pytest.raises(ValueError):
+        ctx.open_output("x.csv", "rb")
+    with ctx.open_output("data/x/y.csv") as handle:
+        handle.write(b"1\n")
+    assert (tmp_path / "r" / "data" / "x" / "y.csv").read_bytes() == b"1\n"

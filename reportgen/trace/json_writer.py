@@ -1,0 +1,149 @@
+"""Chrome trace JSON chunk files (gzip), written as a stream.
+
+A chunk is a complete document that opens alone in Perfetto UI or
+chrome://tracing: the header (`displayTimeUnit`, `metadata` with host and run),
+every process and thread name and sort order as metadata events, then the
+chunk's events. Events are written by the compiled writer into a few reusable
+buffers, and a background thread compresses (gzip level 1) and writes each
+buffer while the next one fills: memory stays at a few buffers whatever the
+number of events, and both cores work.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+
+from reportgen.trace.json_kernel import write_events
+from reportgen.trace.tables import TraceTables
+
+BUFFER_BYTES = 8 << 20
+BUFFERS = 3
+GZIP_LEVEL = 1
+
+
+@dataclass
+class WrittenChunk:
+    events: int
+    json_bytes: int  # uncompressed
+    file_bytes: int  # on disk
+
+
+def metadata_events(tables: TraceTables) -> list[dict]:
+    """process_name / process_sort_index / thread_name / thread_sort_index, as XProf writes them."""
+    out: list[dict] = []
+    for proc in tables.layout.processes:
+        threads = proc.sorted_threads()
+        out.append({"args": {"name": proc.name}, "name": "process_name", "ph": "M", "pid": proc.pid,
+                    "thread_count": len(threads)})
+        out.append({"args": {"sort_index": proc.pid}, "name": "process_sort_index", "ph": "M", "pid": proc.pid})
+        for thread in threads:
+            out.append({"args": {"name": thread.name}, "name": "thread_name", "ph": "M", "pid": proc.pid,
+                        "tid": thread.tid})
+            out.append({"args": {"sort_index": thread.tid}, "name": "thread_sort_index", "ph": "M",
+                        "pid": proc.pid, "tid": thread.tid})
+    return out
+
+
+def document_head(metadata: dict, meta_events: list[dict]) -> bytes:
+    head = {"displayTimeUnit": "ns", "metadata": {"highres-ticks": True, **metadata}}
+    body = b",\n".join(orjson.dumps(e) for e in meta_events) if meta_events else b'{"name":"trace","ph":"M","pid":0}'
+    return orjson.dumps(head)[:-1] + b',"traceEvents":[\n' + body
+
+
+DOCUMENT_TAIL = b"\n]}\n"
+
+
+class KernelArgs:
+    """The compiled writer's table arguments, built once per host."""
+
+    def __init__(self, tables: TraceTables):
+        cap = tables.capture
+        ev = cap.events
+        pool, pool_off = tables.pool.json_fragments()
+        es, ms = cap.event_stats, cap.metadata_stats
+        syn = tables.synthetic
+        flows = tables.flows
+        self.tables = tables
+        self.args = (
+            ev["line"].to_numpy(), ev["md"].to_numpy(), ev["start_ps"].to_numpy(), ev["duration_ps"].to_numpy(),
+            tables.name_sid, flows.flow_id, flows.flow_bits, flows.flow_cat,
+            tables.layout.line_pid, tables.layout.line_tid, tables.layout.line_kind,
+            tables.md_long_sid, tables.md_stat_start, ms.key, ms.kind, ms.raw, ms.str_id,
+            tables.ev_stat_start, es.key, es.kind, es.raw, es.str_id,
+            tables.role, pool, pool_off, tables.double_keys, tables.double_sid, tables.cat_sid,
+            tables.long_name_sid,
+            syn.line, syn.start_ps, syn.duration_ps, syn.name_sid,
+        )
+
+
+class _Compressor:
+    """gzip + file write on a worker thread, in submission order."""
+
+    def __init__(self, path: str):
+        self.file = open(path, "wb")
+        self.zip = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+        self.pool = ThreadPoolExecutor(max_workers=1)
+
+    def _put(self, data) -> None:
+        self.file.write(self.zip.compress(data))
+
+    def submit(self, data) -> Future:
+        return self.pool.submit(self._put, data)
+
+    def close(self) -> int:
+        self.pool.shutdown(wait=True)
+        self.file.write(self.zip.flush())
+        size = self.file.tell()
+        self.file.close()
+        return size
+
+
+def write_chunk(path: str, head: bytes, rows: np.ndarray, kernel: KernelArgs,
+                buffer_bytes: int = BUFFER_BYTES) -> WrittenChunk:
+    """Write one chunk document holding `rows` (exported event rows) to `path` (gzip)."""
+    comp = _Compressor(path)
+    total = len(head) + len(DOCUMENT_TAIL)
+    try:
+        comp.submit(head)
+        buffers = [np.empty(buffer_bytes, dtype=np.uint8) for _ in range(BUFFERS)]
+        in_flight: deque[tuple[int, Future]] = deque()
+        i, k = 0, 0
+        while i < len(rows):
+            slot = k % len(buffers)
+            if len(in_flight) == len(buffers):
+                in_flight.popleft()[1].result()
+            buf = buffers[slot]
+            n, nxt = write_events(rows, i, len(rows), buf, *kernel.args)
+            if nxt == i:
+                # One event larger than a buffer (this slot is not in flight): grow it and retry.
+                buffers[slot] = np.empty(len(buf) * 4, dtype=np.uint8)
+                continue
+            in_flight.append((slot, comp.submit(memoryview(buf)[:n])))
+            total += n
+            i, k = nxt, k + 1
+        while in_flight:
+            in_flight.popleft()[1].result()
+        comp.submit(DOCUMENT_TAIL).result()
+    finally:
+        size = comp.close()
+    return WrittenChunk(events=len(rows), json_bytes=total, file_bytes=size)
+
+
+def measure_rows(rows: np.ndarray, kernel: KernelArgs) -> int:
+    """Exact JSON bytes of some events (used on samples to size chunks)."""
+    buf = np.empty(1 << 20, dtype=np.uint8)
+    total, i = 0, 0
+    while i < len(rows):
+        n, nxt = write_events(rows, i, len(rows), buf, *kernel.args)
+        if nxt == i:
+            buf = np.empty(len(buf) * 4, dtype=np.uint8)
+            continue
+        total += n
+        i = nxt
+    return total

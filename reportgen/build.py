@@ -40,6 +40,7 @@ class BuildOptions:
     runs: set[str] | None = None
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     progress: bool = False
+    trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
 
 
 @dataclass
@@ -80,7 +81,7 @@ def summarize_host(ctx: HostContext) -> HostSummary:
     )
 
 
-def process_host(run: str, host: HostFile, site_dir: str) -> HostOutcome:
+def process_host(run: str, host: HostFile, site_dir: str, trace_format: str = "json") -> HostOutcome:
     """Decode one host file and run every section's per-host stage."""
     outcome = HostOutcome(run=run, host=host.host, path=host.path)
     try:
@@ -91,7 +92,7 @@ def process_host(run: str, host: HostFile, site_dir: str) -> HostOutcome:
         capture = decode_xspace(host.path, data, host=host.host)
         if len(capture.planes) == 0:
             raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
-        ctx = HostContext(run=run, host=host.host, capture=capture, site_dir=site_dir)
+        ctx = HostContext(run=run, host=host.host, capture=capture, site_dir=site_dir, trace_format=trace_format)
         outcome.summary = summarize_host(ctx)
         for section in SECTIONS:
             part = section.host_part(ctx)
@@ -138,11 +139,11 @@ def _run_hosts(named: list[tuple[str, RunSource]], site_dir: str, options: Build
     if options.jobs <= 1 or len(jobs) <= 1:
         outcomes = []
         for name, host in jobs:
-            outcomes.append(process_host(name, host, site_dir))
+            outcomes.append(process_host(name, host, site_dir, options.trace_format))
             step(f"{name}/{host.host}")
         return outcomes
     with ProcessPoolExecutor(max_workers=min(options.jobs, len(jobs))) as pool:
-        futures = [pool.submit(process_host, name, host, site_dir) for name, host in jobs]
+        futures = [pool.submit(process_host, name, host, site_dir, options.trace_format) for name, host in jobs]
         outcomes = []
         for (name, host), future in zip(jobs, futures):
             outcomes.append(future.result())

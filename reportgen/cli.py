@@ -50,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
         help="hosts processed in parallel (default: the number of cores)",
     )
+    build.add_argument(
+        "--trace-format", choices=("json", "perfetto", "both"), default="json",
+        help="trace export: chunked Chrome JSON (gzip), one Perfetto .pftrace per host, or both (default: json)",
+    )
     build.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
     return parser
 
@@ -62,6 +66,7 @@ def _build(args: argparse.Namespace) -> int:
         runs=runs,
         jobs=max(1, args.jobs),
         progress=not args.quiet and sys.stderr.isatty(),
+        trace_format=args.trace_format,
     )
     try:
         report = build_site(locations, options)

@@ -66,6 +66,7 @@ class Assets:
     vega: str
     css: str
     js: str
+    trace_js: str
 
 
 def write_assets(site_dir: Path) -> Assets:
@@ -76,6 +77,7 @@ def write_assets(site_dir: Path) -> Assets:
         ("vega", "vega-bundle", ".js", _vega_bundle()),
         ("css", "style", ".css", _static_asset("style.css")),
         ("js", "reportgen", ".js", _static_asset("reportgen.js")),
+        ("trace_js", "trace", ".js", _static_asset("trace.js")),
     ):
         name = _hashed_name(stem, suffix, content)
         (assets_dir / name).write_bytes(content)

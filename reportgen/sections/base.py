@@ -32,6 +32,7 @@ class HostContext:
     host: str
     capture: HostCapture
     site_dir: str  # the temporary site folder, for sections that stream files (trace)
+    trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
 
     @cached_property
     def environment(self):

@@ -41,6 +41,12 @@ def activity_chart(activity: pd.DataFrame) -> alt.Chart:
     )
 
 
+def _chart_dict(activity: pd.DataFrame) -> dict:
+    # A capture with many lines exceeds Altair's default 5,000-row guard.
+    with alt.data_transformers.disable_max_rows():
+        return activity_chart(activity).to_dict()
+
+
 class InventorySection(Section):
     slug = "inventory"
     title = "Run"
@@ -76,7 +82,7 @@ class InventorySection(Section):
                     **vars(summary),
                     "lines_table": with_events.to_dict("records"),
                     "empty_planes": part.empty_planes,
-                    "chart": activity_chart(part.activity).to_dict() if len(part.activity) else None,
+                    "chart": _chart_dict(part.activity) if len(part.activity) else None,
                 }
             )
         if csv_rows:

@@ -148,10 +148,10 @@ def _names(capture: HostCapture, pool: StringPool, steps: StepMarks) -> tuple[np
     has_display = (md["display_name"] != "").to_numpy()
     md_name = np.where(has_display, md["display_name_id"].to_numpy(), md["name_id"].to_numpy()).astype(np.int32)
     md_long = np.where(has_display, md["name_id"].to_numpy(), -1).astype(np.int32)
-    for row in np.flatnonzero(has_display):
-        text = md["name"].iat[row]
-        if len(text) > schema.MAX_LONG_NAME:
-            md_long[row] = pool.add(text[: schema.MAX_LONG_NAME] + schema.LONG_NAME_SUFFIX)
+    too_long = has_display & (md["name"].str.len().to_numpy() > schema.MAX_LONG_NAME)
+    full_names = md["name"].to_numpy()
+    for row in np.flatnonzero(too_long):
+        md_long[row] = pool.add(full_names[row][: schema.MAX_LONG_NAME] + schema.LONG_NAME_SUFFIX)
     name_sid = md_name[capture.events["md"].to_numpy()]
     # step_name (string or ref) renames its event.
     stat = capture.event_stat(schema.STAT_STEP_NAME)

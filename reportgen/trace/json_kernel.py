@@ -29,6 +29,24 @@ from reportgen.trace.layout import LINE_COUNTERS
 from reportgen.trace.tables import ROLE_HIDDEN
 
 _JS_SAFE = np.uint64(1 << 53)
+# Literal pieces as module arrays: compiled code reads them as constants.
+_L_EMPTY_STR = np.frombuffer(b'""', dtype=np.uint8)
+_L_ARGS = np.frombuffer(b',"args":{', dtype=np.uint8)
+_L_BIND_ID = np.frombuffer(b',"bind_id":', dtype=np.uint8)
+_L_CAT = np.frombuffer(b',"cat":', dtype=np.uint8)
+_L_DUR = np.frombuffer(b',"dur":', dtype=np.uint8)
+_L_FLOW_IN_TRUE = np.frombuffer(b',"flow_in":true', dtype=np.uint8)
+_L_FLOW_OUT_TRUE = np.frombuffer(b',"flow_out":true', dtype=np.uint8)
+_L_ID = np.frombuffer(b',"id":', dtype=np.uint8)
+_L_NAME = np.frombuffer(b',"name":', dtype=np.uint8)
+_L_PH_C = np.frombuffer(b',"ph":"C"', dtype=np.uint8)
+_L_PH_X = np.frombuffer(b',"ph":"X"', dtype=np.uint8)
+_L_PH_B = np.frombuffer(b',"ph":"b"', dtype=np.uint8)
+_L_PH_E = np.frombuffer(b',"ph":"e"', dtype=np.uint8)
+_L_PH_E2 = np.frombuffer(b',"ph":"e"}', dtype=np.uint8)
+_L_TID = np.frombuffer(b',"tid":', dtype=np.uint8)
+_L_TS = np.frombuffer(b',"ts":', dtype=np.uint8)
+_L_PID = np.frombuffer(b',\n{"pid":', dtype=np.uint8)
 _IN = schema.FLOW_IN
 _OUT = schema.FLOW_OUT
 
@@ -57,17 +75,14 @@ def _frag_len(pool_off, sid):
 @njit(cache=True)
 def _u64(out, pos, v):
     v = np.uint64(v)
-    if v == 0:
-        out[pos] = 48
-        return pos + 1
-    digits = np.empty(20, np.uint8)
-    n = 0
-    while v > 0:
-        digits[n] = 48 + np.uint8(v % np.uint64(10))
-        v = v // np.uint64(10)
+    n = 1
+    probe = v
+    while probe >= np.uint64(10):
+        probe = probe // np.uint64(10)
         n += 1
-    for k in range(n):
-        out[pos + k] = digits[n - 1 - k]
+    for k in range(n - 1, -1, -1):
+        out[pos + k] = np.uint8(48 + v % np.uint64(10))
+        v = v // np.uint64(10)
     return pos + n
 
 
@@ -146,7 +161,7 @@ def _write_stat(out, pos, first, kind, sid, raw, key, numeric_only, pool, pool_o
     elif kind != KIND_INT64 and kind != KIND_UINT64 and kind != KIND_DOUBLE:
         return pos, False  # bytes and unset values are never written
     if first:
-        pos = _lit(out, pos, b',"args":{')
+        pos = _lit(out, pos, _L_ARGS)
     else:
         out[pos] = 44
         pos += 1
@@ -177,7 +192,7 @@ def _write_args(out, pos, md, long_sid, e0, e1, numeric_only,
                 long_name_key):
     first = True
     if long_sid >= 0 and not numeric_only:
-        pos = _lit(out, pos, b',"args":{')
+        pos = _lit(out, pos, _L_ARGS)
         pos = _frag(out, pos, pool, pool_off, long_name_key)
         out[pos] = 58
         pos += 1
@@ -208,14 +223,14 @@ def _write_args(out, pos, md, long_sid, e0, e1, numeric_only,
 
 @njit(cache=True)
 def _pid_name_ts(out, pos, pid, tid, with_tid, name_sid, ts, pool, pool_off):
-    pos = _lit(out, pos, b',\n{"pid":')
+    pos = _lit(out, pos, _L_PID)
     pos = _i64(out, pos, pid)
     if with_tid:
-        pos = _lit(out, pos, b',"tid":')
+        pos = _lit(out, pos, _L_TID)
         pos = _i64(out, pos, tid)
-    pos = _lit(out, pos, b',"name":')
+    pos = _lit(out, pos, _L_NAME)
     pos = _frag(out, pos, pool, pool_off, name_sid)
-    pos = _lit(out, pos, b',"ts":')
+    pos = _lit(out, pos, _L_TS)
     return _micros(out, pos, ts)
 
 
@@ -281,32 +296,32 @@ def write_events(rows, i0, i1, out,
         is_async = (bits & FLOW_ASYNC) != 0 and direction != 0 and not counter
         if counter:
             pos = _pid_name_ts(out, pos, pid, 0, False, name, start, pool, pool_off)
-            pos = _lit(out, pos, b',"ph":"C"')
+            pos = _lit(out, pos, _L_PH_C)
         elif is_async:
             pos = _pid_name_ts(out, pos, pid, 0, False, name, start if direction != _IN else start, pool, pool_off)
-            pos = _lit(out, pos, b',"id":')
+            pos = _lit(out, pos, _L_ID)
             pos = _u64(out, pos, fid)
-            pos = _lit(out, pos, b',"cat":')
+            pos = _lit(out, pos, _L_CAT)
             if cat >= 0:
                 pos = _frag(out, pos, pool, pool_off, cat)
             else:
-                pos = _lit(out, pos, b'""')
-            pos = _lit(out, pos, b',"ph":"e"' if direction == _IN else b',"ph":"b"')
+                pos = _lit(out, pos, _L_EMPTY_STR)
+            pos = _lit(out, pos, _L_PH_E if direction == _IN else _L_PH_B)
         else:
             pos = _pid_name_ts(out, pos, pid, line_tid[line], True, name, start, pool, pool_off)
-            pos = _lit(out, pos, b',"dur":')
+            pos = _lit(out, pos, _L_DUR)
             pos = _micros(out, pos, dur if dur > 0 else 1)
-            pos = _lit(out, pos, b',"ph":"X"')
+            pos = _lit(out, pos, _L_PH_X)
             if direction != 0:
-                pos = _lit(out, pos, b',"bind_id":')
+                pos = _lit(out, pos, _L_BIND_ID)
                 pos = _u64(out, pos, fid)
                 if cat >= 0:
-                    pos = _lit(out, pos, b',"cat":')
+                    pos = _lit(out, pos, _L_CAT)
                     pos = _frag(out, pos, pool, pool_off, cat)
                 if direction & _OUT:
-                    pos = _lit(out, pos, b',"flow_out":true')
+                    pos = _lit(out, pos, _L_FLOW_OUT_TRUE)
                 if direction & _IN:
-                    pos = _lit(out, pos, b',"flow_in":true')
+                    pos = _lit(out, pos, _L_FLOW_IN_TRUE)
         if md >= 0:
             pos = _write_args(out, pos, md, long_sid, e0, e1, counter,
                               md_stat_start, ms_key, ms_kind, ms_raw, ms_sid,
@@ -317,13 +332,13 @@ def write_events(rows, i0, i1, out,
         if is_async and direction == schema.FLOW_IN_OUT:
             # XProf closes an in-out async event with a synthetic end at its end time.
             pos = _pid_name_ts(out, pos, pid, 0, False, name, start + dur, pool, pool_off)
-            pos = _lit(out, pos, b',"id":')
+            pos = _lit(out, pos, _L_ID)
             pos = _u64(out, pos, fid)
-            pos = _lit(out, pos, b',"cat":')
+            pos = _lit(out, pos, _L_CAT)
             if cat >= 0:
                 pos = _frag(out, pos, pool, pool_off, cat)
             else:
-                pos = _lit(out, pos, b'""')
-            pos = _lit(out, pos, b',"ph":"e"}')
+                pos = _lit(out, pos, _L_EMPTY_STR)
+            pos = _lit(out, pos, _L_PH_E2)
         i += 1
     return pos, i

@@ -25,6 +25,7 @@ import numpy as np
 from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
 from reportgen.trace import schema
 from reportgen.trace.layout import TraceLayout
+from reportgen.trace.stat_select import EventStats
 
 ID_MASK = np.uint64((1 << 53) - 1)
 RUN_ID_MASK = np.uint64((1 << 27) - 1)
@@ -114,14 +115,15 @@ def _name_hash(text: str) -> int:
 class _StatLookup:
     """First value of a stat per event, as IntOrUint (strings read as 0), sparse."""
 
-    def __init__(self, capture: HostCapture):
+    def __init__(self, capture: HostCapture, stats: EventStats):
         self.capture = capture
+        self.stats = stats
         self._cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def get(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(event rows sorted, uint64 values, kinds)."""
         if name not in self._cache:
-            rows = self.capture.event_stat(name)
+            rows = self.stats.get(name)
             owners, first = np.unique(rows.owner, return_index=True)
             kind = rows.kind[first]
             raw = rows.raw[first]
@@ -243,12 +245,12 @@ def _safe_context(ctx: np.ndarray) -> np.ndarray:
     return np.where(ctx > np.uint64(schema.LAST_CONTEXT_TYPE), np.uint64(schema.CONTEXT_GENERIC), ctx)
 
 
-def event_flows(capture: HostCapture, layout: TraceLayout) -> EventFlows:
+def event_flows(capture: HostCapture, layout: TraceLayout, event_stats: EventStats | None = None) -> EventFlows:
     n = capture.event_count
     flow_id = np.zeros(n, dtype=np.uint64)
     flow_bits = np.zeros(n, dtype=np.int8)
     flow_cat = np.zeros(n, dtype=np.int8)
-    stats = _StatLookup(capture)
+    stats = _StatLookup(capture, EventStats(capture) if event_stats is None else event_stats)
 
     def assign(rows: np.ndarray, ids: np.ndarray, direction, ctx) -> None:
         flow_id[rows] = ids

@@ -13,7 +13,9 @@ event lasts at least 1 ps, as in XProf. Async events (`_a` with a flow) are
 `"ph":"b"`/`"e"` pairs on the process; counter-line events are `"ph":"C"`
 samples with their numeric args.
 
-The writer stops before an event that might not fit (a size bound is computed
+Helpers are inlined into the writer (numba IR inlining): per-event calls with
+many arguments cost more than the work they do. The writer stops before an
+event that might not fit (a size bound is computed
 first, so writes never run past the buffer) and reports how far it got.
 """
 
@@ -53,18 +55,24 @@ _OUT = schema.FLOW_OUT
 
 @njit(cache=True, inline="always")
 def _lit(out, pos, text):
-    for k in range(len(text)):
-        out[pos + k] = text[k]
-    return pos + len(text)
+    # Copy through views indexed by the bare loop counter: an index that might be
+    # negative makes numba wrap it per byte, which defeats vectorised copies.
+    n = len(text)
+    dst = out[pos:pos + n]
+    for k in range(n):
+        dst[k] = text[k]
+    return pos + n
 
 
 @njit(cache=True, inline="always")
 def _frag(out, pos, pool, pool_off, sid):
     a = pool_off[sid]
-    b = pool_off[sid + 1]
-    for k in range(b - a):
-        out[pos + k] = pool[a + k]
-    return pos + (b - a)
+    n = pool_off[sid + 1] - a
+    dst = out[pos:pos + n]
+    src = pool[a:a + n]
+    for k in range(n):
+        dst[k] = src[k]
+    return pos + n
 
 
 @njit(cache=True, inline="always")
@@ -72,7 +80,7 @@ def _frag_len(pool_off, sid):
     return pool_off[sid + 1] - pool_off[sid]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _u64(out, pos, v):
     v = np.uint64(v)
     n = 1
@@ -80,13 +88,14 @@ def _u64(out, pos, v):
     while probe >= np.uint64(10):
         probe = probe // np.uint64(10)
         n += 1
-    for k in range(n - 1, -1, -1):
-        out[pos + k] = np.uint8(48 + v % np.uint64(10))
+    dst = out[pos:pos + n]
+    for k in range(n):
+        dst[n - 1 - k] = np.uint8(48 + v % np.uint64(10))
         v = v // np.uint64(10)
     return pos + n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _i64(out, pos, v):
     if v < 0:
         out[pos] = 45  # '-'
@@ -95,31 +104,33 @@ def _i64(out, pos, v):
     return _u64(out, pos, np.uint64(v))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _micros(out, pos, ps):
     """Picoseconds as an exact decimal number of microseconds."""
     if ps < 0:
         out[pos] = 45
         pos += 1
         ps = -ps
-    whole = ps // 1000000
-    frac = ps % 1000000
-    pos = _u64(out, pos, np.uint64(whole))
-    if frac:
+    v = np.uint64(ps)
+    whole = v // np.uint64(1000000)
+    frac = v - whole * np.uint64(1000000)
+    pos = _u64(out, pos, whole)
+    if frac != np.uint64(0):
         out[pos] = 46  # '.'
         pos += 1
         width = 6
-        while frac % 10 == 0:
-            frac //= 10
+        while frac % np.uint64(10) == np.uint64(0):
+            frac = frac // np.uint64(10)
             width -= 1
-        for k in range(width - 1, -1, -1):
-            out[pos + k] = 48 + frac % 10
-            frac //= 10
+        dst = out[pos:pos + width]
+        for k in range(width):
+            dst[width - 1 - k] = np.uint8(48 + frac % np.uint64(10))
+            frac = frac // np.uint64(10)
         pos += width
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _int_arg(out, pos, raw, unsigned):
     """An integer arg: a JSON number, quoted beyond 2^53 as XProf does."""
     if unsigned:
@@ -136,23 +147,21 @@ def _int_arg(out, pos, raw, unsigned):
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _double_sid(double_keys, double_sid, raw):
     i = np.searchsorted(double_keys, raw)
     return double_sid[i]
 
 
-@njit(cache=True)
-def _stat_bound(kind, sid, raw, key, pool_off, double_keys, double_sid):
+@njit(cache=True, inline="always")
+def _stat_bound(kind, sid, key, pool_off):
     base = _frag_len(pool_off, key) + 4
     if kind == KIND_STR or kind == KIND_REF:
         return base + _frag_len(pool_off, sid)
-    if kind == KIND_DOUBLE:
-        return base + _frag_len(pool_off, _double_sid(double_keys, double_sid, raw))
-    return base + 24
+    return base + 32  # numbers: at most 26 characters, quotes included
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _write_stat(out, pos, first, kind, sid, raw, key, numeric_only, pool, pool_off, double_keys, double_sid):
     """One `"key":value` (with its separator); returns (pos, written?)."""
     if kind == KIND_STR or kind == KIND_REF:
@@ -177,7 +186,7 @@ def _write_stat(out, pos, first, kind, sid, raw, key, numeric_only, pool, pool_o
     return pos, True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _overridden(key, es_key, e0, e1):
     for j in range(e0, e1):
         if es_key[j] == key:
@@ -185,7 +194,7 @@ def _overridden(key, es_key, e0, e1):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _write_args(out, pos, md, long_sid, e0, e1, numeric_only,
                 md_stat_start, ms_key, ms_kind, ms_raw, ms_sid,
                 es_key, es_kind, es_raw, es_sid, role, pool, pool_off, double_keys, double_sid,
@@ -221,7 +230,7 @@ def _write_args(out, pos, md, long_sid, e0, e1, numeric_only,
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pid_name_ts(out, pos, pid, tid, with_tid, name_sid, ts, pool, pool_off):
     pos = _lit(out, pos, _L_PID)
     pos = _i64(out, pos, pid)
@@ -284,9 +293,9 @@ def write_events(rows, i0, i1, out,
             bound += _frag_len(pool_off, long_sid) + _frag_len(pool_off, long_name_key) + 4
         if md >= 0:
             for s in range(md_stat_start[md], md_stat_start[md + 1]):
-                bound += _stat_bound(ms_kind[s], ms_sid[s], ms_raw[s], ms_key[s], pool_off, double_keys, double_sid)
+                bound += _stat_bound(ms_kind[s], ms_sid[s], ms_key[s], pool_off)
         for s in range(e0, e1):
-            bound += _stat_bound(es_kind[s], es_sid[s], es_raw[s], es_key[s], pool_off, double_keys, double_sid)
+            bound += _stat_bound(es_kind[s], es_sid[s], es_key[s], pool_off)
         if pos + bound > limit:
             break
 

@@ -64,8 +64,9 @@ def _fixed64(out, pos, v):
 
 @njit(cache=True, inline="always")
 def _copy(out, pos, src, n):
+    dst = out[pos:pos + n]  # views indexed by the loop counter copy without per-byte index wrapping
     for k in range(n):
-        out[pos + k] = src[k]
+        dst[k] = src[k]
     return pos + n
 
 
@@ -132,9 +133,7 @@ def encode_interned(field_key, sids, data, off, out):
         pos = _varint(out, pos + 1, iid)
         out[pos] = 0x12
         pos = _varint(out, pos + 1, n)
-        for k in range(n):
-            out[pos + k] = data[off[sid] + k]
-        pos += n
+        pos = _copy(out, pos, data[off[sid]:off[sid] + n], n)
     return pos
 
 

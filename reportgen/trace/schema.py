@@ -74,6 +74,13 @@ STAT_IS_ROOT = "_r"
 STAT_STEP_NUM = "step_num"
 STAT_ITER_NUM = "iter_num"
 
+# Every event stat the mapping reads (selected from the capture in one pass).
+TRACE_STAT_NAMES = (
+    STAT_GROUP_ID, STAT_STEP_NAME, STAT_FLOW, STAT_IS_ASYNC, STAT_CORRELATION_ID, STAT_PRODUCER_TYPE,
+    STAT_PRODUCER_ID, STAT_CONSUMER_TYPE, STAT_CONSUMER_ID, STAT_IS_ROOT, STAT_STEP_NUM, STAT_ITER_NUM,
+    "id", "request_id", "queue_addr", "device_ordinal", "queue_id", "run_id", "core_type",
+)
+
 # --- flows -------------------------------------------------------------------------
 # ContextType → the "cat" XProf writes (GetContextTypeString); generic and
 # legacy write none.

@@ -21,6 +21,7 @@ import pandas as pd
 
 from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
 from reportgen.trace import schema
+from reportgen.trace.stat_select import EventStats
 
 
 @dataclass
@@ -40,8 +41,8 @@ class StepMarks:
         return cls(e, e, e, e, [])
 
 
-def _int_stat(capture: HostCapture, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    stat = capture.event_stat(name)
+def _int_stat(stats: EventStats, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    stat = stats.get(name)
     ints = (stat.kind == KIND_INT64) | (stat.kind == KIND_UINT64)
     owners, first = np.unique(stat.owner[ints], return_index=True)
     values = stat.raw[ints][first]
@@ -61,11 +62,11 @@ def _outermost(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarr
     return first_of_line | (end > before)
 
 
-def _host_roots(capture: HostCapture) -> StepMarks:
+def _host_roots(capture: HostCapture, stats: EventStats) -> StepMarks:
     host = capture.plane_by_name(schema.HOST_THREADS_PLANE)
     if host is None:
         return StepMarks.empty()
-    roots = capture.event_stat(schema.STAT_IS_ROOT)
+    roots = stats.get(schema.STAT_IS_ROOT)
     rows = np.unique(roots.owner)
     ev = capture.events
     rows = rows[ev["plane"].to_numpy()[rows] == host]
@@ -80,8 +81,8 @@ def _host_roots(capture: HostCapture) -> StepMarks:
     rows, start, end = rows[keep], start[keep], end[keep]
     by_time = np.argsort(start, kind="stable")
     rows, start, end = rows[by_time], start[by_time], end[by_time]
-    has_iter, iter_num = _int_stat(capture, schema.STAT_ITER_NUM, rows)
-    has_step, step_num = _int_stat(capture, schema.STAT_STEP_NUM, rows)
+    has_iter, iter_num = _int_stat(stats, schema.STAT_ITER_NUM, rows)
+    has_step, step_num = _int_stat(stats, schema.STAT_STEP_NUM, rows)
     numbered = has_iter | has_step
     if numbered.any() and not numbered.all():
         # XProf connects unnumbered roots (e.g. tf.data FunctionRun) to the numbered
@@ -95,7 +96,7 @@ def _host_roots(capture: HostCapture) -> StepMarks:
     return StepMarks(start, end, number.astype(np.int64), rows, rename)
 
 
-def _device_steps_line(capture: HostCapture) -> StepMarks:
+def _device_steps_line(capture: HostCapture, stats: EventStats) -> StepMarks:
     lines = capture.lines
     planes = capture.planes["name"]
     for row in np.flatnonzero((lines["name"] == "Steps").to_numpy()):
@@ -110,13 +111,14 @@ def _device_steps_line(capture: HostCapture) -> StepMarks:
         end = start + ev["duration_ps"].to_numpy()[rows]
         order = np.argsort(start, kind="stable")
         rows, start, end = rows[order], start[order], end[order]
-        has_group, group = _int_stat(capture, schema.STAT_GROUP_ID, rows)
+        has_group, group = _int_stat(stats, schema.STAT_GROUP_ID, rows)
         number = np.where(has_group, group, np.arange(len(rows)))
         return StepMarks(start, end, number.astype(np.int64), np.zeros(0, np.int64), [])
     return StepMarks.empty()
 
 
-def capture_steps(capture: HostCapture) -> StepMarks:
+def capture_steps(capture: HostCapture, stats: EventStats | None = None) -> StepMarks:
     """The steps the capture itself marks (host roots, else a device `Steps` line)."""
-    marks = _host_roots(capture)
-    return marks if len(marks) else _device_steps_line(capture)
+    stats = EventStats(capture) if stats is None else stats
+    marks = _host_roots(capture, stats)
+    return marks if len(marks) else _device_steps_line(capture, stats)

@@ -17,6 +17,7 @@ from reportgen.capture import KIND_DOUBLE, KIND_REF, KIND_STR, HostCapture
 from reportgen.trace import schema
 from reportgen.trace.flows import EventFlows, event_flows
 from reportgen.trace.layout import LINE_SKIPPED, TraceLayout, build_layout
+from reportgen.trace.stat_select import EventStats
 from reportgen.trace.steps import StepMarks, capture_steps
 from reportgen.trace.strings import StringPool, double_table
 
@@ -92,12 +93,16 @@ class TraceTables:
 
 
 def _stat_starts(owner: np.ndarray, n_owners: int) -> np.ndarray:
+    """Row → first stat row (stats are stored grouped by owner, in owner order)."""
     if len(owner) and np.any(owner[1:] < owner[:-1]):
         raise ValueError("stats are expected grouped by owner, in owner order")
-    return np.searchsorted(owner, np.arange(n_owners + 1)).astype(np.int64)
+    starts = np.zeros(n_owners + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n_owners), out=starts[1:])
+    return starts
 
 
-def _threadpool_regions(capture: HostCapture, exported_lines: np.ndarray, pool: StringPool) -> SyntheticEvents:
+def _threadpool_regions(capture: HostCapture, stats: EventStats, exported_lines: np.ndarray,
+                        pool: StringPool) -> SyntheticEvents:
     """XProf's ThreadpoolLineMutator: a Region from each StopRegion back to the last StartRegion
     (with a `_c` stat, at a non-zero time) before it on the same line."""
     md_names = capture.event_metadata["name"]
@@ -109,7 +114,7 @@ def _threadpool_regions(capture: HostCapture, exported_lines: np.ndarray, pool: 
     ev = capture.events
     md = ev["md"].to_numpy()
     start_ps = ev["start_ps"].to_numpy()
-    consumer = capture.event_stat(schema.STAT_CONSUMER_ID).owner
+    consumer = stats.get(schema.STAT_CONSUMER_ID).owner
     is_start = np.isin(md, start_md)
     is_start[np.setdiff1d(np.flatnonzero(is_start), consumer)] = False
     is_stop = np.isin(md, stop_md)
@@ -143,7 +148,8 @@ def _roles(capture: HostCapture, n_strings: int) -> np.ndarray:
     return role
 
 
-def _names(capture: HostCapture, pool: StringPool, steps: StepMarks) -> tuple[np.ndarray, np.ndarray]:
+def _names(capture: HostCapture, stats: EventStats, pool: StringPool,
+           steps: StepMarks) -> tuple[np.ndarray, np.ndarray]:
     md = capture.event_metadata
     has_display = (md["display_name"] != "").to_numpy()
     md_name = np.where(has_display, md["display_name_id"].to_numpy(), md["name_id"].to_numpy()).astype(np.int32)
@@ -154,7 +160,7 @@ def _names(capture: HostCapture, pool: StringPool, steps: StepMarks) -> tuple[np
         md_long[row] = pool.add(full_names[row][: schema.MAX_LONG_NAME] + schema.LONG_NAME_SUFFIX)
     name_sid = md_name[capture.events["md"].to_numpy()]
     # step_name (string or ref) renames its event.
-    stat = capture.event_stat(schema.STAT_STEP_NAME)
+    stat = stats.get(schema.STAT_STEP_NAME)
     text_kind = (stat.kind == KIND_STR) | (stat.kind == KIND_REF)
     owners, sids = stat.owner[text_kind], stat.str_id[text_kind]
     non_empty = np.array([bool(pool.text(int(s))) for s in np.unique(sids)], dtype=bool)
@@ -169,17 +175,18 @@ def build_tables(capture: HostCapture, steps: StepMarks | None = None) -> TraceT
     """The trace mapping of one host. `steps` defaults to what the capture marks itself."""
     layout = build_layout(capture)
     pool = StringPool(capture.strings)
-    steps = capture_steps(capture) if steps is None else steps
+    stats = EventStats(capture)
+    steps = capture_steps(capture, stats) if steps is None else steps
     ev = capture.events
     md_rows = capture.event_metadata
     internal_md = md_rows["name"].isin(list(schema.INTERNAL_EVENTS)).to_numpy()
     line_of_event = ev["line"].to_numpy()
     keep = (layout.line_kind[line_of_event] != LINE_SKIPPED) & ~internal_md[ev["md"].to_numpy()]
     exported_lines = np.flatnonzero(layout.line_kind != LINE_SKIPPED)
-    synthetic = _threadpool_regions(capture, exported_lines, pool)
+    synthetic = _threadpool_regions(capture, stats, exported_lines, pool)
     exported = np.concatenate([np.flatnonzero(keep), capture.event_count + np.arange(len(synthetic))])
 
-    name_sid, md_long = _names(capture, pool, steps)
+    name_sid, md_long = _names(capture, stats, pool, steps)
     doubles = np.concatenate([
         capture.event_stats.raw[capture.event_stats.kind == KIND_DOUBLE],
         capture.metadata_stats.raw[capture.metadata_stats.kind == KIND_DOUBLE],
@@ -192,7 +199,7 @@ def build_tables(capture: HostCapture, steps: StepMarks | None = None) -> TraceT
         capture=capture,
         layout=layout,
         pool=pool,
-        flows=event_flows(capture, layout),
+        flows=event_flows(capture, layout, stats),
         steps=steps,
         exported=exported.astype(np.int64),
         name_sid=name_sid,

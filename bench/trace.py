@@ -5,10 +5,15 @@
 For each tiling factor: the shared GPU capture repeated N times in time, then,
 each in a fresh process (so peak RSS is that run's alone):
 * reportgen: decode, then export the JSON chunks (gzip level 1, as the site
-  does), then the Perfetto file; times, events/s, peak RSS (VmHWM) after
-  decode and after each export, output bytes per event;
+  does), or the Perfetto file; times, events/s, RSS with the capture decoded,
+  the decode's peak, the peak during the export (VmHWM reset after decoding),
+  output bytes per event;
 * XProf's `trace_viewer@` on the same file (when an XProf install is given:
-  a separate venv with `pip install xprof`), called as the oracle was made.
+  a separate venv with `pip install xprof`), called as the oracle was made
+  but with resolution 0, so that it too returns every event (its default
+  thins out windows of more than 500,000 events).
+Wall times and CPU times (all threads) are both reported: on a shared machine
+CPU time is the steadier of the two.
 Also the `perfetto` package's TraceProtoBuilder, per event, to show why the
 Perfetto file has its own compiled encoder.
 
@@ -40,21 +45,33 @@ from reportgen.loaders.logdir import read_file
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.trace.export import export_host
 
-def hwm():
+def status(key):
     for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
+        if line.startswith(key):
             return int(line.split()[1]) * 1024
+def hwm():
+    return status("VmHWM")
+def reset_hwm():
+    # Writing 5 to clear_refs resets the peak RSS (Linux >= 4.0), so the export's own peak shows.
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
 path, fmt = sys.argv[2], sys.argv[3]
 out = {"format": fmt}
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 capture = decode_xspace(path, read_file(path))
-out["decode_s"] = time.perf_counter() - t
+out["decode_s"], out["decode_cpu_s"] = time.perf_counter() - t, time.process_time() - c
 out["events_in_file"] = capture.event_count
-out["rss_after_decode"] = hwm()
+out["rss_peak_decode"] = hwm()
+out["rss_after_decode"] = status("VmRSS")
+out["hwm_reset"] = reset_hwm()
 with tempfile.TemporaryDirectory() as tmp:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     result = export_host(capture, "bench", tmp + "/" + capture.host, fmt)
-    out["export_s"] = time.perf_counter() - t
+    out["export_s"], out["export_cpu_s"] = time.perf_counter() - t, time.process_time() - c
     out["rss_peak"] = hwm()
     out["events"] = result.events
     out["files"] = len(result.chunks)
@@ -71,13 +88,15 @@ def hwm():
         if line.startswith("VmHWM"):
             return int(line.split()[1]) * 1024
 path = sys.argv[1]
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 r.xspace_to_tool_names([path])
+# resolution 0: every event (the oracle's 8000 thins out windows of more than 500,000 events).
 data, _ = r.xspace_to_tool_data([path], "trace_viewer@", {"use_saved_result": False,
-                                "trace_viewer_options": {"resolution": 8000, "full_dma": False}})
-seconds = time.perf_counter() - t
+                                "trace_viewer_options": {"resolution": 0, "full_dma": False}})
+seconds, cpu = time.perf_counter() - t, time.process_time() - c
 size = len(data) if data is not None else 0
-print(json.dumps({"seconds": seconds, "bytes": size, "rss_peak": hwm()}))
+events = json.loads(data).get("returnedEventsSize") if data else 0
+print(json.dumps({"seconds": seconds, "cpu_s": cpu, "bytes": size, "events": events, "rss_peak": hwm()}))
 """
 
 PERFETTO_BUILDER_CHILD = r"""
@@ -165,19 +184,24 @@ def _print_row(row: dict) -> None:
     for fmt in ("json", "perfetto"):
         r = row[fmt]
         rate = r["events"] / r["export_s"]
-        print(f"  reportgen {fmt:8s}: {r['events']:,} events, decode {r['decode_s']:.2f} s, "
-              f"export {r['export_s']:.2f} s ({rate:,.0f} events/s), "
-              f"peak RSS {r['rss_peak'] / mb:,.0f} MiB (after decode "
-              f"{r['rss_after_decode'] / mb:,.0f} MiB), {r['bytes'] / r['events']:.1f} B/event on disk"
+        print(f"  reportgen {fmt:8s}: {r['events']:,} events, decode {r['decode_s']:.2f} s "
+              f"(CPU {r['decode_cpu_s']:.2f} s), export {r['export_s']:.2f} s (CPU {r['export_cpu_s']:.2f} s; "
+              f"{rate:,.0f} events/s), "
+              f"peak RSS during export {r['rss_peak'] / mb:,.0f} MiB (capture tables resident: "
+              f"{r['rss_after_decode'] / mb:,.0f} MiB; decode peak {r['rss_peak_decode'] / mb:,.0f} MiB), "
+              f"{r['bytes'] / r['events']:.1f} B/event on disk"
               + (f", {r['json_bytes'] / r['events']:.0f} B/event JSON" if r["json_bytes"] else ""))
     if "xprof" in row:
         x = row["xprof"]
         j = row["json"]
         ours = j["decode_s"] + j["export_s"]
-        print(f"  XProf trace_viewer@ : {x['seconds']:.2f} s, peak RSS {x['rss_peak'] / mb:,.0f} MiB, "
-              f"{x['bytes'] / 1e6:,.0f} MB JSON ({x['bytes'] / j['events']:.0f} B/event)")
-        print(f"  speed-up vs XProf   : export {x['seconds'] / j['export_s']:.1f}×, "
-              f"decode+export {x['seconds'] / ours:.1f}×")
+        ours_cpu = j["decode_cpu_s"] + j["export_cpu_s"]
+        print(f"  XProf trace_viewer@ : {x['events']:,} events, {x['seconds']:.2f} s (CPU {x['cpu_s']:.2f} s; "
+              f"{x['events'] / x['seconds']:,.0f} events/s), peak RSS {x['rss_peak'] / mb:,.0f} MiB, "
+              f"{x['bytes'] / 1e6:,.0f} MB JSON ({x['bytes'] / max(x['events'], 1):.0f} B/event)")
+        print(f"  throughput vs XProf : export {x['seconds'] / j['export_s']:.1f}× "
+              f"(CPU {x['cpu_s'] / j['export_cpu_s']:.1f}×), "
+              f"decode+export {x['seconds'] / ours:.1f}× (CPU {x['cpu_s'] / ours_cpu:.1f}×)")
 
 
 if __name__ == "__main__":

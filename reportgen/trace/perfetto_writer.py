@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from reportgen.capture import KIND_DOUBLE, KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64
-from reportgen.trace.flows import hash_values
 from reportgen.trace.layout import TraceProcess
 from reportgen.trace.perfetto_kernel import (
     SEQ_INCREMENTAL_STATE_CLEARED,
@@ -129,8 +128,15 @@ def _strings_used(tables: TraceTables) -> tuple[np.ndarray, np.ndarray, np.ndarr
             np.unique(np.concatenate(values).astype(np.int64)))
 
 
-def _uuid(*parts: int) -> int:
-    return int(hash_values(*[np.uint64(p & ((1 << 64) - 1)) for p in parts])[0] >> np.uint64(1)) or 1
+class _Uuids:
+    """Track uuids: small consecutive numbers, so that each event's varint stays one or two bytes."""
+
+    def __init__(self):
+        self.last = 0
+
+    def __call__(self) -> int:
+        self.last += 1
+        return self.last
 
 
 @dataclass
@@ -212,6 +218,7 @@ def write_pftrace(path: str, tables: TraceTables, buffer_bytes: int = BUFFER_BYT
             stream.write(p)
         kernel = _kernel_tables(tables)
         buf = np.empty(buffer_bytes, dtype=np.uint8)
+        uuid = _Uuids()
 
         rows = tables.exported
         line_of = tables.line_of(rows)
@@ -220,15 +227,14 @@ def write_pftrace(path: str, tables: TraceTables, buffer_bytes: int = BUFFER_BYT
         by_line = np.argsort(line_of, kind="stable")
         line_sorted = line_of[by_line]
         for proc in tables.layout.processes:
-            proc_uuid = _uuid(proc.pid, 0x50C)
+            proc_uuid = uuid()
             stream.write(track_descriptor(proc_uuid, process=(proc.pid, proc.name)))
             for rank, thread in enumerate(proc.sorted_threads()):
                 sel = _rows_on_lines(by_line, line_sorted, thread.lines)
                 order = np.lexsort((-end[sel], start[sel]))
                 sel = sel[order]
                 rec_idx, rec_kind, rec_lane, lanes = slice_lanes(start[sel], end[sel])
-                lane_uuid = np.array([_uuid(proc.pid, thread.tid, lane, 0x7EAD) for lane in range(max(lanes, 1))],
-                                     dtype=np.uint64)
+                lane_uuid = np.array([uuid() for _ in range(max(lanes, 1))], dtype=np.uint64)
                 for lane in range(max(lanes, 1)):
                     label = thread.name if lane == 0 else f"{thread.name} (overlapping {lane})"
                     stream.write(track_descriptor(int(lane_uuid[lane]), name=label, parent=proc_uuid,
@@ -236,7 +242,7 @@ def write_pftrace(path: str, tables: TraceTables, buffer_bytes: int = BUFFER_BYT
                 lanes_total += lanes
                 if len(sel):
                     buf = _emit(stream, buf, rows[sel][rec_idx], rec_kind, lane_uuid[rec_lane], kernel)
-            buf = _write_counters(stream, buf, tables, proc, proc_uuid, by_line, line_sorted, kernel)
+            buf = _write_counters(stream, buf, tables, proc, proc_uuid, by_line, line_sorted, kernel, uuid)
     finally:
         size = stream.close()
     return WrittenPftrace(events=tables.event_total, file_bytes=size, lanes=lanes_total)
@@ -249,7 +255,7 @@ def _rows_on_lines(by_line: np.ndarray, line_sorted: np.ndarray, lines: list[int
 
 
 def _write_counters(stream: _Stream, buf: np.ndarray, tables: TraceTables, proc: TraceProcess, proc_uuid: int,
-                    by_line: np.ndarray, line_sorted: np.ndarray, kernel: tuple) -> np.ndarray:
+                    by_line: np.ndarray, line_sorted: np.ndarray, kernel: tuple, uuid: _Uuids) -> np.ndarray:
     if not proc.counter_lines:
         return buf
     rows = tables.exported[_rows_on_lines(by_line, line_sorted, proc.counter_lines)]
@@ -260,8 +266,8 @@ def _write_counters(stream: _Stream, buf: np.ndarray, tables: TraceTables, proc:
     names = tables.name_sid[rows]
     uuids = np.zeros(len(rows), dtype=np.uint64)
     for sid in np.unique(names).tolist():
-        uuid = _uuid(proc.pid, sid, 0xC0C0)
-        stream.write(track_descriptor(uuid, name=tables.pool.text(sid), parent=proc_uuid, counter=True))
-        uuids[names == sid] = uuid
+        track = uuid()
+        stream.write(track_descriptor(track, name=tables.pool.text(sid), parent=proc_uuid, counter=True))
+        uuids[names == sid] = track
     kinds = np.full(len(rows), 1, dtype=np.int8)
     return _emit(stream, buf, rows, kinds, uuids, kernel, _counter_values(tables, rows))

@@ -11,21 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import altair as alt
-import pandas as pd
 
 from reportgen import __version__
-from reportgen.core.inventory import line_activity
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.trace.export import HostExport, export_host
 
-ACTIVITY_BINS = 200
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
 
 
 @dataclass
 class TraceHostPart:
     export: HostExport
-    activity: pd.DataFrame  # label, bin_start_ms, bin_end_ms, busy_percent
 
 
 @dataclass
@@ -38,22 +34,6 @@ class TraceData:
         return [c for h in self.hosts for c in h.export.chunks]
 
 
-def _activity(host: HostContext, export: HostExport) -> pd.DataFrame:
-    capture = host.capture
-    activity = line_activity(capture, ACTIVITY_BINS)
-    if activity.empty:
-        return pd.DataFrame(columns=["label", "bin_start_ms", "bin_end_ms", "busy_percent"])
-    activity = activity[activity["line"].isin(list(export.line_labels))]
-    # Trace time (as in the files) rather than time since the first event.
-    t0_ms = capture.time_span_ps()[0] / 1e9
-    return pd.DataFrame({
-        "label": activity["line"].map(export.line_labels).to_numpy(),
-        "bin_start_ms": activity["bin_start_ms"].to_numpy() + t0_ms,
-        "bin_end_ms": activity["bin_end_ms"].to_numpy() + t0_ms,
-        "busy_percent": activity["busy_percent"].to_numpy(),
-    })
-
-
 def _inline(records: list[dict]) -> alt.Chart:
     # Values inline: the overview of a long capture exceeds Altair's DataFrame row guard.
     return alt.Chart(alt.Data(values=records))
@@ -62,10 +42,9 @@ def _inline(records: list[dict]) -> alt.Chart:
 def overview_chart(part: TraceHostPart) -> dict:
     """Busy share per line over time, with step starts and chunk cuts marked."""
     export = part.export
-    labels = [export.line_labels[line] for line in export.line_order]
-    labels = list(dict.fromkeys(labels))  # lines sharing a thread: one row
+    labels = export.row_labels
     height = max(80, min(14 * len(labels), 2400))
-    busy = part.activity[part.activity["busy_percent"] > 0].round(
+    busy = export.activity[export.activity["busy_percent"] > 0].round(
         {"bin_start_ms": 4, "bin_end_ms": 4, "busy_percent": 2})
     heat = _inline(busy.to_dict("records")).mark_rect().encode(
         x=alt.X("bin_start_ms:Q", title="Trace time (ms)"),
@@ -110,7 +89,7 @@ class TraceSection(Section):
                              generator=f"reportgen {__version__}")
         if export.events == 0:
             return None
-        return TraceHostPart(export=export, activity=_activity(host, export))
+        return TraceHostPart(export=export)
 
     def combine(self, run: RunContext, parts: dict[str, TraceHostPart]) -> TraceData | None:
         hosts = [parts[h] for h in run.host_names if h in parts]
@@ -135,7 +114,7 @@ class TraceSection(Section):
                 "flows": export.flows,
                 "steps": len(export.steps),
                 "chunks": export.chunks,
-                "chart": overview_chart(part) if len(part.activity) else None,
+                "chart": overview_chart(part) if export.activity is not None and len(export.activity) else None,
                 "json_bytes": sum(c.json_bytes or 0 for c in export.chunks),
             })
         page.write_html("trace.html", "trace.html", hosts=hosts, errors=data.run.errors,

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from reportgen.capture import HostCapture
+from reportgen.trace.activity import row_activity
 from reportgen.trace.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS, chunk_steps, plan_chunks
 from reportgen.trace.json_writer import KernelArgs, document_head, measure_rows, metadata_events, write_chunk
 from reportgen.trace.perfetto_writer import write_pftrace
@@ -56,8 +58,8 @@ class HostExport:
     flows: int
     chunks: list[ChunkRecord] = field(default_factory=list)
     cuts_us: list[float] = field(default_factory=list)
-    line_labels: dict[int, str] = field(default_factory=dict)  # exported line row → "<process> · <thread>"
-    line_order: list[int] = field(default_factory=list)  # exported line rows in XProf's process/thread order
+    activity: pd.DataFrame | None = None  # per trace row and time bin: busy share (the page's overview)
+    row_labels: list[str] = field(default_factory=list)  # "<process> · <thread>", in XProf's order
     steps: list[tuple[int, float, float]] = field(default_factory=list)  # (number, start µs, end µs)
     seconds: float = 0.0
 
@@ -83,7 +85,8 @@ def _us(ps) -> float:
 
 def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_format: str = "json",
                 max_events: int = MAX_CHUNK_EVENTS, max_bytes: int = MAX_CHUNK_BYTES,
-                steps: StepMarks | None = None, generator: str = "reportgen") -> HostExport:
+                steps: StepMarks | None = None, generator: str = "reportgen",
+                activity_bins: int = 200) -> HostExport:
     """Write the host's trace files into out_dir; file names in the records are `<host>/<file>`."""
     if trace_format not in FORMATS:
         raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
@@ -96,12 +99,8 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
         result = HostExport(host=host, events=tables.event_total, flows=tables.flows.count)
         rows = tables.exported
         marks = tables.steps
-        layout = tables.layout
-        for proc in layout.processes:
-            for thread in proc.sorted_threads():
-                result.line_order.extend(thread.lines)
-            result.line_order.extend(proc.counter_lines)
-        result.line_labels = {line: layout.line_label(line) for line in result.line_order}
+        result.activity = row_activity(tables, activity_bins)
+        result.row_labels = list(dict.fromkeys(result.activity["label"]))
         result.steps = [(int(n), _us(s), _us(e)) for n, s, e in zip(marks.number, marks.start_ps, marks.end_ps)]
         if trace_format in ("json", "both") and len(rows):
             _export_json(tables, run, out, result, max_events, max_bytes, generator)

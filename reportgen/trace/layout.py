@@ -55,14 +55,6 @@ class TraceLayout:
     def process(self, pid: int) -> TraceProcess:
         return next(p for p in self.processes if p.pid == pid)
 
-    def line_label(self, line: int) -> str:
-        """`<process> · <thread>` for page charts."""
-        pid = int(self.line_pid[line])
-        proc = self.process(pid)
-        if self.line_kind[line] == LINE_COUNTERS:
-            return f"{proc.name} · counters"
-        return f"{proc.name} · {proc.threads[int(self.line_tid[line])].name}"
-
 
 def _plane_pids(names: list[str], ids: list[int], host_offset: int) -> dict[int, int]:
     """Row of each converted plane → pid."""

@@ -150,3 +150,23 @@ def test_every_chunk_is_plain_json(tmp_path):
 def test_bad_format_is_refused(tmp_path):
     with pytest.raises(ValueError):
         export_host(Space().capture(), "run", tmp_path / "h", trace_format="xml")
+
+
+def test_overview_activity_counts_nested_events_once(tmp_path):
+    space = Space()
+    host = space.plane("/host:CPU")
+    busy = host.line(1, "busy")
+    busy.event("outer", 0, 50 * NS)
+    busy.event("inner", 10 * NS, 20 * NS)  # inside outer: not counted twice
+    busy.event("late", 75 * NS, 25 * NS)
+    pool = host.line(2, "pool")  # only instants in the capture: the added region makes it busy
+    pool.event("ThreadpoolListener::StartRegion", NS, 0, _ct=15, _c=1)
+    pool.event("ThreadpoolListener::StopRegion", 100 * NS, 0)
+    result = export_host(space.capture(), "run", tmp_path / "testhost", activity_bins=4)
+    activity = result.activity
+    assert result.row_labels == ["testhost /host:CPU · busy", "testhost /host:CPU · pool"]
+    busy_row = activity[activity["label"] == result.row_labels[0]]
+    assert busy_row["busy_percent"].round(6).tolist() == [100.0, 100.0, 0.0, 100.0]
+    assert busy_row["bin_end_ms"].iloc[-1] == pytest.approx(100 * NS / 1e9)
+    pool_row = activity[activity["label"] == result.row_labels[1]]
+    assert pool_row["busy_percent"].round(6).tolist() == [96.0, 100.0, 100.0, 100.0]

@@ -27,33 +27,27 @@ def _merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def row_activity(tables: TraceTables, bins: int = 200) -> pd.DataFrame:
-    rows = tables.exported
-    if len(rows) == 0:
-        return pd.DataFrame(columns=COLUMNS)
     layout = tables.layout
-    labels: list[str] = []
-    line_row = np.full(len(layout.line_pid), -1, dtype=np.int64)
-    for proc in layout.processes:
-        for thread in proc.sorted_threads():
-            line_row[thread.lines] = len(labels)
-            labels.append(f"{proc.name} · {thread.name}")
+    rows_of: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for proc in layout.processes:  # one loop turn per trace row, never per event
+        groups = [(f"{proc.name} · {t.name}", t.lines) for t in proc.sorted_threads()]
         if proc.counter_lines:
-            line_row[proc.counter_lines] = len(labels)
-            labels.append(f"{proc.name} · counters")
-    row = line_row[tables.line_of(rows)]
-    start, end = tables.start_ps(rows), tables.end_ps(rows)
-    t0, t1 = int(start.min()), int(max(end.max(), start.min() + 1))
+            groups.append((f"{proc.name} · counters", proc.counter_lines))
+        for label, lines in groups:
+            rows = tables.rows_on_lines(lines)
+            if len(rows):
+                start = tables.start_ps(rows)
+                order = np.argsort(start, kind="stable")
+                rows_of.append((label, start[order], tables.end_ps(rows)[order]))
+    if not rows_of:
+        return pd.DataFrame(columns=COLUMNS)
+    t0 = min(int(s[0]) for _, s, _ in rows_of)
+    t1 = max(max(int(e.max()) for _, _, e in rows_of), t0 + 1)
     edges = np.linspace(t0, t1, bins + 1)
     width = edges[1] - edges[0]
-    order = np.lexsort((start, row))
-    row, start, end = row[order], start[order], end[order]
-    bounds = np.searchsorted(row, np.arange(len(labels) + 1))
     frames = []
-    for k, label in enumerate(labels):  # one loop turn per trace row
-        a, b = bounds[k], bounds[k + 1]
-        if a == b:
-            continue
-        s, e = _merged(start[a:b], end[a:b])
+    for label, start, end in rows_of:
+        s, e = _merged(start, end)
         s, e = s.astype(np.float64), e.astype(np.float64)
         covered_before = np.concatenate([[0.0], np.cumsum(e - s)])
         idx = np.searchsorted(s, edges, side="right")  # intervals starting at or before each edge

@@ -220,45 +220,34 @@ def write_pftrace(path: str, tables: TraceTables, buffer_bytes: int = BUFFER_BYT
         buf = np.empty(buffer_bytes, dtype=np.uint8)
         uuid = _Uuids()
 
-        rows = tables.exported
-        line_of = tables.line_of(rows)
-        start = tables.start_ps(rows)
-        end = tables.end_ps(rows)
-        by_line = np.argsort(line_of, kind="stable")
-        line_sorted = line_of[by_line]
         for proc in tables.layout.processes:
             proc_uuid = uuid()
             stream.write(track_descriptor(proc_uuid, process=(proc.pid, proc.name)))
             for rank, thread in enumerate(proc.sorted_threads()):
-                sel = _rows_on_lines(by_line, line_sorted, thread.lines)
-                order = np.lexsort((-end[sel], start[sel]))
-                sel = sel[order]
-                rec_idx, rec_kind, rec_lane, lanes = slice_lanes(start[sel], end[sel])
+                rows = tables.rows_on_lines(thread.lines)
+                start, end = tables.start_ps(rows), tables.end_ps(rows)
+                order = np.lexsort((-end, start))
+                rows, start, end = rows[order], start[order], end[order]
+                rec_idx, rec_kind, rec_lane, lanes = slice_lanes(start, end)
                 lane_uuid = np.array([uuid() for _ in range(max(lanes, 1))], dtype=np.uint64)
                 for lane in range(max(lanes, 1)):
                     label = thread.name if lane == 0 else f"{thread.name} (overlapping {lane})"
                     stream.write(track_descriptor(int(lane_uuid[lane]), name=label, parent=proc_uuid,
                                                   rank=rank * 1024 + min(lane, 1023)))
                 lanes_total += lanes
-                if len(sel):
-                    buf = _emit(stream, buf, rows[sel][rec_idx], rec_kind, lane_uuid[rec_lane], kernel)
-            buf = _write_counters(stream, buf, tables, proc, proc_uuid, by_line, line_sorted, kernel, uuid)
+                if len(rows):
+                    buf = _emit(stream, buf, rows[rec_idx], rec_kind, lane_uuid[rec_lane], kernel)
+            buf = _write_counters(stream, buf, tables, proc, proc_uuid, kernel, uuid)
     finally:
         size = stream.close()
     return WrittenPftrace(events=tables.event_total, file_bytes=size, lanes=lanes_total)
 
 
-def _rows_on_lines(by_line: np.ndarray, line_sorted: np.ndarray, lines: list[int]) -> np.ndarray:
-    parts = [by_line[np.searchsorted(line_sorted, ln, "left"):np.searchsorted(line_sorted, ln, "right")]
-             for ln in lines]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
-
-
 def _write_counters(stream: _Stream, buf: np.ndarray, tables: TraceTables, proc: TraceProcess, proc_uuid: int,
-                    by_line: np.ndarray, line_sorted: np.ndarray, kernel: tuple, uuid: _Uuids) -> np.ndarray:
+                    kernel: tuple, uuid: _Uuids) -> np.ndarray:
     if not proc.counter_lines:
         return buf
-    rows = tables.exported[_rows_on_lines(by_line, line_sorted, proc.counter_lines)]
+    rows = tables.rows_on_lines(proc.counter_lines)
     rows = rows[rows < tables.n_events]
     if len(rows) == 0:
         return buf

@@ -83,6 +83,18 @@ class TraceTables:
         out[~real] = self.synthetic.start_ps[rows[~real] - n] + self.synthetic.duration_ps[rows[~real] - n]
         return out
 
+    def rows_on_lines(self, lines: list[int]) -> np.ndarray:
+        """Exported rows on these lines (each line's events are one block of the capture's table)."""
+        cap_lines = self.capture.lines
+        first = cap_lines["first_event"].to_numpy()
+        count = cap_lines["event_count"].to_numpy()
+        parts = []
+        for line in lines:
+            lo, hi = np.searchsorted(self.exported, [first[line], first[line] + count[line]])
+            parts.append(self.exported[lo:hi])
+            parts.append(self.n_events + np.flatnonzero(self.synthetic.line == line))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
     def line_of(self, rows: np.ndarray) -> np.ndarray:
         n = self.n_events
         real = rows < n

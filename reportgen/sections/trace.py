@@ -47,7 +47,7 @@ def overview_chart(part: TraceHostPart) -> dict:
     busy = export.activity[export.activity["busy_percent"] > 0].round(
         {"bin_start_ms": 4, "bin_end_ms": 4, "busy_percent": 2})
     heat = _inline(busy.to_dict("records")).mark_rect().encode(
-        x=alt.X("bin_start_ms:Q", title="Trace time (ms)"),
+        x=alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False)),
         x2="bin_end_ms:Q",
         y=alt.Y("label:N", title=None, sort=labels, axis=alt.Axis(labelLimit=420)),
         color=alt.Color("busy_percent:Q", title="Busy %", scale=alt.Scale(scheme="blues", domain=[0, 100])),

@@ -307,7 +307,7 @@ def write_events(rows, i0, i1, out,
             pos = _pid_name_ts(out, pos, pid, 0, False, name, start, pool, pool_off)
             pos = _lit(out, pos, _L_PH_C)
         elif is_async:
-            pos = _pid_name_ts(out, pos, pid, 0, False, name, start if direction != _IN else start, pool, pool_off)
+            pos = _pid_name_ts(out, pos, pid, 0, False, name, start, pool, pool_off)
             pos = _lit(out, pos, _L_ID)
             pos = _u64(out, pos, fid)
             pos = _lit(out, pos, _L_CAT)

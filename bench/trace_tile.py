@@ -70,8 +70,9 @@ def tile(data: bytes, copies: int) -> bytes:
 
 
 def ensure_tiled(source: Path, copies: int, out_dir: Path) -> Path:
-    """The ×N tile of `source` under out_dir/logdir/plugins/profile/<run>_xN/, written once."""
-    target = out_dir / "logdir" / "plugins" / "profile" / f"{source.parent.name}_x{copies}" / source.name
+    """The ×N tile of `source` under out_dir/trace_tiles/<run>_xN/, written once (apart from the full
+    tiler's files, which also renumber ids)."""
+    target = out_dir / "trace_tiles" / f"{source.parent.name}_x{copies}" / source.name
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(".tmp")

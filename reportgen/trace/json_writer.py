@@ -20,12 +20,12 @@ import numpy as np
 import orjson
 
 from reportgen.trace.json_kernel import write_events
+from reportgen.trace.tables import TraceTables
 
 try:  # ISA-L's deflate: gzip level 1 at ≈ 1 GB/s here, about 5× zlib's, with smaller output
     from isal import isal_zlib as _deflate
 except ImportError:  # pragma: no cover - isal is a dependency; zlib keeps the export working without it
     import zlib as _deflate
-from reportgen.trace.tables import TraceTables
 
 BUFFER_BYTES = 8 << 20
 BUFFERS = 3

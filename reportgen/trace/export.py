@@ -65,18 +65,18 @@ class HostExport:
 
 
 def _estimate_bytes(tables: TraceTables, kernel: KernelArgs, rows: np.ndarray) -> np.ndarray:
-    """JSON bytes per row: each line's mean, measured exactly on up to SAMPLE_PER_LINE of its events."""
+    """JSON bytes per row: its line's mean, measured exactly on up to SAMPLE_PER_LINE of the line's events.
+
+    Exported rows are in row order, so each line's events are one run of them (the capture
+    stores lines as blocks); the added events follow, in line order.
+    """
     lines = tables.line_of(rows)
-    order = np.argsort(lines, kind="stable")
-    sorted_lines = lines[order]
-    uniq, first, counts = np.unique(sorted_lines, return_index=True, return_counts=True)
-    mean = np.zeros(len(uniq), dtype=np.float64)
-    for k in range(len(uniq)):
-        members = order[first[k]:first[k] + counts[k]]
-        step = max(1, len(members) // SAMPLE_PER_LINE)
-        sample = np.sort(rows[members[::step][:SAMPLE_PER_LINE]])
-        mean[k] = measure_rows(sample, kernel) / len(sample)
-    return np.ceil(mean[np.searchsorted(uniq, lines)]).astype(np.int64)
+    starts = np.concatenate([[0], np.flatnonzero(lines[1:] != lines[:-1]) + 1, [len(rows)]])
+    estimate = np.empty(len(rows), dtype=np.int32)
+    for a, b in zip(starts[:-1], starts[1:]):  # one turn per run of a line
+        sample = rows[a:b:max(1, (b - a) // SAMPLE_PER_LINE)][:SAMPLE_PER_LINE]
+        estimate[a:b] = int(np.ceil(measure_rows(sample, kernel) / len(sample)))
+    return estimate
 
 
 def _us(ps) -> float:

@@ -25,7 +25,7 @@ import numpy as np
 from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
 from reportgen.trace import schema
 from reportgen.trace.layout import TraceLayout
-from reportgen.trace.stat_select import EventStats
+from reportgen.trace.stat_select import EventStats, first_per_owner
 
 ID_MASK = np.uint64((1 << 53) - 1)
 RUN_ID_MASK = np.uint64((1 << 27) - 1)
@@ -124,7 +124,7 @@ class _StatLookup:
         """(event rows sorted, uint64 values, kinds)."""
         if name not in self._cache:
             rows = self.stats.get(name)
-            owners, first = np.unique(rows.owner, return_index=True)
+            owners, first = first_per_owner(rows.owner)
             kind = rows.kind[first]
             raw = rows.raw[first]
             ints = (kind == KIND_INT64) | (kind == KIND_UINT64)

@@ -28,6 +28,7 @@ from reportgen.trace.perfetto_kernel import (
     slice_lanes,
     write_packets,
 )
+from reportgen.trace.stat_select import first_per_owner
 from reportgen.trace.tables import ROLE_HIDDEN, TraceTables
 
 BUFFER_BYTES = 8 << 20
@@ -110,22 +111,30 @@ def interned_packets(tables: TraceTables, name_sids: np.ndarray, key_sids: np.nd
 
 
 # --- what to intern ------------------------------------------------------------------
+STAT_BLOCK = 1 << 20  # stats scanned per block when collecting the strings to intern
+
+
 def _strings_used(tables: TraceTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """String ids of event names, shown arg names and string arg values (marked block by block:
+    a capture can hold tens of millions of stats)."""
     cap = tables.capture
     n = tables.n_events
     rows = tables.exported
-    real = rows[rows < n]
-    names = np.unique(np.concatenate([tables.name_sid[real], tables.synthetic.name_sid]).astype(np.int64))
-    keys, values = [], []
+    names = np.zeros(len(tables.pool), dtype=bool)
+    names[tables.name_sid[rows[rows < n]]] = True
+    names[tables.synthetic.name_sid] = True
+    keys = np.zeros(len(tables.pool), dtype=bool)
+    values = np.zeros(len(tables.pool), dtype=bool)
     for stats in (cap.event_stats, cap.metadata_stats):
-        shown = tables.role[stats.key] != ROLE_HIDDEN
-        keys.append(stats.key[shown])
-        text = shown & ((stats.kind == KIND_STR) | (stats.kind == KIND_REF)) & (stats.str_id >= 0)
-        values.append(stats.str_id[text])
-    keys.append(np.array([tables.long_name_sid]))
-    values.append(tables.md_long_sid[tables.md_long_sid >= 0])
-    return (names, np.unique(np.concatenate(keys).astype(np.int64)),
-            np.unique(np.concatenate(values).astype(np.int64)))
+        for a in range(0, len(stats), STAT_BLOCK):
+            key = stats.key[a:a + STAT_BLOCK]
+            shown = tables.role[key] != ROLE_HIDDEN
+            keys[key[shown]] = True
+            kind, sid = stats.kind[a:a + STAT_BLOCK], stats.str_id[a:a + STAT_BLOCK]
+            values[sid[shown & ((kind == KIND_STR) | (kind == KIND_REF)) & (sid >= 0)]] = True
+    keys[tables.long_name_sid] = True
+    values[tables.md_long_sid[tables.md_long_sid >= 0]] = True
+    return np.flatnonzero(names), np.flatnonzero(keys), np.flatnonzero(values)
 
 
 class _Uuids:
@@ -197,7 +206,7 @@ def _counter_values(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
     for stats, owners in ((cap.metadata_stats, md), (cap.event_stats, rows)):
         numeric = ((stats.kind == KIND_INT64) | (stats.kind == KIND_UINT64) | (stats.kind == KIND_DOUBLE)) & (
             tables.role[stats.key] != ROLE_HIDDEN)
-        own, first = np.unique(stats.owner[numeric], return_index=True)
+        own, first = first_per_owner(stats.owner[numeric])
         if len(own) == 0:
             continue
         vals = stats.select(numeric).double_values()[first]

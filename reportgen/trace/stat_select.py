@@ -8,9 +8,35 @@ out together, once.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from reportgen.capture import HostCapture, StatTable
 from reportgen.trace import schema
+
+
+def first_per_owner(owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct owners, index of each one's first row) for rows in owner order, without a sort."""
+    if len(owner) == 0:
+        return owner[:0], np.zeros(0, dtype=np.int64)
+    first = np.flatnonzero(np.concatenate([[True], owner[1:] != owner[:-1]]))
+    return owner[first], first
+
+
+@njit(cache=True)
+def stat_starts(owner, n_owners):
+    """Owner row → its first stat row (n_owners + 1 entries); -1 in [0] when owners are out of order."""
+    starts = np.zeros(n_owners + 1, np.int64)
+    previous = -1
+    for i in range(len(owner)):
+        o = owner[i]
+        if o < previous:
+            starts[0] = -1
+            return starts
+        previous = o
+        starts[o + 1] += 1
+    for k in range(n_owners):
+        starts[k + 1] += starts[k]
+    return starts
 
 
 class EventStats:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
 from reportgen.trace import schema
-from reportgen.trace.stat_select import EventStats
+from reportgen.trace.stat_select import EventStats, first_per_owner
 
 
 @dataclass
@@ -44,7 +44,7 @@ class StepMarks:
 def _int_stat(stats: EventStats, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     stat = stats.get(name)
     ints = (stat.kind == KIND_INT64) | (stat.kind == KIND_UINT64)
-    owners, first = np.unique(stat.owner[ints], return_index=True)
+    owners, first = first_per_owner(stat.owner[ints])
     values = stat.raw[ints][first]
     pos = np.searchsorted(owners, rows)
     pos_c = np.minimum(pos, max(len(owners) - 1, 0))

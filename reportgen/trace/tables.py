@@ -17,7 +17,7 @@ from reportgen.capture import KIND_DOUBLE, KIND_REF, KIND_STR, HostCapture
 from reportgen.trace import schema
 from reportgen.trace.flows import EventFlows, event_flows
 from reportgen.trace.layout import LINE_SKIPPED, TraceLayout, build_layout
-from reportgen.trace.stat_select import EventStats
+from reportgen.trace.stat_select import EventStats, stat_starts
 from reportgen.trace.steps import StepMarks, capture_steps
 from reportgen.trace.strings import StringPool, double_table
 
@@ -106,10 +106,9 @@ class TraceTables:
 
 def _stat_starts(owner: np.ndarray, n_owners: int) -> np.ndarray:
     """Row → first stat row (stats are stored grouped by owner, in owner order)."""
-    if len(owner) and np.any(owner[1:] < owner[:-1]):
+    starts = stat_starts(owner, n_owners)
+    if starts[0] < 0:
         raise ValueError("stats are expected grouped by owner, in owner order")
-    starts = np.zeros(n_owners + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=n_owners), out=starts[1:])
     return starts
 
 

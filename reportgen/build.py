@@ -51,6 +51,7 @@ class BuildOptions:
     cache_dir: str | None = None  # default: .<output name>.reportgen-cache beside the output folder
     scheduler: str | None = None  # a Dask scheduler address: the host stage runs on its workers
     log: Callable[[str], None] | None = None  # one line per host (decoded or from the cache)
+    trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
 
 
 @dataclass
@@ -108,11 +109,13 @@ def _progress(total: int, enabled: bool) -> Callable[[str], None]:
 
 
 def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCache | None:
+    # Host-stage settings that change what a host produces are part of its cache key.
+    settings = {"trace_format": options.trace_format}
     if not options.cache:
         return None
     if options.cache_dir is not None:
-        return HostCache(Path(options.cache_dir))
-    return HostCache(default_cache_dir(transaction.target))
+        return HostCache(Path(options.cache_dir), settings)
+    return HostCache(default_cache_dir(transaction.target), settings)
 
 
 def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
@@ -199,7 +202,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         for location in locations:
             sources.extend(discover(location, options.runs))
         named = _unique_run_names(sources)
-        tasks = [HostTask(index=i, run=name, host=host)
+        tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format)
                  for i, (name, host) in enumerate((name, host) for name, run in named for host in run.hosts)]
 
     transaction = SiteTransaction(Path(options.output))

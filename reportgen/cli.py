@@ -160,6 +160,10 @@ def _parser() -> argparse.ArgumentParser:
         help="keep the rebuild cache in DIR (default: .NAME.reportgen-cache beside the output folder NAME); "
         "only this user may write to it: cache entries are Python pickles",
     )
+    build.add_argument(
+        "--trace-format", choices=("json", "perfetto", "both"), default="json",
+        help="trace export: chunked Chrome JSON (gzip), one Perfetto .pftrace per host, or both (default: json)",
+    )
     build.add_argument("--timings", action="store_true", help="print the time each build stage took, and peak memory")
     build.add_argument("-v", "--verbose", action="store_true", help="one line per host: decoded or from the cache")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
@@ -283,6 +287,7 @@ def _build(args: argparse.Namespace) -> int:
             cache=not args.no_cache,
             cache_dir=args.cache_dir,
             scheduler=args.scheduler,
+            trace_format=args.trace_format,
             log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
         )
         try:

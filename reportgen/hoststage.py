@@ -39,6 +39,7 @@ class HostTask:
     index: int  # position in the build's host order: outputs are merged in this order
     run: str  # the run's name in the site (unique across logdirs)
     host: HostFile
+    trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
 
     @property
     def shown_path(self) -> str:
@@ -191,7 +192,8 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
             outcome.content_hash = hashing.result()
             clock = timed("host.hash (beyond decode)", clock)
         del data
-        ctx = HostContext(run=task.run, host=host.host, capture=capture, site_dir=out_dir)
+        ctx = HostContext(run=task.run, host=host.host, capture=capture, site_dir=out_dir,
+                          trace_format=task.trace_format)
         outcome.summary = summarize_host(ctx, shown)
         clock = timed("host.summary", clock)
         for section in SECTIONS:

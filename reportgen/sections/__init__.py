@@ -17,6 +17,7 @@ from reportgen.sections.overview import OverviewSection
 from reportgen.sections.pod_viewer import PodViewerSection
 from reportgen.sections.roofline import RooflineSection
 from reportgen.sections.tf_stats import TfStatsSection
+from reportgen.sections.trace import TraceSection
 
 # Charts embed their data in the page on purpose (the site works offline and
 # from file://); the sections size that data, so Altair's 5,000-row guard,
@@ -35,6 +36,7 @@ SECTIONS: list[Section] = [
     MemoryProfileSection(),
     MemoryViewerSection(),
     PodViewerSection(),
+    TraceSection(),
     # Runs from older profilers: per-tool files and ProfilerHook timelines.
     *LEGACY_SECTIONS,
 ]

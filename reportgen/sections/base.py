@@ -66,6 +66,7 @@ class HostContext:
     # Root of this host's own output folder, laid out like the site (see the
     # module notes); write through open_output()/output_path().
     site_dir: str
+    trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
 
     def output_path(self, relpath: str) -> str:
         """Local path for `<run>/<relpath>` in this host's output folder (parent folders made)."""

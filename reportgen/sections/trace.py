@@ -1,0 +1,121 @@
+"""The trace page: every event exported as files for Perfetto UI / chrome://tracing.
+
+The export runs in the per-host stage, where the capture is in memory, and
+streams its files into `<site>/<run>/trace/<host>/`; only the file list, the
+step marks and a binned activity overview come back. `render` writes the
+manifest and the page that helps users pick what to open.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import altair as alt
+
+from reportgen import __version__
+from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.trace.export import HostExport, export_host
+
+MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
+
+
+@dataclass
+class TraceHostPart:
+    export: HostExport
+
+
+@dataclass
+class TraceData:
+    run: RunContext
+    hosts: list[TraceHostPart]
+
+    @property
+    def chunks(self) -> list:
+        return [c for h in self.hosts for c in h.export.chunks]
+
+
+def _inline(records: list[dict]) -> alt.Chart:
+    # Values inline: the overview of a long capture exceeds Altair's DataFrame row guard.
+    return alt.Chart(alt.Data(values=records))
+
+
+def overview_chart(part: TraceHostPart) -> dict:
+    """Busy share per line over time, with step starts and chunk cuts marked."""
+    export = part.export
+    labels = export.row_labels
+    height = max(80, min(14 * len(labels), 2400))
+    busy = export.activity[export.activity["busy_percent"] > 0].round(
+        {"bin_start_ms": 4, "bin_end_ms": 4, "busy_percent": 2})
+    heat = _inline(busy.to_dict("records")).mark_rect().encode(
+        x=alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False)),
+        x2="bin_end_ms:Q",
+        y=alt.Y("label:N", title=None, sort=labels, axis=alt.Axis(labelLimit=420)),
+        color=alt.Color("busy_percent:Q", title="Busy %", scale=alt.Scale(scheme="blues", domain=[0, 100])),
+        tooltip=[
+            alt.Tooltip("label:N", title="Line"),
+            alt.Tooltip("bin_start_ms:Q", title="From (ms)", format=",.3f"),
+            alt.Tooltip("bin_end_ms:Q", title="To (ms)", format=",.3f"),
+            alt.Tooltip("busy_percent:Q", title="Busy %", format=".1f"),
+        ],
+    )
+    layers = [heat]
+    steps = export.steps
+    if steps:
+        every = max(1, len(steps) // MAX_STEP_MARKS)
+        marks = [{"step": n, "start_ms": s / 1e3, "end_ms": e / 1e3} for n, s, e in steps[::every]]
+        layers.append(_inline(marks).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(
+            x="start_ms:Q",
+            tooltip=[alt.Tooltip("step:Q", title="Step"),
+                     alt.Tooltip("start_ms:Q", title="Starts (ms)", format=",.3f"),
+                     alt.Tooltip("end_ms:Q", title="Ends (ms)", format=",.3f")],
+        ))
+    if export.cuts_us:
+        cuts = [{"cut_ms": c / 1e3, "chunk": f"{export.host}-{k + 1:03d}"} for k, c in enumerate(export.cuts_us)]
+        layers.append(_inline(cuts).mark_rule(color="#cf222e", strokeWidth=2).encode(
+            x="cut_ms:Q",
+            tooltip=[alt.Tooltip("chunk:N", title="Chunk starts"),
+                     alt.Tooltip("cut_ms:Q", title="At (ms)", format=",.3f")],
+        ))
+    return alt.layer(*layers).properties(width=900, height=height).to_dict()
+
+
+class TraceSection(Section):
+    slug = "trace"
+    title = "Trace"
+
+    def host_part(self, host: HostContext) -> TraceHostPart | None:
+        out_dir = f"{host.site_dir}/{host.run}/trace/{host.host}"
+        export = export_host(host.capture, host.run, out_dir, host.trace_format,
+                             generator=f"reportgen {__version__}")
+        if export.events == 0:
+            return None
+        return TraceHostPart(export=export)
+
+    def combine(self, run: RunContext, parts: dict[str, TraceHostPart]) -> TraceData | None:
+        hosts = [parts[h] for h in run.host_names if h in parts]
+        return TraceData(run=run, hosts=hosts) if hosts else None
+
+    def summary(self, data: TraceData) -> dict:
+        chunks = data.chunks
+        return {
+            "chunks": len(chunks),
+            "events": sum(h.export.events for h in data.hosts),
+            "bytes": sum(c.bytes for c in chunks),
+        }
+
+    def render(self, data: TraceData, page) -> None:
+        page.write_json("trace/manifest.json", {"chunks": [c.manifest_entry() for c in data.chunks]})
+        hosts = []
+        for part in data.hosts:
+            export = part.export
+            hosts.append({
+                "host": export.host,
+                "events": export.events,
+                "flows": export.flows,
+                "steps": len(export.steps),
+                "chunks": export.chunks,
+                "chart": overview_chart(part) if export.activity is not None and len(export.activity) else None,
+                "json_bytes": sum(c.json_bytes or 0 for c in export.chunks),
+            })
+        page.write_html("trace.html", "trace.html", hosts=hosts, errors=data.run.errors,
+                        total=self.summary(data))

@@ -200,7 +200,9 @@ class RunResolver:
 
         output = self.scratch / f"site-{len(self._sites) + 1}"
         try:
-            report = build_site([location], BuildOptions(output=str(output), runs=runs, jobs=self.jobs))
+            # A scratch build: no rebuild cache beside it, nothing to reuse later.
+            options = BuildOptions(output=str(output), runs=runs, jobs=self.jobs, cache=False)
+            report = build_site([location], options)
         except NoCapturesError as exc:
             raise RunNotFoundError(f"{location}: not a reportgen site, and {exc}") from exc
         for error in report.errors:

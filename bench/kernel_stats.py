@@ -9,7 +9,8 @@ of `--repeat` runs in this process:
 
 * decode: the wire decoder, file bytes → HostCapture (context only);
 * kernel stats: every host's `KernelStatsSection.host_part` plus `combine`,
-  i.e. from the decoded captures to the page's data;
+  i.e. from the decoded captures to the page's data (the kernel stats DB is
+  part of the host's OpStats, which is built whole, as XProf builds it);
 * XProf: `xspace_to_tool_data(paths, "kernel_stats")` in XProf's own Python
   (a separate venv with `pip install xprof`), timed inside that process: it
   parses the files and builds its OpStats, so compare it with decode +

@@ -331,9 +331,9 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
         "errors": errors,
         "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
     }
-    if "inventory" not in computed:
+    if "inventory" not in computed and "legacy_run" not in computed:
         # Every host failed: the run page still says so.
-        page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=[])
+        page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=tools)
     for section in SECTIONS:
         if section.slug not in computed:
             continue

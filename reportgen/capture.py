@@ -52,7 +52,7 @@ class StatTable:
     `HostCapture.strings` for string, bytes and (resolved) ref values.
     """
 
-    owner: np.ndarray  # int64
+    owner: np.ndarray  # int32
     key: np.ndarray  # int32, interned stat name
     kind: np.ndarray  # int8
     raw: np.ndarray  # int64
@@ -93,7 +93,8 @@ class HostCapture:
                     timestamp_ns, duration_ps, first_event, event_count
     events:         one row per event: plane, line, md (row of event_metadata),
                     metadata_id, start_ps (absolute: timestamp_ns*1000 + offset),
-                    duration_ps, num_occurrences (0 unless aggregated)
+                    duration_ps, num_occurrences (0 unless aggregated);
+                    plane, line and md are int32 (row numbers), the rest int64
     event_stats:    StatTable, owner = event row
     event_metadata: plane, id, name, display_name, name_id (interned name),
                     display_name_id, child_ids (tuple)

@@ -13,6 +13,8 @@ from reportgen import __version__
 from reportgen.errors import NoCapturesError
 from reportgen.publish import DEFAULT_JOBS, PublishError, is_gcs_url, open_destination, publish_site
 
+DEFAULT_COMPARE_OUTPUT = "comparisons"  # where `compare` writes runs that are not in one site
+
 # The exit codes of OUTPUTS.md (reportgen.build names them too); bad arguments
 # count as "nothing could be built". The build machinery (pandas, numba,
 # Altair) is imported only by `build`, so that --help, --version, `serve` and
@@ -30,6 +32,47 @@ examples:
   reportgen build ~/logs/fit --single-file report.html         one file to attach or mail
   reportgen publish site/ gs://my-bucket/reports/fit           publish a built site
   reportgen serve site/ --port 8000                            look at it on http://127.0.0.1:8000/
+  reportgen compare site:before site:after                     compare two runs of a built site
+  reportgen summary site/ --compare before after -o pr.md      a pull-request comment, charts beside it
+  reportgen check site/ --max-step-ms 150 --max-input-percent 20    exit 3 when over budget
+"""
+
+COMPARE_EXAMPLES = """\
+BASELINE and CANDIDATE name a run as SITE:RUN (a site written by `reportgen build`),
+LOGDIR:RUN, a run folder, or a site or logdir holding one run. Runs that are not
+built yet are built first into scratch space. Every figure is read from the runs'
+built pages (summary.json and CSVs); the step-time change is judged against the
+runs' own step-to-step noise with Welch's t-test.
+
+examples:
+  reportgen compare site:before site:after             writes site/compare/before--vs--after.html
+  reportgen compare logs/plugins/profile/a logs/plugins/profile/b -o cmp/
+  reportgen compare ~/logs:run1 ~/logs:run2
+"""
+
+SUMMARY_EXAMPLES = """\
+examples:
+  reportgen summary site/                                      Markdown to stdout
+  reportgen summary site/ --compare main pr -o comment.md      plus comment-breakdown.png, … beside it
+  reportgen summary ~/logs --format json
+  reportgen summary site/ --compare main pr --site-url https://storage.googleapis.com/b/site -o pr.md
+"""
+
+CHECK_EXAMPLES = """\
+Exit status: 0 every run is within budget, 3 a budget is exceeded (each violation is
+listed), 1 the check could not be made. A budget file (TOML) holds the same budgets:
+
+  max_step_ms = 150
+  max_input_percent = 20
+  max_regression = "5%"          # or 5 (percent), or "12ms"
+  baseline = "main"              # a run of the site, or SITE:RUN, LOGDIR:RUN, a run folder
+  runs = ["pr"]                  # optional: only these runs (default: all but the baseline)
+
+examples:
+  reportgen check site/ --max-step-ms 150 --max-input-percent 20
+  reportgen check site/ --max-regression 5% --baseline main
+  reportgen check ~/logs --budget budget.toml
+  reportgen build ~/logs -o site/ --budget budget.toml
 """
 
 PUBLISH_EXAMPLES = """\
@@ -100,6 +143,9 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
         help="hosts processed in parallel (default: the number of cores)",
     )
+    build.add_argument("--budget", metavar="FILE",
+                       help="after building, check the runs against the budgets of FILE (TOML; see "
+                       "`reportgen check --help`): exit status 3 when one is exceeded")
     build.add_argument(
         "--scheduler", metavar="tcp://HOST:8786",
         help="run the per-host stage on this Dask cluster (pip install 'reportgen[dask]'); the workers read "
@@ -142,7 +188,57 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="default: 8000; 0 picks a free port")
     serve.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS",
                        help="address to listen on (default: 127.0.0.1, this machine only)")
+    _add_compare_parsers(sub)
     return parser
+
+
+def _add_compare_parsers(sub) -> None:
+    jobs = {"type": int, "default": os.cpu_count() or 1, "metavar": "N",
+            "help": "hosts processed in parallel when runs must be built first (default: the number of cores)"}
+    compare = sub.add_parser(
+        "compare", help="compare two runs: step time, breakdown, ops, kernels, input pipeline",
+        description="Write a page comparing CANDIDATE with BASELINE: compare/<a>--vs--<b>.html.",
+        epilog=COMPARE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    compare.add_argument("baseline", metavar="BASELINE")
+    compare.add_argument("candidate", metavar="CANDIDATE")
+    compare.add_argument("-o", "--output", metavar="DIR",
+                         help="folder to write into (default: the runs' site when both are runs of one built site, "
+                         f"which then lists the comparison on its index; otherwise {DEFAULT_COMPARE_OUTPUT}/)")
+    compare.add_argument("--jobs", **jobs)
+    compare.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+
+    summary = sub.add_parser(
+        "summary", help="a Markdown (or JSON) summary for a pull-request comment",
+        description="Summarise the runs of SITE (or LOGDIR, built first) as GitHub-flavoured Markdown under "
+        "65,000 characters: headline numbers, bottlenecks and, with --compare, the top changes.",
+        epilog=SUMMARY_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    summary.add_argument("location", metavar="LOGDIR|SITE")
+    summary.add_argument("--compare", nargs=2, metavar=("BASELINE", "CANDIDATE"),
+                         help="compare two runs (run names of the site, or run references as for `compare`)")
+    summary.add_argument("--format", choices=("markdown", "json"), default="markdown", help="default: markdown")
+    summary.add_argument("--site-url", metavar="URL", help="where the site is published: the summary links to it")
+    summary.add_argument("-o", "--output", metavar="FILE",
+                         help="write FILE, and the charts as PNG files beside it (default: stdout, no charts)")
+    summary.add_argument("--jobs", **jobs)
+
+    check = sub.add_parser(
+        "check", help="check runs against performance budgets (exit status 3 when over budget)",
+        description="Check every run of SITE (or LOGDIR, built first) against the budgets given.",
+        epilog=CHECK_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("location", metavar="SITE_OR_LOGDIR")
+    check.add_argument("--max-step-ms", type=float, metavar="MS", help="largest average step time allowed")
+    check.add_argument("--max-input-percent", type=float, metavar="PERCENT",
+                       help="largest share of the step time spent waiting for input")
+    check.add_argument("--max-regression", metavar="LIMIT",
+                       help="largest step-time increase over --baseline: 5%% or 12ms")
+    check.add_argument("--baseline", metavar="RUN_OR_SITE",
+                       help="the run to measure regressions against: a run of SITE, or SITE:RUN, LOGDIR:RUN, a folder")
+    check.add_argument("--runs", metavar="NAME,...", help="only these runs (default: every run but the baseline)")
+    check.add_argument("--budget", metavar="FILE", help="budgets from a TOML file; options given here override it")
+    check.add_argument("--jobs", **jobs)
 
 
 def _fail(message: str) -> int:
@@ -155,6 +251,15 @@ def _build(args: argparse.Namespace) -> int:
     from reportgen.errors import SchedulerError
     from reportgen.site import OutputNotASiteError
     from reportgen.timings import format_timings
+
+    budget = None
+    if args.budget:
+        from reportgen.budget import BudgetError, load_budget
+
+        try:  # before the build: a broken budget file should not cost a long build
+            budget = load_budget(args.budget)
+        except BudgetError as exc:
+            return _fail(str(exc))
 
     locations = args.logdirs or [sample_logdir()]
     runs = {r.strip() for r in args.runs.split(",") if r.strip()} if args.runs else None
@@ -190,6 +295,11 @@ def _build(args: argparse.Namespace) -> int:
             print(f"reportgen: warning: {warning}", file=sys.stderr)
         for error in report.errors:
             print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
+        over_budget = None
+        if budget is not None:
+            from reportgen.compare_cli import check_built_site
+
+            over_budget = check_built_site(report.output, budget, jobs=options.jobs)
         if args.timings:
             print(format_timings(report.timings, report.seconds, report.peak_rss), file=sys.stderr)
         written = [str(report.output)] if local else []
@@ -215,7 +325,7 @@ def _build(args: argparse.Namespace) -> int:
             + (f" ({len(report.errors)} input{'s' if len(report.errors) != 1 else ''} could not be read)"
                if report.errors else "")
         )
-    return report.exit_code
+    return over_budget if over_budget is not None else report.exit_code
 
 
 def _publish(args: argparse.Namespace) -> int:
@@ -247,6 +357,43 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_budget(args: argparse.Namespace):
+    from reportgen.budget import Budget, Regression, load_budget
+
+    budget = load_budget(args.budget) if args.budget else Budget()
+    if args.max_step_ms is not None:
+        budget.max_step_ms = args.max_step_ms
+    if args.max_input_percent is not None:
+        budget.max_input_percent = args.max_input_percent
+    if args.max_regression is not None:
+        budget.max_regression = Regression.parse(args.max_regression)
+    if args.baseline is not None:
+        budget.baseline, budget.base_dir = args.baseline, None
+    if args.runs:
+        budget.runs = [r.strip() for r in args.runs.split(",") if r.strip()]
+    return budget
+
+
+def _compare_commands(args: argparse.Namespace) -> int:
+    from reportgen import compare_cli
+    from reportgen.budget import BudgetError
+
+    jobs = max(1, args.jobs)
+    if args.command == "compare":
+        return compare_cli.compare_command(args.baseline, args.candidate, args.output, jobs=jobs, quiet=args.quiet)
+    if args.command == "summary":
+        return compare_cli.summary_command(args.location, args.compare, fmt=args.format, site_url=args.site_url,
+                                           output=args.output, jobs=jobs)
+    try:
+        budget = _check_budget(args)
+    except BudgetError as exc:
+        return _fail(str(exc))
+    if budget.empty:
+        return _fail("check: give at least one budget (--max-step-ms, --max-input-percent, --max-regression "
+                     "or --budget FILE)")
+    return compare_cli.check_command(args.location, budget, jobs=jobs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -256,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         return _publish(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command in ("compare", "summary", "check"):
+        return _compare_commands(args)
     parser.print_help()
     return EXIT_FAILED
 

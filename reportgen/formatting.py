@@ -52,6 +52,49 @@ def fmt_duration_ps(value) -> str:
     return f"{seconds * 1e6:,.1f} µs"
 
 
+def fmt_value(value, unit: str = "") -> str:
+    """A figure in its unit: ms, us, percent, bytes or count."""
+    if _missing(value):
+        return "–"
+    if unit == "ms":
+        return fmt_ms(value, 2)
+    if unit == "us":
+        return fmt_us(value, 1)
+    if unit == "percent":
+        return fmt_pct(value)
+    if unit == "bytes":
+        return fmt_bytes(value)
+    if unit == "count":
+        return fmt_int(value)
+    return fmt_num(value)
+
+
+def fmt_delta(value, unit: str = "") -> str:
+    """A change, always signed; percentages change by percentage points (pp)."""
+    if _missing(value):
+        return "–"
+    sign = "+" if value > 0 else "-" if value < 0 else "±"
+    if unit == "percent":
+        return f"{sign}{abs(value):.1f} pp"
+    return sign + fmt_value(abs(value), unit)
+
+
+def fmt_change_pct(value, digits: int = 1) -> str:
+    """A relative change, always signed."""
+    return "–" if _missing(value) else f"{value:+.{digits}f}%"
+
+
+def fmt_ratio(value) -> str:
+    return "–" if _missing(value) else f"{value:,.2f}×"
+
+
+def fmt_p_value(value) -> str:
+    """A p-value as it is quoted: `p = 0.0123`, or `p < 0.0001`."""
+    if _missing(value):
+        return "p unknown"
+    return "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"
+
+
 FILTERS = {
     "ms": fmt_ms,
     "us": fmt_us,
@@ -60,4 +103,9 @@ FILTERS = {
     "num": fmt_num,
     "bytes": fmt_bytes,
     "duration_ps": fmt_duration_ps,
+    "value": fmt_value,
+    "delta": fmt_delta,
+    "change_pct": fmt_change_pct,
+    "ratio": fmt_ratio,
+    "p_value": fmt_p_value,
 }

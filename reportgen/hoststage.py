@@ -23,6 +23,7 @@ from typing import Any
 
 from reportgen import __version__
 from reportgen.errors import CaptureError
+from reportgen.legacy_host import process_legacy_host
 from reportgen.loaders.logdir import HostFile, read_file
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.sections import SECTIONS, HostContext, HostSummary
@@ -105,7 +106,7 @@ def site_fingerprint() -> str:
 def summarize_host(ctx: HostContext, shown_path: str) -> HostSummary:
     capture = ctx.capture
     first, last = capture.time_span_ps()
-    env = ctx.environment
+    env = ctx.op_stats.environment
     return HostSummary(
         host=ctx.host,
         path=shown_path,
@@ -171,6 +172,11 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
 
     try:
         clock = time.perf_counter()
+        if host.legacy:
+            # Per-tool files of older profilers: no XSpace to decode.
+            outcome.summary, outcome.parts = process_legacy_host(host, shown)
+            timed("host.legacy", clock)
+            return outcome
         try:
             data = read_file(host.path)
         except OSError as exc:

@@ -94,6 +94,7 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     "css": ("style", "style.css"),
     "js": ("reportgen", "reportgen.js"),
     "memory_viewer_js": ("memory-viewer", "memory_viewer.js"),
+    "op_profile_js": ("op-profile", "op_profile.js"),
 }
 
 # Asset key → path relative to the site root. Names are content-hashed, so

@@ -15,6 +15,7 @@ from reportgen.core.op_stats import combine_op_stats, compute_host_op_stats, ste
 from reportgen.core.step_analysis import StepSummary, analyze_steps, classify_input
 from reportgen.core.step_db import StepDb
 from reportgen.core.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
+from reportgen.loaders.proto import hlo_pb2
 from tests.xspace_builder import SpaceBuilder
 
 US = 1_000_000  # ps
@@ -114,6 +115,72 @@ def test_grouping_follows_roots_nesting_and_context_links():
     assert [g.step_names.get(int(r)) for r in np.flatnonzero(names == "train")] == ["train 3", "train 4"]
 
 
+def _groups(space: SpaceBuilder, name: str) -> list[int]:
+    table = EventTable(space.capture())
+    return list(group_events(table).group_id[table.names == name])
+
+
+def test_context_links_carry_the_step_to_other_threads():
+    space = SpaceBuilder()
+    host = space.plane("/host:CPU")
+    host.line(1, "python").event("train", 0, 1000, _r=1, step_num=1).event("FunctionRun", 10, 500, _pt=1, _p=42)
+    worker = host.line(2, "tf_Compute")
+    worker.event("ExecutorState::Process", 20, 100, _ct=1, _c=42)
+    worker.event("MemoryAllocation", 30, 1).event("MemoryAllocation", 700, 1)  # the second is outside
+    assert _groups(space, "MemoryAllocation") == [0, -1]
+    assert _groups(space, "ExecutorState::Process") == [0]
+
+
+def test_a_root_nested_in_a_root_of_its_level_opens_no_group():
+    space = SpaceBuilder()
+    space.plane("/host:CPU").line(1, "python").event("train", 0, 1000, _r=1).event("FunctionRun", 10, 100, _r=1) \
+        .event("train", 2000, 1000, _r=1)
+    assert _groups(space, "train") == [0, 1] and _groups(space, "FunctionRun") == [0]
+
+
+def test_captures_grouped_by_the_profiler_keep_their_group_ids():
+    space = SpaceBuilder()
+    host = space.plane("/host:CPU")
+    host.stat_id("group_id")
+    host.line(1).event("train", 0, 1000, _r=1).event("MemoryAllocation", 5, 1, group_id=41)
+    assert _groups(space, "MemoryAllocation") == [41]
+    assert _groups(space, "train") == [-1]
+
+
+def test_tf_loop_ops_disable_grouping():
+    space = SpaceBuilder()
+    space.plane("/host:CPU").line(1, "python").event("train", 0, 1000, _r=1).event("WhileOp-EvalCond", 10, 10)
+    assert _groups(space, "train") == [-1]
+
+
+def test_batching_events_are_roots_at_the_level_preprocessing_gives_them():
+    """`ProcessBatch` is a level-2 root (its stored `_r` overridden), so it
+    groups the level-1 `BatchingSessionRun` events it encloses."""
+    space = SpaceBuilder()
+    line = space.plane("/host:CPU").line(1, "batch")
+    line.event("ProcessBatch", 0, 1000, _r=1).event("BatchingSessionRun", 10, 100)
+    line.event("BatchingSessionRun", 2000, 100)
+    assert _groups(space, "ProcessBatch") == [0]
+    assert _groups(space, "BatchingSessionRun") == [0, 1]
+
+
+def test_stat_columns_read_the_first_or_the_last_of_duplicates():
+    """XProf's GetStat sees an event's first copy of a stat; converters that walk
+    every stat keep the last. Metadata stats are never an event's."""
+    space = SpaceBuilder()
+    plane = space.plane("/host:CPU")
+    plane.line(1).event("op", 0, 10, group_id=1).event("other", 20, 10)
+    event = plane.plane.lines[0].events[0]
+    plane.add_stats(event, {"group_id": 2, "tf_op": "a:A"})
+    plane.add_stats(event, {"tf_op": "b:B"})
+    plane.add_stats(plane.plane.event_metadata[plane.metadata_id("other")], {"group_id": 7})
+    table = EventTable(space.capture())
+    assert list(table.int_stat("group_id")[0]) == [1, 0] and list(table.int_stat("group_id", last=True)[0]) == [2, 0]
+    assert list(table.int_stat("group_id")[1]) == [True, False]
+    assert list(table.strings(table.str_stat("tf_op"))) == ["a:A", ""]
+    assert list(table.strings(table.str_stat("tf_op", last=True))) == ["b:B", ""]
+
+
 def test_step_breakdown_with_priorities_and_unknown_time():
     stats = compute_host_op_stats(_two_step_capture())
     steps = stats.step_db.steps
@@ -206,26 +273,16 @@ def test_gpu_kernels_join_the_launching_step_and_derive_the_steps_line():
     assert stats.device_db.compute_32bit_ps == 600 * US
 
 
-def _field(number: int, payload: bytes) -> bytes:
-    def varint(v: int) -> bytes:
-        out = bytearray()
-        while True:
-            out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
-            v >>= 7
-            if not v:
-                return bytes(out)
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
 def _hlo_proto(module: str, instructions: list[tuple[str, str, str, str]]) -> bytes:
     """HloProto bytes: (name, opcode, fusion kind, op_name) per instruction."""
-    body = b""
+    proto = hlo_pb2.HloProto()
+    proto.hlo_module.name = module
+    computation = proto.hlo_module.computations.add()
     for name, opcode, kind, op_name in instructions:
-        inst = _field(1, name.encode()) + _field(2, opcode.encode()) + _field(7, _field(2, op_name.encode()))
-        if kind:
-            inst += _field(11, kind.encode())
-        body += _field(2, inst)
-    return _field(1, _field(1, module.encode()) + _field(3, body))
+        instruction = computation.instructions.add()
+        instruction.name, instruction.opcode, instruction.fusion_kind = name, opcode, kind
+        instruction.metadata.op_name = op_name
+    return proto.SerializeToString()
 
 
 def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launches():
@@ -273,3 +330,25 @@ def test_host_result_pickles():
     copy = pickle.loads(pickle.dumps(stats))
     assert copy.step_db.step_numbers == stats.step_db.step_numbers
     assert copy.host_db.metrics.equals(stats.host_db.metrics)
+
+
+def test_tf_stats_tensorcore_utilization_is_the_share_of_an_ops_kernel_time_on_tensor_cores():
+    from reportgen.sections.overview import overview_view
+    from reportgen.sections.tf_stats import framework_op_stats_table
+
+    space = SpaceBuilder()
+    space.plane("/host:CPU").line(1, "python").event("train", 0, 1000 * US, _r=1, step_num=0)
+    gpu = space.plane("/device:GPU:0", plane_id=1)
+    gpu.add_stats(gpu.plane, {"device_vendor": "Nvidia"})
+    stream = gpu.line(7, "Stream #7(Compute)")
+    stream.event("volta_h884gemm", 0, 300 * US, tf_op="d/MatMul:MatMul", kernel_details="regs:8")
+    stream.event("sgemm", 400 * US, 100 * US, tf_op="d/MatMul:MatMul", kernel_details="regs:8")
+    stream.event("relu_kernel", 600 * US, 50 * US, tf_op="d/Relu:Relu", kernel_details="regs:8")
+    run = combine_op_stats([compute_host_op_stats(space.capture())])
+    table = framework_op_stats_table(run, exclude_idle=True).set_index("operation")
+    assert table.loc["d/MatMul", "gpu_tensorcore_utilization"] == pytest.approx(0.75)
+    assert table.loc["d/Relu", "gpu_tensorcore_utilization"] == 0.0
+    # The overview's top device ops read the same per-op kernel view.
+    top = {op["name"]: op for op in overview_view("host", run).top_ops}
+    assert (top["d/MatMul"]["tensor_core_eligible"], top["d/MatMul"]["tensor_core_used"]) == (True, True)
+    assert (top["d/Relu"]["tensor_core_eligible"], top["d/Relu"]["tensor_core_used"]) == (False, False)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from reportgen.loaders.hlo import hlo_modules, module_display_name, sorted_module_names
+from reportgen.loaders.hlo import (
+    hlo_modules,
+    instruction_provenance,
+    module_display_name,
+    program_key,
+    sorted_module_names,
+)
 from tests.hlo_builder import sample_module
 from tests.memory_xspace import SpaceBuilder
 
@@ -74,3 +80,17 @@ def test_module_list_is_a_plain_string_sort():
     ]))
     assert sorted_module_names(modules) == ["jit_a(30)", "jit_x(18)", "jit_x(8)"]
     assert module_display_name("m", -1) == "m(18446744073709551615)"
+
+
+def test_instructions_by_name_and_their_framework_op():
+    proto = sample_module("jit_i")
+    second = proto.hlo_module.computations.add()
+    shadow = second.instructions.add()
+    shadow.name, shadow.opcode = "fusion.1", "copy"  # a name seen again in a later computation
+    modules = hlo_modules(_capture([(5, "jit_i(5)", {"hlo": proto.SerializeToString()})]))
+    module = modules[program_key(5)]
+    fusion = module.instructions["fusion.1"]
+    assert fusion.opcode == "fusion"  # the first instruction of a name wins
+    assert instruction_provenance(fusion) == "jit(f)/add:"
+    assert instruction_provenance(shadow) == ""
+    assert program_key(-1) == 2**64 - 1  # an int64 stat holding a uint64 id

@@ -1,4 +1,6 @@
-"""The HLO schema subset: generated module current, field numbers XLA's."""
+"""The HLO schema subset and XProf's CoreDetails: generated modules current, field numbers upstream's.
+
+(`xplane.proto` has its own checks in tests/test_proto_schema.py.)"""
 
 from __future__ import annotations
 
@@ -8,24 +10,38 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reportgen.loaders.proto import hlo_pb2
+import pytest
+
+from reportgen.loaders.proto import hlo_pb2, op_stats_pb2
 
 PROTO_DIR = Path(hlo_pb2.__file__).parent
 
 
-def test_generated_module_matches_the_proto(tmp_path):
-    shutil.copy(PROTO_DIR / "hlo.proto", tmp_path / "hlo.proto")
+@pytest.mark.parametrize("module", [hlo_pb2, op_stats_pb2], ids=lambda m: m.__name__.rsplit(".")[-1])
+def test_generated_module_matches_the_proto(tmp_path, module):
+    name = module.DESCRIPTOR.name
+    shutil.copy(PROTO_DIR / name, tmp_path / name)
     subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", "hlo.proto"],
+        [sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}", f"--python_out={tmp_path}", name],
         check=True,
     )
     # Compare descriptors, not text: the generator's formatting may change between
     # versions. Importing the fresh module would register the same file twice in
     # protobuf's default pool, so its serialized descriptor is read from the source.
-    generated = (tmp_path / "hlo_pb2.py").read_text()
+    generated = (tmp_path / name.replace(".proto", "_pb2.py")).read_text()
     start = generated.index("AddSerializedFile(") + len("AddSerializedFile(")
     end = generated.index(")\n", start)
-    assert ast.literal_eval(generated[start:end]) == hlo_pb2.DESCRIPTOR.serialized_pb
+    assert ast.literal_eval(generated[start:end]) == module.DESCRIPTOR.serialized_pb
+
+
+def test_core_details_fields_are_xprofs():
+    """plugin/xprof/protobuf/op_stats.proto, message CoreDetails."""
+    fields = {f.name: (f.number, f.type) for f in op_stats_pb2.CoreDetails.DESCRIPTOR.fields}
+    uint32, string, boolean = 13, 9, 8
+    assert fields == {"hostname": (1, string), "device_ordinal": (2, uint32), "core_num": (3, uint32),
+                      "local_chip_id": (4, uint32), "global_chip_id": (5, uint32), "global_core_id": (6, uint32),
+                      "is_sparse_core": (7, boolean)}
+    assert op_stats_pb2.DESCRIPTOR.package == "reportgen.xprof"
 
 
 def test_package_is_our_own():
@@ -42,7 +58,22 @@ XLA_FIELDS = {
     "HloInstructionProto": {"name": 1, "opcode": 2, "shape": 3, "metadata": 7, "parameter_number": 9,
                             "fusion_kind": 11, "tuple_index": 13, "dimensions": 14, "custom_call_target": 28,
                             "id": 35, "operand_ids": 36, "control_predecessor_ids": 37,
-                            "called_computation_ids": 38, "backend_config": 43, "async_execution_thread": 79},
+                            "called_computation_ids": 38, "backend_config": 43, "async_execution_thread": 79,
+                            "literal": 8, "window": 15, "convolution_dimension_numbers": 16,
+                            "dot_dimension_numbers": 30, "feature_group_count": 50, "batch_group_count": 58,
+                            "comparison_direction": 63},
+    "LiteralProto": {"shape": 1, "preds": 2, "u8s": 3, "s32s": 4, "s64s": 5, "u32s": 6, "u64s": 7, "f32s": 8,
+                     "f64s": 9, "tuple_literals": 10, "f16s": 11, "bf16s": 13, "s8s": 15, "u16s": 16, "s16s": 17},
+    "WindowDimension": {"size": 1, "stride": 2, "padding_low": 3, "padding_high": 4, "window_dilation": 5,
+                        "base_dilation": 6, "window_reversal": 7},
+    "Window": {"dimensions": 1},
+    "ConvolutionDimensionNumbers": {"input_batch_dimension": 7, "input_feature_dimension": 8,
+                                    "input_spatial_dimensions": 11, "kernel_input_feature_dimension": 3,
+                                    "kernel_output_feature_dimension": 4, "kernel_spatial_dimensions": 6,
+                                    "output_batch_dimension": 9, "output_feature_dimension": 10,
+                                    "output_spatial_dimensions": 12},
+    "DotDimensionNumbers": {"lhs_contracting_dimensions": 1, "rhs_contracting_dimensions": 2,
+                            "lhs_batch_dimensions": 3, "rhs_batch_dimensions": 4},
     "ShapeProto": {"element_type": 2, "dimensions": 3, "tuple_shapes": 4, "layout": 5, "is_dynamic_dimension": 6},
     "LayoutProto": {"minor_to_major": 1, "tiles": 6, "element_size_in_bits": 7, "memory_space": 8,
                     "dim_level_types": 9, "physical_shape": 10, "index_primitive_type": 11,

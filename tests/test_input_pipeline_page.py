@@ -43,7 +43,8 @@ def site(tmp_path_factory) -> Path:
 def test_summary_block(site):
     runs = json.loads((site / "summary.json").read_text())["runs"]
     block = runs["tf_keras_input_bound"]["input_pipeline"]
-    assert set(block) == {"host_ms", "bottleneck"}  # input_percent / input_bound come with the step database
+    assert set(block) == {"input_percent", "input_bound", "host_ms", "bottleneck"}
+    assert block["input_percent"] == pytest.approx(73.6, abs=0.05) and block["input_bound"] == "HIGHLY"
     assert set(block["host_ms"]) == {"demanded_file_read", "advanced_file_read", "preprocessing", "enqueue",
                                      "unclassified"}
     assert block["host_ms"]["preprocessing"] == pytest.approx(510.695037)
@@ -52,6 +53,22 @@ def test_summary_block(site):
     page = runs["tf_keras_input_bound"]["tools"]["input_pipeline"]
     assert page == {"page": "tf_keras_input_bound/input_pipeline.html"}
     assert runs["plain"]["input_pipeline"]["bottleneck"] is None
+    # No steps: nothing to classify.
+    assert runs["plain"]["input_pipeline"]["input_bound"] is None
+    assert runs["plain"]["input_pipeline"]["input_percent"] == 0.0
+    assert runs["tf_keras_fast"]["input_pipeline"]["input_bound"] == "NOT"
+    # The overview quotes the same classification.
+    assert runs["tf_keras_input_bound"]["overview"]["input_percent"] == block["input_percent"]
+
+
+def test_steps_csv(site):
+    with open(site / "tf_keras_input_bound" / "data" / "input_pipeline" / "steps.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["Step number"] for r in rows] == ["train 6", "train 7", "train 8", "train 9", "train 10"]
+    first = rows[0]
+    assert float(first["Input (ms)"]) == pytest.approx(94.341095, abs=1e-3)
+    assert float(first["Step time (ms)"]) == pytest.approx(120.721571, abs=1e-3)
+    assert float(first["Waiting for input (%)"]) == pytest.approx(100 * 94.341095 / 120.721571, abs=1e-3)
 
 
 def test_input_ops_csv(site):
@@ -75,9 +92,16 @@ def test_page_sections(site):
         assert anchor in html
     assert "Iterator::Root::MapAndBatch" in html
     assert "num_parallel_calls=tf.data.AUTOTUNE" in html  # the concrete suggestion for a sequential map
-    assert 'class="bottleneck"' in html and html.count("data-vega-spec") >= 3
+    assert 'class="bottleneck"' in html and html.count("data-vega-spec") >= 5
+    assert ("Your program is HIGHLY input-bound because 73.6% of the total step time sampled is waiting for input."
+            in html)
+    assert "Look at Section 3 for the breakdown of input time on the host." in html
+    # XProf's recommendations keep their links, written by the template (never raw markup).
+    assert '<a href="https://www.tensorflow.org/api_docs/python/tf/data/Dataset#map" target="_blank" ' \
+           'rel="noopener">Dataset map()</a> or preprocess the data OFFLINE.' in html
     plain = (site / "plain" / "input_pipeline.html").read_text()
     assert "no tf.data iterator events" in plain and "No input ops ran on the host" in plain
+    assert "No steps were found" in plain and "No step marker observed" in plain
     assert "data-vega-spec" not in plain
 
 
@@ -109,12 +133,12 @@ def test_page_renders_in_a_browser(site, tmp_path):
         charts = "return Array.from(document.querySelectorAll('[data-vega-spec]'))"
         WebDriverWait(driver, 20).until(
             lambda d: all(d.execute_script(charts + ".map(c => !!c.querySelector('svg'))")))
-        assert len(driver.execute_script(charts)) >= 3
+        assert len(driver.execute_script(charts)) >= 5
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []
         # The input op table sorts on a header click.
-        driver.execute_script("document.querySelector('#input-ops-all th:nth-child(2)').click()")
-        first = driver.execute_script("return document.querySelector('#input-ops-all tbody td').textContent")
+        driver.execute_script("document.querySelector('#input-ops-0 th:nth-child(2)').click()")
+        first = driver.execute_script("return document.querySelector('#input-ops-0 tbody td').textContent")
         assert first in ("Iterator::Root::MapAndBatch::ShuffleAndRepeat::TensorSlice",
                          "Iterator::Root::MapAndBatch::ShuffleAndRepeat")
     finally:

@@ -12,6 +12,7 @@ import math
 
 import pytest
 
+from reportgen.core.events import EventTable
 from reportgen.core.kernel_stats import (
     LaunchParams,
     combine_host_reports,
@@ -20,14 +21,16 @@ from reportgen.core.kernel_stats import (
     kernel_reports,
     kernel_stats_table,
     parse_kernel_details,
-    tf_op_name,
 )
+from reportgen.core.tf_op import parse_tf_op_fullname
+from reportgen.loaders.hlo import HloModule
+from reportgen.loaders.proto import hlo_pb2
 from reportgen.loaders.xspace import decode_xspace
 from tests.gpu_xspace import GpuSpace, Ref
 
 
-def decode(space: GpuSpace, host: str = "testhost"):
-    return decode_xspace(f"{host}.xplane.pb", space.serialize(), host=host)
+def decode(space: GpuSpace, host: str = "testhost") -> EventTable:
+    return EventTable(decode_xspace(f"{host}.xplane.pb", space.serialize(), host=host))
 
 
 def table_of(space: GpuSpace, **kwargs):
@@ -95,8 +98,8 @@ def test_non_finite_occupancy(value):
         ("aten::mm:", "aten::mm:"),
     ],
 )
-def test_tf_op_name(fullname, name):
-    assert tf_op_name(fullname) == name
+def test_op_name_of_a_tf_op(fullname, name):
+    assert parse_tf_op_fullname(fullname).name == name
 
 
 @pytest.mark.parametrize(
@@ -205,8 +208,13 @@ def test_xla_kernels_take_their_op_from_hlo_metadata():
                                                 "program_id": 7})
     line.event("plain_xla", 10_000, 5000, stats={"kernel_details": "regs:2", "hlo_op": "add.2", "program_id": 7,
                                                  "tf_op": "a/MatMul:MatMul"})
-    provenance = {(7, "dot.3"): "jit(f)/dot_general:", (7, "add.2"): "jit(f)/add:"}
-    rows = rows_by_name(table_of(space, hlo_provenance=provenance))
+    proto = hlo_pb2.HloProto()
+    computation = proto.hlo_module.computations.add()
+    for name, op_name in (("dot.3", "jit(f)/dot_general"), ("add.2", "jit(f)/add")):
+        instruction = computation.instructions.add()
+        instruction.name = name
+        instruction.metadata.op_name = op_name
+    rows = rows_by_name(table_of(space, modules={7: HloModule(7, "jit_f", proto)}))
     assert rows["fusion_kernel"]["op_name"] == "jit(f)/dot_general:"
     assert rows["fusion_kernel"]["is_op_tensor_core_eligible"]
     # The HLO op name replaces the tf_op one; eligibility from the tf_op stays.

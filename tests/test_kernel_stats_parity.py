@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from reportgen.core.events import EventTable
 from reportgen.core.kernel_stats import combine_host_reports, kernel_reports, kernel_stats_table
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import ORACLE, host_files, needs_shared
@@ -21,7 +22,7 @@ def host_reports():
     reports = {}
     for path in host_files(RUN):
         capture = decode_xspace(str(path), path.read_bytes())
-        reports[capture.host] = kernel_reports(capture)
+        reports[capture.host] = kernel_reports(EventTable(capture))
     assert len(reports) == 2
     return reports
 

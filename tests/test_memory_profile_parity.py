@@ -8,6 +8,7 @@ from functools import cache
 
 import pytest
 
+from reportgen.core.events import EventTable
 from reportgen.core.memory_profile import ALLOCATION, memory_profiles
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import LOGDIR, ORACLE, RUNS, needs_shared
@@ -32,7 +33,7 @@ def oracle_files():
 
 @cache
 def profiles(path) -> dict:
-    return memory_profiles(decode_xspace(str(path), path.read_bytes()))
+    return memory_profiles(EventTable(decode_xspace(str(path), path.read_bytes())))
 
 
 def allocator_cases():

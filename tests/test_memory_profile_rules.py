@@ -1,17 +1,24 @@
-"""Memory profile rules (docs/xprof/memory_profile.md) on XSpaces built in code."""
+"""Memory profile rules (docs/xprof/memory_profile.md) on XSpaces built in code.
+
+Step ids come from the core's event grouping (its rules: tests/test_core_rules.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from reportgen.core.event_groups import event_group_ids
+from reportgen.core.events import EventTable
 from reportgen.core.memory_profile import (
     UNUSED_PREALLOCATED,
+    allocator_capacities,
     data_type_string,
-    memory_profiles,
     out_of_memory_messages,
 )
+from reportgen.core.memory_profile import memory_profiles as profiles_of_table
 from tests.memory_xspace import Ref, SpaceBuilder, memory_event
+
+
+def memory_profiles(capture):
+    return profiles_of_table(EventTable(capture))
 
 MIB = 1 << 20
 
@@ -147,49 +154,6 @@ def test_memory_ids_from_allocator_names_and_device_indices():
     assert profiles["3"].peak_bytes == 7
 
 
-def test_context_links_carry_the_step_to_other_threads():
-    b = SpaceBuilder()
-    host = b.plane("/host:CPU")
-    main = host.line("python", line_id=1)
-    main.event("train", 0, 1000, _r=1, step_num=1)
-    main.event("FunctionRun", 10, 500, _pt=1, _p=42)
-    worker = host.line("tf_Compute", line_id=2)
-    worker.event("ExecutorState::Process", 20, 100, _ct=1, _c=42)
-    memory_event(worker, "MemoryAllocation", 30, heap=1)
-    memory_event(worker, "MemoryAllocation", 700, heap=2)  # outside any linked event
-    capture = b.capture()
-    groups = event_group_ids(capture)
-    names = capture.event_metadata["name"].to_numpy()[capture.events["md"].to_numpy()]
-    assert list(groups[names == "MemoryAllocation"]) == [0, -1]
-    assert list(groups[names == "ExecutorState::Process"]) == [0]
-
-
-def test_nested_root_of_the_same_level_does_not_start_a_group():
-    b = SpaceBuilder()
-    line = b.plane("/host:CPU").line("python")
-    line.event("train", 0, 1000, _r=1)
-    line.event("FunctionRun", 10, 100, _r=1)
-    line.event("train", 2000, 1000, _r=1)
-    groups = event_group_ids(b.capture())
-    assert list(groups) == [0, 0, 1]
-
-
-def test_captures_grouped_by_the_profiler_keep_their_group_ids():
-    b = SpaceBuilder()
-    host = b.plane("/host:CPU")
-    host.stat_id("group_id")
-    memory_event(host.line("t"), "MemoryAllocation", 5, heap=1, group_id=41)
-    assert list(event_group_ids(b.capture())) == [41]
-
-
-def test_tf_loop_ops_disable_grouping():
-    b = SpaceBuilder()
-    line = b.plane("/host:CPU").line("python")
-    line.event("train", 0, 1000, _r=1)
-    line.event("WhileOp-EvalCond", 10, 10)
-    assert list(event_group_ids(b.capture())) == [-1, -1]
-
-
 def test_out_of_memory_is_flagged_near_capacity_and_on_failed_allocations():
     b = SpaceBuilder()
     line = b.plane("/host:CPU").line("t")
@@ -213,3 +177,26 @@ def test_no_host_plane_or_no_memory_events_means_no_profile():
     b = SpaceBuilder()
     b.plane("/host:CPU").line("t").event("op", 1, 1)
     assert memory_profiles(b.capture()) == {}
+
+
+def test_stats_are_read_as_the_converter_walks_them():
+    """The last copy of a duplicated stat wins; metadata stats are not the event's."""
+    b = SpaceBuilder()
+    host = b.plane("/host:CPU")
+    host.event_id("MemoryAllocation", bytes_available=999)
+    line = host.line("t")
+    memory_event(line, "MemoryAllocation", 5, heap=MIB, allocated=MIB, tf_op="first")
+    line.event("MemoryDeallocation", 9, 1, allocator_name="bfc", bytes_allocated=0, tf_op="x")
+    event = line.line.events[0]
+    for name, value in (("bytes_allocated", 2 * MIB), ("tf_op", "second")):
+        stat = event.stats.add()
+        stat.metadata_id = host.stat_id(name)
+        if isinstance(value, int):
+            stat.int64_value = value
+        else:
+            stat.str_value = value
+    capture = b.capture()
+    p = memory_profiles(capture)["bfc"]
+    assert p.peak_stats["heap_bytes"] == 2 * MIB and p.peak_stats["free_bytes"] == 0
+    assert p.timeline["tf_op"].iloc[0] == "second"
+    assert allocator_capacities(EventTable(capture)) == {"bfc": p.memory_capacity}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reportgen.core.event_nesting import nesting_parents
+from reportgen.core.events import EventTable
+from reportgen.core.nesting import line_parents
 from reportgen.core.tf_data import (
     DEVICE,
     HOST,
@@ -13,8 +14,8 @@ from reportgen.core.tf_data import (
     SUMMARY_NONE,
     SUMMARY_SLOW,
     bottleneck_analysis,
-    tf_data_stats,
 )
+from reportgen.core.tf_data import tf_data_stats as _tf_data_stats
 from reportgen.core.tf_data_advice import (
     OTHER,
     PARALLEL_TRANSFORMATION,
@@ -30,6 +31,18 @@ from tests.decoded import decoded_hosts
 from tests.xspace_maker import U, XSpaceMaker
 
 US = 1_000_000  # ps
+
+
+def tf_data_stats(capture, host: str):
+    return _tf_data_stats(EventTable(capture), host)
+
+
+def nesting_parents(line, begin, end, skip):
+    """Parent position of each event (events grouped by line, in stored order)."""
+    line = np.asarray(line, np.int64)
+    new_line = np.concatenate([[True], line[1:] != line[:-1]])
+    return line_parents(np.arange(len(line), dtype=np.int64), new_line, np.asarray(begin, np.int64),
+                        np.asarray(end, np.int64), np.asarray(skip, bool))
 
 
 def synchronous_pipeline() -> XSpaceMaker:

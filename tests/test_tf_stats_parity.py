@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reportgen.core.kernel_stats import kernel_time_by_op
 from reportgen.sections.tf_stats import csv_frame, framework_op_stats_table
 from reportgen.sections.views import ALL_HOSTS, run_views
-from tests.conftest import needs_shared
+from tests.conftest import ORACLE, needs_shared
 from tests.xprof_oracle import datatable_frame, host_op_stats, load_json, oracle_dirs
 
 CASES = oracle_dirs()
@@ -50,6 +51,26 @@ def test_rows_occurrences_and_times(run, host, folder, mode):
         assert joined[col].to_numpy() == pytest.approx(joined[f"{col}_xprof"].to_numpy(), rel=1e-6, abs=1e-9), col
     assert (joined["bound_by"] == joined["bound_by_xprof"]).all()
     assert (joined["eager"] == joined["eager_xprof"]).all()
+    if "gpu_tensorcore_utilization" in oracle:
+        assert joined["gpu_tensorcore_utilization"].to_numpy() == pytest.approx(
+            joined["gpu_tensorcore_utilization_xprof"].to_numpy(dtype=float), rel=1e-6, abs=1e-9)
+
+
+@needs_shared
+def test_gpu_tensorcore_utilization_on_the_gpu_run():
+    """XProf looks device ops up among the run's kernel stats by name. The GPU
+    run's kernels carry neither a `tf_op` nor an `hlo_op` stat, so (in XProf's
+    kernel stats too) none names an op and every share is 0; the rule itself is
+    tested on a built capture in test_core_rules.py."""
+    folder = ORACLE / "gpu_multi_worker"
+    kernels = datatable_frame(load_json(folder, "kernel_stats"))
+    parts = host_op_stats("gpu_multi_worker")
+    by_op = kernel_time_by_op(next(iter(parts.values())).kernel_reports)
+    assert list(by_op.index) == sorted(set(kernels["op_name"])) == [""]
+    for mode in (0, 1):
+        oracle = datatable_frame(load_json(folder, "framework_op_stats")[mode])
+        ours = _tables("gpu_multi_worker", None)[mode]
+        assert list(ours["gpu_tensorcore_utilization"]) == list(oracle["gpu_tensorcore_utilization"].astype(float))
 
 
 @needs_shared

@@ -14,19 +14,22 @@ duty cycle (§8.2) comes from the same lines.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
+from google.protobuf.message import DecodeError
 
 from reportgen.capture import NO_STRING
 from reportgen.core import schema
 from reportgen.core.events import EventTable
 from reportgen.core.grouping import Grouping
-from reportgen.core.hlo import HloModuleInfo
 from reportgen.core.nesting import line_parents, self_times
 from reportgen.core.op_metrics import OpMetricsDb, combine_dbs, metrics_frame, with_idle
-from reportgen.core.protowire import fields
 from reportgen.core.step_events import device_timespans
 from reportgen.core.tf_op import parse_tf_op_fullname
+from reportgen.loaders.hlo import HloModule, instruction_provenance, program_key
+from reportgen.loaders.proto import hlo_pb2, op_stats_pb2
 
 
 def _plane_id(table: EventTable, plane: int) -> int:
@@ -35,8 +38,30 @@ def _plane_id(table: EventTable, plane: int) -> int:
 
 # --- GPU ------------------------------------------------------------------------------------
 
+_FUSION_CATEGORIES = {"kLoop": "loop fusion", "kInput": "input fusion", "kOutput": "output fusion",
+                      "kCustom": "custom fusion"}
+_DATA_FORMATTING = {"transpose", "copy", "reshape", "dynamic-reshape"}
+_ELEMENTWISE = set("""abs add and atan2 cbrt ceil clamp compare complex convert cosine divide erf exponential
+exponential-minus-one floor imag is-finite log log-plus-one logistic maximum minimum multiply negate not or
+popcnt power real reduce-precision remainder round-nearest-afz round-nearest-even rsqrt select shift-left
+shift-right-arithmetic shift-right-logical sign sine sqrt subtract tan tanh xor""".split())
+
+
+def hlo_category(instruction: hlo_pb2.HloInstructionProto) -> str:
+    """XProf's op category of an HLO instruction (op_stats.md §2.2; dilated
+    convolutions are not told apart)."""
+    opcode = instruction.opcode
+    if opcode in _DATA_FORMATTING:
+        return "data formatting"
+    if opcode == "fusion":
+        return _FUSION_CATEGORIES.get(instruction.fusion_kind, "fusion")
+    if opcode in _ELEMENTWISE:
+        return "non-fusion elementwise"
+    return opcode
+
+
 def _xla_kernel_runs(table: EventTable, grouping: Grouping, rows: np.ndarray, is_tf: np.ndarray,
-                     modules: dict[int, HloModuleInfo]) -> pd.DataFrame:
+                     modules: Mapping[int, HloModule]) -> pd.DataFrame:
     """XLA kernels whose HLO instruction is known, merged into one op execution
     per run of consecutive kernels (same line, same innermost HLO op and group,
     no TF-op kernel in between): XProf's HLOTracker."""
@@ -53,7 +78,7 @@ def _xla_kernel_runs(table: EventTable, grouping: Grouping, rows: np.ndarray, is
     pid = np.where(has_program[rows], program[rows], -1)
     known = np.zeros(len(rows), bool)
     for p in np.unique(pid[has_hlo]):
-        module = modules.get(int(p))
+        module = modules.get(program_key(int(p)))
         if module is None or not module.instructions:
             continue
         sel = has_hlo & (pid == p)
@@ -78,14 +103,14 @@ def _xla_kernel_runs(table: EventTable, grouping: Grouping, rows: np.ndarray, is
     runs = frame.groupby("run", sort=False).agg(program=("program", "first"), name=("name", "first"),
                                                 dur=("dur", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"),
                                                 eager=("eager", "last"))
-    info = [modules[int(p)].instructions[n] for p, n in zip(runs["program"], runs["name"])]
-    runs["category"] = [i.category for i in info]
-    runs["provenance"] = [i.provenance for i in info]
+    info = [modules[program_key(int(p))].instructions[n] for p, n in zip(runs["program"], runs["name"])]
+    runs["category"] = [hlo_category(i) for i in info]
+    runs["provenance"] = [instruction_provenance(i) for i in info]
     return runs.reset_index(drop=True)
 
 
 def gpu_plane_op_metrics(table: EventTable, grouping: Grouping, plane: int,
-                         modules: dict[int, HloModuleInfo] | None = None) -> OpMetricsDb:
+                         modules: Mapping[int, HloModule] | None = None) -> OpMetricsDb:
     lines = table.lines_of_plane(plane)
     lines = lines[~table.derived_lines[lines]]
     rows = table.events_of_lines(lines)
@@ -249,7 +274,7 @@ def tpu_plane_op_metrics(table: EventTable, plane: int) -> OpMetricsDb:
 
 
 def core_details(table: EventTable, plane: int) -> dict | None:
-    """The plane's parsed `core_details` stat (CoreDetails proto), or None."""
+    """The plane's `core_details` stat (a serialized CoreDetails) as a dict, or None."""
     stats = table.capture.stat_rows(table.capture.plane_stats, "core_details")
     sel = np.flatnonzero(stats.owner == plane)
     if len(sel) == 0:
@@ -258,12 +283,10 @@ def core_details(table: EventTable, plane: int) -> dict | None:
     if not isinstance(raw, bytes):
         return None
     try:
-        parsed = dict(fields(raw))
-    except ValueError:
+        details = op_stats_pb2.CoreDetails.FromString(raw)
+    except DecodeError:
         return None
-    names = {1: "hostname", 2: "device_ordinal", 3: "core_num", 4: "local_chip_id", 5: "global_chip_id",
-             6: "global_core_id", 7: "is_sparse_core"}
-    return {names[k]: v for k, v in parsed.items() if k in names}
+    return {f.name: getattr(details, f.name) for f in details.DESCRIPTOR.fields}
 
 
 def _union_length(begin: np.ndarray, end: np.ndarray) -> int:
@@ -330,7 +353,7 @@ def _span(begin: np.ndarray, end: np.ndarray) -> int:
     return int(end[keep].max() - begin[keep].min())
 
 
-def device_op_metrics_db(table: EventTable, grouping: Grouping, modules: dict[int, HloModuleInfo] | None = None
+def device_op_metrics_db(table: EventTable, grouping: Grouping, modules: Mapping[int, HloModule] | None = None
                          ) -> tuple[OpMetricsDb, list[int], bool]:
     """(combined device DB, device plane rows, is_tpu). TPU planes take precedence over GPU planes.
     `modules`: the capture's HLO modules by program id (GPU XLA kernels need them)."""

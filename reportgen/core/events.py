@@ -7,9 +7,11 @@ and cached, so every rule that needs `group_id` or `correlation_id` shares one
 vectorised pass over the long stat table.
 
 Stat reading follows XProf's visitor (docs/xprof/xspace.md §2): an event's
-stat is looked up among its own stats only (never its metadata's); when an
-event carries the same stat twice the first one wins; `IntOrUint` reads both
-integer kinds, `IntValue` only int64.
+stat is looked up among its own stats only (never its metadata's);
+`IntOrUint` reads both integer kinds, `IntValue` only int64. When an event
+carries the same stat twice, `GetStat` (the default here) sees the first
+one, while converters that walk `ForEachStat` and keep what they see (memory
+profile, kernel stats) end with the last one: `last=True`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ from reportgen.core.nesting import bucket_by_key
 from reportgen.core.tf_op import TENSORFLOW, TF_DATA, parse_tf_op_fullname
 
 
+def _scatter(out: np.ndarray, owner: np.ndarray, values: np.ndarray, last: bool) -> None:
+    """out[owner] = values where an owner listed twice keeps its first value, or its last."""
+    if last:
+        out[owner] = values  # numpy assigns in order: the last duplicate stays
+    else:
+        out[owner[::-1]] = values[::-1]
+
+
 class EventTable:
     def __init__(self, capture: HostCapture) -> None:
         self.capture = capture
@@ -44,9 +54,9 @@ class EventTable:
         self.start = ev["start_ps"].to_numpy(np.int64)
         self.duration = ev["duration_ps"].to_numpy(np.int64)
         self.end = self.start + self.duration
-        self._int_cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
-        self._str_cache: dict[str, np.ndarray] = {}
-        self._double_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._int_cache: dict[tuple[str, bool, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._str_cache: dict[tuple[str, bool], np.ndarray] = {}
+        self._double_cache: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
 
     # --- planes and lines -----------------------------------------------------------
     @cached_property
@@ -159,53 +169,60 @@ class EventTable:
     def has_stat(self, name: str) -> bool:
         return self.capture.string_id(name) != NO_STRING and len(self._rows(name)) > 0
 
-    def int_stat(self, name: str, uint_ok: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """(values, present) per event. `uint_ok=False` reads XProf's IntValue (int64 only)."""
-        key = (name, uint_ok)
+    def int_stat(self, name: str, uint_ok: bool = True, last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(values, present) per event. `uint_ok=False` reads XProf's IntValue (int64
+        only; another kind is present but reads 0). `last`: see the module docstring."""
+        key = (name, uint_ok, last)
         if key not in self._int_cache:
             rows = self._rows(name)
             values = np.zeros(self.n, np.int64)
             present = np.zeros(self.n, bool)
             if len(rows):
                 kinds = (rows.kind == KIND_INT64) | (rows.kind == KIND_UINT64) if uint_ok else rows.kind == KIND_INT64
-                raw = np.where(kinds, rows.raw, 0)
-                # Reversed assignment: the first stat of an event wins.
-                values[rows.owner[::-1]] = raw[::-1]
+                _scatter(values, rows.owner, np.where(kinds, rows.raw, 0), last)
                 present[rows.owner] = True
             self._int_cache[key] = (values, present)
         return self._int_cache[key]
 
-    def str_stat(self, name: str) -> np.ndarray:
+    def str_stat(self, name: str, last: bool = False) -> np.ndarray:
         """Interned string id per event (string or resolved ref value); NO_STRING otherwise."""
-        if name not in self._str_cache:
+        key = (name, last)
+        if key not in self._str_cache:
             rows = self._rows(name)
             out = np.full(self.n, NO_STRING, np.int32)
             if len(rows):
                 is_text = (rows.kind == KIND_STR) | (rows.kind == KIND_REF)
-                ids = np.where(is_text, rows.str_id, NO_STRING)
-                out[rows.owner[::-1]] = ids[::-1]
-            self._str_cache[name] = out
-        return self._str_cache[name]
+                _scatter(out, rows.owner, np.where(is_text, rows.str_id, NO_STRING), last)
+            self._str_cache[key] = out
+        return self._str_cache[key]
 
     def stat_present(self, name: str) -> np.ndarray:
         return self.int_stat(name)[1]
 
-    def double_stat(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def double_stat(self, name: str, last: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """XProf's DoubleValue: the double case only (0.0 otherwise)."""
-        if name not in self._double_cache:
+        key = (name, last)
+        if key not in self._double_cache:
             rows = self._rows(name)
             values = np.zeros(self.n, np.float64)
             present = np.zeros(self.n, bool)
             if len(rows):
-                vals = np.where(rows.kind == KIND_DOUBLE, rows.raw, 0).view(np.float64)
-                values[rows.owner[::-1]] = vals[::-1]
+                _scatter(values, rows.owner, np.where(rows.kind == KIND_DOUBLE, rows.raw, 0).view(np.float64), last)
                 present[rows.owner] = True
-            self._double_cache[name] = (values, present)
-        return self._double_cache[name]
+            self._double_cache[key] = (values, present)
+        return self._double_cache[key]
+
+    @cached_property
+    def _string_array(self) -> np.ndarray:
+        """The interned strings with a trailing '' that NO_STRING maps to."""
+        table = np.empty(len(self.capture.strings) + 1, dtype=object)
+        table[:-1] = self.capture.strings
+        table[-1] = ""
+        return table
 
     def strings(self, ids: np.ndarray) -> np.ndarray:
         """Interned ids → Python strings ('' for NO_STRING)."""
-        table = np.array(self.capture.strings + [""], dtype=object)
+        table = self._string_array
         return table[np.where(ids < 0, len(table) - 1, ids)]
 
     # --- metadata stats -------------------------------------------------------------------

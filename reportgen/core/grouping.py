@@ -3,8 +3,9 @@
 XProf's `GroupTfEvents` (docs/xprof/op_stats.md §1.2) builds a forest over all
 events of a host: nesting within each line, inter-thread links (executor →
 iterator by `id`+`iter_num`, kernel launch → kernel by `correlation_id`) and
-producer/consumer context links (`_pt/_p` → `_ct/_c`). Root events (`_r` stat
-or `TraceContext`) are taken by root level, then time; each one not already
+producer/consumer context links (`_pt/_p` → `_ct/_c`). Root events (`_r` stat,
+the level preprocessing gives `ProcessBatch`/`BatchingSessionRun`, or
+`TraceContext`) are taken by root level, then time; each one not already
 covered by a same-level root ancestor opens a group that spreads breadth-first
 to every descendant without one. The group's name is `<root name> <step_num>`
 (or `<graph_type> …`), and TF ops learn whether they ran eagerly.
@@ -241,6 +242,24 @@ def _tf_loop_roots(table: EventTable, types: np.ndarray, tf_data_ids: np.ndarray
     return roots, joined["row_root"].to_numpy(np.int64), joined["row"].to_numpy(np.int64)
 
 
+def _root_levels(table: EventTable, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(root level, is a root) per event: the `_r` stat, the level XProf's
+    preprocessing gives serving/batching events, or 1 for `TraceContext`."""
+    level_values, has_level = table.int_stat("_r", uint_ok=False)
+    is_root = has_level.copy()
+    level = np.where(has_level, level_values, 0)
+    md_level = np.zeros(len(table.md_names), np.int64)
+    for name, marker_level in schema.ROOT_MARKER_LEVELS.items():
+        md_level[table.md_names == name] = marker_level
+    marked = md_level[table.md] > 0
+    level[marked] = md_level[table.md[marked]]
+    is_root |= marked
+    legacy = (types == schema.TRACE_CONTEXT) & ~is_root
+    is_root |= legacy
+    level[legacy] = 1
+    return level, is_root
+
+
 def _group_forest(table: EventTable, tpu_planes: list[int]) -> Grouping:
     n = table.n
     types = _event_types(table)
@@ -284,12 +303,7 @@ def _group_forest(table: EventTable, tpu_planes: list[int]) -> Grouping:
     child_ptr, child_idx = csr(edge_src, edge_dst, n)
     parent_ptr, parent_idx = csr(edge_dst, edge_src, n)
 
-    level_values, has_level = table.int_stat("_r", uint_ok=False)
-    is_root = has_level.copy()
-    level = np.where(has_level, level_values, 0)
-    legacy = (types == schema.TRACE_CONTEXT) & ~has_level
-    is_root |= legacy
-    level[legacy] = 1
+    level, is_root = _root_levels(table, types)
     is_root &= is_node
     group = np.full(n, -1, np.int64)
 

@@ -43,25 +43,26 @@ def _op_catalog(table: EventTable, rows: np.ndarray):
             md_op[md] = index((0, op.name, op.type))
     op_of_event = md_op[table.md[rows]]
 
-    # Input-pipeline stages are keyed by stage id, named after the event.
+    # Input-pipeline stages are keyed by stage id, named after the event. XProf keeps stage ids and
+    # metadata ids in one map (first sight wins), so an event whose metadata id equals a stage id
+    # seen earlier is taken for that stage, and the other way round.
     stage_id, has_stage = table.int_stat("_ipl_stage_id", uint_ok=False)
-    if has_stage[rows].any():
-        stage_cat = table.str_stat("_ipl_stage_cat")
-        has_cat = table.stat_present("_ipl_stage_cat")
-        staged = has_stage[rows]
-        op_of_event = np.where(staged, -1, op_of_event)
-        cat_rows = np.flatnonzero(staged & has_cat[rows])
-        frame = pd.DataFrame({"pos": cat_rows, "sid": stage_id[rows][cat_rows],
-                              "name": table.names[rows][cat_rows],
-                              "cat": table.strings(stage_cat[rows][cat_rows])})
-        # The first event seen with a stage id defines that op.
-        first = frame.drop_duplicates("sid")
-        stage_op = {int(s): index((int(s), str(nm), str(c))) for s, nm, c in
-                    zip(first["sid"], first["name"], first["cat"])}
-        op_of_event[cat_rows] = [stage_op[int(s)] for s in frame["sid"]]
-        # Stage events without a category still find the op by stage id.
-        nocat = np.flatnonzero(staged & ~has_cat[rows])
-        op_of_event[nocat] = [stage_op.get(int(s), -1) for s in stage_id[rows][nocat]]
+    staged = has_stage[rows]
+    if staged.any():
+        has_cat = table.stat_present("_ipl_stage_cat")[rows]
+        metadata_id = table.capture.events["metadata_id"].to_numpy(np.int64)[rows]
+        key = np.where(staged, stage_id[rows], metadata_id)
+        named = table.names[rows] != ""
+        defines = np.flatnonzero((staged & has_cat & named) | (~staged & (op_of_event >= 0)))
+        first = pd.DataFrame({"key": key[defines], "pos": defines}).drop_duplicates("key")
+        pos = first["pos"].to_numpy(np.int64)
+        cats = table.strings(table.str_stat("_ipl_stage_cat")[rows][pos])
+        names = table.names[rows][pos]
+        key_op = [index((int(key[p]), str(names[i]), str(cats[i]))) if staged[p] else int(op_of_event[p])
+                  for i, p in enumerate(pos)]
+        found = pd.Index(first["key"].to_numpy(np.int64)).get_indexer(key)
+        key_op = np.asarray(key_op + [-1], np.int64)  # found == -1 reads the trailing -1
+        op_of_event = key_op[found]
 
     # A `tf_op` stat adds a second op activity on the same span.
     tf_op_ids = table.str_stat("tf_op")[rows]

@@ -36,14 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reportgen.capture import KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64, NO_STRING, HostCapture
+from reportgen.capture import KIND_REF, KIND_STR, NO_STRING
+from reportgen.core import schema
+from reportgen.core.events import EventTable
+from reportgen.core.tf_op import parse_tf_op_fullname
+from reportgen.loaders.hlo import HloModule, instruction_provenance, program_key
 
-GPU_PLANE_PREFIX = "/device:GPU:"
 MAX_KERNEL_REPORTS = 1000  # XProf's kMaxNumOfKernels
-
-# Derived ("fake") line ids, compared after truncation to 32 bits (xspace.md §5.2).
-DERIVED_LINE_ID_MIN = -559038737
-DERIVED_LINE_ID_MAX = -559038348
 
 VENDOR_OTHER, VENDOR_NVIDIA, VENDOR_AMD = 0, 1, 2
 
@@ -193,36 +192,15 @@ def is_einsum_tensor_core_eligible(equation: str) -> bool:
     return len(sides) == 2 and len(sides[0].split(",")) == 2
 
 
-_TF_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*")
-_TF_OP_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
-_JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?")
-
-
-def tf_op_name(fullname: str) -> str:
-    """The `name` part of ParseTfOpFullname (op_stats.md §2.1)."""
-    if ":" not in fullname:
-        return fullname
-    name, op_type = fullname.split(":", 1)
-    if name == "Iterator":
-        return fullname
-    if not op_type:
-        return name  # TF with a derived type, or JAX: the name either way
-    if _TF_OP_TYPE.fullmatch(op_type) and _TF_OP_NAME.fullmatch(name):
-        return name
-    if _JAX_OP_TYPE.fullmatch(op_type):
-        return name
-    return fullname
-
-
 # --- extraction --------------------------------------------------------------------
 
-def gpu_planes(capture: HostCapture) -> np.ndarray:
+def gpu_planes(table: EventTable) -> np.ndarray:
     """Rows of the GPU planes, in file order."""
-    names = capture.planes["name"]
-    return capture.planes.index[names.str.startswith(GPU_PLANE_PREFIX)].to_numpy()
+    return np.array(table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX)), dtype=np.int64)
 
 
-def _plane_vendors(capture: HostCapture, planes: np.ndarray) -> dict[int, int]:
+def _plane_vendors(table: EventTable, planes: np.ndarray) -> dict[int, int]:
+    capture = table.capture
     rows = capture.stat_rows(capture.plane_stats, "device_vendor")
     vendors = {int(p): VENDOR_OTHER for p in planes}
     for owner, kind, sid in zip(rows.owner, rows.kind, rows.str_id):
@@ -232,74 +210,42 @@ def _plane_vendors(capture: HostCapture, planes: np.ndarray) -> dict[int, int]:
     return vendors
 
 
-def _last_stat(capture: HostCapture, name: str, events: np.ndarray, as_string: bool) -> np.ndarray:
-    """Per event in `events` (sorted rows): the value of its last `name` stat.
-
-    Strings: interned id of a str/ref value, NO_STRING otherwise or when
-    absent. Integers (IntOrUintValue): the value, 0 for other kinds, and -1
-    when the stat is absent.
-    """
-    rows = capture.event_stat(name)
-    out = np.full(len(events), NO_STRING if as_string else -1, dtype=np.int64)
-    if len(rows) == 0 or len(events) == 0:
-        return out
-    # Keep the last occurrence per owner (stats are stored in proto order).
-    owner = rows.owner[::-1]
-    _, first_in_reversed = np.unique(owner, return_index=True)
-    keep = len(rows) - 1 - first_in_reversed
-    owners = rows.owner[keep]
-    if as_string:
-        kinds = rows.kind[keep]
-        values = np.where((kinds == KIND_STR) | (kinds == KIND_REF), rows.str_id[keep], NO_STRING)
-    else:
-        kinds = rows.kind[keep]
-        values = np.where((kinds == KIND_INT64) | (kinds == KIND_UINT64), rows.raw[keep], 0)
-    pos = np.searchsorted(events, owners)
-    inside = pos < len(events)
-    hit = inside & (events[np.minimum(pos, len(events) - 1)] == owners)
-    out[pos[hit]] = values[hit]
-    return out
-
-
-def kernel_events(capture: HostCapture, planes: np.ndarray | None = None) -> pd.DataFrame:
+def kernel_events(table: EventTable, planes: np.ndarray | None = None) -> pd.DataFrame:
     """The kernel events of the GPU planes, one row each, in file order.
 
     Columns: plane, vendor, name_id, details_id, tf_op_id, equation_id,
-    hlo_op_id, program_id (-1 absent), duration_ns.
+    hlo_op_id, program_id (-1 absent), duration_ns. Stats are the event's own,
+    the last of duplicates (XProf's GpuEventStats walks every stat).
     """
-    planes = gpu_planes(capture) if planes is None else planes
-    ev = capture.events
-    lines = capture.lines
-    line_id32 = lines["id"].to_numpy().astype(np.int64).astype(np.int32)
-    derived = (line_id32 >= DERIVED_LINE_ID_MIN) & (line_id32 <= DERIVED_LINE_ID_MAX)
-    plane_of_event = ev["plane"].to_numpy()
+    planes = gpu_planes(table) if planes is None else planes
     candidate = (
-        np.isin(plane_of_event, planes)
-        & ~derived[ev["line"].to_numpy()]
-        & (ev["duration_ps"].to_numpy() != 0)
+        np.isin(table.plane, planes)
+        & ~table.derived_lines[table.line]
+        & (table.duration != 0)
     )
     rows = np.flatnonzero(candidate)
-    details = _last_stat(capture, "kernel_details", rows, as_string=True)
-    empty = capture.string_id("")
+    details = table.str_stat("kernel_details", last=True)[rows]
+    empty = table.capture.string_id("")
     is_kernel = (details != NO_STRING) & (details != empty)
     rows, details = rows[is_kernel], details[is_kernel]
-    vendors = _plane_vendors(capture, planes)
-    vendor_of_plane = np.zeros(len(capture.planes), dtype=np.int64)
+    vendors = _plane_vendors(table, planes)
+    vendor_of_plane = np.zeros(len(table.plane_names), dtype=np.int64)
     for plane, vendor in vendors.items():
         vendor_of_plane[plane] = vendor
-    name_ids = capture.event_metadata["name_id"].to_numpy()[ev["md"].to_numpy()[rows]]
+    name_ids = table.capture.event_metadata["name_id"].to_numpy()[table.md[rows]]
+    program_id, has_program = table.int_stat("program_id", last=True)
     return pd.DataFrame(
         {
-            "plane": plane_of_event[rows],
-            "vendor": vendor_of_plane[plane_of_event[rows]],
+            "plane": table.plane[rows],
+            "vendor": vendor_of_plane[table.plane[rows]],
             "name_id": name_ids.astype(np.int64),
-            "details_id": details,
-            "tf_op_id": _last_stat(capture, "tf_op", rows, as_string=True),
-            "equation_id": _last_stat(capture, "equation", rows, as_string=True),
-            "hlo_op_id": _last_stat(capture, "hlo_op", rows, as_string=True),
-            "program_id": _last_stat(capture, "program_id", rows, as_string=False),
+            "details_id": details.astype(np.int64),
+            "tf_op_id": table.str_stat("tf_op", last=True)[rows].astype(np.int64),
+            "equation_id": table.str_stat("equation", last=True)[rows].astype(np.int64),
+            "hlo_op_id": table.str_stat("hlo_op", last=True)[rows].astype(np.int64),
+            "program_id": np.where(has_program[rows], program_id[rows], -1),
             # XProf's durations are whole nanoseconds, truncated.
-            "duration_ns": ev["duration_ps"].to_numpy()[rows] // 1000,
+            "duration_ns": table.duration[rows] // 1000,
         }
     )
 
@@ -339,19 +285,20 @@ def _group_raw(events: pd.DataFrame) -> _RawGroups:
 
 
 def kernel_reports(
-    capture: HostCapture,
-    hlo_provenance: Mapping[tuple[int, str], str] | None = None,
+    table: EventTable,
+    modules: Mapping[int, HloModule] | None = None,
     limit: int | None = MAX_KERNEL_REPORTS,
 ) -> pd.DataFrame:
     """The host's kernel stats DB: all GPU planes merged, sorted, top `limit`.
 
-    `hlo_provenance` maps (program id, HLO instruction name) to the
-    instruction's framework op (`op_name:op_type` from its OpMetadata), for
-    XLA kernels (`hlo_op` stat); without it XLA kernels keep the op name
-    their `tf_op` stat gives (usually none), as XProf does when the HLO
-    instruction is not found.
+    `modules` are the capture's HLO modules (`loaders.hlo.hlo_modules`): an
+    XLA kernel (`hlo_op` stat) whose instruction is found there takes the
+    instruction's framework op (`op_name:op_type` from its OpMetadata);
+    otherwise it keeps the op name its `tf_op` stat gives (usually none), as
+    XProf does when the HLO instruction is not found.
     """
-    events = kernel_events(capture)
+    capture = table.capture
+    events = kernel_events(table)
     if events.empty:
         return empty_reports()
     # 1. Aggregate the events per distinct raw combination (vectorised; few groups).
@@ -380,15 +327,15 @@ def kernel_reports(
         op_name, eligible = "", False
         tf_op = text(tf_op_id)
         if tf_op:
-            op_name = tf_op_name(tf_op)
+            op_name = parse_tf_op_fullname(tf_op).name
             eligible = (
                 is_einsum_tensor_core_eligible(text(equation_id)) or is_op_tensor_core_eligible(op_name) or uses_tc
             )
-        if hlo_provenance is not None and hlo_op_id != NO_STRING and program_id >= 0:
-            instruction = text(hlo_op_id).split("::")[-1]
-            provenance = hlo_provenance.get((program_id, instruction))
-            if provenance is not None:
-                op_name = provenance
+        if modules and hlo_op_id != NO_STRING and program_id >= 0:
+            module = modules.get(program_key(program_id))
+            instruction = module.instructions.get(text(hlo_op_id).split("::")[-1]) if module else None
+            if instruction is not None:
+                op_name = instruction_provenance(instruction)
                 eligible = is_op_tensor_core_eligible(op_name) or eligible
         key = (name, *params.grid, *params.block, params.registers_per_thread, params.static_shmem_bytes,
                params.dynamic_shmem_bytes, uses_tc, eligible, op_name)
@@ -448,6 +395,34 @@ def combine_host_reports(per_host: Mapping[str, pd.DataFrame], limit: int = MAX_
     if not frames:
         return empty_reports().assign(host=pd.Series(dtype=object))
     return sort_reports(pd.concat(frames, ignore_index=True), limit)
+
+
+def kernel_time_by_op(reports: pd.DataFrame) -> pd.DataFrame:
+    """XProf's GroupKernelReportsByOpName (kernel_stats.md §4), indexed by op name:
+    `is_op_tensor_core_eligible` of the op's first report, `total_duration_ns`
+    over its reports and `tensor_core_duration_ns` over those using TensorCores.
+    The overview and TF stats pages look framework ops up here by exact name."""
+    frame = pd.DataFrame({
+        "op_name": reports["op_name"].to_numpy(object),
+        "is_op_tensor_core_eligible": reports["is_op_tensor_core_eligible"].to_numpy(bool),
+        "total_duration_ns": reports["total_duration_ns"].to_numpy(np.int64),
+        "tensor_core_duration_ns": np.where(reports["is_kernel_using_tensor_core"].to_numpy(bool),
+                                            reports["total_duration_ns"].to_numpy(np.int64), 0),
+    })
+    return frame.groupby("op_name", sort=False).agg(
+        is_op_tensor_core_eligible=("is_op_tensor_core_eligible", "first"),
+        total_duration_ns=("total_duration_ns", "sum"),
+        tensor_core_duration_ns=("tensor_core_duration_ns", "sum"),
+    )
+
+
+def tensor_core_utilization(reports: pd.DataFrame, op_names) -> np.ndarray:
+    """Per framework op name: the share of its kernel time on TensorCores (0 when no kernel names it)."""
+    by_op = kernel_time_by_op(reports).reindex(pd.Index(op_names, dtype=object))
+    total = by_op["total_duration_ns"].to_numpy(np.float64)
+    on_tensor_cores = by_op["tensor_core_duration_ns"].to_numpy(np.float64)
+    known = np.isfinite(total) & (total != 0)
+    return np.divide(on_tensor_cores, total, out=np.zeros(len(total)), where=known)
 
 
 def kernel_stats_table(reports: pd.DataFrame) -> pd.DataFrame:

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reportgen.capture import HostCapture
-from reportgen.core.event_groups import event_group_ids
-from reportgen.core.stat_columns import NO_STRING, double_column, int_column, string_column
+from reportgen.capture import KIND_INT64, NO_STRING, HostCapture
+from reportgen.core.events import EventTable
+from reportgen.core.grouping import Grouping, group_events
 
-HOST_PLANE = "/host:CPU"
+ALLOCATION_EVENT, DEALLOCATION_EVENT = "MemoryAllocation", "MemoryDeallocation"
 ALLOCATION, DEALLOCATION = 1, 2
 MAX_TIMELINE_SNAPSHOTS = 1000
 UNUSED_PREALLOCATED = "unused preallocated device memory"
@@ -101,73 +101,66 @@ class AllocatorProfile:
         return 100.0 * self.peak_stats["fragmentation"]
 
 
-def _host_events(capture: HostCapture) -> np.ndarray:
+def _memory_events(table: EventTable) -> np.ndarray:
     """Rows of the memory events on the host plane, in line then file order."""
-    plane = capture.plane_by_name(HOST_PLANE)
-    if plane is None:
+    if table.host_plane is None:
         return np.zeros(0, dtype=np.int64)
-    names = capture.event_metadata["name"].to_numpy()
-    ev = capture.events
-    kind = names[ev["md"].to_numpy()]
-    rows = np.flatnonzero((ev["plane"].to_numpy() == plane)
-                          & ((kind == "MemoryAllocation") | (kind == "MemoryDeallocation")))
+    is_memory_md = np.isin(table.md_names, [ALLOCATION_EVENT, DEALLOCATION_EVENT])
     # The host plane's lines are stored in order, each line's events contiguously.
-    return rows
+    return np.flatnonzero((table.plane == table.host_plane) & is_memory_md[table.md])
 
 
 def _memory_ids(capture: HostCapture, rows: np.ndarray) -> np.ndarray:
     """The memory id of each event: the last of index_on_host / device_ordinal / allocator_name."""
     stats = capture.event_stats
     keys = {capture.string_id(k): k for k in ("index_on_host", "device_ordinal", "allocator_name")}
-    keys.pop(-1, None)
+    keys.pop(NO_STRING, None)
     out = np.full(len(capture.events), "", dtype=object)
     if not keys:
         return out[rows]
     sel = stats.select(np.isin(stats.key, list(keys)) & np.isin(stats.owner, rows))
     is_name = sel.key == capture.string_id("allocator_name")
     text = np.empty(len(sel), dtype=object)
-    ints = np.where(sel.kind == 3, sel.raw, 0)  # IntValue
+    ints = np.where(sel.kind == KIND_INT64, sel.raw, 0)  # IntValue
     text[~is_name] = ints[~is_name].astype(str)
     text[is_name] = [capture.string(int(s)) if s != NO_STRING else "" for s in sel.str_id[is_name]]
     out[sel.owner] = text  # stats are in file order: the last one wins
     return out[rows]
 
 
-def _strings(capture: HostCapture, ids: np.ndarray) -> np.ndarray:
+def _strings(table: EventTable, ids: np.ndarray) -> np.ndarray:
     unique, inverse = np.unique(ids, return_inverse=True)
-    text = np.array([capture.string(int(s)) if s != NO_STRING else "" for s in unique], dtype=object)
-    return text[inverse.reshape(-1)]
+    return table.strings(unique)[inverse.reshape(-1)]
 
 
-def snapshot_table(capture: HostCapture, with_steps: bool = True) -> pd.DataFrame:
+def snapshot_table(table: EventTable, group_id: np.ndarray | None = None) -> pd.DataFrame:
     """Every memory event of the host plane with XProf's snapshot fields, in event order.
 
-    `with_steps=False` skips the step grouping (steps read -1) for callers that
-    only need the allocator states.
+    Stats are read as XProf's converter reads them (its own stats, IntValue,
+    the last of duplicates). `group_id` is the step group of every event
+    (`Grouping.group_id`); without it steps read -1, for callers that only
+    need the allocator states.
     """
-    rows = _host_events(capture)
+    rows = _memory_events(table)
     if len(rows) == 0:
         return pd.DataFrame(columns=["memory_id", *SNAPSHOT_COLUMNS])
-    ev = capture.events
-    names = capture.event_metadata["name"].to_numpy()[ev["md"].to_numpy()[rows]]
-    line_start_ps = capture.lines["timestamp_ns"].to_numpy()[ev["line"].to_numpy()[rows]] * 1000
+    line_start_ps = table.capture.lines["timestamp_ns"].to_numpy(np.int64)[table.line[rows]] * 1000
     columns = {
-        "memory_id": _memory_ids(capture, rows),
-        "time_ps": ev["start_ps"].to_numpy()[rows] - line_start_ps,
-        "activity": np.where(names == "MemoryAllocation", ALLOCATION, DEALLOCATION),
+        "memory_id": _memory_ids(table.capture, rows),
+        "time_ps": table.start[rows] - line_start_ps,
+        "activity": np.where(table.md_names[table.md[rows]] == ALLOCATION_EVENT, ALLOCATION, DEALLOCATION),
     }
     for column, stat in (("stack_bytes", "bytes_reserved"), ("heap_bytes", "bytes_allocated"),
                          ("free_bytes", "bytes_available"), ("peak_bytes_in_use", "peak_bytes_in_use"),
                          ("requested_bytes", "requested_bytes"), ("allocation_bytes", "allocation_bytes"),
                          ("address", "addr")):
-        columns[column] = int_column(capture, stat)[1][rows]
-    columns["fragmentation"] = double_column(capture, "fragmentation")[1][rows]
-    columns["step"] = event_group_ids(capture)[rows] if with_steps else np.full(len(rows), -1, dtype=np.int64)
+        columns[column] = table.int_stat(stat, uint_ok=False, last=True)[0][rows]
+    columns["fragmentation"] = table.double_stat("fragmentation", last=True)[0][rows]
+    columns["step"] = group_id[rows] if group_id is not None else np.full(len(rows), -1, dtype=np.int64)
     for column, stat in (("tf_op", "tf_op"), ("region_type", "region_type"), ("shape", "shape")):
-        columns[column] = _strings(capture, string_column(capture, stat)[1][rows])
-    has_type, code = int_column(capture, "data_type")
-    codes = code[rows]
-    unique, inverse = np.unique(codes, return_inverse=True)
+        columns[column] = _strings(table, table.str_stat(stat, last=True)[rows])
+    code, has_type = table.int_stat("data_type", uint_ok=False, last=True)
+    unique, inverse = np.unique(code[rows], return_inverse=True)
     types = np.array([data_type_string(int(c)) for c in unique], dtype=object)[inverse.reshape(-1)]
     columns["data_type"] = np.where(has_type[rows], types, "")
     return pd.DataFrame(columns)
@@ -318,24 +311,28 @@ def out_of_memory_messages(capture: HostCapture) -> list[str]:
     return [m for m in [*capture.errors, *capture.warnings] if _OOM_TEXT.search(m)]
 
 
-def allocator_capacities(capture: HostCapture) -> dict[str, int]:
+def allocator_capacities(table: EventTable) -> dict[str, int]:
     """Each allocator's capacity as XProf's summary reports it (in use + free at the peak)."""
-    table = snapshot_table(capture, with_steps=False)
     capacities = {}
-    for memory_id, events in table.groupby("memory_id", sort=True):
+    for memory_id, events in snapshot_table(table).groupby("memory_id", sort=True):
         peak = events.iloc[_peak(events.reset_index(drop=True))]
         capacities[memory_id] = int(peak["stack_bytes"] + peak["heap_bytes"] + peak["free_bytes"])
     return capacities
 
 
-def memory_profiles(capture: HostCapture) -> dict[str, AllocatorProfile]:
-    """Per memory id (sorted as XProf sorts them), the allocator's profile; {} when none."""
-    table = snapshot_table(capture)
-    if len(table) == 0:
+def memory_profiles(table: EventTable, grouping: Grouping | None = None) -> dict[str, AllocatorProfile]:
+    """Per memory id (sorted as XProf sorts them), the allocator's profile; {} when none.
+
+    Steps come from the host's event grouping (`grouping.group_events`), done
+    here when the caller has not done it already.
+    """
+    if len(_memory_events(table)) == 0:
         return {}
+    group_id = (grouping if grouping is not None else group_events(table)).group_id
+    snapshots = snapshot_table(table, group_id)
     return {
         memory_id: allocator_profile(memory_id, group.drop(columns="memory_id").reset_index(drop=True))
-        for memory_id, group in sorted(table.groupby("memory_id", sort=False), key=lambda kv: kv[0])
+        for memory_id, group in sorted(snapshots.groupby("memory_id", sort=False), key=lambda kv: kv[0])
     }
 
 

@@ -7,14 +7,13 @@ scope `gradient_tape` or `gradients…`, or a JAX name component starting with
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from reportgen.core.tf_op import name_scopes
+from reportgen.core.tf_op import JAX_OP_TYPE_RE, TF_OP_NAME_RE, TF_OP_TYPE_RE, name_scopes
 
-_TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*")
-_TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
-_JAX_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?", re.DOTALL)
+if TYPE_CHECKING:
+    from reportgen.loaders.hlo import HloModule
 
 
 def _tf_gradients(op_name: str) -> bool:
@@ -33,12 +32,24 @@ def _jax_transpose(op_name: str) -> bool:
 def is_training(ops: Iterable[tuple[str, str]]) -> bool:
     """True when any (op name, op type) pair shows gradient computation."""
     for op_name, op_type in ops:
-        if _TF_TYPE.fullmatch(op_type) and _TF_NAME.fullmatch(op_name):
+        if TF_OP_TYPE_RE.fullmatch(op_type) and TF_OP_NAME_RE.fullmatch(op_name):
             if _tf_gradients(op_name):
                 return True
-        elif op_name and _JAX_TYPE.fullmatch(op_type) and op_type in op_name.split("/")[-1]:
+        elif op_name and JAX_OP_TYPE_RE.fullmatch(op_type) and op_type in op_name.split("/")[-1]:
             if _jax_transpose(op_name):
                 return True
         elif not op_type and _jax_transpose(op_name):
             return True
     return False
+
+
+def modules_show_training(modules: Mapping[int, HloModule]) -> bool:
+    """True when the framework ops of any HLO instruction (its OpMetadata) show
+    gradient computation: XProf feeds its ModelTracker from the HLO protos."""
+    return is_training(
+        (instruction.metadata.op_name, instruction.metadata.op_type)
+        for module in modules.values()
+        for computation in module.proto.hlo_module.computations
+        for instruction in computation.instructions
+        if instruction.HasField("metadata")
+    )

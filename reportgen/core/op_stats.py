@@ -15,7 +15,10 @@ Fields read by the tools:
 * `host_db`, `device_db`: `OpMetricsDb` (host ops with per-thread IDLE;
   device ops with per-device IDLE, precision and TPU duty-cycle totals);
 * `step_db`: `StepDb`, every step XProf keeps (see `drop_incomplete_steps`);
-* `environment`: `RunEnvironment`; `perf_env`: peak FLOP rate and bandwidths;
+* `environment`: `RunEnvironment` (device type and count, hosts, training);
+  `perf_env`: peak FLOP rate and bandwidths;
+* `kernel_reports`: the GPU kernel stats DB (`kernel_stats.kernel_reports`;
+  the run's is the hosts' reports concatenated, re-sorted and cut);
 * `diagnostics`: capture errors and warnings.
 """
 
@@ -27,17 +30,19 @@ import numpy as np
 import pandas as pd
 
 from reportgen.capture import HostCapture
+from reportgen.core import schema
 from reportgen.core.device_op_metrics import core_details, device_op_metrics_db
-from reportgen.core.environment import host_environment
 from reportgen.core.events import EventTable
-from reportgen.core.grouping import group_events
-from reportgen.core.hlo import hlo_modules, modules_show_training
+from reportgen.core.grouping import Grouping, group_events
 from reportgen.core.host_op_metrics import host_op_metrics_db
+from reportgen.core.kernel_stats import combine_host_reports, empty_reports, kernel_reports
+from reportgen.core.model import modules_show_training
 from reportgen.core.op_metrics import OpMetricsDb, combine_dbs
 from reportgen.core.perf_env import PerfEnv, perf_env, plane_stats
 from reportgen.core.step_db import StepDb, generic_step_db
 from reportgen.core.step_events import device_step_events
 from reportgen.core.tpu_steps import tpu_step_db
+from reportgen.loaders.hlo import HloModule, hlo_modules
 
 HARDWARE_RANK = {"UNKNOWN_HARDWARE": 0, "CPU_ONLY": 1, "GPU": 2, "TPU": 3}
 MAX_DEVICES_PER_HOST = 1000  # XProf's global core id = host id × 1000 + local core id
@@ -56,6 +61,44 @@ class RunEnvironment:
     @property
     def has_device(self) -> bool:
         return self.hardware_type in ("GPU", "TPU")
+
+
+_NVIDIA_MODELS = {2: "Fermi", 3: "Kepler", 5: "Maxwell", 6: "Pascal", 9: "Hopper", 10: "Blackwell"}
+
+
+def nvidia_model_name(major: int, minor: int) -> str:
+    """XProf's GpuModelName for an Nvidia compute capability."""
+    if major == 7:
+        return "Nvidia GPU (Volta)" if minor < 5 else "Nvidia GPU (Turing)"
+    if major == 8:
+        return "Nvidia GPU (Ampere)" if minor < 9 else "Nvidia GPU (Ada Lovelace)"
+    name = _NVIDIA_MODELS.get(major)
+    return f"Nvidia GPU ({name})" if name else "Nvidia GPU"
+
+
+def host_environment(capture: HostCapture, is_training: bool = False) -> RunEnvironment:
+    """The run environment of one host (op_stats.md §3.1): GPU planes first,
+    then TPU TensorCore planes, else a CPU-only capture."""
+    hostname = capture.hostnames[0] if capture.hostnames else "localhost"
+    names = list(capture.planes["name"])
+
+    def environment(device_type: str, cores: int, hardware: str) -> RunEnvironment:
+        return RunEnvironment([hostname], 1, 1, device_type, cores, hardware, is_training)
+
+    gpu = [i for i, name in enumerate(names) if name.startswith(schema.GPU_PLANE_PREFIX)]
+    if gpu:
+        stats = plane_stats(capture, gpu[0])
+        model = ""
+        if stats.get("device_vendor") == "Nvidia":
+            major, minor = stats.get("compute_cap_major", 0), stats.get("compute_cap_minor", 0)
+            model = nvidia_model_name(major if isinstance(major, int) else 0, minor if isinstance(minor, int) else 0)
+        elif stats.get("device_vendor") == "AMD":
+            model = str(stats.get("gpu_device_name", ""))
+        return environment(model or "GPU", len(gpu), "GPU")
+    tpu = [i for i, name in enumerate(names) if schema.TPU_CORE_RE.match(name)]
+    if tpu:
+        return environment(str(plane_stats(capture, tpu[0]).get("device_type_string", "")), len(tpu), "TPU")
+    return environment("CPU", 0, "CPU_ONLY")
 
 
 @dataclass
@@ -79,6 +122,7 @@ class HostOpStats:
     mxu_utilization_percent: float = 0.0
     hbm_utilization_percent: float = 0.0
     group_names: dict[int, str] = field(default_factory=dict)
+    kernel_reports: pd.DataFrame = field(default_factory=empty_reports)
 
 
 @dataclass
@@ -88,30 +132,30 @@ class RunOpStats(HostOpStats):
     hosts: list[str] = field(default_factory=list)
 
 
-def compute_host_op_stats(capture: HostCapture) -> HostOpStats:
-    table = EventTable(capture)
-    grouping = group_events(table)
+def compute_host_op_stats(capture: HostCapture, table: EventTable | None = None, *,
+                          grouping: Grouping | None = None,
+                          modules: dict[int, HloModule] | None = None) -> HostOpStats:
+    """The host's OpStats. `table`, `grouping` and `modules` are the capture's event
+    table, its grouping and its HLO modules, when the caller already has them
+    (`HostContext` shares them between sections)."""
+    table = table if table is not None else EventTable(capture)
+    grouping = grouping if grouping is not None else group_events(table)
+    modules = modules if modules is not None else hlo_modules(capture)
     host_db = host_op_metrics_db(table, grouping.is_eager)
-    modules = hlo_modules(capture)
-    device_db, device_planes, is_tpu = device_op_metrics_db(table, grouping, {m.program_id: m for m in modules})
+    device_db, device_planes, is_tpu = device_op_metrics_db(table, grouping, modules)
     if is_tpu:
         step_db = tpu_step_db(table, grouping, device_planes)
     else:
         events, has_device = device_step_events(table, grouping)
         step_db, c16, c32 = generic_step_db(events, has_device)
         device_db.compute_16bit_ps, device_db.compute_32bit_ps = c16, c32
-    env = host_environment(capture)
-    environment = RunEnvironment(
-        hostnames=[env.hostname], host_count=1, task_count=1, device_type=env.device_type,
-        device_core_count=env.device_core_count, hardware_type=env.hardware_type,
-        is_training=modules_show_training(modules),
-    )
+    environment = host_environment(capture, is_training=modules_show_training(modules))
     details = {}
     if is_tpu:
         for plane in device_planes:
             d = core_details(table, plane)
             if d is not None:
-                details[int(capture.planes["id"].iloc[plane])] = {**d, "hostname": env.hostname}
+                details[int(capture.planes["id"].iloc[plane])] = {**d, "hostname": environment.hostnames[0]}
     counters = {}
     if table.host_plane is not None:
         counters = plane_stats(capture, table.host_plane)
@@ -127,6 +171,7 @@ def compute_host_op_stats(capture: HostCapture) -> HostOpStats:
         mxu_utilization_percent=float(counters.get("matrix_unit_utilization_percent", 0.0) or 0.0),
         hbm_utilization_percent=float(counters.get("hbm_utilization_percent", 0.0) or 0.0),
         group_names=grouping.group_names,
+        kernel_reports=kernel_reports(table, modules),
     )
 
 
@@ -272,5 +317,6 @@ def combine_op_stats(parts: list[HostOpStats]) -> RunOpStats:
         core_details=details,
         mxu_utilization_percent=sum(p.mxu_utilization_percent for p in parts) / len(parts),
         hbm_utilization_percent=parts[-1].hbm_utilization_percent,
+        kernel_reports=combine_host_reports({p.host: p.kernel_reports for p in parts}),
         hosts=[p.host for p in parts],
     )

@@ -34,12 +34,6 @@ THREAD_ID_STEP_INFO = DERIVED_MIN
 SPARSE_CORE_INDEX_START = 1_000_000
 
 
-def is_derived_line_id(line_id: int) -> bool:
-    """XProf truncates the id to 32 bits before the range test."""
-    as_int32 = ((int(line_id) + 2**31) % 2**32) - 2**31
-    return DERIVED_MIN <= as_int32 <= DERIVED_MAX
-
-
 # --- event types --------------------------------------------------------------
 # Codes for the host event types the core reacts to. OTHER covers every other
 # name in XProf's table as well as names outside it.
@@ -104,6 +98,10 @@ OTHER_HOST_EVENT_NAMES = frozenset(
     tpu::System::TransferFromDevice=>IssueEvent tpu::System::TransferFromDevice=>IssueEvent=>Done
     tpu::System::Execute""".split()
 )
+
+# Root levels XProf's preprocessing sets (`_r`, overriding any stored value) on
+# serving and batching events before grouping (op_stats.md §1.1).
+ROOT_MARKER_LEVELS = {"ProcessBatch": 2, "OrbaxServing::ProcessBatch": 2, "BatchingSessionRun": 1}
 
 # Roots of these types do not name their group after themselves.
 IMPLICIT_ROOT_TYPES = (FUNCTION_RUN, SESSION_RUN, RUN_GRAPH, EXECUTOR_STATE_PROCESS)

@@ -15,8 +15,12 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core import step_events as et
-from reportgen.core.op_metrics import safe_divide
+from reportgen.core.input_advice import plain_text
+from reportgen.core.input_advice import summary_next_step as xprof_next_step
+from reportgen.core.input_ops import InputOpAnalysis, InputTimeBreakdown, input_op_analysis
+from reportgen.core.op_metrics import OpMetricsDb
 from reportgen.core.step_db import DEFAULT_GPU_CORE, StepDb
+from reportgen.core.tpu_step_details import SPARSE_CORE_ID_MIN, tpu_step_details
 
 # Generic categories: (key, XProf label, event types summed).
 GENERIC_CATEGORIES = [
@@ -38,6 +42,12 @@ MODERATELY_INPUT_BOUND = 5.0
 MODERATELY_ALL_OTHER_BOUND = 3.0
 HIGH_THRESHOLD = 15.0
 MODERATE_THRESHOLD = 3.0
+ALL_REDUCE_MARGIN = 6.0  # all-reduce share above the input share that XProf reports
+HIGH_SCV0_PERCENT = 10.0
+INPUT_TYPES = (et.HOST_WAIT_INPUT, et.HOST_TO_DEVICE, et.DEVICE_WAIT_HOST)
+# The TPU step-time breakdown XProf summarises (TpuStepTimeBreakdown).
+TPU_SUMMARY_KEYS = ("tc_compute", "scv0_compute", "tc_infeed", "tc_outfeed", "scv0_infeed", "tc_idle",
+                    "host_transfer")
 
 _DOUBLE_MIN = np.finfo(np.float64).tiny  # std::numeric_limits<double>::min()
 
@@ -88,6 +98,15 @@ class Bottleneck:
     all_other_statement: str = ""
     device_collectives_classification: str = "no"
     device_collectives_statement: str = ""
+    # TPU only (input_pipeline.md §3.4).
+    output_classification: str = "no"
+    output_statement: str = ""
+    tpu_idle_classification: str = "no"
+    tpu_idle_statement: str = ""
+    all_reduce_classification: str = "no"
+    all_reduce_statement: str = ""
+    scv0_classification: str = "no"
+    scv0_statement: str = ""
 
 
 @dataclass
@@ -106,6 +125,8 @@ class StepAnalysis:
     bottleneck: Bottleneck = field(default_factory=Bottleneck)
     tpu: bool = False
     input_breakdown: InputTimeBreakdown | None = None
+    input_ops: InputOpAnalysis | None = None  # the host-side input analysis
+    tpu_breakdown: dict[str, StepSummary] = field(default_factory=dict)  # TPU: every TpuStepTimeBreakdown summary
 
 
 NO_STEP_STATEMENT = "No step time measured. Therefore we cannot tell where the performance bottleneck is."
@@ -191,149 +212,125 @@ def generic_bottleneck(steps: pd.DataFrame, uses_tf_data: bool) -> Bottleneck:
     return b
 
 
-def _tpu_steps(step_db: StepDb) -> pd.DataFrame:
-    """Per TPU step: TensorCore compute / input / output / idle (ms), input_pipeline.md §3."""
-    rows = []
-    for step in step_db.step_numbers:
-        cores = step_db.steps[(step_db.steps["step_num"] == step) & (step_db.steps["core"] < 1_000_000)]
-        durations, infeed, outfeed, idle, compute, infeed_pct = [], [], [], [], [], []
-        for core, dur in zip(cores["core"], cores["duration_ps"]):
-            cats = dict(step_db.category_ps.get((step, int(core)), {}))
-            cats.pop("IDLE", None)
-            busy = sum(cats.values())
-            inf, outf = cats.get("infeed", 0), cats.get("outfeed", 0)
-            tc_idle = dur - busy
-            host = inf + outf + cats.get("host send", 0) + cats.get("host send-done", 0) + \
-                cats.get("host recv", 0) + cats.get("host recv-done", 0) + tc_idle
-            durations.append(dur)
-            infeed.append(inf)
-            outfeed.append(outf)
-            compute.append(dur - host)
-            idle.append(tc_idle)
-            infeed_pct.append(100.0 * safe_divide(inf, dur))
-        if not durations:
-            continue
-        tc_compute = min(compute) / 1e9
-        tc_infeed = max(infeed) / 1e9
-        tc_outfeed = float(np.mean(outfeed)) / 1e9
-        tc_idle = max(0.0, min(durations) / 1e9 - (tc_compute + tc_infeed + tc_outfeed))
-        rows.append({"step_num": step, "step_name": str(step), "tc_compute": tc_compute, "tc_infeed": tc_infeed,
-                     "tc_outfeed": tc_outfeed, "tc_idle": tc_idle,
-                     "step_time_ms": tc_compute + tc_infeed + tc_outfeed + tc_idle,
-                     "infeed_percent": max(infeed_pct)})
-    return pd.DataFrame(rows, columns=["step_num", "step_name", "tc_compute", "tc_infeed", "tc_outfeed", "tc_idle",
-                                       "step_time_ms", "infeed_percent"])
-
-
 def tpu_bottleneck(steps: pd.DataFrame) -> Bottleneck:
+    """XProf's TPU bottleneck analysis (input_pipeline.md §3.4) over PerTpuStepDetails rows."""
     total = float(steps["step_time_ms"].sum()) if len(steps) else 0.0
     if total == 0:
         return Bottleneck(input_statement=NO_STEP_STATEMENT)
-    infeed = 100.0 * float(steps["tc_infeed"].sum()) / total
+    infeed = 100.0 * float(steps["input_ms"].sum()) / total
     outfeed = 100.0 * float(steps["tc_outfeed"].sum()) / total
     idle = 100.0 * float(steps["tc_idle"].sum()) / total
     cls, statement, word = classify_input(infeed, 0.0)
-    return Bottleneck(cls, statement, word, infeed, outfeed, idle, max(0.0, 100.0 - infeed - outfeed - idle))
+    b = Bottleneck(cls, statement, word, infeed, outfeed, idle, max(0.0, 100.0 - infeed - outfeed - idle))
+    if outfeed >= HIGHLY_INPUT_BOUND:
+        b.output_classification = "host"
+        b.output_statement = (f"Your program is HIGHLY output-bound because {outfeed:.1f}% of the total step time "
+                              "sampled is spent on output. Therefore, you should first focus on reducing the output "
+                              "time.")
+    elif outfeed >= MODERATELY_INPUT_BOUND:
+        b.output_classification = "both"
+        b.output_statement = (f"Your program is MODERATELY output-bound because {outfeed:.1f}% of the total step "
+                              "time sampled is spent on output. Therefore, you would need to reduce both the output "
+                              "time and other time.")
+    else:
+        b.output_classification = "device"
+    if idle >= MODERATE_THRESHOLD:
+        b.tpu_idle_classification = "yes"
+        b.tpu_idle_statement = (f"{idle:.1f} % of the total step time sampled is due to host overhead that is not "
+                                "input-related. For TF 2.x, you may want to use a <a href=\"https://www.tensorflow."
+                                "org/guide/tpu#improving_performance_by_multiple_steps_within_tffunction\" "
+                                "target=\"_blank\">host-training loop (i.e. running multiple steps within a "
+                                "tf.function).</a>")
+    sync = 100.0 * float(steps["all_reduce_sync"].sum()) / total
+    reduce = 100.0 * float(steps["all_reduce_compute"].sum()) / total
+    if sync + reduce - infeed >= ALL_REDUCE_MARGIN:
+        b.all_reduce_classification = "yes"
+        b.all_reduce_statement = (f"Also, {sync:.1f} % of the total step time sampled is spent on synchronization "
+                                  f"with other TPU cores, and {reduce:.1f} % of the total step time sampled is spent "
+                                  "on actual AllReduce.")
+    scv0 = 100.0 * float(steps["scv0_compute"].sum()) / total
+    if scv0 > 0:
+        b.scv0_classification = "moderate" if scv0 < HIGH_SCV0_PERCENT else "high"
+        advice = ("You may also want to reduce the SparseCoreV0 compute time." if scv0 < HIGH_SCV0_PERCENT else
+                  "You should focus on reducing the SparseCoreV0 compute time as well.")
+        b.scv0_statement = (f"Also, {scv0:.1f} % of the total step time sampled is spent on the SparseCoreV0 "
+                            f"compute. {advice}")
+    return b
 
 
-def analyze_steps(step_db: StepDb, hardware_type: str, host_db=None) -> StepAnalysis:
-    """The input-pipeline analysis of a (combined) step database (`host_db`:
-    the host op database, for the tf.data part of the kernel-launch statement)."""
+def _input_percent_range(step_db: StepDb) -> pd.DataFrame:
+    """Per step (generic path): the share of step time each core waited for input, min and max over cores."""
+    s = step_db.steps
+    s = s[s["core"] < SPARSE_CORE_ID_MIN]
+    input_ps = sum(s[f"t{t}"].to_numpy(np.float64) for t in INPUT_TYPES)
+    duration = s["duration_ps"].to_numpy(np.float64)
+    pct = 100.0 * np.divide(input_ps, duration, out=np.zeros(len(s)), where=np.abs(duration) >= 1e-10)
+    per = pd.DataFrame({"step_num": s["step_num"].to_numpy(np.int64), "pct": pct})
+    return per.groupby("step_num", sort=False)["pct"].agg(input_percent_min="min", input_percent_max="max",
+                                                          cores="size")
+
+
+def analyze_steps(step_db: StepDb, hardware_type: str, host_db: OpMetricsDb | None = None,
+                  core_details: dict[int, dict] | None = None) -> StepAnalysis:
+    """XProf's input-pipeline analysis of a (combined) step database.
+
+    `host_db`: the host op database, for the host-side input analysis (and
+    the tf.data part of the statements); `core_details`: TPU core names."""
     step_time = StepSummary.of(_step_times_ms(step_db))
+    host_db = host_db if host_db is not None else OpMetricsDb()
     if hardware_type == "TPU":
-        steps = _tpu_steps(step_db)
-        breakdown = input_time_breakdown(host_db, 0.0, 0.0, False) if host_db is not None else None
+        steps = tpu_step_details(step_db, core_details)
+        input_ops = input_op_analysis(host_db)
+        tpu_breakdown = {k: StepSummary.of(steps[k]) for k in TPU_SUMMARY_KEYS}
         return StepAnalysis(hardware_type, steps, step_time,
-                            {k: StepSummary.of(steps[k]) for k in ("tc_compute", "tc_infeed", "tc_outfeed",
-                                                                     "tc_idle")},
-                            StepSummary.of(steps["infeed_percent"]), tpu_bottleneck(steps), tpu=True,
-                            input_breakdown=breakdown)
+                            {k: tpu_breakdown[k] for k in ("tc_compute", "tc_infeed", "tc_outfeed", "tc_idle")},
+                            StepSummary.of(steps["infeed_percent_maximum"]), tpu_bottleneck(steps), tpu=True,
+                            input_breakdown=input_ops.breakdown, input_ops=input_ops, tpu_breakdown=tpu_breakdown)
     steps = generic_step_frame(step_db)
     categories = {k: StepSummary.of(steps[k]) for k in CATEGORY_KEYS}
-    breakdown = None
-    if host_db is not None:
-        h2d = StepSummary.of(_host_to_device_ms(step_db)).average
-        breakdown = input_time_breakdown(host_db, h2d, step_time.average, True)
-    input_pct = 100.0 * np.where(steps["step_time_ms"] > 1e-10, steps["input"] / steps["step_time_ms"].where(
-        steps["step_time_ms"] > 1e-10, 1.0), 0.0) if len(steps) else np.zeros(0)
-    return StepAnalysis(hardware_type, steps, step_time, categories, StepSummary.of(input_pct),
-                        generic_bottleneck(steps, breakdown is not None and breakdown.uses_tf_data),
-                        input_breakdown=breakdown)
-
-
-# --- host-side input operations (input_pipeline.md §2.3) ---------------------------------------
-
-_FILE_READ_SUFFIXES = ("::TFRecord", "::TextLine", "::FixedLengthRecord", "::SSTable", "::RecordIO", "::ArrayRecord")
-_ADVANCED_READ_MARKERS = ("::MemoryReader", "::MemoryWriter", "::Interleave", "::Prefetch", "::ParallelMap")
-
-
-def input_op_category(name: str, category: str) -> str | None:
-    """The input category of a host op (None when it is not an input op)."""
-    lowered = category.lower()
-    if lowered in ("enqueue", "read", "preprocessing", "unknown"):
-        return {"enqueue": "Enqueue", "read": "Demanded file read", "preprocessing": "Preprocessing",
-                "unknown": "Unknown"}[lowered]
-    if category.startswith("InfeedEnqueue") or category == "MemcpyHToD":
-        return "Enqueue"
-    if category == "Dataset":
-        if name.endswith(_FILE_READ_SUFFIXES):
-            return "Advanced file read" if any(m in name for m in _ADVANCED_READ_MARKERS) else "Demanded file read"
-        return "Preprocessing"
-    return None
-
-
-@dataclass
-class InputTimeBreakdown:
-    enqueue_us: float = 0.0
-    demanded_file_read_us: float = 0.0
-    advanced_file_read_us: float = 0.0
-    preprocessing_us: float = 0.0
-    unclassified_non_enqueue_us: float = 0.0
-
-    @property
-    def uses_tf_data(self) -> bool:
-        return self.demanded_file_read_us > 0 or self.advanced_file_read_us > 0 or self.preprocessing_us > 0
-
-
-def input_ops(host_db) -> pd.DataFrame:
-    """Host input ops (self time desc, name asc) with their input category."""
-    m = host_db.sorted()
-    cats = [input_op_category(str(n), str(c)) for n, c in zip(m["name"], m["category"])]
-    return m.assign(input_category=cats)[[c is not None for c in cats]]
-
-
-def input_time_breakdown(host_db, host_to_device_ms_avg: float, step_time_ms_avg: float,
-                         generic: bool) -> InputTimeBreakdown:
-    ops = input_ops(host_db)
-    if ops.empty:
-        return InputTimeBreakdown()
-    per_cat = ops.groupby("input_category")["self_time_ps"].sum() / 1e6
-    enqueue = float(per_cat.get("Enqueue", 0.0))
-    demanded = float(per_cat.get("Demanded file read", 0.0))
-    advanced = float(per_cat.get("Advanced file read", 0.0))
-    preprocessing = float(per_cat.get("Preprocessing", 0.0))
-    total_input = demanded + advanced + preprocessing
-    if host_db.host_infeed_enq_start_diff_ps > 0:
-        ratio = safe_divide(host_db.host_infeed_enq_duration_ps, host_db.host_infeed_enq_start_diff_ps)
-    elif step_time_ms_avg > 0 and generic:
-        ratio = safe_divide(host_to_device_ms_avg, step_time_ms_avg)
-    else:
-        ratio = 0.0
-    ratio = min(1.0, ratio)
-    non_enqueue = enqueue * (1 - ratio) / ratio if ratio != 0 else total_input
-    out = InputTimeBreakdown(enqueue_us=enqueue)
-    out.demanded_file_read_us = safe_divide(non_enqueue * demanded, total_input)
-    out.advanced_file_read_us = safe_divide(non_enqueue * advanced, total_input)
-    out.preprocessing_us = safe_divide(non_enqueue * preprocessing, total_input)
-    out.unclassified_non_enqueue_us = max(0.0, non_enqueue - out.demanded_file_read_us - out.advanced_file_read_us
-                                          - out.preprocessing_us)
-    return out
+    h2d = StepSummary.of(_host_to_device_ms(step_db)).average
+    input_ops = input_op_analysis(host_db, h2d, step_time.average, generic=True)
+    step_ms = steps["step_time_ms"].to_numpy(np.float64)
+    steps["input_percent"] = 100.0 * np.divide(steps["input"].to_numpy(np.float64), step_ms,
+                                               out=np.zeros(len(steps)), where=np.abs(step_ms) >= 1e-10)
+    ranges = _input_percent_range(step_db).reindex(steps["step_num"].to_numpy())
+    for col in ("input_percent_min", "input_percent_max"):
+        steps[col] = ranges[col].fillna(0.0).to_numpy(np.float64)
+    steps["cores"] = ranges["cores"].fillna(0).to_numpy(np.int64)
+    return StepAnalysis(hardware_type, steps, step_time, categories, StepSummary.of(steps["input_percent"]),
+                        generic_bottleneck(steps, input_ops.breakdown.uses_tf_data),
+                        input_breakdown=input_ops.breakdown, input_ops=input_ops)
 
 
 def summary_next_step(classification: str, breakdown: InputTimeBreakdown) -> str:
-    if classification in ("host", "both"):
-        if not breakdown.uses_tf_data:
-            return ("Consider using the tf.data API to enable profiler's host-side analysis for input pipeline. "
-                    "Profiler currently does not support custom input pipeline (please ignore Section 3 below).")
-        return "Look at Section 3 for the breakdown of input time on the host."
-    return "You may skip the rest of this page."
+    """XProf's next step as plain text (its links reduced to their labels)."""
+    return plain_text(xprof_next_step(classification, breakdown.uses_tf_data))
+
+
+# --- step diagnostics (overview_page.md §4) ------------------------------------------------------
+
+INCOMPLETE_STEP_WARNING = (
+    "Incomplete step observed and hence the step time is unknown.Instead, we use the trace duration as the step "
+    "time. This may happen if your profiling duration is shorter than the step time. In this case, you may try to "
+    "profile longer.")
+NO_STEP_WARNING = (
+    "No step marker observed and hence the step time is unknown. This may happen if (1) training steps are not "
+    "instrumented (e.g., if you are not using Keras) or (2) the profiling duration is shorter than the step time. "
+    "For (1), you need to add step instrumentation; for (2), you may try to profile longer.")
+EMPTY_INTERSECT_WARNING = (
+    "Although there are steps observed on some host(s), the intersection of the steps over all hosts is empty "
+    "(because the differences among individual host's step sequences are too big). Consequently, the overall step "
+    "time is unknown.")
+
+
+def step_warnings(step_db: StepDb) -> list[str]:
+    """XProf's step diagnostics (warnings only; the input pipeline page shows just these)."""
+    out = []
+    if step_db.use_incomplete_step:
+        out.append(INCOMPLETE_STEP_WARNING)
+    elif len(step_db) == 0:
+        out.append(EMPTY_INTERSECT_WARNING if step_db.empty_intersect else NO_STEP_WARNING)
+    if step_db.num_steps_dropped > 0:
+        out.append(f"{step_db.num_steps_dropped} steps dropped. This might happen when you profile many hosts "
+                   "and/or many steps. You could try to profile shorter or reduce the number of hosts you profile.")
+    return out

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture, StatTable
-from reportgen.core.event_nesting import nesting_parents
-from reportgen.core.input_host_ops import HOST_PLANE, first_stat_per_event, int_value
-from reportgen.core.tf_op_names import is_tf_data_name, iterator_name
+from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
+from reportgen.core.events import EventTable
+from reportgen.core.nesting import line_parents
+from reportgen.core.tf_op import TF_DATA
 
 SLOW_CALL_THRESHOLD_PS = 50 * 1_000_000  # 50 µs, from the TF data performance guide
 MAX_DEPTH = 100
@@ -118,10 +118,9 @@ class TfDataStats:
         return bool(self.pipelines)
 
 
-def id_value(stats: StatTable, where: np.ndarray) -> np.ndarray:
-    """An id stat's 64-bit value, stored as int64 or uint64 (same bits); 0 otherwise."""
-    kinds = stats.kind[where]
-    return np.where((kinds == KIND_INT64) | (kinds == KIND_UINT64), stats.raw[where], 0)
+def iterator_name(long_name: str) -> str:
+    """`Iterator::Root::Prefetch::MapAndBatch` → `MapAndBatch` (XProf's IteratorName)."""
+    return long_name.rsplit("::", 1)[-1]
 
 
 @dataclass
@@ -139,49 +138,44 @@ class _PlaneEvents:
     consume_type: np.ndarray  # index in CONSUME_EVENTS, -1 for other events
 
 
-def _stat(capture: HostCapture, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray, StatTable]:
-    stats = capture.event_stat(name)
-    present, at = first_stat_per_event(stats, rows)
-    return present, at, stats
-
-
-def tf_data_stats(capture: HostCapture, host: str) -> TfDataStats:
+def tf_data_stats(table: EventTable, host: str) -> TfDataStats:
     result = TfDataStats(host=host)
-    plane = capture.plane_by_name(HOST_PLANE)
+    plane = table.host_plane
     if plane is None:
         return result
-    events = capture.events
-    rows = np.flatnonzero(events["plane"].to_numpy() == plane)
-    md_names = capture.event_metadata["name"].to_numpy()
-    md = events["md"].to_numpy()[rows]
+    rows = table.events_of_lines(table.lines_of_plane(plane))
+    md = table.md[rows]
     unique_md, inverse = np.unique(md, return_inverse=True)
-    md_tf_data = np.array([is_tf_data_name(md_names[m]) for m in unique_md], dtype=bool)
+    md_tf_data = np.array([table.md_tf_op[m].category == TF_DATA for m in unique_md], dtype=bool)
     if not md_tf_data.any():
         return result
 
-    names = md_names[md]
-    unique_names = md_names[unique_md]
-    begin = events["start_ps"].to_numpy()[rows]
-    end = begin + events["duration_ps"].to_numpy()[rows]
-    line = events["line"].to_numpy()[rows]
-    is_async, async_at, async_stats = _stat(capture, rows, "_a")
-    skip = is_async & (int_value(async_stats, async_at) != 0) if len(async_stats) else np.zeros(len(rows), bool)
-    ev = _PlaneEvents(rows, line, begin, end, names, md_tf_data[inverse], nesting_parents(line, begin, end, skip),
+    names = table.md_names[md]
+    unique_names = table.md_names[unique_md]
+    begin = table.start[rows]
+    end = table.end[rows]
+    line = table.line[rows]
+    # XProf's IntValue of `_a`: only int64 values mark an event asynchronous.
+    async_value, is_async = table.int_stat("_a", uint_ok=False)
+    skip = is_async[rows] & (async_value[rows] != 0)
+    new_line = np.concatenate([[True], line[1:] != line[:-1]]) if len(line) else np.zeros(0, bool)
+    parent = line_parents(np.arange(len(rows), dtype=np.int64), new_line, begin, end, skip)
+    ev = _PlaneEvents(rows, line, begin, end, names, md_tf_data[inverse], parent,
                       _name_index(unique_names, PRODUCE_EVENTS)[inverse],
                       _name_index(unique_names, CONSUME_EVENTS)[inverse])
 
-    has_id, id_at, id_stats = _stat(capture, rows, "id")
-    ids = np.where(has_id, id_value(id_stats, id_at) if len(id_stats) else 0, 0)
-    has_parent, parent_at, parent_stats = _stat(capture, rows, "parent_id")
-    parent_ids = np.where(has_parent, id_value(parent_stats, parent_at) if len(parent_stats) else 0, 0)
+    # Iterator ids are 64-bit and stored as int64 or uint64 (same bits).
+    ids, has_id = (a[rows] for a in table.int_stat("id"))
+    parent_ids, has_parent = (a[rows] for a in table.int_stat("parent_id"))
+    element, has_element = (a[rows] for a in table.int_stat("element_id"))
 
     device_second = (unique_names == DEVICE_SECOND_ITERATOR)[inverse]
     iterator_event = ev.tf_data & ~device_second
     result.iterators, device_pipeline_ids = _iterator_metadata(
-        capture, ev, iterator_event, device_second, has_id, ids, has_parent, parent_ids
+        table.capture, ev, iterator_event, device_second, has_id, ids, has_parent, parent_ids
     )
 
-    edge_parent, edge_child = _tf_data_edges(capture, ev, has_id, ids, has_parent, parent_ids)
+    edge_parent, edge_child = _tf_data_edges(ev, has_id, ids, has_parent, parent_ids, has_element, element)
     overlap = np.maximum(
         0, np.minimum(end[edge_parent], end[edge_child]) - np.maximum(begin[edge_parent], begin[edge_child])
     )
@@ -247,7 +241,7 @@ def _event_params(capture: HostCapture, event_rows: np.ndarray) -> dict[int, dic
     return out
 
 
-def _tf_data_edges(capture, ev: _PlaneEvents, has_id, ids, has_parent, parent_ids):
+def _tf_data_edges(ev: _PlaneEvents, has_id, ids, has_parent, parent_ids, has_element, element):
     """Parent → child edges between tf.data events, each parent's children in XProf's order:
     same-thread nesting first, then producer iterators matched to its consume events."""
     positions = np.arange(len(ev.rows))
@@ -255,8 +249,6 @@ def _tf_data_edges(capture, ev: _PlaneEvents, has_id, ids, has_parent, parent_id
     nested = nested[ev.tf_data[ev.parent[nested]]]
     frames = [pd.DataFrame({"parent": ev.parent[nested], "rank": 0, "order": nested, "child": nested})]
 
-    has_element, element_at, element_stats = _stat(capture, ev.rows, "element_id")
-    element = np.where(has_element, id_value(element_stats, element_at) if len(element_stats) else 0, 0)
     produce_type, consume_type = ev.produce_type, ev.consume_type
 
     # Producer iterators: the first tf.data child of each produce event.

@@ -24,9 +24,12 @@ INPUT_PIPELINE = "InputPipeline"
 DATASET_TYPE = "Dataset"
 UNKNOWN_TYPE = ""  # XProf's kUnknownOp
 
-_TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*")
-_TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
-_JAX_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?", re.DOTALL)
+# XProf's RE2 patterns, matched in full. In its C++ source the name pattern's
+# `\\/` is an escaped slash (no backslash is allowed), and RE2's `.` does not
+# match a newline.
+TF_OP_NAME_RE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*")
+TF_OP_TYPE_RE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
+JAX_OP_TYPE_RE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?")
 _INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
 _MEMCPY_PREFIXES = (
     ("memcpyhtod", MEMCPY_H2D),
@@ -63,10 +66,10 @@ def parse_tf_op_fullname(fullname: str) -> TfOp:
         return TfOp(UNKNOWN, fullname, UNKNOWN_TYPE)
     if name == "Iterator":
         return TfOp(TF_DATA, fullname, DATASET_TYPE)
-    if _TF_NAME.fullmatch(name) and _TF_TYPE.fullmatch(op_type):
+    if TF_OP_NAME_RE.fullmatch(name) and TF_OP_TYPE_RE.fullmatch(op_type):
         return TfOp(TENSORFLOW, name, op_type)
     candidate = op_type or derive_op_type(name)
-    if _JAX_TYPE.fullmatch(candidate):
+    if JAX_OP_TYPE_RE.fullmatch(candidate):
         return TfOp(JAX, name, candidate.split("[", 1)[0])
     if not op_type:
         return TfOp(TENSORFLOW, name, candidate)

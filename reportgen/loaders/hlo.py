@@ -8,6 +8,14 @@ traces) in a bytes stat named `Hlo Proto`. Tools that need the HLO graph
     modules = hlo_modules(capture)          # {program_id: HloModule}
     module = modules[program_id]
     module.display_name                     # "jit_f(123)", XProf's module-list name
+    module.proto                            # the parsed `HloProto` (schema: proto/hlo.proto)
+    module.instructions["fusion.3"]         # an HloInstructionProto by name
+    instruction_provenance(instruction)     # "model/dense/MatMul:MatMul", its framework op
+
+Program ids here are unsigned; a `program_id` event stat read as int64 is
+turned into a key with `program_key(value)`. To read more of the HLO graph,
+add the field to `proto/hlo.proto` with XLA's field number and regenerate
+`hlo_pb2.py` (tests/test_hlo_proto.py checks both).
 
 Rules follow XProf (see docs/xprof/xspace.md §8): the legacy stat name
 `HLO Proto` counts as `Hlo Proto`; a metadata whose name ends in
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -49,9 +58,32 @@ class HloModule:
         """XProf's module-list name (`HloModuleNameWithProgramId`)."""
         return module_display_name(self.name, self.program_id)
 
+    @cached_property
+    def instructions(self) -> dict[str, hlo_pb2.HloInstructionProto]:
+        """Every instruction by name, over all computations (the first of a name wins)."""
+        found: dict[str, hlo_pb2.HloInstructionProto] = {}
+        for computation in self.proto.hlo_module.computations:
+            for instruction in computation.instructions:
+                found.setdefault(instruction.name, instruction)
+        return found
+
 
 def module_display_name(name: str, program_id: int) -> str:
     return f"{name}({program_id % _U64})"
+
+
+def program_key(program_id: int) -> int:
+    """The `hlo_modules` key of a program id (an int64 stat holds the uint64's bit pattern)."""
+    return program_id % _U64
+
+
+def instruction_provenance(instruction: hlo_pb2.HloInstructionProto) -> str:
+    """`op_name:op_type` of the framework op an instruction was lowered from (its
+    OpMetadata), or '' when the metadata names neither."""
+    metadata = instruction.metadata
+    if not metadata.op_name and not metadata.op_type:
+        return ""
+    return f"{metadata.op_name}:{metadata.op_type}"
 
 
 def _program_id_from_name(name: str) -> int | None:
@@ -155,4 +187,5 @@ def sorted_module_names(modules: dict[int, HloModule]) -> list[str]:
     return sorted(m.display_name for m in modules.values())
 
 
-__all__ = ["HloModule", "hlo_modules", "module_display_name", "sorted_module_names"]
+__all__ = ["HloModule", "hlo_modules", "instruction_provenance", "module_display_name", "program_key",
+           "sorted_module_names"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import fsspec
 
 from reportgen.errors import NoCapturesError
+from reportgen.loaders.legacy import TIMELINE_PATTERN, TOOL_SUFFIXES
 
 HOST_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 PROFILE_SUBDIR = "plugins/profile"
@@ -23,6 +24,9 @@ class HostFile:
     host: str
     path: str  # as fsspec understands it (protocol included for remote files)
     size: int
+    # Per-tool files of an older profiler (best source per tool), when the
+    # host has no XSpace; `path` is then the first of them.
+    legacy: tuple[str, ...] = ()
     # The object store's own checksum from the listing (remote files; None when it gives none).
     checksum: str | None = None
 
@@ -62,9 +66,8 @@ def _is_remote(fs: fsspec.AbstractFileSystem) -> bool:
 
 def _host_files(fs: fsspec.AbstractFileSystem, folder: str) -> list[HostFile]:
     hosts: dict[str, HostFile] = {}
-    for info in fs.ls(folder, detail=True):
-        if info.get("type") != "file":
-            continue
+    infos = [info for info in fs.ls(folder, detail=True) if info.get("type") == "file"]
+    for info in infos:
         name = info["name"].rstrip("/").rsplit("/", 1)[-1]
         host = host_name(name)
         if host is None:
@@ -74,7 +77,40 @@ def _host_files(fs: fsspec.AbstractFileSystem, folder: str) -> list[HostFile]:
             continue
         hosts[host] = HostFile(host=host, path=_unstrip(fs, info["name"]), size=int(info.get("size") or 0),
                                checksum=store_checksum(fs, info) if _is_remote(fs) else None)
+    # An XSpace holds every tool: a host's older per-tool files are read only
+    # when it has none.
+    for legacy in _legacy_hosts(fs, infos):
+        hosts.setdefault(legacy.host, legacy)
     return sorted(hosts.values(), key=lambda h: natural_key(h.host))
+
+
+def _legacy_hosts(fs: fsspec.AbstractFileSystem, infos: list[dict]) -> list[HostFile]:
+    """Hosts written by older profilers: per-tool files, the richest source
+    per tool, and a ProfilerHook `timeline-<step>.json` set as one host."""
+    found: dict[str, dict[str, tuple[int, dict]]] = {}  # host → tool → (rank, info)
+    timelines = []
+    for info in infos:
+        name = info["name"].rstrip("/").rsplit("/", 1)[-1]
+        if TIMELINE_PATTERN.match(name):
+            timelines.append(info)
+            continue
+        for tool, suffixes in TOOL_SUFFIXES.items():
+            for rank, suffix in enumerate(suffixes):
+                if name.endswith(suffix) and len(name) > len(suffix):
+                    tools = found.setdefault(name[: -len(suffix)], {})
+                    if tool not in tools or rank < tools[tool][0]:
+                        tools[tool] = (rank, info)
+    hosts = []
+    for host, tools in found.items():
+        chosen = [info for _rank, info in tools.values()]
+        paths = tuple(sorted(_unstrip(fs, i["name"]) for i in chosen))
+        hosts.append(HostFile(host=host, path=paths[0], size=sum(int(i.get("size") or 0) for i in chosen),
+                              legacy=paths))
+    if timelines:
+        paths = tuple(_unstrip(fs, i["name"]) for i in sorted(timelines, key=lambda i: natural_key(i["name"])))
+        hosts.append(HostFile(host="timeline", path=paths[0], size=sum(int(i.get("size") or 0) for i in timelines),
+                              legacy=paths))
+    return hosts
 
 
 # Content checksums object stores give in listings: GCS md5/crc32c, S3 ETag.
@@ -131,7 +167,8 @@ def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource
         where = ", ".join(_unstrip(fs, p) for p in looked)
         wanted = f" matching --runs {','.join(sorted(only_runs))}" if only_runs else ""
         raise NoCapturesError(
-            f"no captures{wanted} found in {location} (looked for <run>/<host>.xplane.pb[.gz] under {where})"
+            f"no captures{wanted} found in {location} (looked for <run>/<host>.xplane.pb[.gz], older "
+            f"per-tool files or timeline-<step>.json under {where})"
         )
     return sorted(runs, key=lambda r: natural_key(r.name))
 

@@ -2,23 +2,33 @@
 
 Parsing an XSpace with protobuf and then copying every event and stat into
 columns costs tens of seconds on a large capture: the per-object Python work,
-not the parse, is the expense. This module walks the raw bytes once with
-numba and writes events and event stats straight into preallocated numpy
-arrays. Everything that is small (plane names, metadata maps, plane stats) is
-left to protobuf: the walker only reports the byte ranges of those fields.
+not the parse, is the expense. This module walks the raw bytes with numba and
+writes events and event stats straight into their final numpy columns, ids
+already resolved. Everything small (plane names, metadata maps, plane stats)
+is left to protobuf: `split_fields` only reports where those fields lie.
 
-Two passes over the bytes: the first counts rows so the second can fill
-arrays of the exact size (no growth, no copies).
+The lines are walked twice: `count_lines` checks the framing of lines and
+events and counts each line's events and stats, so that `fill_lines` can
+write arrays of the exact size (no growth, no copies), check the stats'
+insides, and resolve metadata ids with lookup tables built in between from
+the protobuf-parsed metadata. String values are deduplicated afterwards
+(`dedupe_strings`), so that each distinct string becomes one Python object.
+
+The kernels are few and plain (no forced inlining, int64 arithmetic only) so
+that the one-time compile stays short; `cache=True` keeps it across runs.
+They release the GIL (`nogil`), so threads can decode several hosts at once.
 """
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-# Error codes returned by the walker (0 = fine).
+# Error codes (0 = fine). A kernel reports the first error in err[0] and the
+# byte position of the field it was reading in err[1].
 OK = 0
 ERR_TRUNCATED = 1
 ERR_BAD_WIRE_TYPE = 2
@@ -41,356 +51,609 @@ KIND_STR = 4
 KIND_BYTES = 5
 KIND_REF = 6
 
+# split_fields columns.
+F_NUMBER, F_WIRE_TYPE, F_START, F_PAYLOAD, F_END = range(5)
 
-@njit(cache=True, inline="always")
+# count_lines columns (per line).
+C_EVENTS, C_STATS = range(2)
+
+# Line scalar columns written by fill_lines.
+L_ID, L_DISPLAY_ID, L_TIMESTAMP_NS, L_DURATION_PS, L_NAME_POS, L_NAME_LEN, L_DISPLAY_POS, L_DISPLAY_LEN = range(8)
+
+# Lookup table parameters per plane (see `lookup_table`).
+T_BASE, T_COUNT, T_LOW, T_DENSE = range(4)
+
+MISSING = -1
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True)
 def _varint(buf, pos, end):
-    """Decode a varint at pos; returns (value as uint64, new pos, error)."""
-    result = np.uint64(0)
-    shift = 0
+    """(value, new position). The position is negative on error:
+    -ERR_TRUNCATED or -ERR_BAD_VARINT."""
+    result = np.int64(0)
+    shift = np.int64(0)
     while pos < end:
-        b = buf[pos]
+        b = np.int64(buf[pos])
         pos += 1
-        result |= np.uint64(b & 0x7F) << np.uint64(shift)
+        result |= (b & 0x7F) << shift
         if b < 0x80:
-            return result, pos, OK
+            return result, pos
         shift += 7
         if shift >= 70:
-            return result, pos, ERR_BAD_VARINT
-    return result, pos, ERR_TRUNCATED
-
-
-@njit(cache=True, inline="always")
-def _skip(buf, pos, end, wire_type):
-    """Skip a field's payload; returns (new pos, error)."""
-    if wire_type == 0:
-        _, pos, err = _varint(buf, pos, end)
-        return pos, err
-    if wire_type == 1:
-        if pos + 8 > end:
-            return pos, ERR_TRUNCATED
-        return pos + 8, OK
-    if wire_type == 2:
-        n, pos, err = _varint(buf, pos, end)
-        if err != OK:
-            return pos, err
-        if np.int64(n) < 0 or pos + np.int64(n) > end:
-            return pos, ERR_LENGTH
-        return pos + np.int64(n), OK
-    if wire_type == 5:
-        if pos + 4 > end:
-            return pos, ERR_TRUNCATED
-        return pos + 4, OK
-    return pos, ERR_BAD_WIRE_TYPE
-
-
-@njit(cache=True, inline="always")
-def _read_double(buf, pos):
-    bits = np.uint64(0)
-    for i in range(8):
-        bits |= np.uint64(buf[pos + i]) << np.uint64(8 * i)
-    return bits
+            return result, -ERR_BAD_VARINT
+    return result, -ERR_TRUNCATED
 
 
 @njit(cache=True)
-def _walk(buf, fill, counts, planes, plane_keep, lines, line_strs, events, stats, strs):
-    """Walk an XSpace. With fill=False only counts rows into `counts`.
+def _skip(buf, pos, end, wire_type):
+    """Position after a field's payload; negative (-error) on error."""
+    if wire_type == 0:
+        _, pos = _varint(buf, pos, end)
+        return pos
+    if wire_type == 1:
+        return pos + 8 if pos + 8 <= end else -ERR_TRUNCATED
+    if wire_type == 2:
+        n, pos = _varint(buf, pos, end)
+        if pos < 0:
+            return pos
+        if n < 0 or n > end - pos:
+            return -ERR_LENGTH
+        return pos + n
+    if wire_type == 5:
+        return pos + 4 if pos + 4 <= end else -ERR_TRUNCATED
+    return -ERR_BAD_WIRE_TYPE
 
-    counts: [planes, keep ranges, lines, events, stats, strings, error, error pos]
-    planes:     per plane [first line, line count]
-    plane_keep: per non-line plane field [plane, start, end] (tag included)
-    lines:      per line [plane, id, display_id, timestamp_ns, duration_ps,
-                first event, event count]
-    line_strs:  per line [name pos, name len, display_name pos, display_name len]
-    events:     per event [line, metadata_id, offset_ps, num_occurrences,
-                duration_ps, first stat, stat count]
-    stats:      per stat [event, metadata_id, kind, raw value]
-    strs:       per string/bytes stat value [pos, len]
+
+@njit(cache=True, nogil=True)
+def _split_fields(buf, start, end, fill, out, err):
+    """Top-level fields of the message in buf[start:end]; returns their count.
+
+    With fill, writes per field [number, wire type, tag position, payload
+    position (after the length for wire type 2), end position] into out.
     """
-    n_planes = 0
-    n_keep = 0
-    n_lines = 0
-    n_events = 0
-    n_stats = 0
-    n_strs = 0
-    end = buf.shape[0]
-    pos = 0
+    n = 0
+    pos = start
     while pos < end:
         field_start = pos
-        tag, pos, err = _varint(buf, pos, end)
-        if err != OK:
-            counts[6] = err
-            counts[7] = field_start
-            return
-        field = tag >> np.uint64(3)
-        wt = np.int64(tag & np.uint64(7))
-        if field != 1 or wt != 2:
-            # errors / warnings / hostnames / unknown: kept for protobuf.
-            pos, err = _skip(buf, pos, end, wt)
-            if err != OK:
-                counts[6] = err
-                counts[7] = field_start
-                return
-            if fill:
-                plane_keep[n_keep, 0] = -1
-                plane_keep[n_keep, 1] = field_start
-                plane_keep[n_keep, 2] = pos
-            n_keep += 1
-            continue
-        plen, pos, err = _varint(buf, pos, end)
-        plane_end = pos + np.int64(plen)
-        if err != OK or plane_end > end:
-            counts[6] = ERR_TRUNCATED if err == OK else err
-            counts[7] = field_start
-            return
-        plane_idx = n_planes
-        n_planes += 1
+        tag, pos = _varint(buf, pos, end)
+        if pos < 0:
+            err[0] = -pos
+            err[1] = field_start
+            return n
+        wire_type = tag & 7
+        payload = pos
+        if wire_type == 2:
+            length, payload = _varint(buf, pos, end)
+            if payload < 0:
+                err[0] = -payload
+                err[1] = field_start
+                return n
+            if length < 0 or length > end - payload:
+                err[0] = ERR_LENGTH
+                err[1] = field_start
+                return n
+            pos = payload + length
+        else:
+            pos = _skip(buf, pos, end, wire_type)
+            if pos < 0:
+                err[0] = -pos
+                err[1] = field_start
+                return n
         if fill:
-            planes[plane_idx, 0] = n_lines
-        plane_lines = 0
-        while pos < plane_end:
-            pf_start = pos
-            tag, pos, err = _varint(buf, pos, plane_end)
-            if err != OK:
-                counts[6] = err
-                counts[7] = pf_start
-                return
-            field = tag >> np.uint64(3)
-            wt = np.int64(tag & np.uint64(7))
-            if field != 3 or wt != 2:
-                pos, err = _skip(buf, pos, plane_end, wt)
-                if err != OK:
-                    counts[6] = err
-                    counts[7] = pf_start
-                    return
-                if fill:
-                    plane_keep[n_keep, 0] = plane_idx
-                    plane_keep[n_keep, 1] = pf_start
-                    plane_keep[n_keep, 2] = pos
-                n_keep += 1
-                continue
-            llen, pos, err = _varint(buf, pos, plane_end)
-            line_end = pos + np.int64(llen)
-            if err != OK or line_end > plane_end:
-                counts[6] = ERR_LENGTH if err == OK else err
-                counts[7] = pf_start
-                return
-            line_idx = n_lines
-            n_lines += 1
-            plane_lines += 1
-            if fill:
-                lines[line_idx, 0] = plane_idx
-                lines[line_idx, 5] = n_events
-            line_event_count = 0
-            while pos < line_end:
-                lf_start = pos
-                tag, pos, err = _varint(buf, pos, line_end)
-                if err != OK:
-                    counts[6] = err
-                    counts[7] = lf_start
-                    return
-                field = tag >> np.uint64(3)
-                wt = np.int64(tag & np.uint64(7))
-                if wt == 0 and (field == 1 or field == 10 or field == 3 or field == 9):
-                    v, pos, err = _varint(buf, pos, line_end)
-                    if err != OK:
-                        counts[6] = err
-                        counts[7] = lf_start
-                        return
-                    if fill:
-                        col = 1 if field == 1 else 2 if field == 10 else 3 if field == 3 else 4
-                        lines[line_idx, col] = np.int64(v)
-                    continue
-                if wt == 2 and (field == 2 or field == 11):
-                    slen, pos, err = _varint(buf, pos, line_end)
-                    if err != OK or pos + np.int64(slen) > line_end:
-                        counts[6] = ERR_LENGTH if err == OK else err
-                        counts[7] = lf_start
-                        return
-                    if fill:
-                        c = 0 if field == 2 else 2
-                        line_strs[line_idx, c] = pos
-                        line_strs[line_idx, c + 1] = np.int64(slen)
-                    pos += np.int64(slen)
-                    continue
-                if not (field == 4 and wt == 2):
-                    pos, err = _skip(buf, pos, line_end, wt)
-                    if err != OK:
-                        counts[6] = err
-                        counts[7] = lf_start
-                        return
-                    continue
-                elen, pos, err = _varint(buf, pos, line_end)
-                ev_end = pos + np.int64(elen)
-                if err != OK or ev_end > line_end:
-                    counts[6] = ERR_LENGTH if err == OK else err
-                    counts[7] = lf_start
-                    return
-                ev = n_events
-                n_events += 1
-                line_event_count += 1
-                if fill:
-                    events[ev, 0] = line_idx
-                    events[ev, 5] = n_stats
-                ev_stats = 0
-                while pos < ev_end:
-                    ef_start = pos
-                    tag, pos, err = _varint(buf, pos, ev_end)
-                    if err != OK:
-                        counts[6] = err
-                        counts[7] = ef_start
-                        return
-                    field = tag >> np.uint64(3)
-                    wt = np.int64(tag & np.uint64(7))
-                    if wt == 0 and (field == 1 or field == 2 or field == 5 or field == 3):
-                        v, pos, err = _varint(buf, pos, ev_end)
-                        if err != OK:
-                            counts[6] = err
-                            counts[7] = ef_start
-                            return
-                        if fill:
-                            if field == 1:
-                                events[ev, 1] = np.int64(v)
-                            elif field == 2:
-                                events[ev, 2] = np.int64(v)
-                                events[ev, 3] = 0
-                            elif field == 5:
-                                events[ev, 3] = np.int64(v)
-                                events[ev, 2] = 0
-                            else:
-                                events[ev, 4] = np.int64(v)
-                        continue
-                    if not (field == 4 and wt == 2):
-                        pos, err = _skip(buf, pos, ev_end, wt)
-                        if err != OK:
-                            counts[6] = err
-                            counts[7] = ef_start
-                            return
-                        continue
-                    slen_, pos, err = _varint(buf, pos, ev_end)
-                    st_end = pos + np.int64(slen_)
-                    if err != OK or st_end > ev_end:
-                        counts[6] = ERR_LENGTH if err == OK else err
-                        counts[7] = ef_start
-                        return
-                    st = n_stats
-                    n_stats += 1
-                    ev_stats += 1
-                    if fill:
-                        stats[st, 0] = ev
-                        stats[st, 1] = 0
-                        stats[st, 2] = KIND_NONE
-                        stats[st, 3] = 0
-                    while pos < st_end:
-                        sf_start = pos
-                        tag, pos, err = _varint(buf, pos, st_end)
-                        if err != OK:
-                            counts[6] = err
-                            counts[7] = sf_start
-                            return
-                        field = tag >> np.uint64(3)
-                        wt = np.int64(tag & np.uint64(7))
-                        if wt == 0 and (field == 1 or field == 3 or field == 4 or field == 7):
-                            v, pos, err = _varint(buf, pos, st_end)
-                            if err != OK:
-                                counts[6] = err
-                                counts[7] = sf_start
-                                return
-                            if fill:
-                                if field == 1:
-                                    stats[st, 1] = np.int64(v)
-                                else:
-                                    stats[st, 2] = (
-                                        KIND_UINT64 if field == 3 else KIND_INT64 if field == 4 else KIND_REF
-                                    )
-                                    stats[st, 3] = np.int64(v)
-                            continue
-                        if wt == 1 and field == 2:
-                            if pos + 8 > st_end:
-                                counts[6] = ERR_TRUNCATED
-                                counts[7] = sf_start
-                                return
-                            if fill:
-                                stats[st, 2] = KIND_DOUBLE
-                                stats[st, 3] = np.int64(_read_double(buf, pos))
-                            pos += 8
-                            continue
-                        if wt == 2 and (field == 5 or field == 6):
-                            vlen, pos, err = _varint(buf, pos, st_end)
-                            if err != OK or pos + np.int64(vlen) > st_end:
-                                counts[6] = ERR_LENGTH if err == OK else err
-                                counts[7] = sf_start
-                                return
-                            if fill:
-                                stats[st, 2] = KIND_STR if field == 5 else KIND_BYTES
-                                stats[st, 3] = n_strs
-                                strs[n_strs, 0] = pos
-                                strs[n_strs, 1] = np.int64(vlen)
-                            n_strs += 1
-                            pos += np.int64(vlen)
-                            continue
-                        pos, err = _skip(buf, pos, st_end, wt)
-                        if err != OK:
-                            counts[6] = err
-                            counts[7] = sf_start
-                            return
-                if fill:
-                    events[ev, 6] = ev_stats
-            if fill:
-                lines[line_idx, 6] = line_event_count
-        if fill:
-            planes[plane_idx, 1] = plane_lines
-    counts[0] = n_planes
-    counts[1] = n_keep
-    counts[2] = n_lines
-    counts[3] = n_events
-    counts[4] = n_stats
-    counts[5] = n_strs
+            out[n, F_NUMBER] = tag >> 3
+            out[n, F_WIRE_TYPE] = wire_type
+            out[n, F_START] = field_start
+            out[n, F_PAYLOAD] = payload
+            out[n, F_END] = pos
+        n += 1
+    return n
 
 
-@njit(cache=True)
-def _hash_ranges(buf, strs):
-    """64-bit FNV-1a of each [pos, len) byte range (used to deduplicate strings)."""
-    n = strs.shape[0]
-    out = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        h = np.uint64(14695981039346656037)
-        p = strs[i, 0]
-        for j in range(p, p + strs[i, 1]):
-            h ^= np.uint64(buf[j])
-            h *= np.uint64(1099511628211)
-        out[i] = h
+def split_fields(buf: np.ndarray, start: int, end: int) -> np.ndarray:
+    """(n, 5) int64: number, wire type, start, payload start, end of each field."""
+    err = np.zeros(2, dtype=np.int64)
+    empty = np.zeros((0, 5), dtype=np.int64)
+    n = _split_fields(buf, start, end, False, empty, err)
+    if err[0] != OK:
+        raise WireError(int(err[0]), int(err[1]))
+    out = np.empty((n, 5), dtype=np.int64)
+    _split_fields(buf, start, end, True, out, err)
     return out
 
 
 @njit(cache=True)
-def _ranges_equal(buf, strs, rep):
-    """True when every range equals the bytes of its representative range."""
-    for i in range(strs.shape[0]):
-        r = rep[i]
-        if r == i:
+def _find(keys, vals, params, plane, key, default):
+    """Value stored for `key` in `plane`'s table, else `default`."""
+    base = params[plane, T_BASE]
+    count = params[plane, T_COUNT]
+    if params[plane, T_DENSE] != 0:
+        i = key - params[plane, T_LOW]
+        if i < 0 or i >= count:
+            return default
+        v = vals[base + i]
+        return default if v == MISSING else v
+    lo = base
+    hi = base + count
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < base + count and keys[lo] == key:
+        return vals[lo]
+    return default
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True, nogil=True)
+def _dedupe(buf, words, kind, raw, str_col, row, table, uniq, n_uniq):
+    """Replace each string/bytes stat's range (position in raw, length in
+    str_col) by the index of its unique value, from `row` on.
+
+    words: buf's whole 8-byte words (an aligned uint64 view) for hashing and
+    comparing 8 bytes per step. table: open-addressing slots holding unique
+    index + 1 (0 = free); uniq: per unique value [position, length, kind,
+    hash]. Stops before a value that needs a bigger table or uniq; returns
+    (row reached, uniques). Everything is written inline: a call that passes
+    an array costs a reference count update each time.
+    """
+    mask = table.shape[0] - 1
+    n_rows = kind.shape[0]
+    n_words = words.shape[0]
+    while row < n_rows:
+        k = kind[row]
+        if k != KIND_STR and k != KIND_BYTES:
+            row += 1
             continue
-        n = strs[i, 1]
-        if n != strs[r, 1]:
-            return False
-        a = strs[i, 0]
-        b = strs[r, 0]
-        for j in range(n):
-            if buf[a + j] != buf[b + j]:
-                return False
-    return True
+        pos = raw[row]
+        length = np.int64(str_col[row])
+        end = pos + length
+        hu = _MIX * np.uint64(length + 1) ^ np.uint64(k)
+        j = pos
+        while j + 8 <= end and (j >> 3) + 1 < n_words:
+            q = j >> 3
+            shift = np.uint64((j & 7) * 8)
+            w = words[q] if shift == 0 else (words[q] >> shift) | (words[q + 1] << (np.uint64(64) - shift))
+            hu = (hu ^ w) * _MIX
+            hu ^= hu >> np.uint64(29)
+            j += 8
+        while j < end:
+            hu = (hu ^ np.uint64(buf[j])) * _MIX
+            j += 1
+        hu ^= hu >> np.uint64(32)
+        h = np.int64(hu)
+        slot = h & mask
+        while True:
+            u = table[slot]
+            if u == 0:
+                if 2 * (n_uniq + 1) > table.shape[0] or n_uniq >= uniq.shape[0]:
+                    return row, n_uniq
+                uniq[n_uniq, 0] = pos
+                uniq[n_uniq, 1] = length
+                uniq[n_uniq, 2] = k
+                uniq[n_uniq, 3] = h
+                n_uniq += 1
+                table[slot] = n_uniq
+                u = n_uniq
+                break
+            v = u - 1
+            if uniq[v, 3] == h and uniq[v, 1] == length and uniq[v, 2] == k:
+                a = pos
+                b = uniq[v, 0]
+                same = True
+                while a + 8 <= end and (a >> 3) + 1 < n_words and (b >> 3) + 1 < n_words:
+                    qa = a >> 3
+                    sa = np.uint64((a & 7) * 8)
+                    wa = words[qa] if sa == 0 else (words[qa] >> sa) | (words[qa + 1] << (np.uint64(64) - sa))
+                    qb = b >> 3
+                    sb = np.uint64((b & 7) * 8)
+                    wb = words[qb] if sb == 0 else (words[qb] >> sb) | (words[qb + 1] << (np.uint64(64) - sb))
+                    if wa != wb:
+                        same = False
+                        break
+                    a += 8
+                    b += 8
+                while same and a < end:
+                    if buf[a] != buf[b]:
+                        same = False
+                    a += 1
+                    b += 1
+                if same:
+                    break
+            slot = (slot + 1) & mask
+        str_col[row] = u - 1
+        raw[row] = 0
+        row += 1
+    return row, n_uniq
 
 
-@dataclass
-class WireTables:
-    """Raw columns of one XSpace, before any id resolution."""
+@njit(cache=True, nogil=True)
+def _grow_table(table, uniq, n_uniq):
+    """A table twice the size holding the same unique values."""
+    bigger = np.zeros(table.shape[0] * 2, dtype=table.dtype)
+    mask = bigger.shape[0] - 1
+    for u in range(n_uniq):
+        slot = uniq[u, 3] & mask
+        while bigger[slot] != 0:
+            slot = (slot + 1) & mask
+        bigger[slot] = u + 1
+    return bigger
 
-    planes: np.ndarray  # (P, 2) first line, line count
-    plane_keep: np.ndarray  # (K, 3) plane (-1 = XSpace), start, end
-    lines: np.ndarray  # (L, 7)
-    line_strs: np.ndarray  # (L, 4)
-    events: np.ndarray  # (E, 7)
-    stats: np.ndarray  # (S, 4)
-    strs: np.ndarray  # (T, 2)
+
+def dedupe_strings(buf: np.ndarray, kind: np.ndarray, raw: np.ndarray, str_col: np.ndarray) -> np.ndarray:
+    """In place: string/bytes stats' ranges → unique value indices (raw → 0).
+
+    Values are grouped by a 64-bit hash and compared byte for byte, so two
+    different strings are never merged. Returns (U, 3) position, length and
+    kind of each unique value, in order of first appearance.
+    """
+    table = np.zeros(1024, dtype=np.int32)
+    uniq = np.empty((512, 4), dtype=np.int64)
+    words = np.frombuffer(buf, dtype=np.uint64, count=len(buf) // 8) if buf.ctypes.data % 8 == 0 else (
+        np.zeros(0, dtype=np.uint64))
+    row, n_uniq = 0, 0
+    while True:
+        row, n_uniq = _dedupe(buf, words, kind, raw, str_col, row, table, uniq, n_uniq)
+        if row >= len(kind):
+            return uniq[:n_uniq, :3].copy()
+        if n_uniq >= len(uniq):
+            uniq = np.concatenate([uniq, np.empty_like(uniq)])
+        else:
+            table = _grow_table(table, uniq, n_uniq)
+
+
+# The two passes below decode varints inline. A numba function call per
+# varint (they are not inlined across functions) costs more than the rest of
+# the walk together; so every hot read is spelled out as
+#     c = buf[pos]; pos += 1; v = c & 0x7F; shift = 7
+#     while c >= 0x80 and pos < end and shift < 70: (next byte)
+#     if c >= 0x80: error (truncated when pos == end, else malformed)
+# which needs pos < end on entry.
+
+
+@njit(cache=True)
+def _varint_error(pos, end):
+    return ERR_TRUNCATED if pos >= end else ERR_BAD_VARINT
+
+
+@njit(cache=True, nogil=True)
+def _count_pass(buf, ranges, counts, err):
+    """Validate the lines' and events' framing; count each line's events and
+    stats (stats are skipped by length: `_fill_pass` checks their insides)."""
+    for li in range(ranges.shape[0]):
+        pos = ranges[li, 1]
+        line_end = ranges[li, 2]
+        n_events = 0
+        n_stats = 0
+        while pos < line_end:
+            field_start = pos
+            c = np.int64(buf[pos])
+            pos += 1
+            tag = c & 0x7F
+            shift = 7
+            while c >= 0x80 and pos < line_end and shift < 70:
+                c = np.int64(buf[pos])
+                pos += 1
+                tag |= (c & 0x7F) << shift
+                shift += 7
+            if c >= 0x80:
+                err[0] = _varint_error(pos, line_end)
+                err[1] = field_start
+                return
+            if tag != 0x22:  # not an event (field 4, wire type 2)
+                pos = _skip(buf, pos, line_end, tag & 7)
+                if pos < 0:
+                    err[0] = -pos
+                    err[1] = field_start
+                    return
+                continue
+            length, pos = _varint(buf, pos, line_end)
+            if pos < 0 or length < 0 or length > line_end - pos:
+                err[0] = -pos if pos < 0 else ERR_LENGTH
+                err[1] = field_start
+                return
+            ev_end = pos + length
+            n_events += 1
+            while pos < ev_end:
+                ef_start = pos
+                c = np.int64(buf[pos])
+                pos += 1
+                tag = c & 0x7F
+                shift = 7
+                while c >= 0x80 and pos < ev_end and shift < 70:
+                    c = np.int64(buf[pos])
+                    pos += 1
+                    tag |= (c & 0x7F) << shift
+                    shift += 7
+                if c >= 0x80:
+                    err[0] = _varint_error(pos, ev_end)
+                    err[1] = ef_start
+                    return
+                wire_type = tag & 7
+                if wire_type == 0 or wire_type == 2:
+                    if pos >= ev_end:
+                        err[0] = ERR_TRUNCATED
+                        err[1] = ef_start
+                        return
+                    c = np.int64(buf[pos])
+                    pos += 1
+                    v = c & 0x7F
+                    shift = 7
+                    while c >= 0x80 and pos < ev_end and shift < 70:
+                        c = np.int64(buf[pos])
+                        pos += 1
+                        v |= (c & 0x7F) << shift
+                        shift += 7
+                    if c >= 0x80:
+                        err[0] = _varint_error(pos, ev_end)
+                        err[1] = ef_start
+                        return
+                    if wire_type == 2:
+                        if v < 0 or v > ev_end - pos:
+                            err[0] = ERR_LENGTH
+                            err[1] = ef_start
+                            return
+                        pos += v
+                        if tag == 0x22:  # a stat (field 4, wire type 2)
+                            n_stats += 1
+                else:
+                    pos = _skip(buf, pos, ev_end, wire_type)
+                    if pos < 0:
+                        err[0] = -pos
+                        err[1] = ef_start
+                        return
+        counts[li, C_EVENTS] = n_events
+        counts[li, C_STATS] = n_stats
+
+
+@njit(cache=True, nogil=True)
+def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, ev_dur, ev_occ,
+               st_owner, st_key, st_kind, st_raw, st_str, emd, smd, empty_id):
+    """Decode every XLine in `ranges` ([plane, payload start, end] per line).
+
+    Writes the line scalars, the event columns and the stat columns, in file
+    order. Event metadata ids resolve to event_metadata rows through emd
+    (MISSING when absent); stat metadata ids and ref values resolve to
+    interned names through smd (empty_id when absent); string and bytes
+    values are left as ranges (position in st_raw, length in st_str) for
+    `dedupe_strings`. Nothing in here allocates or re-binds an array (numba
+    would then count references inside the loop), and dense lookup tables
+    are read inline (a call per stat costs as much as decoding it).
+    """
+    emd_keys, emd_vals, emd_params = emd
+    smd_keys, smd_vals, smd_params = smd
+    ev = 0
+    st = 0
+    for li in range(ranges.shape[0]):
+        plane = ranges[li, 0]
+        e_base = emd_params[plane, T_BASE]
+        e_count = emd_params[plane, T_COUNT]
+        e_low = emd_params[plane, T_LOW]
+        e_dense = emd_params[plane, T_DENSE] != 0
+        s_base = smd_params[plane, T_BASE]
+        s_count = smd_params[plane, T_COUNT]
+        s_low = smd_params[plane, T_LOW]
+        s_dense = smd_params[plane, T_DENSE] != 0
+        pos = ranges[li, 1]
+        line_end = ranges[li, 2]
+        line_first_event = ev
+        timestamp_ns = np.int64(0)
+        while pos < line_end:
+            # --- an XLine field (the framing was checked by _count_pass) ----
+            c = np.int64(buf[pos])
+            pos += 1
+            tag = c & 0x7F
+            shift = 7
+            while c >= 0x80:
+                c = np.int64(buf[pos])
+                pos += 1
+                tag |= (c & 0x7F) << shift
+                shift += 7
+            wire_type = tag & 7
+            if wire_type == 1 or wire_type == 5:
+                pos += 8 if wire_type == 1 else 4
+                continue
+            c = np.int64(buf[pos])
+            pos += 1
+            v = c & 0x7F
+            shift = 7
+            while c >= 0x80:
+                c = np.int64(buf[pos])
+                pos += 1
+                v |= (c & 0x7F) << shift
+                shift += 7
+            if wire_type == 0:
+                if tag == 0x08:
+                    line_vals[li, L_ID] = v
+                elif tag == 0x18:
+                    line_vals[li, L_TIMESTAMP_NS] = v
+                    timestamp_ns = v
+                elif tag == 0x48:
+                    line_vals[li, L_DURATION_PS] = v
+                elif tag == 0x50:
+                    line_vals[li, L_DISPLAY_ID] = v
+                continue
+            if tag != 0x22:
+                if tag == 0x12 or tag == 0x5A:  # name, display_name
+                    col = L_NAME_POS if tag == 0x12 else L_DISPLAY_POS
+                    line_vals[li, col] = pos
+                    line_vals[li, col + 1] = v
+                pos += v
+                continue
+            # --- XEvent (framing checked; stat insides are checked here) -------
+            ev_end = pos + v
+            md_id = np.int64(0)
+            offset = np.int64(0)
+            occurrences = np.int64(0)
+            duration = np.int64(0)
+            while pos < ev_end:
+                c = np.int64(buf[pos])
+                pos += 1
+                tag = c & 0x7F
+                shift = 7
+                while c >= 0x80:
+                    c = np.int64(buf[pos])
+                    pos += 1
+                    tag |= (c & 0x7F) << shift
+                    shift += 7
+                wire_type = tag & 7
+                if wire_type == 1 or wire_type == 5:
+                    pos += 8 if wire_type == 1 else 4
+                    continue
+                c = np.int64(buf[pos])
+                pos += 1
+                v = c & 0x7F
+                shift = 7
+                while c >= 0x80:
+                    c = np.int64(buf[pos])
+                    pos += 1
+                    v |= (c & 0x7F) << shift
+                    shift += 7
+                if wire_type == 0:
+                    if tag == 0x08:
+                        md_id = v
+                    elif tag == 0x10:
+                        offset = v
+                        occurrences = 0
+                    elif tag == 0x28:
+                        occurrences = v
+                        offset = 0
+                    elif tag == 0x18:
+                        duration = v
+                    continue
+                if tag != 0x22:
+                    pos += v
+                    continue
+                # --- XStat ------------------------------------------------
+                st_end = pos + v
+                key = np.int64(0)
+                kind = KIND_NONE
+                raw = np.int64(0)
+                str_pos = np.int64(0)
+                str_len = np.int64(0)
+                while pos < st_end:
+                    sf_start = pos
+                    c = np.int64(buf[pos])
+                    pos += 1
+                    tag = c & 0x7F
+                    shift = 7
+                    while c >= 0x80 and pos < st_end and shift < 70:
+                        c = np.int64(buf[pos])
+                        pos += 1
+                        tag |= (c & 0x7F) << shift
+                        shift += 7
+                    if c >= 0x80:
+                        err[0] = _varint_error(pos, st_end)
+                        err[1] = sf_start
+                        return
+                    wire_type = tag & 7
+                    if wire_type == 0 or wire_type == 2:
+                        if pos >= st_end:
+                            err[0] = ERR_TRUNCATED
+                            err[1] = sf_start
+                            return
+                        c = np.int64(buf[pos])
+                        pos += 1
+                        v = c & 0x7F
+                        shift = 7
+                        while c >= 0x80 and pos < st_end and shift < 70:
+                            c = np.int64(buf[pos])
+                            pos += 1
+                            v |= (c & 0x7F) << shift
+                            shift += 7
+                        if c >= 0x80:
+                            err[0] = _varint_error(pos, st_end)
+                            err[1] = sf_start
+                            return
+                        if wire_type == 0:
+                            if tag == 0x08:
+                                key = v
+                            elif tag == 0x18:
+                                kind = KIND_UINT64
+                                raw = v
+                            elif tag == 0x20:
+                                kind = KIND_INT64
+                                raw = v
+                            elif tag == 0x38:
+                                kind = KIND_REF
+                                raw = v
+                            continue
+                        if v < 0 or v > st_end - pos:
+                            err[0] = ERR_LENGTH
+                            err[1] = sf_start
+                            return
+                        if tag == 0x2A or tag == 0x32:  # str_value, bytes_value
+                            kind = KIND_STR if tag == 0x2A else KIND_BYTES
+                            str_pos = pos
+                            str_len = v
+                        pos += v
+                        continue
+                    if wire_type == 1:
+                        if pos + 8 > st_end:
+                            err[0] = ERR_TRUNCATED
+                            err[1] = sf_start
+                            return
+                        if tag == 0x11:  # double_value: keep its bits
+                            raw = np.int64(0)
+                            for i in range(8):
+                                raw |= np.int64(buf[pos + i]) << (8 * i)
+                            kind = KIND_DOUBLE
+                        pos += 8
+                        continue
+                    if wire_type == 5 and pos + 4 <= st_end:
+                        pos += 4
+                        continue
+                    err[0] = ERR_TRUNCATED if wire_type == 5 else ERR_BAD_WIRE_TYPE
+                    err[1] = sf_start
+                    return
+                st_owner[st] = ev
+                i = key - s_low
+                if not s_dense:
+                    st_key[st] = _find(smd_keys, smd_vals, smd_params, plane, key, empty_id)
+                elif i >= 0 and i < s_count and smd_vals[s_base + i] != MISSING:
+                    st_key[st] = smd_vals[s_base + i]
+                else:
+                    st_key[st] = empty_id
+                st_kind[st] = kind
+                if kind == KIND_STR or kind == KIND_BYTES:
+                    st_raw[st] = str_pos
+                    st_str[st] = str_len
+                elif kind == KIND_REF:
+                    st_raw[st] = raw
+                    i = raw - s_low
+                    if not s_dense:
+                        st_str[st] = _find(smd_keys, smd_vals, smd_params, plane, raw, empty_id)
+                    elif i >= 0 and i < s_count and smd_vals[s_base + i] != MISSING:
+                        st_str[st] = smd_vals[s_base + i]
+                    else:
+                        st_str[st] = empty_id
+                else:
+                    st_raw[st] = raw
+                    st_str[st] = -1
+                st += 1
+            ev_line[ev] = li
+            ev_mdid[ev] = md_id
+            i = md_id - e_low
+            if not e_dense:
+                ev_md[ev] = _find(emd_keys, emd_vals, emd_params, plane, md_id, MISSING)
+            elif i >= 0 and i < e_count:
+                ev_md[ev] = emd_vals[e_base + i]
+            else:
+                ev_md[ev] = MISSING
+            ev_start[ev] = offset
+            ev_dur[ev] = duration
+            ev_occ[ev] = occurrences
+            ev += 1
+        # The line's timestamp may follow its events on the wire.
+        base_ps = timestamp_ns * 1000
+        for e in range(line_first_event, ev):
+            ev_start[e] += base_ps
 
 
 class WireError(ValueError):
@@ -400,54 +663,151 @@ class WireError(ValueError):
         self.position = position
 
 
-def walk(buf: np.ndarray) -> WireTables:
-    """Decode the XSpace wire bytes in `buf` (uint8 array) into raw columns."""
-    counts = np.zeros(8, dtype=np.int64)
-    empty2 = np.zeros((0, 2), dtype=np.int64)
-    empty3 = np.zeros((0, 3), dtype=np.int64)
-    empty4 = np.zeros((0, 4), dtype=np.int64)
-    empty7 = np.zeros((0, 7), dtype=np.int64)
-    _walk(buf, False, counts, empty2, empty3, empty7, empty4, empty7, empty4, empty2)
-    if counts[6] != OK:
-        raise WireError(int(counts[6]), int(counts[7]))
-    n_planes, n_keep, n_lines, n_events, n_stats, n_strs = (int(c) for c in counts[:6])
-    tables = WireTables(
-        planes=np.zeros((n_planes, 2), dtype=np.int64),
-        plane_keep=np.zeros((n_keep, 3), dtype=np.int64),
-        lines=np.zeros((n_lines, 7), dtype=np.int64),
-        line_strs=np.zeros((n_lines, 4), dtype=np.int64),
-        events=np.zeros((n_events, 7), dtype=np.int64),
-        stats=np.empty((n_stats, 4), dtype=np.int64),
-        strs=np.empty((n_strs, 2), dtype=np.int64),
-    )
-    counts[:] = 0
-    _walk(
-        buf, True, counts, tables.planes, tables.plane_keep, tables.lines, tables.line_strs,
-        tables.events, tables.stats, tables.strs,
-    )
-    if counts[6] != OK:  # pragma: no cover - the counting pass saw the same bytes
-        raise WireError(int(counts[6]), int(counts[7]))
-    return tables
+@dataclass
+class LookupTable:
+    """Per-plane int64 key → int32 value maps, in a form the walker can search.
 
-
-def unique_strings(buf: np.ndarray, strs: np.ndarray) -> tuple[list[bytes], np.ndarray]:
-    """Deduplicate byte ranges: (unique values, index of each range's value).
-
-    Ranges are grouped by a 64-bit hash and then compared byte for byte with
-    their group's representative, so a hash collision can never merge two
-    different strings (it falls back to exact Python dedup instead).
+    A plane whose keys are nearly dense is a direct array (value at key -
+    low, MISSING in holes); otherwise its keys are sorted and searched.
     """
-    if len(strs) == 0:
-        return [], np.zeros(0, dtype=np.int64)
-    hashes = _hash_ranges(buf, strs)
-    uniq, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-    rep = first[inverse]
-    raw = buf.data
-    if _ranges_equal(buf, strs, rep):
-        values = [bytes(raw[p : p + n]) for p, n in strs[first]]
-        return values, inverse.astype(np.int64)
-    index: dict[bytes, int] = {}
-    out = np.empty(len(strs), dtype=np.int64)
-    for i, (p, n) in enumerate(strs):
-        out[i] = index.setdefault(bytes(raw[p : p + n]), len(index))
-    return list(index), out
+
+    keys: np.ndarray  # int64, sorted per plane (sparse planes only)
+    values: np.ndarray  # int32
+    params: np.ndarray  # (P, 4) base, count, low key, dense
+
+    def as_tuple(self) -> tuple:
+        return self.keys, self.values, self.params
+
+
+def lookup_table(per_plane: list[tuple[np.ndarray, np.ndarray]]) -> LookupTable:
+    """Build from per plane (keys int64, values int32) pairs (keys unique)."""
+    params = np.zeros((max(len(per_plane), 1), 4), dtype=np.int64)
+    keys_parts, value_parts = [], []
+    base = 0
+    for p, (keys, values) in enumerate(per_plane):
+        keys = np.asarray(keys, dtype=np.int64)
+        values = np.asarray(values, dtype=np.int32)
+        if len(keys) == 0:
+            params[p] = (base, 0, 0, 1)
+            continue
+        low, high = int(keys.min()), int(keys.max())
+        span = high - low + 1
+        if span <= 4 * len(keys) + 1024:
+            dense = np.full(span, MISSING, dtype=np.int32)
+            dense[keys - low] = values
+            keys_parts.append(np.zeros(span, dtype=np.int64))
+            value_parts.append(dense)
+            params[p] = (base, span, low, 1)
+            base += span
+        else:
+            order = np.argsort(keys, kind="stable")
+            keys_parts.append(keys[order])
+            value_parts.append(values[order])
+            params[p] = (base, len(keys), low, 0)
+            base += len(keys)
+    keys_all = np.concatenate(keys_parts) if keys_parts else np.zeros(1, dtype=np.int64)
+    values_all = np.concatenate(value_parts) if value_parts else np.zeros(1, dtype=np.int32)
+    return LookupTable(keys_all, values_all, params)
+
+
+@dataclass
+class LineColumns:
+    """Everything the walker decodes from the XLines of one XSpace."""
+
+    line_vals: np.ndarray  # (L, 8) int64, columns L_*
+    line_counts: np.ndarray  # (L, 2) int64, columns C_*
+    ev_line: np.ndarray  # int32
+    ev_md: np.ndarray  # int32, event_metadata row or MISSING
+    ev_metadata_id: np.ndarray  # int64
+    ev_start_ps: np.ndarray  # int64, absolute (line timestamp included)
+    ev_duration_ps: np.ndarray  # int64
+    ev_occurrences: np.ndarray  # int64
+    st_owner: np.ndarray  # int32, event row
+    st_key: np.ndarray  # int32, interned stat name
+    st_kind: np.ndarray  # int8
+    st_raw: np.ndarray  # int64
+    st_str: np.ndarray  # int32, unique string index (str/bytes), interned name (ref), -1
+    unique_strings: np.ndarray  # (U, 3) int64: position, length, kind of each unique value
+
+
+def count_lines(buf: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    """(L, 2) events and stats per line; raises WireError."""
+    counts = np.zeros((len(ranges), 2), dtype=np.int64)
+    err = np.zeros(2, dtype=np.int64)
+    _count_pass(buf, ranges, counts, err)
+    if err[0] != OK:
+        raise WireError(int(err[0]), int(err[1]))
+    return counts
+
+
+def fresh_array(n: int, dtype) -> np.ndarray:
+    """An uninitialised 1-D array in its own anonymous memory mapping, its pages
+    mapped in at once where the system allows (MAP_POPULATE).
+
+    Every column is written exactly once, so its first touch is all its memory
+    costs; on the virtual machines measured here that dominated the filling
+    pass. numpy asks the kernel for transparent huge pages on large arrays,
+    which faulted in two to three times slower than plain pages there; one
+    populated mapping per column was the cheapest (≈ 0.3 s of CPU instead of
+    ≈ 1 s for the ×200 benchmark file's 620 MB of columns).
+    """
+    dtype = np.dtype(dtype)
+    if n == 0:
+        return np.empty(0, dtype)
+    size = n * dtype.itemsize
+    if _POPULATE:
+        memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _POPULATE)
+    else:
+        memory = mmap.mmap(-1, size)
+    return np.frombuffer(memory, dtype=dtype, count=n)
+
+
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+
+
+def fill_lines(
+    buf: np.ndarray, ranges: np.ndarray, counts: np.ndarray, event_md: LookupTable, stat_names: LookupTable,
+    empty_id: int,
+) -> LineColumns:
+    """Decode the lines counted by `count_lines` into final columns; raises WireError."""
+    n_events, n_stats = (int(c) for c in counts.sum(axis=0)) if len(ranges) else (0, 0)
+    cols = LineColumns(
+        line_vals=np.zeros((len(ranges), 8), dtype=np.int64),
+        line_counts=counts,
+        ev_line=fresh_array(n_events, np.int32),
+        ev_md=fresh_array(n_events, np.int32),
+        ev_metadata_id=fresh_array(n_events, np.int64),
+        ev_start_ps=fresh_array(n_events, np.int64),
+        ev_duration_ps=fresh_array(n_events, np.int64),
+        ev_occurrences=fresh_array(n_events, np.int64),
+        st_owner=fresh_array(n_stats, np.int32),
+        st_key=fresh_array(n_stats, np.int32),
+        st_kind=fresh_array(n_stats, np.int8),
+        st_raw=fresh_array(n_stats, np.int64),
+        st_str=fresh_array(n_stats, np.int32),
+        unique_strings=np.zeros((0, 3), np.int64),
+    )
+    err = np.zeros(2, dtype=np.int64)
+    _fill_pass(
+        buf, ranges, err, cols.line_vals, cols.ev_line, cols.ev_md, cols.ev_metadata_id,
+        cols.ev_start_ps, cols.ev_duration_ps, cols.ev_occurrences, cols.st_owner, cols.st_key, cols.st_kind,
+        cols.st_raw, cols.st_str, event_md.as_tuple(), stat_names.as_tuple(), empty_id,
+    )
+    if err[0] != OK:
+        raise WireError(int(err[0]), int(err[1]))
+    cols.unique_strings = dedupe_strings(buf, cols.st_kind, cols.st_raw, cols.st_str)
+    return cols
+
+
+@njit(cache=True, nogil=True)
+def _remap_strings(kind, str_col, mapping):
+    """Unique-value indices of string/bytes stats → interned string ids."""
+    for i in range(kind.shape[0]):
+        if kind[i] == KIND_STR or kind[i] == KIND_BYTES:
+            str_col[i] = mapping[str_col[i]]
+
+
+def remap_strings(kind: np.ndarray, str_col: np.ndarray, mapping: np.ndarray) -> None:
+    """In place: replace unique-value indices by `mapping` (int32) entries."""
+    if len(kind):
+        _remap_strings(kind, str_col, mapping)

@@ -1,15 +1,20 @@
 """Decode one `<host>.xplane.pb` (or `.xplane.pb.gz`) into a `HostCapture`.
 
 The bulk (events and their stats) goes through the compiled wire walker in
-`wire.py`; planes' names, metadata maps and plane stats are small and are
-parsed by protobuf from the byte ranges the walker reports. Ids are then
-resolved with vectorised lookups (see `capture.py`).
+`wire.py`. Planes' names, metadata maps and plane stats are small: protobuf
+parses them from the byte ranges `wire.split_fields` reports, between the
+walker's counting pass and its filling pass, so that the filling pass can
+resolve metadata ids and stat names as it goes (see `capture.py`).
+
+Memory: the events and stats are written once, into their final compact
+columns; the only other large object is the file's bytes.
 """
 
 from __future__ import annotations
 
 import gzip
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -36,7 +41,7 @@ def read_bytes(path: str, data: bytes) -> bytes:
         raise CaptureError(path, "is gzip-compressed but not named .gz")
     if not data:
         raise CaptureError(path, "is empty (0 bytes)")
-    stripped = data.lstrip()[:1]
+    stripped = data[:4096].lstrip()[:1]  # not data.lstrip(): that copies the file
     if stripped in (b"{", b"["):
         raise CaptureError(path, "looks like JSON, not an XSpace protobuf")
     return data
@@ -47,11 +52,14 @@ def decode_xspace(path: str, data: bytes, host: str | None = None) -> HostCaptur
     data = read_bytes(path, data)
     buf = np.frombuffer(data, dtype=np.uint8)
     try:
-        tables = wire.walk(buf)
+        layout = _layout(buf)
+        counts = wire.count_lines(buf, layout.line_ranges)
     except wire.WireError as exc:
         raise CaptureError(path, str(exc)) from exc
     try:
-        return _build(path, host or _host_name(path), len(data), buf, tables)
+        return _build(path, host or _host_name(path), data, buf, layout, counts)
+    except wire.WireError as exc:  # inside a stat: only the filling pass looks there
+        raise CaptureError(path, str(exc)) from exc
     except DecodeError as exc:
         raise CaptureError(path, f"plane metadata is not valid protobuf ({exc})") from exc
 
@@ -62,6 +70,31 @@ def _host_name(path: str) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+@dataclass
+class _Layout:
+    """Where things are in the file: what protobuf parses, what the walker walks."""
+
+    space_fields: np.ndarray  # (n, 5) XSpace fields other than planes
+    plane_fields: list[np.ndarray]  # per plane: its fields other than lines
+    line_ranges: np.ndarray  # (L, 3) plane, payload start, end
+
+
+def _layout(buf: np.ndarray) -> _Layout:
+    top = wire.split_fields(buf, 0, len(buf))
+    is_plane = (top[:, wire.F_NUMBER] == 1) & (top[:, wire.F_WIRE_TYPE] == 2)
+    plane_fields, line_parts = [], []
+    for p, row in enumerate(top[is_plane]):
+        fields = wire.split_fields(buf, int(row[wire.F_PAYLOAD]), int(row[wire.F_END]))
+        is_line = (fields[:, wire.F_NUMBER] == 3) & (fields[:, wire.F_WIRE_TYPE] == 2)
+        plane_fields.append(fields[~is_line])
+        lines = fields[is_line]
+        line_parts.append(
+            np.column_stack([np.full(len(lines), p, dtype=np.int64), lines[:, wire.F_PAYLOAD], lines[:, wire.F_END]])
+        )
+    ranges = np.ascontiguousarray(np.concatenate(line_parts)) if line_parts else np.zeros((0, 3), np.int64)
+    return _Layout(space_fields=top[~is_plane], plane_fields=plane_fields, line_ranges=ranges)
 
 
 class _Interner:
@@ -106,146 +139,110 @@ def _stat_rows(owner: int, stats, plane_md_names: dict, intern: _Interner, rows:
 def _stat_table(rows: list) -> StatTable:
     if not rows:
         return StatTable(
-            np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8),
+            np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int8),
             np.zeros(0, np.int64), np.zeros(0, np.int32),
         )
     arr = np.array(rows, dtype=np.int64)
     return StatTable(
-        arr[:, 0], arr[:, 1].astype(np.int32), arr[:, 2].astype(np.int8), arr[:, 3], arr[:, 4].astype(np.int32)
+        arr[:, 0].astype(np.int32), arr[:, 1].astype(np.int32), arr[:, 2].astype(np.int8), arr[:, 3].copy(),
+        arr[:, 4].astype(np.int32),
     )
 
 
-def _lookup(sorted_ids: np.ndarray, order_rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Row of each wanted id among sorted ids, or -1 when absent."""
-    if len(sorted_ids) == 0:
-        return np.full(len(wanted), -1, dtype=np.int64)
-    pos = np.searchsorted(sorted_ids, wanted)
-    pos_c = np.minimum(pos, len(sorted_ids) - 1)
-    found = sorted_ids[pos_c] == wanted
-    return np.where(found, order_rows[pos_c], -1)
+def _join_ranges(data: bytes, fields: np.ndarray) -> bytes:
+    # Slices of the bytes object: slicing a numpy array's memoryview costs
+    # ~15 µs per piece, and a plane's metadata map is thousands of pieces.
+    return b"".join([data[s:e] for s, e in fields[:, [wire.F_START, wire.F_END]].tolist()])
 
 
-def _build(path: str, host: str, size: int, buf: np.ndarray, t: wire.WireTables) -> HostCapture:
-    raw = buf.data
+def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, counts: np.ndarray) -> HostCapture:
     intern = _Interner()
-
-    def join_ranges(rows: np.ndarray) -> bytes:
-        return b"".join(bytes(raw[s:e]) for s, e in rows)
-
-    space = xplane_pb2.XSpace.FromString(join_ranges(t.plane_keep[t.plane_keep[:, 0] == -1][:, 1:]))
+    space = xplane_pb2.XSpace.FromString(_join_ranges(data, layout.space_fields))
 
     # --- planes and their (small) metadata, via protobuf ----------------------
     plane_rows, md_rows, smd_rows = [], [], []
     md_stat_rows: list = []
     plane_stat_rows: list = []
-    md_ids_by_plane: list[np.ndarray] = []
-    md_rows_by_plane: list[np.ndarray] = []
-    smd_names_by_plane: list[dict] = []
-    for p in range(len(t.planes)):
-        keep = t.plane_keep[t.plane_keep[:, 0] == p][:, 1:]
+    event_md_maps: list[tuple[np.ndarray, np.ndarray]] = []
+    stat_name_maps: list[tuple[np.ndarray, np.ndarray]] = []
+    lines_per_plane = np.bincount(layout.line_ranges[:, 0], minlength=len(layout.plane_fields))
+    first_line = np.concatenate([[0], np.cumsum(lines_per_plane)[:-1]]) if len(lines_per_plane) else []
+    for p, fields in enumerate(layout.plane_fields):
         # A plane's non-line fields re-framed as a standalone XPlane message.
-        plane = xplane_pb2.XPlane.FromString(join_ranges(keep))
-        plane_rows.append((plane.id, plane.name, int(t.planes[p, 0]), int(t.planes[p, 1])))
+        plane = xplane_pb2.XPlane.FromString(_join_ranges(data, fields))
+        plane_rows.append((plane.id, plane.name, int(first_line[p]), int(lines_per_plane[p])))
         names = {k: v.name for k, v in plane.stat_metadata.items()}
-        smd_names_by_plane.append(names)
-        for k in sorted(plane.stat_metadata):
-            smd_rows.append((p, k, plane.stat_metadata[k].name))
-        ids = []
-        for k in sorted(plane.event_metadata):
-            md = plane.event_metadata[k]
+        smd_ids = sorted(names)
+        for k in smd_ids:
+            smd_rows.append((p, k, names[k]))
+        stat_name_maps.append((np.array(smd_ids, dtype=np.int64), np.array([intern(names[k]) for k in smd_ids],
+                                                                            dtype=np.int32)))
+        entries = sorted(plane.event_metadata.items(), key=lambda item: item[0])
+        ids = [k for k, _ in entries]
+        first_row = len(md_rows)
+        for k, md in entries:
             row = len(md_rows)
             md_rows.append((p, k, md.name, md.display_name, intern(md.name), intern(md.display_name),
                             tuple(md.child_id)))
             _stat_rows(row, md.stats, names, intern, md_stat_rows)
-            ids.append(k)
-        md_ids_by_plane.append(np.array(ids, dtype=np.int64))
-        md_rows_by_plane.append(np.arange(len(md_rows) - len(ids), len(md_rows), dtype=np.int64))
+        event_md_maps.append((np.array(ids, dtype=np.int64), np.arange(first_row, len(md_rows), dtype=np.int32)))
         _stat_rows(p, plane.stats, names, intern, plane_stat_rows)
+    empty = intern("")
+
+    # --- events and event stats: the compiled walker ------------------------------
+    cols = wire.fill_lines(
+        buf, layout.line_ranges, counts, wire.lookup_table(event_md_maps), wire.lookup_table(stat_name_maps), empty
+    )
+    mapping = np.empty(len(cols.unique_strings), dtype=np.int32)
+    for u, (pos, length, kind) in enumerate(cols.unique_strings.tolist()):
+        value = data[pos : pos + length]
+        mapping[u] = intern(_text(value) if kind == wire.KIND_STR else value)
+    wire.remap_strings(cols.st_kind, cols.st_str, mapping)
 
     # --- lines ----------------------------------------------------------------
-    line_names = [_text(bytes(raw[s : s + n])) for s, n in t.line_strs[:, :2]]
-    line_display = [_text(bytes(raw[s : s + n])) for s, n in t.line_strs[:, 2:]]
+    lv = cols.line_vals
+    line_names = [_text(data[s : s + n]) for s, n in lv[:, [wire.L_NAME_POS, wire.L_NAME_LEN]].tolist()]
+    line_display = [_text(data[s : s + n]) for s, n in lv[:, [wire.L_DISPLAY_POS, wire.L_DISPLAY_LEN]].tolist()]
+    line_events = counts[:, wire.C_EVENTS]
     lines = pd.DataFrame(
         {
-            "plane": t.lines[:, 0],
-            "id": t.lines[:, 1],
-            "display_id": t.lines[:, 2],
+            "plane": layout.line_ranges[:, 0].astype(np.int32),
+            "id": lv[:, wire.L_ID],
+            "display_id": lv[:, wire.L_DISPLAY_ID],
             "name": line_names,
             "display_name": line_display,
-            "timestamp_ns": t.lines[:, 3],
-            "duration_ps": t.lines[:, 4],
-            "first_event": t.lines[:, 5],
-            "event_count": t.lines[:, 6],
+            "timestamp_ns": lv[:, wire.L_TIMESTAMP_NS],
+            "duration_ps": lv[:, wire.L_DURATION_PS],
+            "first_event": np.cumsum(line_events) - line_events,
+            "event_count": line_events,
         }
     )
 
-    # --- events: resolve metadata rows per plane --------------------------------
-    ev = t.events
-    ev_line = ev[:, 0]
-    ev_plane = t.lines[:, 0][ev_line] if len(ev) else np.zeros(0, np.int64)
-    ev_md = np.full(len(ev), -1, dtype=np.int64)
-    for p in range(len(t.planes)):
-        sel = np.flatnonzero(ev_plane == p)
-        if len(sel) == 0:
-            continue
-        ev_md[sel] = _lookup(md_ids_by_plane[p], md_rows_by_plane[p], ev[sel, 1])
-    missing = np.flatnonzero(ev_md < 0)
+    # --- events ------------------------------------------------------------------
+    ev_plane = lines["plane"].to_numpy()[cols.ev_line]
+    missing = np.flatnonzero(cols.ev_md == wire.MISSING)
     if len(missing):
         # Events whose metadata id is absent read as an empty default metadata.
-        pairs, inverse = np.unique(np.stack([ev_plane[missing], ev[missing, 1]], axis=1), axis=0,
-                                   return_inverse=True)
+        pairs, inverse = np.unique(
+            np.stack([ev_plane[missing].astype(np.int64), cols.ev_metadata_id[missing]], axis=1), axis=0,
+            return_inverse=True,
+        )
         base = len(md_rows)
-        empty = intern("")
-        for p, k in pairs:
-            md_rows.append((int(p), int(k), "", "", empty, empty, ()))
-        ev_md[missing] = base + inverse.reshape(-1)
-    line_ts_ps = t.lines[:, 3] * 1000
-    start_ps = (line_ts_ps[ev_line] + ev[:, 2]) if len(ev) else np.zeros(0, np.int64)
+        for p, k in pairs.tolist():
+            md_rows.append((p, k, "", "", empty, empty, ()))
+        cols.ev_md[missing] = base + inverse.reshape(-1)
     events = pd.DataFrame(
         {
             "plane": ev_plane,
-            "line": ev_line,
-            "md": ev_md,
-            "metadata_id": ev[:, 1],
-            "start_ps": start_ps,
-            "duration_ps": ev[:, 4],
-            "num_occurrences": ev[:, 3],
+            "line": cols.ev_line,
+            "md": cols.ev_md,
+            "metadata_id": cols.ev_metadata_id,
+            "start_ps": cols.ev_start_ps,
+            "duration_ps": cols.ev_duration_ps,
+            "num_occurrences": cols.ev_occurrences,
         },
         copy=False,
     )
-
-    # --- event stats: intern names and string values ------------------------------
-    st = t.stats
-    st_event = st[:, 0]
-    st_plane = ev_plane[st_event] if len(st) else np.zeros(0, np.int64)
-    kind = st[:, 2].astype(np.int8)
-    raw_val = st[:, 3].copy()
-    key = np.full(len(st), intern(""), dtype=np.int32)
-    str_id = np.full(len(st), NO_STRING, dtype=np.int32)
-
-    values, inverse = wire.unique_strings(buf, t.strs)
-    for value_kind, convert in ((wire.KIND_STR, _text), (wire.KIND_BYTES, bytes)):
-        rows = np.flatnonzero(kind == value_kind)
-        if len(rows) == 0:
-            continue
-        used = np.unique(inverse[raw_val[rows]])
-        ids = np.full(len(values), NO_STRING, dtype=np.int32)
-        ids[used] = [intern(convert(values[u])) for u in used]
-        str_id[rows] = ids[inverse[raw_val[rows]]]
-        raw_val[rows] = 0
-
-    for p, names in enumerate(smd_names_by_plane):
-        sel = np.flatnonzero(st_plane == p)
-        if len(sel) == 0:
-            continue
-        ids = np.array(sorted(names), dtype=np.int64)
-        # The last entry is the empty name that unknown ids (row -1) read as; it
-        # also covers planes that have stats but no stat metadata at all.
-        name_ids = np.array([intern(names[i]) for i in ids] + [intern("")], dtype=np.int32)
-        key[sel] = name_ids[_lookup(ids, np.arange(len(ids)), st[sel, 1])]
-        refs = sel[kind[sel] == wire.KIND_REF]
-        if len(refs):
-            str_id[refs] = name_ids[_lookup(ids, np.arange(len(ids)), raw_val[refs])]
 
     planes = pd.DataFrame(plane_rows, columns=["id", "name", "first_line", "line_count"])
     event_metadata = pd.DataFrame(
@@ -255,14 +252,14 @@ def _build(path: str, host: str, size: int, buf: np.ndarray, t: wire.WireTables)
     return HostCapture(
         path=path,
         host=host,
-        size_bytes=size,
+        size_bytes=len(data),
         hostnames=list(space.hostnames),
         errors=list(space.errors),
         warnings=list(space.warnings),
         planes=planes,
         lines=lines,
         events=events,
-        event_stats=StatTable(st_event, key, kind, raw_val, str_id),
+        event_stats=StatTable(cols.st_owner, cols.st_key, cols.st_kind, cols.st_raw, cols.st_str),
         event_metadata=event_metadata,
         metadata_stats=_stat_table(md_stat_rows),
         stat_metadata=stat_metadata,

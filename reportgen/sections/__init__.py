@@ -5,12 +5,17 @@ from __future__ import annotations
 import altair as alt
 
 from reportgen.sections.base import HostContext, HostSummary, RunContext, Section
+from reportgen.sections.hlo_stats import HloStatsSection
 from reportgen.sections.input_pipeline import InputPipelineSection
 from reportgen.sections.inventory import InventorySection
 from reportgen.sections.kernel_stats import KernelStatsSection
+from reportgen.sections.legacy import LEGACY_SECTIONS
 from reportgen.sections.memory_profile import MemoryProfileSection
 from reportgen.sections.memory_viewer import MemoryViewerSection
+from reportgen.sections.op_profile import OpProfileSection
 from reportgen.sections.overview import OverviewSection
+from reportgen.sections.pod_viewer import PodViewerSection
+from reportgen.sections.roofline import RooflineSection
 from reportgen.sections.tf_stats import TfStatsSection
 
 # Charts embed their data in the page on purpose (the site works offline and
@@ -24,8 +29,14 @@ SECTIONS: list[Section] = [
     InputPipelineSection(),
     TfStatsSection(),
     KernelStatsSection(),
+    OpProfileSection(),
+    HloStatsSection(),
+    RooflineSection(),
     MemoryProfileSection(),
     MemoryViewerSection(),
+    PodViewerSection(),
+    # Runs from older profilers: per-tool files and ProfilerHook timelines.
+    *LEGACY_SECTIONS,
 ]
 
 __all__ = ["SECTIONS", "HostContext", "HostSummary", "RunContext", "Section"]

@@ -53,7 +53,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class HostContext:
-    """What a section sees of one host while its capture is in memory."""
+    """What a section sees of one host while its capture is in memory.
+
+    The host's shared analyses are computed on first use and kept, so that
+    a capture is read into an event table, grouped and its HLO modules parsed
+    once per build, whichever sections ask for them.
+    """
 
     run: str
     host: str
@@ -78,18 +83,47 @@ class HostContext:
         return open(self.output_path(relpath), mode)
 
     @cached_property
-    def environment(self):
-        from reportgen.core.environment import host_environment
+    def events(self):
+        """The capture's per-event columns and stat lookup (`reportgen.core.events.EventTable`),
+        shared by the core and every section that reads events, so stat columns are extracted once."""
+        from reportgen.core.events import EventTable
 
-        return host_environment(self.capture)
+        return EventTable(self.capture)
+
+    @cached_property
+    def grouping(self):
+        """The step group of every event (`reportgen.core.grouping.Grouping`)."""
+        from reportgen.core.grouping import group_events
+
+        return group_events(self.events)
+
+    @cached_property
+    def hlo_modules(self):
+        """The capture's HLO modules by program id (`reportgen.loaders.hlo.hlo_modules`)."""
+        from reportgen.loaders.hlo import hlo_modules
+
+        return hlo_modules(self.capture)
 
     @cached_property
     def op_stats(self):
         """The host's core result (`reportgen.core.op_stats.HostOpStats`), computed once
-        and shared by every section."""
+        and shared by every section; its `environment` is the host's run environment."""
         from reportgen.core.op_stats import compute_host_op_stats
 
-        return compute_host_op_stats(self.capture)
+        return compute_host_op_stats(self.capture, self.events, grouping=self.grouping,
+                                     modules=self.hlo_modules)
+
+    @cached_property
+    def device_op_details(self):
+        """Details of the host's device ops for the op tools (`reportgen.core.device_op_details`),
+        computed once and shared; None when the host has no GPU or TPU."""
+        from reportgen.core.device_op_details import device_op_details
+
+        op_stats = self.op_stats
+        if not op_stats.environment.has_device:
+            return None
+        return device_op_details(self.capture, op_stats.device_db, op_stats.environment.hardware_type == "TPU",
+                                 self.events)
 
 
 @dataclass

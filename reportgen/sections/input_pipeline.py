@@ -1,24 +1,26 @@
-"""The input pipeline page: host-side input ops and the tf.data bottleneck.
+"""The input pipeline page: XProf's input_pipeline_analyzer, plus the tf.data bottleneck.
 
-Per host: the host op metrics DB (for the input op table) and the tf.data
-iterator statistics. Per run: XProf's host-side input analysis on the hosts
-combined, and its tf.data bottleneck analysis across hosts, with the slowest
+Per host: the core OpStats (`HostContext.op_stats`: step database and host
+op metrics, computed once per host for every section) and the tf.data
+iterator statistics. Per run, for all hosts combined and (with several
+hosts) each host alone: XProf's input-pipeline analysis — whether the run is
+input-bound, the step time per step by category, the share of each step
+spent waiting for input, and the host-side input op table and time split —
+then its tf.data bottleneck analysis across hosts, with the slowest
 pipeline's iterator graph, critical path and bottleneck.
-
-The device-side step breakdown and the input-bound summary come from the
-step database; `InputPipelineData.device_side` and `.input_bound` are where
-they go, and the template has a block for each.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from reportgen.core.input_host_ops import HostOpMetricsDb, combine_host_op_metrics, host_op_metrics_db
-from reportgen.core.input_ops import BREAKDOWN, InputOpAnalysis, input_op_analysis
+from reportgen.core.input_advice import RECOMMENDATIONS, link_segments, summary_next_step
+from reportgen.core.input_ops import BREAKDOWN, InputOpAnalysis
+from reportgen.core.op_metrics import OpMetricsDb
+from reportgen.core.op_stats import HostOpStats, RunOpStats
+from reportgen.core.step_analysis import CATEGORY_LABELS, StepAnalysis, analyze_steps, step_warnings
 from reportgen.core.tf_data import (
     InputPipeline,
     IteratorInfo,
@@ -35,44 +37,63 @@ from reportgen.core.tf_data_advice import (
     explain_long_name,
 )
 from reportgen.core.tf_data_graph import iterator_tree, pipeline_iterators
-from reportgen.core.tf_op_names import DATASET_OP_TYPE
+from reportgen.core.tf_op import DATASET_TYPE
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.input_pipeline_charts import (
     category_chart,
     input_ops_csv,
+    input_percent_chart,
     iterator_chart,
     iterators_table,
     latency_chart,
     pipelines_table,
+    step_breakdown_chart,
+    steps_csv,
 )
+from reportgen.sections.views import ALL_HOSTS, run_views
 
-ALL_HOSTS = "All hosts"
-TF_DATA_GUIDE = "https://www.tensorflow.org/guide/data"
-API_DATASET = "https://www.tensorflow.org/api_docs/python/tf/data/Dataset"
-API_TFRECORD = "https://www.tensorflow.org/api_docs/python/tf/data/TFRecordDataset"
+# XProf's TPU step-time categories (its step table's stacked columns), key → label.
+TPU_LABELS = {
+    "tc_compute": "TensorCore compute",
+    "scv0_compute": "SparseCoreV0 compute",
+    "scv0_infeed": "SparseCoreV0 input",
+    "tc_infeed": "TensorCore input",
+    "tc_outfeed": "TensorCore output",
+    "tc_idle": "TensorCore idle",
+    "host_transfer": "Host transfer",
+}
+SPARSE_CORE_V0 = ("scv0_compute", "scv0_infeed")  # XProf drops these columns when SparseCores were profiled
 
-# XProf's recommendation table, in its order.
-RECOMMENDATIONS = [
-    {"title": "Enqueuing data", "text": "you may want to combine small input data chunks into fewer but larger "
-     "chunks.", "links": []},
-    {"title": "Data preprocessing", "text": "you may increase num_parallel_calls in Dataset map() or preprocess the "
-     "data offline.", "links": [("Dataset map()", API_DATASET + "#map")]},
-    {"title": "Reading data from files in advance", "text": "you may tune the prefetch size, the interleave "
-     "cycle_length and the reader buffer_size.",
-     "links": [("prefetch", API_DATASET + "#prefetch"), ("interleave", API_DATASET + "#interleave"),
-               ("reader buffer", API_TFRECORD)]},
-    {"title": "Reading data from files on demand", "text": "you should read data in advance with prefetch, "
-     "interleave and a reader buffer.",
-     "links": [("prefetch", API_DATASET + "#prefetch"), ("interleave", API_DATASET + "#interleave"),
-               ("reader buffer", API_TFRECORD)]},
-    {"title": "Other data reading or processing", "text": "you may consider using the tf.data API (if you are not "
-     "using it now).", "links": [("tf.data API", TF_DATA_GUIDE)]},
-]
 
 @dataclass
 class HostInputPart:
-    host_ops: HostOpMetricsDb
+    op_stats: HostOpStats  # the section shares the core result (pickled once with the overview's)
     tf_data: TfDataStats
+
+
+@dataclass
+class InputPipelineView:
+    """XProf's input-pipeline analysis of one host, or of all hosts combined."""
+
+    label: str
+    hosts: list[str]
+    hardware_type: str
+    analysis: StepAnalysis
+    labels: dict[str, str]  # step-time categories of the step table and chart, key → label
+    steps: pd.DataFrame  # step_num, step_name, one column per label key, step_time_ms, input % (+ range), cores
+    next_step: str  # XProf's summary next step (its HTML, verbatim)
+    statements: list[str] = field(default_factory=list)  # XProf's other bottleneck statements (HTML, verbatim)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def host_side(self) -> InputOpAnalysis:
+        assert self.analysis.input_ops is not None
+        return self.analysis.input_ops
+
+    @property
+    def has_core_range(self) -> bool:
+        """Whether some step ran on several cores (the per-step input share then has a range)."""
+        return bool(len(self.steps)) and int(self.steps["cores"].max()) > 1
 
 
 @dataclass
@@ -94,16 +115,62 @@ class FocusPipeline:
 class InputPipelineData:
     run: str
     hosts: list[str]
-    host_side: InputOpAnalysis  # all hosts combined, as XProf shows it
-    host_side_per_host: dict[str, InputOpAnalysis]  # only for runs with several hosts
+    views: dict[str, InputPipelineView]  # "All hosts" first when there are several hosts
     tf_data: list[TfDataStats]
     analysis: TfDataAnalysis
     focus: FocusPipeline | None
     bottleneck_summary: dict | None
-    # From the step database (not computed here yet): the per-step device-side
-    # breakdown and XProf's input-bound classification and statements.
-    device_side: Any = None
-    input_bound: Any = None
+
+    @property
+    def main(self) -> InputPipelineView:
+        """The run's view: all hosts combined (XProf's page)."""
+        return next(iter(self.views.values()))
+
+
+def _labels(analysis: StepAnalysis, core_details: dict[int, dict]) -> dict[str, str]:
+    if not analysis.tpu:
+        return dict(CATEGORY_LABELS)
+    sparse = any(d.get("is_sparse_core") for d in core_details.values())
+    return {k: v for k, v in TPU_LABELS.items() if not (sparse and k in SPARSE_CORE_V0)}
+
+
+def _steps(analysis: StepAnalysis, labels: dict[str, str]) -> pd.DataFrame:
+    s = analysis.steps
+    if analysis.tpu:
+        # XProf's TPU chart: each step's average share over cores, its minimum and maximum.
+        s = s.rename(columns={"infeed_percent_average": "input_percent", "infeed_percent_minimum": "input_percent_min",
+                              "infeed_percent_maximum": "input_percent_max"})
+    extra = ["max_infeed_core_name"] if analysis.tpu else []
+    cols = ["step_num", "step_name", *labels, "step_time_ms", "input_percent", "input_percent_min",
+            "input_percent_max", "cores", *extra]
+    return s[cols].reset_index(drop=True)
+
+
+def _statements(analysis: StepAnalysis) -> list[str]:
+    b = analysis.bottleneck
+    if analysis.tpu:
+        found = [b.output_statement, b.tpu_idle_statement, b.all_reduce_statement, b.scv0_statement]
+    else:
+        found = [b.kernel_launch_statement, b.all_other_statement, b.device_collectives_statement]
+    return [text for text in found if text]
+
+
+def input_view(label: str, op_stats: RunOpStats) -> InputPipelineView:
+    env = op_stats.environment
+    analysis = analyze_steps(op_stats.step_db, env.hardware_type, op_stats.host_db, op_stats.core_details)
+    labels = _labels(analysis, op_stats.core_details)
+    uses_tf_data = analysis.input_breakdown is not None and analysis.input_breakdown.uses_tf_data
+    return InputPipelineView(
+        label=label,
+        hosts=list(op_stats.hosts),
+        hardware_type=env.hardware_type,
+        analysis=analysis,
+        labels=labels,
+        steps=_steps(analysis, labels),
+        next_step=summary_next_step(analysis.bottleneck.input_classification, uses_tf_data),
+        statements=_statements(analysis),
+        warnings=step_warnings(op_stats.step_db),
+    )
 
 
 def _focus(stats: list[TfDataStats], analysis: TfDataAnalysis) -> FocusPipeline | None:
@@ -138,12 +205,12 @@ def _focus(stats: list[TfDataStats], analysis: TfDataAnalysis) -> FocusPipeline 
     )
 
 
-def _bottleneck_summary(analysis: TfDataAnalysis, host_dbs: dict[str, HostOpMetricsDb]) -> dict | None:
+def _bottleneck_summary(analysis: TfDataAnalysis, host_dbs: dict[str, OpMetricsDb]) -> dict | None:
     top = analysis.top
     if top is None or not top.iterator_long_name:
         return None
-    ops = host_dbs[top.host].ops
-    mine = ops[(ops["name"] == top.iterator_long_name) & (ops["category"] == DATASET_OP_TYPE)]
+    ops = host_dbs[top.host].metrics
+    mine = ops[(ops["name"] == top.iterator_long_name) & (ops["category"] == DATASET_TYPE)]
     return {
         "iterator": top.iterator_long_name,
         # The iterator's self time over the capture, from the host's input op table.
@@ -161,70 +228,86 @@ class InputPipelineSection(Section):
     title = "Input pipeline"
 
     def host_part(self, host: HostContext) -> HostInputPart:
-        capture = host.capture
-        return HostInputPart(host_ops=host_op_metrics_db(capture), tf_data=tf_data_stats(capture, host.host))
+        return HostInputPart(op_stats=host.op_stats, tf_data=tf_data_stats(host.events, host.host))
 
     def combine(self, run: RunContext, parts: dict[str, HostInputPart]) -> InputPipelineData:
-        hosts = [h for h in run.host_names if h in parts] or list(parts)
-        host_dbs = {h: parts[h].host_ops for h in hosts}
-        combined = input_op_analysis(combine_host_op_metrics([host_dbs[h] for h in hosts]))
-        per_host = {h: input_op_analysis(host_dbs[h]) for h in hosts} if len(hosts) > 1 else {}
+        hosts = [h for h in run.host_names if h in parts] + [h for h in parts if h not in run.host_names]
+        # XProf 2.24.2's input pipeline, like its overview, leaves out the first and last step of a
+        # host with more than five.
+        views = run_views({h: parts[h].op_stats for h in hosts}, hosts, overview_steps=True)
         stats = [parts[h].tf_data for h in hosts]
         analysis = bottleneck_analysis(stats)
         return InputPipelineData(
             run=run.name,
             hosts=hosts,
-            host_side=combined,
-            host_side_per_host=per_host,
+            views={label: input_view(label, op_stats) for label, op_stats in views.items()},
             tf_data=stats,
             analysis=analysis,
             focus=_focus(stats, analysis),
-            bottleneck_summary=_bottleneck_summary(analysis, host_dbs),
+            bottleneck_summary=_bottleneck_summary(analysis, {h: parts[h].op_stats.host_db for h in hosts}),
         )
 
     def summary(self, data: InputPipelineData) -> dict:
-        # input_percent / input_bound join this block once the step database exists.
+        view = data.main
+        b = view.analysis.bottleneck
+        breakdown = view.host_side.breakdown.by_key()
         return {
-            "host_ms": {key: round(data.host_side.breakdown_us[key] / 1e3, 6) for key in BREAKDOWN},
+            "input_percent": b.input_percent,
+            "input_bound": b.input_bound if len(view.steps) else None,
+            # To the nanosecond: below that the split's subtraction leaves only float residue.
+            "host_ms": {key: round(breakdown[key] / 1e3, 6) for key in BREAKDOWN},
             "bottleneck": data.bottleneck_summary,
         }
 
     def render(self, data: InputPipelineData, page) -> None:
-        page.write_csv("data/input_pipeline/input_ops.csv", input_ops_csv(data.host_side))
+        page.write_csv("data/input_pipeline/input_ops.csv", input_ops_csv(data.main.host_side))
+        page.write_csv("data/input_pipeline/steps.csv", steps_csv(data.views))
         pipelines = pipelines_table(data.tf_data)
         page.write_csv("data/input_pipeline/tf_data_pipelines.csv", pipelines)
         focus = data.focus
         if focus is not None:
             page.write_csv("data/input_pipeline/tf_data_iterators.csv", iterators_table(focus.tree))
-        panels = [_host_panel(ALL_HOSTS if data.host_side_per_host else data.hosts[0], data.host_side, "all")]
-        panels += [_host_panel(h, a, str(i)) for i, (h, a) in enumerate(data.host_side_per_host.items())]
         page.write_html(
             "input_pipeline.html",
             "input_pipeline.html",
-            hosts=data.hosts,
-            host_panels=panels,
-            recommendations=RECOMMENDATIONS,
+            labels=list(data.views),
+            all_hosts=ALL_HOSTS,
+            views=[_view_panel(view, str(i)) for i, view in enumerate(data.views.values())],
+            recommendations=[link_segments(text) for text in RECOMMENDATIONS],
             tf_data=_tf_data_view(data, pipelines),
-            device_side=data.device_side,
-            input_bound=data.input_bound,
-            bottleneck=data.bottleneck_summary,
         )
 
 
-def _host_panel(label: str, analysis: InputOpAnalysis, key: str) -> dict:
-    total_us = sum(analysis.breakdown_us.values())
+def _view_panel(view: InputPipelineView, key: str) -> dict:
+    """What the template shows of one view (all numbers ready to print)."""
+    a = view.analysis
+    b = a.bottleneck
+    host = view.host_side
+    breakdown = host.breakdown.by_key()
+    total_us = sum(breakdown.values())
+    has_steps = bool(len(view.steps))
     return {
-        "host": label,
-        "table_id": f"input-ops-{key}",
-        "rows": analysis.ops.to_dict("records"),
-        "breakdown": [{"label": BREAKDOWN[k], "ms": analysis.breakdown_us[k] / 1e3,
-                       "percent": 100 * analysis.breakdown_us[k] / total_us if total_us else 0.0} for k in BREAKDOWN],
-        "total_ms": total_us / 1e3,
+        "view": view,
+        "key": key,
+        "has_steps": has_steps,
+        "input_bound": b.input_bound if has_steps else None,
+        "statement": b.input_statement,
+        "next_step": link_segments(view.next_step),
+        "statements": [link_segments(text) for text in view.statements],
+        "step_summaries": [("Step time", a.step_time)] + [
+            (view.labels[k], s) for k, s in (a.tpu_breakdown if a.tpu else a.categories).items() if k in view.labels],
+        "step_rows": view.steps.to_dict("records"),
+        "step_chart": step_breakdown_chart(view.steps, view.labels) if has_steps else None,
+        "input_chart": input_percent_chart(view.steps, view.has_core_range) if has_steps else None,
+        "host_rows": host.ops.to_dict("records"),
+        "host_table_id": f"input-ops-{key}",
+        "breakdown": [{"label": BREAKDOWN[k], "ms": breakdown[k] / 1e3,
+                       "percent": 100 * breakdown[k] / total_us if total_us else 0.0} for k in BREAKDOWN],
+        "breakdown_total_ms": total_us / 1e3,
         # Categories worth a summary card: at least a microsecond (float residue is not time).
-        "cards": [{"label": BREAKDOWN[k], "ms": analysis.breakdown_us[k] / 1e3} for k in BREAKDOWN
-                  if analysis.breakdown_us[k] >= 1.0],
-        "chart": category_chart(analysis).to_dict() if total_us > 0 else None,
-        "enqueue_ratio": analysis.enqueue_ratio,
+        "cards": [{"label": BREAKDOWN[k], "ms": breakdown[k] / 1e3} for k in BREAKDOWN if breakdown[k] >= 1.0],
+        "category_chart": category_chart(breakdown).to_dict() if total_us > 0 else None,
+        "enqueue_ratio": host.enqueue_ratio,
     }
 
 

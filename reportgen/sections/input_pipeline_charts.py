@@ -15,9 +15,24 @@ def input_ops_csv(analysis: InputOpAnalysis) -> pd.DataFrame:
     return analysis.ops[list(INPUT_OP_COLUMNS)].rename(columns=INPUT_OP_COLUMNS)
 
 
-def category_chart(analysis: InputOpAnalysis) -> alt.Chart:
+def steps_csv(views: dict) -> pd.DataFrame:
+    """Every view's step table: one row per view and step, times in ms, input shares in %."""
+    frames = []
+    for label, view in views.items():
+        columns = {"step_num": "Step id", "step_name": "Step number",
+                   **{k: f"{v} (ms)" for k, v in view.labels.items()}, "step_time_ms": "Step time (ms)",
+                   "input_percent": "Waiting for input (%)",
+                   "input_percent_min": "Waiting for input, least core (%)",
+                   "input_percent_max": "Waiting for input, most core (%)", "cores": "Cores",
+                   "max_infeed_core_name": "Core with the most input time"}
+        frame = view.steps.rename(columns=columns)
+        frames.append(frame.assign(Host=label)[["Host", *frame.columns]])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def category_chart(breakdown_us: dict[str, float]) -> alt.Chart:
     frame = pd.DataFrame(
-        {"category": list(BREAKDOWN.values()), "ms": [analysis.breakdown_us[k] / 1e3 for k in BREAKDOWN]}
+        {"category": list(BREAKDOWN.values()), "ms": [breakdown_us[k] / 1e3 for k in BREAKDOWN]}
     )
     return (
         alt.Chart(frame)
@@ -30,6 +45,54 @@ def category_chart(analysis: InputOpAnalysis) -> alt.Chart:
         )
         .properties(width=640, height=26 * len(frame))
     )
+
+
+def _step_axis(steps: pd.DataFrame) -> tuple[pd.DataFrame, alt.X]:
+    frame = steps.assign(Step=steps["step_name"].astype(str), order=range(len(steps)))
+    return frame, alt.X("Step:N", sort=alt.SortField("order"), title="Step")
+
+
+def step_breakdown_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict:
+    """Step time per step, stacked by category (XProf's step-time graph)."""
+    frame, x = _step_axis(steps)
+    wide = frame[["Step", "order", "step_time_ms", *labels]].rename(columns=labels)
+    order = list(labels.values())
+    tooltip = [alt.Tooltip("Step:N"), alt.Tooltip("step_time_ms:Q", title="Step time (ms)", format=",.2f"),
+               alt.Tooltip("Category:N"), alt.Tooltip("ms:Q", title="This category (ms)", format=",.2f")]
+    chart = (
+        alt.Chart(wide)
+        .transform_fold(order, as_=["Category", "ms"])
+        .transform_calculate(cat_order=f"indexof({order!r}, datum.Category)")
+        .mark_bar()
+        .encode(
+            x=x,
+            y=alt.Y("ms:Q", stack="zero", title="Time (ms)"),
+            color=alt.Color("Category:N", sort=order, scale=alt.Scale(domain=order), title="Category"),
+            order=alt.Order("cat_order:Q"),
+            tooltip=tooltip,
+        )
+        .properties(width=max(300, min(1100, 40 * len(wide))), height=300)
+    )
+    return chart.to_dict()
+
+
+def input_percent_chart(steps: pd.DataFrame, with_range: bool) -> dict:
+    """The share of each step spent waiting for input; with several cores, the range over cores."""
+    frame, x = _step_axis(steps)
+    frame = frame[["Step", "order", "input_percent", "input_percent_min", "input_percent_max", "cores"]]
+    tooltip = [alt.Tooltip("Step:N"), alt.Tooltip("input_percent:Q", title="Waiting for input (%)", format=".1f")]
+    if with_range:
+        tooltip += [alt.Tooltip("input_percent_min:Q", title="Least of its cores (%)", format=".1f"),
+                    alt.Tooltip("input_percent_max:Q", title="Most of its cores (%)", format=".1f"),
+                    alt.Tooltip("cores:Q", title="Cores")]
+    base = alt.Chart(frame).encode(x=x)
+    points = base.mark_line(point=True).encode(
+        y=alt.Y("input_percent:Q", title="Step time waiting for input (%)"), tooltip=tooltip)
+    layers = [points]
+    if with_range:
+        layers.insert(0, base.mark_rule(strokeWidth=2, color="#8c959f").encode(
+            y="input_percent_min:Q", y2="input_percent_max:Q", tooltip=tooltip))
+    return alt.layer(*layers).properties(width=max(300, min(1100, 40 * len(frame))), height=220).to_dict()
 
 
 def iterator_chart(tree: pd.DataFrame) -> alt.Chart:

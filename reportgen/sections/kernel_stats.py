@@ -18,7 +18,6 @@ from reportgen.core.kernel_stats import (
     MAX_KERNEL_REPORTS,
     combine_host_reports,
     gpu_planes,
-    kernel_reports,
     kernel_stats_table,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
@@ -51,7 +50,7 @@ LEGEND_NAME_CHARS = 120
 class HostKernelStats:
     reports: pd.DataFrame  # the host's kernel stats DB (core.kernel_stats.REPORT_COLUMNS)
     gpu_planes: int
-    xla_kernel_events: int  # kernel events with an `hlo_op` stat (op names need HLO metadata)
+    xla_kernel_events: int  # kernel events with an `hlo_op` stat (op names from the HLO modules)
 
 
 @dataclass
@@ -206,16 +205,15 @@ class KernelStatsSection(Section):
     title = "GPU kernel stats"
 
     def host_part(self, host: HostContext) -> HostKernelStats | None:
-        capture = host.capture
-        planes = gpu_planes(capture)
+        table = host.events
+        planes = gpu_planes(table)
         if len(planes) == 0:
             return None
-        hlo_ops = capture.event_stat("hlo_op")
-        on_gpu = np.isin(capture.events["plane"].to_numpy()[hlo_ops.owner], planes) if len(hlo_ops) else []
+        has_hlo_op = table.stat_present("hlo_op")
         return HostKernelStats(
-            reports=kernel_reports(capture),
+            reports=host.op_stats.kernel_reports,
             gpu_planes=len(planes),
-            xla_kernel_events=int(np.count_nonzero(on_gpu)),
+            xla_kernel_events=int(np.count_nonzero(has_hlo_op & np.isin(table.plane, planes))),
         )
 
     def combine(self, run: RunContext, parts: dict[str, HostKernelStats]) -> KernelStatsData | None:

@@ -61,9 +61,13 @@ def _unit(profile: AllocatorProfile) -> tuple[str, float]:
     return ("GiB", GIB) if top >= GIB else ("MiB", MIB)
 
 
-def _inline(frame: pd.DataFrame) -> alt.Data:
-    """Chart data as inline values (no Altair row cap: the timeline holds up to 1,000 events × 3 series)."""
-    return alt.Data(values=frame.to_dict("records"))
+def _with_datasets(chart: alt.TopLevelMixin, datasets: dict[str, pd.DataFrame]) -> dict:
+    """The chart's spec with its named datasets' rows added after Altair has built and
+    validated the rest: validating and copying the timeline's thousands of rows in
+    Altair took most of a site build's time."""
+    spec = chart.to_dict()
+    spec["datasets"] = {name: frame.to_dict("records") for name, frame in datasets.items()}
+    return spec
 
 
 def timeline_chart(profile: AllocatorProfile) -> dict:
@@ -97,7 +101,7 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
     )
     x = alt.X("time_ms:Q", title="Time (ms, XProf's per-thread offset)")
     area = (
-        alt.Chart(_inline(areas))
+        alt.Chart(alt.Data(name="areas"))
         .mark_area(opacity=0.55, interpolate="step-after")
         .encode(
             x=x,
@@ -120,12 +124,12 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
         alt.Tooltip("in_use:Q", title=f"Memory in use ({unit})", format=",.4f"),
     ]
     in_use_points = (
-        alt.Chart(_inline(points))
+        alt.Chart(alt.Data(name="points"))
         .mark_point(size=18, filled=True, color="#444", opacity=0.6)
         .encode(x=x, y=alt.Y("in_use:Q"), tooltip=tooltip)
     )
     fragmentation = (
-        alt.Chart(_inline(points))
+        alt.Chart(alt.Data(name="points"))
         .mark_line(strokeDash=[4, 4], color="#6f42c1", interpolate="step-after")
         .encode(
             x=x,
@@ -135,7 +139,7 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
         )
     )
     chart = alt.layer(alt.layer(area, in_use_points), fragmentation).resolve_scale(y="independent")
-    return chart.properties(width=900, height=320).to_dict()
+    return _with_datasets(chart.properties(width=900, height=320), {"areas": areas, "points": points})
 
 
 def breakdown_frame(profile: AllocatorProfile) -> pd.DataFrame:
@@ -162,7 +166,7 @@ class MemoryProfileSection(Section):
     summary_key = "memory"
 
     def host_part(self, host: HostContext) -> HostMemoryProfile | None:
-        profiles = memory_profiles(host.capture)
+        profiles = memory_profiles(host.events, host.grouping)
         if not profiles:
             return None
         return HostMemoryProfile(profiles=profiles, oom_messages=out_of_memory_messages(host.capture))

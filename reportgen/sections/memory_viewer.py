@@ -10,7 +10,6 @@ import pandas as pd
 
 from reportgen.core.memory_profile import NEAR_CAPACITY, allocator_capacities
 from reportgen.core.memory_viewer import BUFFER_COLUMNS, MemorySpaceView, memory_colors, memory_space_view, to_mib
-from reportgen.loaders.hlo import hlo_modules
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.memory_profile import safe_file_part
 
@@ -169,7 +168,7 @@ class MemoryViewerSection(Section):
     summary_key = "memory"
 
     def host_part(self, host: HostContext) -> HostMemoryViewer | None:
-        modules = hlo_modules(host.capture)
+        modules = host.hlo_modules
         if not modules:
             return None
         views: dict[str, ModuleViews] = {}
@@ -177,7 +176,7 @@ class MemoryViewerSection(Section):
             views[module.display_name] = ModuleViews(
                 module.display_name, [memory_space_view(module, space) for space in memory_colors(module)]
             )
-        capacity = max(allocator_capacities(host.capture).values(), default=0)
+        capacity = max(allocator_capacities(host.events).values(), default=0)
         return HostMemoryViewer(modules=dict(sorted(views.items())), capacity_bytes=capacity)
 
     def combine(self, run: RunContext, parts: dict[str, HostMemoryViewer]) -> dict | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import altair as alt
 import pandas as pd
 
+from reportgen.core.kernel_stats import kernel_time_by_op
 from reportgen.core.op_metrics import IDLE, framework_op_db, safe_divide
 from reportgen.core.op_stats import HostOpStats, RunOpStats
 from reportgen.core.step_analysis import (
@@ -21,6 +22,7 @@ from reportgen.core.step_analysis import (
     InputTimeBreakdown,
     StepAnalysis,
     analyze_steps,
+    step_warnings,
     summary_next_step,
 )
 from reportgen.core.tf_op import is_outside_compilation
@@ -33,13 +35,6 @@ TPU_CATEGORIES = [("tc_compute", "TensorCore compute"), ("tc_infeed", "TensorCor
 # summary.json breakdown keys for TPU steps (XProf's TPU categories mapped onto the generic keys).
 TPU_BREAKDOWN = {"tc_compute": "device_compute", "tc_infeed": "input", "tc_outfeed": "output", "tc_idle": "other"}
 LOW_PRECISION_PERCENT = 10.0
-NO_STEP_WARNING = ("No step marker observed and hence the step time is unknown. This may happen if (1) training "
-                   "steps are not instrumented (e.g., if you are not using Keras) or (2) the profiling duration is "
-                   "shorter than the step time. For (1), you need to add step instrumentation; for (2), you may try "
-                   "to profile longer.")
-EMPTY_INTERSECT_WARNING = ("Although there are steps observed on some host(s), the intersection of the steps over all "
-                           "hosts is empty (because the differences among individual host's step sequences are too "
-                           "big). Consequently, the overall step time is unknown.")
 
 
 @dataclass
@@ -78,13 +73,18 @@ def _top_ops(op_stats: RunOpStats) -> tuple[list[dict], bool]:
     total = db.total_time_ps if on_device else db.total_op_time_ps
     ops = db.sorted()
     ops = ops[ops["category"] != IDLE].head(TOP_OPS)
+    # TensorCore columns: the op's kernels in the kernel stats DB, looked up by exact name.
+    kernels = kernel_time_by_op(op_stats.kernel_reports) if on_device else None
     rows, cumulative = [], 0.0
     for op in ops.itertuples():
         fraction = safe_divide(op.self_time_ps, total)
         cumulative += fraction
+        known = kernels is not None and op.name in kernels.index
         rows.append({"name": op.name, "category": op.category, "self_time_percent": 100 * fraction,
                      "cumulative_percent": 100 * cumulative, "self_time_ms": op.self_time_ps / 1e9,
-                     "flop_rate": safe_divide(op.flops, op.time_ps / 1000)})
+                     "flop_rate": safe_divide(op.flops, op.time_ps / 1000),
+                     "tensor_core_eligible": bool(known and kernels.at[op.name, "is_op_tensor_core_eligible"]),
+                     "tensor_core_used": bool(known and kernels.at[op.name, "tensor_core_duration_ns"] != 0)})
     return rows, on_device
 
 
@@ -166,13 +166,7 @@ def overview_view(label: str, op_stats: RunOpStats) -> OverviewView:
     stats = _summary_stats(op_stats)
     top, on_device = _top_ops(op_stats)
     steps, labels = _steps_frame(analysis)
-    warnings = list(op_stats.diagnostics.warnings)
-    if op_stats.step_db.use_incomplete_step:
-        warnings.append("Incomplete step observed and hence the step time is unknown.Instead, we use the trace "
-                        "duration as the step time. This may happen if your profiling duration is shorter than the "
-                        "step time. In this case, you may try to profile longer.")
-    elif steps.empty:
-        warnings.append(EMPTY_INTERSECT_WARNING if op_stats.step_db.empty_intersect else NO_STEP_WARNING)
+    warnings = list(op_stats.diagnostics.warnings) + step_warnings(op_stats.step_db)
     errors = sorted(op_stats.diagnostics.errors)
     if not errors and env.device_type != "CPU" and env.device_core_count <= 0:
         errors.append("No TensorCore device trace was collected. This might happen if your job hadn't been run on "

@@ -2,8 +2,10 @@
 
 Every framework op on device (device ops folded by provenance) and on host,
 ranked by self time, top 500 each as XProf keeps them, with XProf's columns;
-once with the IDLE rows and once without. Pie charts of self time by op and
-by op type, host and device.
+once with the IDLE rows and once without. A device op's GPU TensorCore
+utilization is its share of kernel time on TensorCores, from the run's
+kernel stats DB. Pie charts of self time by op and by op type, host and
+device.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from reportgen.core.kernel_stats import tensor_core_utilization
 from reportgen.core.model import is_training
 from reportgen.core.op_metrics import IDLE, OpMetricsDb, framework_op_db, safe_divide
 from reportgen.core.op_stats import HostOpStats, RunOpStats
@@ -65,7 +68,7 @@ def _bound_by(rate: np.ndarray, hbm_bw: np.ndarray, perf: PerfEnv, hardware: str
 
 
 def _records(db: OpMetricsDb, side: str, total_ps: int, exclude_idle: bool, perf: PerfEnv,
-             hardware: str) -> pd.DataFrame:
+             hardware: str, kernel_reports: pd.DataFrame | None = None) -> pd.DataFrame:
     ops = db.sorted(MAX_ROWS)
     if exclude_idle:
         ops = ops[ops["category"] != IDLE]
@@ -89,7 +92,9 @@ def _records(db: OpMetricsDb, side: str, total_ps: int, exclude_idle: bool, perf
         "occurrences": occ, "total_time": time_us, "avg_time": div(time_us, occ), "total_self_time": self_us,
         "avg_self_time": div(self_us, occ),
         "measured_flop_rate": rate, "model_flop_rate": div(model_flops, t_ns), "measured_memory_bw": bw,
-        "operational_intensity": div(flops, nbytes), "gpu_tensorcore_utilization": 0.0,
+        "operational_intensity": div(flops, nbytes),
+        "gpu_tensorcore_utilization": (0.0 if kernel_reports is None
+                                       else tensor_core_utilization(kernel_reports, ops["name"].to_numpy(object))),
         "bound_by": _bound_by(rate, bw, perf, hardware),
         "eager": np.where(ops["is_eager"].to_numpy(bool), "Eager", "Function"),
         "fraction": fraction,
@@ -104,7 +109,7 @@ def framework_op_stats_table(op_stats: RunOpStats, exclude_idle: bool) -> pd.Dat
     host = op_stats.host_db
     hw = op_stats.environment.hardware_type
     dev = _records(device, "Device", device.total_op_time_ps if exclude_idle else device.total_time_ps,
-                   exclude_idle, op_stats.perf_env, hw)
+                   exclude_idle, op_stats.perf_env, hw, op_stats.kernel_reports)
     hst = _records(host, "Host", host.total_op_time_ps if exclude_idle else host.total_time_ps, exclude_idle,
                    op_stats.perf_env, hw)
     for frame, side in ((dev, "device"), (hst, "host")):

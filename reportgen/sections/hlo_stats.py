@@ -1,0 +1,85 @@
+"""HLO op stats page: XProf's hlo_stats table, one row per device op (see `reportgen/core/hlo_stats.py`).
+
+A chart of self time by HLO category and by bound-by resource sits above the
+sortable, filterable table. Runs without device ops get no page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import altair as alt
+import pandas as pd
+
+from reportgen.core.hlo_stats import COLUMNS, hlo_stats_table
+from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
+
+CSV_PATH = "data/hlo_stats/hlo_stats.csv"
+# Columns the page shows (all of them go to the CSV).
+SHOWN = ["rank", "program_id", "category", "hlo_op_name", "tf_op_name", "occurrences", "total_time", "avg_time",
+         "total_self_time", "total_self_time_percent", "cumulative_total_self_time_percent", "model_flop_rate",
+         "normalized_flop_rate", "measured_memory_bw", "hbm_bw", "operational_intensity", "bound_by",
+         "dma_stall_percent", "hlo_rematerialization", "outside_compilation", "source_info"]
+
+
+@dataclass
+class HloStatsData:
+    run: DeviceRun
+    table: pd.DataFrame
+
+
+def category_chart(table: pd.DataFrame) -> dict:
+    by_category = (table.groupby("category", sort=False)["total_self_time"].sum().reset_index()
+                   .sort_values("total_self_time", ascending=False))
+    total = by_category["total_self_time"].sum()
+    by_category["percent"] = 100.0 * by_category["total_self_time"] / total if total > 0 else 0.0
+    chart = (
+        alt.Chart(by_category)
+        .mark_bar()
+        .encode(
+            x=alt.X("total_self_time:Q", title="Total self time (µs)"),
+            y=alt.Y("category:N", sort="-x", title="HLO op category"),
+            tooltip=[alt.Tooltip("category:N", title="Category"),
+                     alt.Tooltip("total_self_time:Q", title="Self time (µs)", format=",.3f"),
+                     alt.Tooltip("percent:Q", title="Share of op time (%)", format=".2f")],
+        )
+        .properties(width=520, height=alt.Step(18))
+    )
+    return chart.to_dict()
+
+
+def csv_frame(table: pd.DataFrame) -> pd.DataFrame:
+    return table[list(COLUMNS)].rename(columns=COLUMNS)
+
+
+class HloStatsSection(Section):
+    slug = "hlo_stats"
+    title = "HLO op stats"
+
+    def host_part(self, host: HostContext) -> DevicePart | None:
+        return device_part(host)
+
+    def combine(self, run: RunContext, parts: dict[str, DevicePart]) -> HloStatsData | None:
+        device = combine_device_parts(run, parts)
+        if device is None or not device.has_ops:
+            return None
+        env = device.op_stats.environment
+        table = hlo_stats_table(device.records, device.op_stats.perf_env, env.hardware_type,
+                                device.op_stats.device_db.total_time_ps)
+        return HloStatsData(run=device, table=table)
+
+    def render(self, data: HloStatsData, page) -> None:
+        page.write_csv(CSV_PATH, csv_frame(data.table))
+        env = data.run.op_stats.environment
+        page.write_html(
+            "hlo_stats.html",
+            "hlo_stats.html",
+            rows=data.table.to_dict("records"),
+            columns=SHOWN,
+            labels=COLUMNS,
+            chart=category_chart(data.table) if len(data.table) else None,
+            device_type=env.device_type,
+            hosts=data.run.hosts,
+            csv_path=CSV_PATH,
+        )

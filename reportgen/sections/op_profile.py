@@ -1,0 +1,190 @@
+"""Op profile page: XProf's op profile tree (docs/xprof/op_profile.md), browsable.
+
+The device ops of the run (all hosts combined, as XProf does) grouped by
+program or by category, with idle time or without: four trees, each node
+with its share of the time, FLOPS utilization and memory-bandwidth
+utilization. The page script (`static/op_profile.js`) draws the tree from
+JSON and shows an op's details when it is selected. Runs without a GPU or
+TPU get no page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from reportgen.core.op_metrics import safe_divide
+from reportgen.core.op_profile import GROUPINGS, Node, ProfileTotals, build_op_profile, walk
+from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
+
+CSV_PATH = "data/op_profile/op_profile.csv"
+PATH_SEPARATOR = " > "
+CSV_COLUMNS = ["Path", "Name", "Category", "Time (%)", "FLOPS utilization (%)", "Memory bandwidth utilization (%)",
+               "On-chip read bandwidth utilization (%)", "On-chip write bandwidth utilization (%)", "Occurrences",
+               "Total time (us)", "Avg. time (us)", "Program id", "Framework op", "HLO expression"]
+SHOW_CHOICES = [10, 25, 50, 100]
+
+
+@dataclass
+class OpProfileData:
+    run: DeviceRun
+    trees: dict[tuple[str, bool], Node] = field(default_factory=dict)  # (grouping, exclude idle) → tree
+
+    @property
+    def device_type(self) -> str:
+        return self.run.op_stats.environment.device_type
+
+
+def build_trees(run: DeviceRun) -> dict[tuple[str, bool], Node]:
+    db = run.op_stats.device_db
+    totals = ProfileTotals(total_time_ps=db.total_time_ps, total_op_time_ps=db.total_op_time_ps)
+    return {
+        (group, exclude): build_op_profile(run.records, run.details.hlo, run.details.program_names,
+                                           run.op_stats.perf_env, totals, group, exclude)
+        for group in GROUPINGS for exclude in (False, True)
+    }
+
+
+class _Symbols:
+    """Op details shared by the four trees, each stored once; nodes refer to them by index."""
+
+    def __init__(self, program_names: dict[int, str]):
+        self.items: list[dict] = []
+        self._index: dict[tuple, int] = {}
+        self._programs = program_names
+
+    def add(self, node: Node) -> int | None:
+        s = node.symbol
+        if s is None:
+            return None
+        hlo = s.hlo
+        program = ""
+        if not node.is_fused and s.category != "IDLE":
+            name = self._programs.get(s.program_id)
+            program = f"{name}({s.program_id})" if name else str(s.program_id)
+        item = {
+            "name": node.name, "category": s.category, "expression": s.expression, "provenance": s.provenance,
+            "program": program, "source": f"{s.source_file}:{s.source_line}" if s.source_file else "",
+            "stack": s.source_stack, "fused": node.is_fused, "kernel_metadata": s.kernel_metadata,
+            "shape": hlo.shape if hlo else "", "window": hlo.window if hlo else "",
+            "deduplicated_name": hlo.deduplicated_name if hlo else "",
+            "layout": [{"dim": d.dimension, "size": d.size, "alignment": d.alignment, "padded": d.padded,
+                        "semantics": d.semantics} for d in (hlo.layout if hlo else [])],
+        }
+        key = tuple((k, str(v)) for k, v in item.items())
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(item)
+        return self._index[key]
+
+
+def _page_node(node: Node, total_time: float, symbols: _Symbols) -> dict:
+    m = node.metrics
+    out = {
+        "n": node.name,
+        "t": m.raw_time if m else 0.0,
+        "p": 100.0 * safe_divide(m.raw_time, total_time) if m else 0.0,
+        "f": m.flops_utilization if m else 0.0,
+        "b": list(m.bandwidth_utils) if m else [0.0, 0.0, 0.0],
+        "o": m.occurrences if m else 0,
+        "a": m.avg_time_ps if m else 0.0,
+        "k": node.num_children,
+        "ch": [_page_node(c, total_time, symbols) for c in node.children],
+    }
+    index = symbols.add(node)
+    if index is not None:
+        out["x"] = index
+    if node.symbol is not None:
+        out["c"] = node.symbol.category
+    return out
+
+
+def page_payload(data: OpProfileData) -> dict:
+    symbols = _Symbols(data.run.details.program_names)
+    trees = {}
+    for (group, exclude), root in data.trees.items():
+        total = root.metrics.raw_time if root.metrics else 0.0
+        trees[f"{group}{'-noidle' if exclude else ''}"] = _page_node(root, total, symbols)
+    return {"trees": trees, "symbols": symbols.items, "show": SHOW_CHOICES}
+
+
+def csv_frame(root: Node, program_names: dict[int, str]) -> pd.DataFrame:
+    rows = []
+    total = root.metrics.raw_time if root.metrics else 0.0
+    for path, node in walk(root):
+        m = node.metrics
+        if m is None:
+            continue
+        s = node.symbol
+        rows.append({
+            "Path": PATH_SEPARATOR.join((*path, node.name)), "Name": node.name,
+            "Category": s.category if s else "", "Time (%)": 100.0 * safe_divide(m.raw_time, total),
+            "FLOPS utilization (%)": 100.0 * m.flops_utilization,
+            "Memory bandwidth utilization (%)": 100.0 * m.bandwidth_utils[0],
+            "On-chip read bandwidth utilization (%)": 100.0 * m.bandwidth_utils[1],
+            "On-chip write bandwidth utilization (%)": 100.0 * m.bandwidth_utils[2],
+            "Occurrences": m.occurrences, "Total time (us)": m.raw_time / 1e6, "Avg. time (us)": m.avg_time_ps / 1e6,
+            "Program id": str(s.program_id) if s and not node.is_fused and s.category != "IDLE" else "",
+            "Framework op": s.provenance if s else "", "HLO expression": s.expression if s else "",
+        })
+    return pd.DataFrame(rows, columns=CSV_COLUMNS)
+
+
+def overview_numbers(data: OpProfileData) -> dict:
+    """Headline numbers: the device's FLOPS and HBM bandwidth utilization over all its time."""
+    root = data.trees[("program", False)]
+    m = root.metrics
+    return {
+        "flops_utilization_percent": 100.0 * m.flops_utilization if m else 0.0,
+        "hbm_utilization_percent": 100.0 * m.bandwidth_utils[0] if m else 0.0,
+        "idle_percent": 100.0 * data.run.op_stats.device_db.idle_ratio,
+    }
+
+
+class OpProfileSection(Section):
+    slug = "op_profile"
+    title = "Op profile"
+
+    def host_part(self, host: HostContext) -> DevicePart | None:
+        return device_part(host)
+
+    def combine(self, run: RunContext, parts: dict[str, DevicePart]) -> OpProfileData | None:
+        device = combine_device_parts(run, parts)
+        if device is None or device.records.empty:
+            return None
+        return OpProfileData(run=device, trees=build_trees(device))
+
+    def summary(self, data: OpProfileData) -> dict:
+        by_category = data.trees[("category", False)]
+        total = by_category.metrics.raw_time if by_category.metrics else 0.0
+        # A tree of one op (e.g. idle time only) is that op itself, as XProf collapses it.
+        nodes = [by_category] if by_category.symbol is not None else by_category.children
+        categories = [{"name": c.symbol.category if c.symbol else c.name,
+                       "time_percent": round(100.0 * safe_divide(c.metrics.raw_time, total), 3)}
+                      for c in nodes if c.metrics is not None]
+        return {
+            "flops_utilization_percent": float(f'{overview_numbers(data)["flops_utilization_percent"]:.6g}'),
+            "categories": categories,
+        }
+
+    def render(self, data: OpProfileData, page) -> None:
+        page.write_csv(CSV_PATH, csv_frame(data.trees[("program", False)], data.run.details.program_names))
+        env = data.run.op_stats.environment
+        perf = data.run.op_stats.perf_env
+        bws = list(perf.peak_bws_giga_bytes_per_second) + [0.0, 0.0, 0.0]
+        page.write_html(
+            "op_profile.html",
+            "op_profile.html",
+            payload=page_payload(data),
+            numbers=overview_numbers(data),
+            device_type=env.device_type,
+            hardware_type=env.hardware_type,
+            hosts=data.run.hosts,
+            peak_tflops=perf.peak_tera_flops_per_second,
+            peak_bws=bws[:3],
+            has_ops=data.run.has_ops,
+            dvfs=data.run.time_scale_multiplier,
+            csv_path=CSV_PATH,
+        )

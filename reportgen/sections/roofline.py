@@ -1,0 +1,147 @@
+"""Roofline page: each device op's FLOP rate against its operational intensity, under the
+device's compute and memory roofs (XProf's roofline_model; see `reportgen/core/roofline.py`).
+
+The chart plots ops with FLOPs (an op without any has no place on the log
+axes; the table lists it). Runs without device ops get no page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from reportgen.core.op_metrics import safe_divide
+from reportgen.core.op_profile import gibi_to_giga
+from reportgen.core.roofline import COLUMNS, FRACTION_COLUMNS, RooflineModel, roofline_model
+from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
+
+CSV_PATH = "data/roofline_model/roofline_model.csv"
+TABLE_COLUMNS = ["rank", "category", "operation", "occurrences", "total_time", "total_self_time_percent",
+                 "measured_flop_rate", "model_flop_rate", "measured_memory_bw", "hbm_bw", "operational_intensity",
+                 "hbm_operational_intensity", "bound_by", "roofline_efficiency", "compute_efficiency",
+                 "max_mem_bw_utilization", "optimal_flop_rate", "total_time_per_core", "source_info"]
+PERCENT_SHOWN = {"total_self_time_percent", "roofline_efficiency", "compute_efficiency", "max_mem_bw_utilization"}
+
+
+@dataclass
+class RooflineData:
+    run: DeviceRun
+    model: RooflineModel
+
+
+def roof_lines(model: RooflineModel, x_min: float, x_max: float) -> pd.DataFrame:
+    """Points of each roof: memory roofs rise with intensity until they meet the compute roof."""
+    peak = model.peaks.peak_flop_rate
+    rows = []
+    for label, bw_gib in model.peaks.ceilings:
+        bw = gibi_to_giga(bw_gib)  # GB/s × FLOP/byte = GFLOP/s
+        if bw <= 0:
+            continue
+        ridge = safe_divide(peak, bw) if peak > 0 else x_max
+        xs = [x_min, min(max(ridge, x_min), x_max), x_max]
+        for x in xs:
+            rows.append({"roof": f"{label} ({bw_gib:,.0f} GiB/s)", "x": x, "y": min(peak, x * bw) if peak > 0
+                         else x * bw})
+    if peak > 0:
+        rows += [{"roof": f"Compute ({peak:,.0f} GFLOP/s)", "x": x, "y": peak} for x in (x_min, x_max)]
+    return pd.DataFrame(rows, columns=["roof", "x", "y"])
+
+
+def roofline_chart(model: RooflineModel) -> dict | None:
+    ops = model.ops
+    records = model.records
+    program = records[(records["step"] == "Total") & (records["rank"] == 0) & records["include_infeed_outfeed"]]
+    points = pd.concat([ops.assign(kind="op"), program.assign(kind="Program (all ops)")], ignore_index=True)
+    points = points[(points["operational_intensity"] > 0) & (points["measured_flop_rate"] > 0)]
+    ridges = [safe_divide(model.peaks.peak_flop_rate, gibi_to_giga(bw)) for _, bw in model.peaks.ceilings]
+    xs = np.concatenate([points["operational_intensity"].to_numpy(float), [r for r in ridges if r > 0]])
+    if len(xs) == 0:
+        return None
+    x_min, x_max = float(xs.min()) / 4, float(xs.max()) * 4
+    roofs = roof_lines(model, x_min, x_max)
+    points = points.assign(self_time_percent=100.0 * points["total_self_time_percent"])
+    x = alt.X("x:Q", scale=alt.Scale(type="log", domain=[x_min, x_max]), title="Operational intensity (FLOP/byte)")
+    y = alt.Y("y:Q", scale=alt.Scale(type="log"), title="FLOP rate (GFLOP/s)")
+    roof_layer = alt.Chart(roofs).mark_line(strokeDash=[6, 3]).encode(
+        x=x, y=y, color=alt.Color("roof:N", title="Roof", scale=alt.Scale(scheme="dark2")),
+        tooltip=[alt.Tooltip("roof:N", title="Roof")],
+    )
+    plotted = points.rename(columns={"operational_intensity": "x", "measured_flop_rate": "y"})
+    point_layer = alt.Chart(plotted).mark_point(filled=True, size=70, opacity=0.8).encode(
+        x=x, y=y,
+        shape=alt.Shape("kind:N", title="Point"),
+        fill=alt.Fill("bound_by:N", title="Bound by", scale=alt.Scale(scheme="set1")),
+        stroke=alt.value("#333"),
+        tooltip=[alt.Tooltip("operation:N", title="Op"), alt.Tooltip("category:N", title="Category"),
+                 alt.Tooltip("x:Q", title="Operational intensity (FLOP/byte)", format=",.4g"),
+                 alt.Tooltip("y:Q", title="FLOP rate (GFLOP/s)", format=",.4g"),
+                 alt.Tooltip("hbm_bw:Q", title="HBM BW (GiB/s)", format=",.4g"),
+                 alt.Tooltip("bound_by:N", title="Bound by"),
+                 alt.Tooltip("total_time:Q", title="Total time (µs)", format=",.3f"),
+                 alt.Tooltip("self_time_percent:Q", title="Self time (%)", format=".3f")],
+    )
+    return alt.layer(roof_layer, point_layer).resolve_scale(color="independent").properties(
+        width=640, height=420).to_dict()
+
+
+def csv_frame(records: pd.DataFrame) -> pd.DataFrame:
+    frame = records[list(COLUMNS)].copy()
+    for col in FRACTION_COLUMNS:
+        frame[col] = 100.0 * frame[col]
+    return frame.rename(columns=COLUMNS)
+
+
+def _table_rows(records: pd.DataFrame, include: bool) -> list[dict]:
+    rows = records[(records["step"] == "Total") & (records["include_infeed_outfeed"] == include)].copy()
+    for col in PERCENT_SHOWN:
+        rows[col] = 100.0 * rows[col]
+    return rows.to_dict("records")
+
+
+class RooflineSection(Section):
+    slug = "roofline_model"
+    title = "Roofline"
+
+    def host_part(self, host: HostContext) -> DevicePart | None:
+        return device_part(host)
+
+    def combine(self, run: RunContext, parts: dict[str, DevicePart]) -> RooflineData | None:
+        device = combine_device_parts(run, parts)
+        if device is None or not device.has_ops:
+            return None
+        op_stats = device.op_stats
+        env = op_stats.environment
+        model = roofline_model(
+            device.records, op_stats.perf_env, env.hardware_type, env.device_type, env.device_core_count,
+            op_stats.device_db.total_time_ps, op_stats.step_db.step_numbers, op_stats.step_db.kind,
+            has_complete_steps_db=env.hardware_type == "TPU" or len(device.hosts) > 1,
+            has_merged_vmem=device.details.has_merged_vmem, has_megacore=device.details.has_megacore,
+            time_scale_multiplier=device.time_scale_multiplier,
+        )
+        return RooflineData(run=device, model=model)
+
+    def render(self, data: RooflineData, page) -> None:
+        model = data.model
+        page.write_csv(CSV_PATH, csv_frame(model.records))
+        peaks = model.peaks
+        page.write_html(
+            "roofline_model.html",
+            "roofline_model.html",
+            chart=roofline_chart(model),
+            peaks=peaks,
+            roofs=[{"label": label, "bw": bw, "ridge": peaks.ridge_point(bw)} for label, bw in peaks.ceilings],
+            views=[{"key": "with", "label": "Included", "rows": _table_rows(model.records, True)},
+                   {"key": "without", "label": "Excluded", "rows": _table_rows(model.records, False)}],
+            columns=TABLE_COLUMNS,
+            labels=COLUMNS,
+            percent=PERCENT_SHOWN,
+            unplotted=int(((model.ops["operational_intensity"] <= 0) | (model.ops["measured_flop_rate"] <= 0)).sum())
+            if len(model.ops) else 0,
+            per_step_omitted=model.per_step_omitted,
+            hosts=data.run.hosts,
+            csv_path=CSV_PATH,
+        )

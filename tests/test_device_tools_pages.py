@@ -1,0 +1,275 @@
+"""Op profile, HLO op stats, roofline and pod viewer pages built end to end, and used in a browser."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reportgen.build import BuildOptions, build_site
+from reportgen.core.hlo_stats import COLUMNS as HLO_COLUMNS
+from reportgen.core.roofline import COLUMNS as ROOFLINE_COLUMNS
+from reportgen.sections import SECTIONS
+from reportgen.sections.op_profile import CSV_COLUMNS
+from tests.builtsite import built_site
+from tests.conftest import LOGDIR, ORACLE, needs_shared
+from tests.tpu_xspace import XSS_OP, write_tpu_run
+
+DEVICE_PAGES = ("op_profile", "hlo_stats", "roofline_model")
+SHARED_RUNS = {"tpu_inference_2", "gpu_multi_worker"}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The small TPU run built in code, plus (when present) two shared runs: TPU, and GPU on two hosts."""
+    root = tmp_path_factory.mktemp("device")
+    logdir = write_tpu_run(root / "logs")
+    locations = [str(logdir)]
+    runs = {"tpu_small"}
+    if LOGDIR.exists():
+        locations.append(str(LOGDIR))
+        runs |= SHARED_RUNS
+    # Only the sections under test (and the run page): the other tools' pages are tested elsewhere.
+    sections = [s for s in SECTIONS if s.slug in ("inventory", *DEVICE_PAGES, "pod_viewer")]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("reportgen.build.SECTIONS", sections)
+        report = build_site(locations, BuildOptions(output=str(root / "site"), runs=runs, jobs=1))
+    assert report.exit_code == 0
+    return root / "site"
+
+
+def _summary(site: Path) -> dict:
+    return json.loads((site / "summary.json").read_text())["runs"]
+
+
+def _csv(path: Path) -> list[list[str]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def test_small_tpu_run_has_every_device_page_with_escaped_names(site):
+    summary = _summary(site)["tpu_small"]
+    for slug in (*DEVICE_PAGES, "pod_viewer"):
+        assert summary["tools"][slug] == {"page": f"tpu_small/{slug}.html"}
+        html = (site / "tpu_small" / f"{slug}.html").read_text()
+        assert '<script>alert("op")' not in html and "<!--" not in html.split("</head>", 1)[1]
+    block = summary["op_profile"]
+    assert set(block) == {"flops_utilization_percent", "categories"}
+    names = [c["name"] for c in block["categories"]]
+    assert names == ["loop fusion", "IDLE", "data formatting"]
+    assert sum(c["time_percent"] for c in block["categories"]) == pytest.approx(100.0, abs=0.01)
+    # 3 × 1000 FLOPs over the ops' (clock-normalized) 2.1 µs, against 100 TFLOP/s.
+    assert block["flops_utilization_percent"] == pytest.approx(100 * (3000 / 2100) / 100_000, rel=1e-4)
+
+
+def test_small_tpu_pod_viewer_breaks_steps_down_by_category(site):
+    html = (site / "tpu_small" / "pod_viewer.html").read_text()
+    assert "broken down by HLO op category" in html
+    rows = _csv(site / "tpu_small" / "data" / "pod_viewer" / "pod_stats.csv")
+    assert rows[0][:4] == ["Step", "Core id", "Host", "Step time (us)"] and rows[0][-1] == "Bottleneck"
+    assert [r[0] for r in rows[1:]] == ["0", "1", "2"]
+    assert all(r[2] == "tpuhost" and r[-1] == "Output" for r in rows[1:])  # XProf's numbers in the CSV
+    assert "loop fusion" in html  # the page's breakdown and bottleneck: HLO categories
+
+
+def test_op_profile_csv_is_the_program_tree_flattened(site):
+    rows = _csv(site / "tpu_small" / "data" / "op_profile" / "op_profile.csv")
+    assert rows[0] == CSV_COLUMNS
+    assert rows[1][:2] == ["by_program", "by_program"] and float(rows[1][3]) == pytest.approx(100.0)
+    paths = [r[0] for r in rows[1:]]
+    # Program 7 has no HLO module in the capture: XProf names its node "main".
+    assert f"by_program > main > loop fusion > {XSS_OP}" in paths
+    assert "by_program > IDLE" in paths
+
+
+@needs_shared
+def test_shared_runs_list_the_pages_they_have_data_for(site):
+    summary = _summary(site)
+    tpu = summary["tpu_inference_2"]
+    assert set(DEVICE_PAGES) <= set(tpu["tools"]) and "pod_viewer" not in tpu["tools"]  # no steps
+    gpu = summary["gpu_multi_worker"]
+    assert "op_profile" in gpu["tools"] and "pod_viewer" in gpu["tools"]
+    assert "hlo_stats" not in gpu["tools"] and "roofline_model" not in gpu["tools"]  # no op ran (idle only)
+    assert gpu["op_profile"]["categories"] == [{"name": "IDLE", "time_percent": 100.0}]
+
+
+def test_cpu_runs_have_a_pod_viewer_and_no_device_pages():
+    built = built_site()  # the bundled CPU samples, shared with the publishing tests
+    summary = _summary(built.site)
+    for run in ("tf_keras_fast", "tf_keras_input_bound"):
+        tools = summary[run]["tools"]
+        for slug in DEVICE_PAGES:
+            assert slug not in tools and slug not in summary[run]
+            assert not (built.site / run / f"{slug}.html").exists()
+            assert not (built.site / run / "data" / slug).exists()
+        assert tools["pod_viewer"] == {"page": f"{run}/pod_viewer.html"}
+        rows = _csv(built.site / run / "data" / "pod_viewer" / "pod_stats.csv")
+        assert len(rows) - 1 == 5 and {r[2] for r in rows[1:]} == {"vm"}
+
+
+@needs_shared
+def test_shared_tpu_summary_and_csvs_match_xprof(site):
+    expected = json.loads((ORACLE / "tpu_inference_2" / "op_profile.by_category.json").read_text())["byCategory"]
+    block = _summary(site)["tpu_inference_2"]["op_profile"]
+    assert block["flops_utilization_percent"] == pytest.approx(100 * expected["metrics"]["flops"], rel=1e-4)
+    total = expected["metrics"]["rawTime"]
+    assert block["categories"] == [{"name": c["name"], "time_percent": pytest.approx(100 * c["metrics"]["rawTime"]
+                                                                                     / total, abs=1e-3)}
+                                   for c in expected["children"]]
+    hlo = _csv(site / "tpu_inference_2" / "data" / "hlo_stats" / "hlo_stats.csv")
+    oracle = _csv(ORACLE / "tpu_inference_2" / "hlo_stats.csv")
+    assert hlo[0] == list(HLO_COLUMNS.values()) == oracle[0]
+    assert [r[3] for r in hlo[1:]] == [r[3] for r in oracle[1:]]  # op names in XProf's order
+    roofline = _csv(site / "tpu_inference_2" / "data" / "roofline_model" / "roofline_model.csv")
+    assert roofline[0] == list(ROOFLINE_COLUMNS.values())
+    assert len(roofline) - 1 == 38
+    gpu_pods = _csv(site / "gpu_multi_worker" / "data" / "pod_viewer" / "pod_stats.csv")
+    assert [(r[0], r[1], r[-1]) for r in gpu_pods[1:]] == [("0", "1", "Device compute"),
+                                                           ("0", "1001", "Device compute")]
+
+
+def _driver(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}",
+                 "--window-size=1400,1200"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
+
+
+needs_browser = pytest.mark.skipif(shutil.which("chromium") is None or shutil.which("chromedriver") is None,
+                                   reason="chromium/chromedriver not installed")
+
+
+def _row_names(driver) -> list[str]:
+    """The tree's rows as shown: op names, and the "… N more" rows."""
+    from selenium.webdriver.common.by import By
+
+    names = []
+    for row in driver.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr"):
+        labels = row.find_elements(By.CSS_SELECTOR, ".op-label")
+        names.append(labels[0].text if labels else row.text)
+    return names
+
+
+def _row(driver, name: str):
+    from selenium.webdriver.common.by import By
+
+    for row in driver.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr[data-path]"):
+        if row.find_element(By.CSS_SELECTOR, ".op-label").text == name:
+            return row
+    raise AssertionError(f"no row {name!r} in {_row_names(driver)}")
+
+
+@needs_shared
+@needs_browser
+def test_op_profile_page_interactions(site, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver = _driver(tmp_path)
+    try:
+        driver.get((site / "tpu_inference_2" / "op_profile.html").as_uri())
+        WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr"))
+        # Program view: the root and the programs open, categories closed.
+        names = _row_names(driver)
+        assert names[:3] == ["by_program", "jit_f(12190760917235803885)", "copy-done"]
+        assert "IDLE" in names and "copy-done.4" not in names
+        # Expand a category to its ops, largest first.
+        _row(driver, "copy-done").find_element(By.CSS_SELECTOR, "button.op-toggle").click()
+        names = _row_names(driver)
+        start = names.index("copy-done") + 1
+        assert names[start:start + 6] == ["copy-done.4", "copy-done.2", "copy-done", "copy-done.5", "copy-done.1",
+                                          "copy-done.3"]
+        # Top 90% of the category's time: the four long copies (the two short ones are folded).
+        driver.find_element(By.CSS_SELECTOR, "[data-op-top90]").click()
+        names = _row_names(driver)
+        assert "copy-done.1" not in names and "copy-done.5" in names
+        assert any(n.startswith("… 2 more") for n in names)
+        driver.find_element(By.CSS_SELECTOR, "[data-op-top90]").click()
+        # Expand a fusion group and one fusion to the instructions inside it.
+        _row(driver, "loop fusion").find_element(By.CSS_SELECTOR, "button.op-toggle").click()
+        _row(driver, "broadcast_add_fusion.1 and its duplicate(s)").find_element(
+            By.CSS_SELECTOR, "button.op-toggle").click()
+        _row(driver, "broadcast_add_fusion.1").find_element(By.CSS_SELECTOR, "button.op-toggle").click()
+        names = _row_names(driver)
+        assert {"constant.7", "broadcast.8", "add.4"} <= set(names)
+        # Select the fusion: its details.
+        _row(driver, "broadcast_add_fusion.1").click()
+        details = driver.find_element(By.CSS_SELECTOR, "[data-op-details]")
+        assert "broadcast_add_fusion.1" in details.find_element(By.TAG_NAME, "h3").text
+        text = details.text
+        assert "loop fusion" in text and "jit(f)/jit(main)/add:" in text
+        assert "%broadcast_add_fusion.1 = f32[5,1024,1024,256]{3,2,1,0:T(8,128)} fusion(" in text
+        assert "f32[5,1024,1024,256]{3,2,1,0:T(8,128)}" in text and "Padded to" in text
+        assert "host_offload_stress_test.py:29" in text
+        # How many ops to show.
+        Select(driver.find_element(By.CSS_SELECTOR, "[data-op-show]")).select_by_value("10")
+        # Group by category; leave idle time out.
+        driver.find_element(By.CSS_SELECTOR, "input[name='op-group'][value='category']").click()
+        names = _row_names(driver)
+        assert names[0] == "by_category" and "IDLE" in names
+        driver.find_element(By.CSS_SELECTOR, "[data-op-idle]").click()
+        names = _row_names(driver)
+        assert "IDLE" not in names and names[1:3] == ["copy-done", "loop fusion"]
+        root_time = driver.find_element(By.CSS_SELECTOR, "[data-op-rows] tr td.num").text
+        assert root_time == "100.00%"
+        flops_cell = driver.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr td.util")[0]
+        assert "hsl(" in flops_cell.get_attribute("style") or "rgb(" in flops_cell.get_attribute("style")
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        driver.quit()
+
+
+@needs_browser
+def test_device_pages_render_in_a_browser_without_running_capture_text(site, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver = _driver(tmp_path)
+    try:
+        for slug in (*DEVICE_PAGES, "pod_viewer"):
+            driver.get((site / "tpu_small" / f"{slug}.html").as_uri())
+            if slug == "op_profile":
+                WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr"))
+                _row(driver, "loop fusion").find_element(By.CSS_SELECTOR, "button.op-toggle").click()
+                _row(driver, XSS_OP).click()  # the payload is shown as text, never run
+                assert XSS_OP in driver.find_element(By.CSS_SELECTOR, "[data-op-details] h3").text
+            else:
+                WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".chart svg"))
+            if slug == "pod_viewer":
+                select = Select(driver.find_element(By.CSS_SELECTOR, ".chart select"))
+                assert [o.text for o in select.options] == ["0", "1", "2"]
+                select.select_by_visible_text("2")
+            assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        driver.quit()
+
+
+@needs_browser
+def test_op_profile_works_in_the_single_file_report(site, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from reportgen.singlefile import compose
+
+    document, _report = compose(site)
+    path = tmp_path / "report.html"
+    path.write_text(document, encoding="utf-8")
+    driver = _driver(tmp_path / "profile")
+    try:
+        driver.get(path.as_uri())
+        section = driver.find_element(By.CSS_SELECTOR, "section[data-page='tpu_small/op_profile.html']")
+        WebDriverWait(driver, 20).until(lambda d: section.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr"))
+        assert section.find_elements(By.CSS_SELECTOR, ".op-label")[0].text == "by_program"
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        driver.quit()

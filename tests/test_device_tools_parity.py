@@ -1,0 +1,221 @@
+"""Op profile, HLO op stats, roofline and pod viewer against XProf 2.24.2 on the shared captures.
+
+Tree shape, names and every metric within 1%; the tie order of equal
+siblings is XProf's unspecified partial-sort order, so siblings are matched
+by name.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import pytest
+
+from reportgen.core.device_op_details import combine_device_op_details, device_op_details
+from reportgen.core.hlo_op_records import hlo_op_records
+from reportgen.core.hlo_stats import hlo_stats_table
+from reportgen.core.op_profile import ProfileTotals, build_op_profile, xprof_json
+from reportgen.core.op_stats import combine_op_stats
+from reportgen.core.pod_stats import hostnames_by_core, pod_stats
+from reportgen.core.pod_stats import xprof_json as pod_json
+from reportgen.core.roofline import roofline_model
+from reportgen.sections.device_ops import DeviceRun
+from tests.conftest import ORACLE, RUNS, needs_shared
+from tests.decoded import decoded_hosts
+from tests.xprof_oracle import host_op_stats
+
+REL = 0.01
+DEVICE_RUNS = ["tpu_inference_2", "gpu_multi_worker"]
+
+
+@cache
+def device_run(run: str) -> DeviceRun:
+    captures = decoded_hosts(run)
+    stats = host_op_stats(run)
+    parts = [stats[c.host] for c in captures]
+    details = [device_op_details(c, p.device_db, p.environment.hardware_type == "TPU") for c, p in zip(captures, parts)]
+    op_stats = combine_op_stats(parts)
+    combined = combine_device_op_details(details)
+    return DeviceRun(op_stats=op_stats, details=combined, records=hlo_op_records(op_stats.device_db, combined),
+                     hosts=[c.host for c in captures])
+
+
+def oracle(run: str, tool: str):
+    return json.loads((ORACLE / run / f"{tool}.json").read_text())
+
+
+def close(mine, theirs) -> bool:
+    if isinstance(theirs, bool) or isinstance(theirs, str):
+        return mine == theirs
+    return mine == pytest.approx(theirs, rel=REL, abs=1e-9)
+
+
+def compare_nodes(mine: dict, theirs: dict, path: str, problems: list[str]) -> None:
+    where = f"{path}/{theirs['name']}"
+    if mine["name"] != theirs["name"]:
+        problems.append(f"{where}: name {mine['name']!r}")
+        return
+    if mine["numChildren"] != theirs["numChildren"]:
+        problems.append(f"{where}: numChildren {mine['numChildren']} != {theirs['numChildren']}")
+    for key, value in theirs.get("metrics", {}).items():
+        ours = mine.get("metrics", {}).get(key)
+        ok = (ours is not None and len(ours) == len(value) and all(close(a, b) for a, b in zip(ours, value))
+              if isinstance(value, list) else ours is not None and close(ours, value))
+        if not ok:
+            problems.append(f"{where}: {key} {ours} != {value}")
+    if ("xla" in mine) != ("xla" in theirs):
+        problems.append(f"{where}: xla present {('xla' in mine)} != {('xla' in theirs)}")
+    elif "xla" in theirs:
+        for key, value in theirs["xla"].items():
+            if mine["xla"].get(key) != value:
+                problems.append(f"{where}: xla.{key} {mine['xla'].get(key)!r} != {value!r}")
+    if len(mine["children"]) != len(theirs["children"]):
+        problems.append(f"{where}: {len(mine['children'])} children != {len(theirs['children'])}")
+        return
+    remaining: dict[str, list[dict]] = {}
+    for child in theirs["children"]:
+        remaining.setdefault(child["name"], []).append(child)
+    for child in mine["children"]:
+        candidates = remaining.get(child["name"])
+        if not candidates:
+            problems.append(f"{where}: unexpected child {child['name']!r}")
+            continue
+        compare_nodes(child, candidates.pop(0), where, problems)
+
+
+@needs_shared
+@pytest.mark.parametrize("run", DEVICE_RUNS)
+@pytest.mark.parametrize("group_by,tool", [("program", "op_profile"), ("category", "op_profile.by_category")])
+def test_op_profile_trees(run, group_by, tool):
+    expected = oracle(run, tool)
+    device = device_run(run)
+    db = device.op_stats.device_db
+    totals = ProfileTotals(db.total_time_ps, db.total_op_time_ps)
+    assert expected["deviceType"] == device.op_stats.environment.hardware_type
+    assert expected["aggDvfsTimeScaleMultiplier"] == pytest.approx(device.time_scale_multiplier)
+    key = "byProgram" if group_by == "program" else "byCategory"
+    for exclude, suffix in ((False, ""), (True, "ExcludeIdle")):
+        tree = build_op_profile(device.records, device.details.hlo, device.details.program_names,
+                                device.op_stats.perf_env, totals, group_by, exclude)
+        problems: list[str] = []
+        compare_nodes(xprof_json(tree), expected[key + suffix], "", problems)
+        assert problems == [], f"{key + suffix}:\n" + "\n".join(problems[:20])
+
+
+def _source_text(cell: str) -> str:
+    """XProf's source cell is `<div class='source-info-cell' title='…'>file:line</div>`."""
+    return cell.rsplit("'>", 1)[-1].removesuffix("</div>") if cell else ""
+
+
+@needs_shared
+@pytest.mark.parametrize("run", DEVICE_RUNS)
+def test_hlo_stats_every_row_and_column(run):
+    expected = oracle(run, "hlo_stats")
+    device = device_run(run)
+    env = device.op_stats.environment
+    table = hlo_stats_table(device.records, device.op_stats.perf_env, env.hardware_type,
+                            device.op_stats.device_db.total_time_ps)
+    assert len(table) == len(expected["rows"])
+    columns = [c["id"] for c in expected["cols"]]
+    for i, row in enumerate(expected["rows"]):
+        for column, cell in zip(columns, row["c"]):
+            theirs = cell.get("v")
+            ours = table.iloc[i][column]
+            if column == "dma_stall_percent":
+                ours = ours / 100.0  # a true percentage here, XProf's fraction there
+            if column == "source_info":
+                theirs = _source_text(theirs)
+            assert close(ours, theirs), (i, column, ours, theirs)
+
+
+@needs_shared
+@pytest.mark.parametrize("run", DEVICE_RUNS)
+def test_roofline_model_every_record(run):
+    records_table, _diagnostics = oracle(run, "roofline_model")
+    device = device_run(run)
+    op_stats = device.op_stats
+    env = op_stats.environment
+    model = roofline_model(
+        device.records, op_stats.perf_env, env.hardware_type, env.device_type, env.device_core_count,
+        op_stats.device_db.total_time_ps, op_stats.step_db.step_numbers, op_stats.step_db.kind,
+        has_complete_steps_db=env.hardware_type == "TPU" or len(device.hosts) > 1,
+        has_merged_vmem=device.details.has_merged_vmem, has_megacore=device.details.has_megacore,
+        time_scale_multiplier=device.time_scale_multiplier)
+    rows = records_table["rows"]
+    assert len(model.records) == len(rows)
+    columns = [c["id"] for c in records_table["cols"]]
+    for i, row in enumerate(rows):
+        for column, cell in zip(columns, row["c"]):
+            theirs = cell.get("v")
+            if column == "source_info":
+                theirs = _source_text(theirs)
+            assert close(model.records.iloc[i][column], theirs), (i, column, model.records.iloc[i][column], theirs)
+    props = records_table["p"]
+    peaks = model.peaks
+    assert props["device_type"] == peaks.device_type
+    assert float(props["peak_flop_rate"]) == pytest.approx(peaks.peak_flop_rate, rel=1e-5)
+    assert float(props["peak_hbm_bw"]) == pytest.approx(peaks.peak_hbm_bw, rel=1e-5)
+    assert float(props["hbm_ridge_point"]) == pytest.approx(peaks.ridge_point(peaks.peak_hbm_bw), rel=1e-5)
+    if "has_merged_vmem" in props:  # the TPU table's extra properties
+        assert props["has_merged_vmem"] == str(int(peaks.has_merged_vmem))
+        assert props["has_cmem"] == str(int(peaks.has_cmem))
+        assert props["megacore"] == str(int(peaks.megacore))
+        for name in ("vmem_read", "vmem_write", "cmem_read", "cmem_write"):
+            bw = getattr(peaks, f"peak_{name}_bw")
+            assert float(props[f"peak_{name}_bw"]) == pytest.approx(bw, rel=1e-5)
+            assert float(props[f"{name}_ridge_point"]) == pytest.approx(peaks.ridge_point(bw), rel=1e-5)
+        assert float(props["time_scale_multiplier"]) == pytest.approx(peaks.time_scale_multiplier)
+
+
+def test_fused_instructions_print_as_xla_does():
+    """The HLO text of instructions inside a fusion (XProf prints these with XLA itself)."""
+    if "tpu_inference_2" not in RUNS:
+        pytest.skip("shared captures not found")
+    device = device_run("tpu_inference_2")
+    fusion = device.details.hlo[(12190760917235803885 - (1 << 64), "broadcast_add_fusion.1")]
+    assert [(c.name, c.category, c.provenance) for c in fusion.fused] == [
+        ("constant.7", "non-fusion elementwise", ":"), ("broadcast.8", "broadcast", ":"),
+        ("add.4", "non-fusion elementwise", "jit(f)/jit(main)/add:")]
+    assert [c.expression for c in fusion.fused] == [
+        "%constant.7 = f32[]{:T(128)} constant(1)",
+        "%broadcast.8 = f32[5,1024,1024,256]{3,2,1,0:T(8,128)} broadcast(f32[]{:T(128)} %constant.7), dimensions={}",
+        "%add.4 = f32[5,1024,1024,256]{3,2,1,0:T(8,128)} add(f32[5,1024,1024,256]{3,2,1,0:T(8,128)} %param_0.1, "
+        "f32[5,1024,1024,256]{3,2,1,0:T(8,128)} %broadcast.8)"]
+
+
+def _pod_cases() -> list[tuple[str, str | None]]:
+    """(run, host) for every pod viewer XProf wrote: each run, and each host of a multi-host run alone."""
+    cases = []
+    for run in RUNS:
+        if (ORACLE / run / "pod_viewer.json").exists():
+            cases.append((run, None))
+        per_host = ORACLE / run / "per_host"
+        if per_host.exists():
+            cases += [(run, h.name) for h in sorted(per_host.iterdir()) if (h / "pod_viewer.json").exists()]
+    return cases
+
+
+@needs_shared
+@pytest.mark.parametrize("run,host", _pod_cases(), ids=[f"{r}/{h or 'all'}" for r, h in _pod_cases()])
+def test_pod_viewer(run, host):
+    folder = ORACLE / run if host is None else ORACLE / run / "per_host" / host
+    expected = json.loads((folder / "pod_viewer.json").read_text())
+    stats = host_op_stats(run)
+    parts = [stats[c.host] for c in decoded_hosts(run) if host is None or c.host == host]
+    combined = combine_op_stats(parts)
+    names = hostnames_by_core([(p.environment.hostnames[0], p.core_details) for p in parts])
+    mine = pod_json(pod_stats(combined.step_db, names, combined.environment.device_type),
+                    expected["diagnostics"]["warnings"])
+    assert mine["deviceType"] == expected["deviceType"]
+    assert mine["stepBreakdownEvents"] == expected["stepBreakdownEvents"]
+    ours, theirs = mine["podStatsSequence"]["podStatsMap"], expected["podStatsSequence"]["podStatsMap"]
+    assert [s["stepNum"] for s in ours] == [s["stepNum"] for s in theirs]
+    for step, expected_step in zip(ours, theirs):
+        assert step["podStatsPerCore"].keys() == expected_step["podStatsPerCore"].keys()
+        for core, record in expected_step["podStatsPerCore"].items():
+            got = step["podStatsPerCore"][core]
+            for key in ("hostName", "chipId", "nodeId", "stepNum", "bottleneck"):
+                assert got[key] == record[key], (step["stepNum"], core, key)
+            assert got["totalDurationUs"] == pytest.approx(record["totalDurationUs"], abs=1e-6)
+            assert got["stepBreakdownUs"] == pytest.approx(record["stepBreakdownUs"], abs=1e-6)

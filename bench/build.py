@@ -110,6 +110,37 @@ print(json.dumps({"total": len(pickle.dumps(outcome, protocol=pickle.HIGHEST_PRO
 """
 
 
+CAPACITY_SCRIPT = r"""
+import json, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+import numpy as np
+
+def spin(_=None):
+    x = 0
+    for i in range(20_000_000):
+        x += i
+    return x
+
+def touch(_=None):  # fresh memory, first touch: what a decoder's arrays cost
+    return float(np.ones(50_000_000).sum())
+
+if __name__ == "__main__":
+    n = os.cpu_count() or 1
+    out = {}
+    with ProcessPoolExecutor(n) as pool:
+        list(pool.map(abs, range(n)))
+        for f in (spin, touch):
+            t = time.perf_counter()
+            for _ in range(n):
+                f()
+            serial = time.perf_counter() - t
+            t = time.perf_counter()
+            list(pool.map(f, range(n)))
+            out[f.__name__] = serial / (time.perf_counter() - t)
+    print(json.dumps(out))
+"""
+
+
 def _tiler():
     """(tile function taking (bytes, copies), name) from bench/tile.py, else bench/tile_min.py."""
     sys.path.insert(0, str(REPO))
@@ -254,6 +285,11 @@ def bench_size(copies: int, args, rows: list[dict]) -> None:
 def bench_parallel(args) -> dict:
     cores = os.cpu_count() or 1
     logdir = tiled_logdir(args.out, args.parallel_tile, hosts=args.parallel_hosts)
+    capacity_file = args.out / "capacity.py"
+    capacity_file.parent.mkdir(parents=True, exist_ok=True)
+    capacity_file.write_text(CAPACITY_SCRIPT)
+    measured, _, _ = run_measured([sys.executable, str(capacity_file)], _env())
+    capacity = json.loads(measured.stdout.strip().splitlines()[-1]) if measured.returncode == 0 else None
     start, _, _ = run_measured([sys.executable, "-c", POOL_START_SCRIPT], _env())
     pool = json.loads(start.stdout.strip().splitlines()[-1]) if start.returncode == 0 else None
     serial = reportgen_build(logdir, args.out / "sites" / "parallel-j1", jobs=1)
@@ -264,6 +300,9 @@ def bench_parallel(args) -> dict:
     result_size = json.loads(sized.stdout.strip().splitlines()[-1]) if sized.returncode == 0 else None
     print(f"\n{args.parallel_hosts} host files (×{args.parallel_tile} each, {serial['events']:,} events), "
           f"{cores} cores:")
+    if capacity:
+        print(f"  this machine's parallel capacity ({cores} processes vs one, same work): pure Python "
+              f"{capacity['spin']:.2f}×, fresh memory {capacity['touch']:.2f}× (a shared VM gives less than {cores}×)")
     if result_size:
         parts = ", ".join(f"{k} {v / 1e3:,.0f} kB" for k, v in sorted(result_size["parts"].items(),
                                                                         key=lambda kv: -kv[1]))
@@ -280,7 +319,8 @@ def bench_parallel(args) -> dict:
         whole = serial["build"] / parallel["build"]
         print(f"  speed-up: hosts stage {hosts_1 / hosts_n:.2f}×, whole build {whole:.2f}× "
               f"(ideal {cores}×); sites identical: {same}")
-    return {"serial": serial, "parallel": parallel, "pool": pool, "same": same, "result_size": result_size}
+    return {"serial": serial, "parallel": parallel, "pool": pool, "same": same, "result_size": result_size,
+            "capacity": capacity}
 
 
 def _same_site(a: Path, b: Path) -> bool:

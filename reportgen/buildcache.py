@@ -107,6 +107,14 @@ def remote_checksum(host: HostFile) -> str | None:
     return store_checksum(fs, fs.info(stripped))
 
 
+def legacy_fingerprint(host: HostFile) -> str:
+    """An older profiler's host is several per-tool files: the key covers each one's name and content."""
+    digest = hashlib.new(CONTENT_HASH)
+    for path in host.legacy:
+        digest.update(path.rstrip("/").rsplit("/", 1)[-1].encode() + b"\0" + hash_file(path).encode() + b"\0")
+    return f"legacy-{CONTENT_HASH}:{digest.hexdigest()}"
+
+
 def link_or_copy(source: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists():
@@ -181,6 +189,8 @@ class HostCache:
     def fingerprint(self, task: HostTask) -> str:
         """The content key of a host file, reading it only when nothing cheaper tells."""
         path = task.host.path
+        if task.host.legacy:
+            return legacy_fingerprint(task.host)
         if is_local(path):
             self._memo_used.add(_memo_key(path))
             stat = self._stat_key(path)
@@ -222,8 +232,15 @@ class HostCache:
         """
         if not self._may_hit(task):
             # A store's checksum costs nothing: key by it now. A local file is
-            # hashed by the worker, from the bytes it reads anyway.
+            # hashed by the worker, from the bytes it reads anyway; the small
+            # per-tool files of an older profiler are hashed here (the worker
+            # reads them with their own loaders).
             checksum = None if is_local(task.host.path) else task.host.checksum
+            if task.host.legacy:
+                try:
+                    checksum = legacy_fingerprint(task.host)
+                except OSError:
+                    checksum = None
             if checksum is not None:
                 self._fingerprints[task.index] = checksum
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -149,3 +150,29 @@ def test_the_cache_beside_a_site_keeps_the_last_build_only(tmp_path):
     assert len(list(cache.glob("runs/*/run.pickle"))) == 2
     again, _ = _build(logdir, tmp_path / "site", jobs=1)
     assert again.decoded == [] and len(again.cached) == 3
+
+
+def _timeline(step: int, duration_us: float) -> str:
+    """A ProfilerHook `timeline-<step>.json` (Chrome trace of one step's ops)."""
+    device = "/job:localhost/replica:0/task:0/device:CPU:0 Compute"
+    return json.dumps({"traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": device}},
+        {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 0, "tid": 0, "ts": 1000 * step, "dur": duration_us,
+         "args": {"name": "dense/MatMul", "op": "MatMul"}},
+    ]})
+
+
+def test_an_older_profilers_host_is_keyed_by_every_one_of_its_files(tmp_path):
+    run = tmp_path / "logdir" / "plugins" / "profile" / "hook"
+    run.mkdir(parents=True)
+    for step in (1, 2, 3):
+        (run / f"timeline-{step}.json").write_text(_timeline(step, 40.0))
+    first, _ = _build(tmp_path / "logdir", tmp_path / "site", jobs=1)
+    assert first.decoded == ["hook/timeline-1.json"]
+    again, _ = _build(tmp_path / "logdir", tmp_path / "site", jobs=1)
+    assert again.decoded == [] and again.cached == ["hook/timeline-1.json"]
+    (run / "timeline-3.json").write_text(_timeline(3, 55.0))  # not the file the host is named after
+    changed, _ = _build(tmp_path / "logdir", tmp_path / "site", jobs=1)
+    assert changed.decoded == ["hook/timeline-1.json"]
+    fresh, _ = _build(tmp_path / "logdir", tmp_path / "fresh", cache=False)
+    assert_same_site(tmp_path / "site", tmp_path / "fresh")

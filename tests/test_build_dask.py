@@ -108,19 +108,13 @@ def cluster(tmp_path_factory, emulator):
             address = client.scheduler.address
         yield address
     finally:
-        if scheduler_file.exists():
-            try:  # the quick way: the scheduler stops its workers, then itself
-                with distributed.Client(scheduler_file=str(scheduler_file), timeout=10) as client:
-                    client.shutdown()
-            except (OSError, TimeoutError):
-                pass
-        # Whatever still runs: workers first, while the scheduler can take their goodbye; then the scheduler.
+        # Workers first, while the scheduler can take their goodbye; then the scheduler.
         for group in (processes[1:], processes[:1]):
             for process in group:
                 process.terminate()
             for process in group:
                 try:
-                    process.wait(timeout=15)
+                    process.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()

@@ -24,6 +24,7 @@ from reportgen.compare.page import page_stem
 from reportgen.compare.sources import BuiltRun, BuiltSite
 from reportgen.core.step_analysis import CATEGORY_KEYS, CATEGORY_LABELS
 from reportgen.formatting import fmt_change_pct, fmt_delta, fmt_p_value, fmt_ratio, fmt_value
+from reportgen.sections.vega import vega_spec
 
 MAX_CHARS = 65_000  # GitHub's limit for a comment body
 NAME_CHARS = 100  # capture names are cut to this length in tables
@@ -115,7 +116,7 @@ def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
     if not rows:
         return None
     categories = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS if any(r["Category"] == CATEGORY_LABELS[k] for r in rows)]
-    return (
+    return vega_spec(
         alt.Chart(pd.DataFrame(rows), title="Average step time by category")
         .mark_bar()
         .encode(y=alt.Y("Run:N", sort=[r.name for r in runs], title=None, axis=alt.Axis(labelLimit=360)),
@@ -123,7 +124,6 @@ def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
                 color=alt.Color("Category:N", sort=categories, scale=alt.Scale(domain=categories)),
                 order=alt.Order("order:Q"))
         .properties(width=600, height=max(40, 28 * len(runs)))
-        .to_dict()
     )
 
 

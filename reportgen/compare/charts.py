@@ -6,6 +6,7 @@ import altair as alt
 import pandas as pd
 
 from reportgen.compare.model import Comparison
+from reportgen.sections.vega import vega_spec
 
 TOP_CHANGES = 10
 NAME_LABEL_CHARS = 60
@@ -40,7 +41,7 @@ def breakdown_chart(comparison: Comparison) -> dict | None:
         )
         .properties(width=600, height=90)
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 def step_times_chart(comparison: Comparison) -> dict | None:
@@ -61,7 +62,7 @@ def step_times_chart(comparison: Comparison) -> dict | None:
         x=alt.X("mean(ms):Q"), tooltip=[alt.Tooltip("Run:N"),
                                         alt.Tooltip("mean(ms):Q", title="Average (ms)", format=",.3f")],
         **encoding)
-    return (ticks + means).properties(width=600, height=90, title="Step times (ticks) and averages (◆)").to_dict()
+    return vega_spec((ticks + means).properties(width=600, height=90, title="Step times (ticks) and averages (◆)"))
 
 
 def elide(text: str, limit: int) -> str:
@@ -102,7 +103,7 @@ def change_chart(changes: pd.DataFrame, name_column: str, value_column: str, tit
         )
         .properties(width=420, height=max(60, 22 * len(frame)))
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 def op_change_chart(comparison: Comparison, side: str) -> dict | None:

@@ -14,6 +14,7 @@ import pandas as pd
 from reportgen.core.hlo_stats import COLUMNS, hlo_stats_table
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
+from reportgen.sections.vega import vega_spec
 
 CSV_PATH = "data/hlo_stats/hlo_stats.csv"
 # Columns the page shows (all of them go to the CSV).
@@ -46,7 +47,7 @@ def category_chart(table: pd.DataFrame) -> dict:
         )
         .properties(width=520, height=alt.Step(18))
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 def csv_frame(table: pd.DataFrame) -> pd.DataFrame:

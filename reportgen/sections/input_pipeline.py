@@ -50,6 +50,7 @@ from reportgen.sections.input_pipeline_charts import (
     step_breakdown_chart,
     steps_csv,
 )
+from reportgen.sections.vega import vega_spec
 from reportgen.sections.views import ALL_HOSTS, run_views
 
 # XProf's TPU step-time categories (its step table's stacked columns), key → label.
@@ -306,7 +307,7 @@ def _view_panel(view: InputPipelineView, key: str) -> dict:
         "breakdown_total_ms": total_us / 1e3,
         # Categories worth a summary card: at least a microsecond (float residue is not time).
         "cards": [{"label": BREAKDOWN[k], "ms": breakdown[k] / 1e3} for k in BREAKDOWN if breakdown[k] >= 1.0],
-        "category_chart": category_chart(breakdown).to_dict() if total_us > 0 else None,
+        "category_chart": vega_spec(category_chart(breakdown)) if total_us > 0 else None,
         "enqueue_ratio": host.enqueue_ratio,
     }
 
@@ -343,8 +344,8 @@ def _tf_data_view(data: InputPipelineData, pipelines: pd.DataFrame) -> dict:
         "xprof_suggestions": focus.xprof_suggestions,
         "advice": focus.advice,
         "tree": tree.to_dict("records"),
-        "iterator_chart": iterator_chart(focus.tree).to_dict() if focus.tree["called"].any() else None,
-        "latency_chart": latency_chart(pipeline).to_dict(),
+        "iterator_chart": vega_spec(iterator_chart(focus.tree)) if focus.tree["called"].any() else None,
+        "latency_chart": vega_spec(latency_chart(pipeline)),
     }
     return view
 

@@ -7,6 +7,7 @@ import pandas as pd
 
 from reportgen.core.input_ops import BREAKDOWN, INPUT_OP_COLUMNS, InputOpAnalysis
 from reportgen.core.tf_data import HOST, SLOW_CALL_THRESHOLD_PS, InputPipeline, TfDataStats
+from reportgen.sections.vega import vega_spec
 
 ROLE_COLORS = {"bottleneck": "#cf222e", "critical path": "#f2a33a", "not blocking": "#8c959f"}
 
@@ -73,7 +74,7 @@ def step_breakdown_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict:
         )
         .properties(width=max(300, min(1100, 40 * len(wide))), height=300)
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 def input_percent_chart(steps: pd.DataFrame, with_range: bool) -> dict:
@@ -92,7 +93,7 @@ def input_percent_chart(steps: pd.DataFrame, with_range: bool) -> dict:
     if with_range:
         layers.insert(0, base.mark_rule(strokeWidth=2, color="#8c959f").encode(
             y="input_percent_min:Q", y2="input_percent_max:Q", tooltip=tooltip))
-    return alt.layer(*layers).properties(width=max(300, min(1100, 40 * len(frame))), height=220).to_dict()
+    return vega_spec(alt.layer(*layers).properties(width=max(300, min(1100, 40 * len(frame))), height=220))
 
 
 def iterator_chart(tree: pd.DataFrame) -> alt.Chart:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from reportgen.core.inventory import line_activity, line_inventory
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.vega import vega_spec
 
 ACTIVITY_BINS = 100
 
@@ -36,7 +37,7 @@ def with_ms(lines: pd.DataFrame) -> pd.DataFrame:
 def activity_chart(activity: pd.DataFrame) -> alt.Chart:
     rows = activity["label"].nunique()
     return (
-        alt.Chart(activity)
+        alt.Chart(alt.Data(name="activity"))
         .mark_rect()
         .encode(
             x=alt.X("bin_start_ms:Q", title="Time since capture start (ms)"),
@@ -95,7 +96,8 @@ class InventorySection(Section):
                     "lines_table": with_events.to_dict("records"),
                     "empty_planes": part.empty_planes,
                     "csv_href": quote(part.csv),
-                    "chart": activity_chart(part.activity).to_dict() if len(part.activity) else None,
+                    "chart": (vega_spec(activity_chart(part.activity), {"activity": part.activity})
+                              if len(part.activity) else None),
                 }
             )
         if csv_rows:

@@ -21,6 +21,7 @@ from reportgen.core.kernel_stats import (
     kernel_stats_table,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.vega import vega_spec
 
 # XProf's column ids and labels (kernel_stats.md §3), in its order.
 XPROF_COLUMNS = {
@@ -255,7 +256,7 @@ class KernelStatsSection(Section):
                     "label": view.label,
                     "show_host": view.show_host,
                     "rows": _rows(table),
-                    "chart": pie_chart(slices).to_dict() if len(slices) else None,
+                    "chart": vega_spec(pie_chart(slices)) if len(slices) else None,
                     "kernels": len(table),
                     "total_ms": float(table["total_duration_us"].sum()) / 1000.0,
                     "occurrences": int(table["occurrences"].sum()),

@@ -28,6 +28,7 @@ from reportgen.loaders.legacy import (
     LegacyTimeline,
 )
 from reportgen.sections.base import RunContext, Section
+from reportgen.sections.vega import vega_spec
 
 TABLE_ROWS = 500  # on the page; the CSV has every row
 
@@ -74,7 +75,7 @@ def step_chart(steps: pd.DataFrame) -> dict | None:
         )
         .properties(width=800, height=260)
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 def timeline_chart(steps: pd.DataFrame) -> dict | None:
@@ -90,7 +91,7 @@ def timeline_chart(steps: pd.DataFrame) -> dict | None:
         )
         .properties(width=800, height=240)
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 def _table(frame: pd.DataFrame, table_id: str) -> dict:
@@ -264,7 +265,7 @@ def memory_chart(timeline: pd.DataFrame) -> dict | None:
         )
         .properties(width=800, height=240)
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 class LegacyMemoryProfileSection(LegacySection):

@@ -17,6 +17,7 @@ from reportgen.core.memory_profile import (
     out_of_memory_messages,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.vega import vega_spec
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -59,15 +60,6 @@ def _shows_free(profile: AllocatorProfile) -> bool:
 def _unit(profile: AllocatorProfile) -> tuple[str, float]:
     top = profile.memory_capacity if _shows_free(profile) else profile.peak_bytes
     return ("GiB", GIB) if top >= GIB else ("MiB", MIB)
-
-
-def _with_datasets(chart: alt.TopLevelMixin, datasets: dict[str, pd.DataFrame]) -> dict:
-    """The chart's spec with its named datasets' rows added after Altair has built and
-    validated the rest: validating and copying the timeline's thousands of rows in
-    Altair took most of a site build's time."""
-    spec = chart.to_dict()
-    spec["datasets"] = {name: frame.to_dict("records") for name, frame in datasets.items()}
-    return spec
 
 
 def timeline_chart(profile: AllocatorProfile) -> dict:
@@ -139,7 +131,7 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
         )
     )
     chart = alt.layer(alt.layer(area, in_use_points), fragmentation).resolve_scale(y="independent")
-    return _with_datasets(chart.properties(width=900, height=320), {"areas": areas, "points": points})
+    return vega_spec(chart.properties(width=900, height=320), {"areas": areas, "points": points})
 
 
 def breakdown_frame(profile: AllocatorProfile) -> pd.DataFrame:

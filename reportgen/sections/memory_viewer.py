@@ -12,6 +12,7 @@ from reportgen.core.memory_profile import NEAR_CAPACITY, allocator_capacities
 from reportgen.core.memory_viewer import BUFFER_COLUMNS, MemorySpaceView, memory_colors, memory_space_view, to_mib
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.memory_profile import safe_file_part
+from reportgen.sections.vega import vega_spec
 
 # Working-space curves longer than this are reduced to the maximum per bucket
 # (the peak always survives), so a page stays light for huge modules.
@@ -139,8 +140,8 @@ def buffers_chart(view: MemorySpaceView, by_size: bool) -> dict:
         o = view.max_heap[i]
         rows.append({"rank": rank, "mib": o.size_mib, "name": o.instruction_name or o.label,
                      "category": o.category or "small buffers", "shape": o.shape, "op": o.tf_op_name})
-    return (
-        alt.Chart(alt.Data(values=rows))
+    chart = (
+        alt.Chart(alt.Data(name="buffers"))
         .mark_bar()
         .encode(
             x=alt.X("rank:O", title="Largest first" if by_size else "Program order", axis=alt.Axis(labels=False)),
@@ -151,8 +152,8 @@ def buffers_chart(view: MemorySpaceView, by_size: bool) -> dict:
                      alt.Tooltip("op:N", title="TF op name")],
         )
         .properties(width=430, height=180)
-        .to_dict()
     )
+    return vega_spec(chart, {"buffers": rows})
 
 
 def _oom(view: MemorySpaceView, capacity: int) -> dict | None:

@@ -27,6 +27,7 @@ from reportgen.core.step_analysis import (
 )
 from reportgen.core.tf_op import is_outside_compilation
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.vega import vega_spec
 from reportgen.sections.views import ALL_HOSTS, run_views
 
 TOP_OPS = 10
@@ -205,7 +206,7 @@ def step_time_chart(view: OverviewView) -> dict | None:
         )
         .properties(width=max(300, min(1100, 40 * len(wide))), height=300)
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 class OverviewSection(Section):

@@ -18,6 +18,7 @@ import pandas as pd
 from reportgen.core.op_stats import HostOpStats, combine_op_stats
 from reportgen.core.pod_stats import BREAKDOWN_NAMES, PodStats, bottleneck_of, hostnames_by_core, pod_stats
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.vega import vega_spec
 
 CSV_PATH = "data/pod_viewer/pod_stats.csv"
 
@@ -87,7 +88,7 @@ def pod_chart(data: PodViewerData) -> dict:
                  alt.Tooltip("bottleneck:N", title="Bottleneck")],
     ).transform_filter(alt.datum.step_num == step)
     width = max(320, min(1200, 60 * data.columns["core"].nunique()))
-    return alt.layer(bars, text).properties(width=width, height=360).to_dict()
+    return vega_spec(alt.layer(bars, text).properties(width=width, height=360))
 
 
 def csv_frame(stats: PodStats) -> pd.DataFrame:

@@ -18,6 +18,7 @@ from reportgen.core.op_profile import gibi_to_giga
 from reportgen.core.roofline import COLUMNS, FRACTION_COLUMNS, RooflineModel, roofline_model
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
+from reportgen.sections.vega import vega_spec
 
 CSV_PATH = "data/roofline_model/roofline_model.csv"
 TABLE_COLUMNS = ["rank", "category", "operation", "occurrences", "total_time", "total_self_time_percent",
@@ -84,8 +85,8 @@ def roofline_chart(model: RooflineModel) -> dict | None:
                  alt.Tooltip("total_time:Q", title="Total time (µs)", format=",.3f"),
                  alt.Tooltip("self_time_percent:Q", title="Self time (%)", format=".3f")],
     )
-    return alt.layer(roof_layer, point_layer).resolve_scale(color="independent").properties(
-        width=640, height=420).to_dict()
+    return vega_spec(alt.layer(roof_layer, point_layer).resolve_scale(color="independent").properties(
+        width=640, height=420))
 
 
 def csv_frame(records: pd.DataFrame) -> pd.DataFrame:

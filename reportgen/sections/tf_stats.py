@@ -22,6 +22,7 @@ from reportgen.core.op_metrics import IDLE, OpMetricsDb, framework_op_db, safe_d
 from reportgen.core.op_stats import HostOpStats, RunOpStats
 from reportgen.core.perf_env import PerfEnv
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.vega import vega_spec
 from reportgen.sections.views import ALL_HOSTS, run_views
 
 MAX_ROWS = 500  # per side (device, host), as XProf
@@ -158,7 +159,7 @@ def _pie(table: pd.DataFrame, side: str, by: str, title: str) -> dict | None:
         )
         .properties(width=260, height=260)
     )
-    return chart.to_dict()
+    return vega_spec(chart)
 
 
 def tf_stats_view(label: str, op_stats: RunOpStats) -> TfStatsView:

@@ -14,6 +14,7 @@ import altair as alt
 
 from reportgen import __version__
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.vega import vega_spec
 from reportgen.trace.export import HostExport, export_host
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
@@ -34,11 +35,6 @@ class TraceData:
         return [c for h in self.hosts for c in h.export.chunks]
 
 
-def _inline(records: list[dict]) -> alt.Chart:
-    # Values inline: the overview of a long capture exceeds Altair's DataFrame row guard.
-    return alt.Chart(alt.Data(values=records))
-
-
 def overview_chart(part: TraceHostPart) -> dict:
     """Busy share per line over time, with step starts and chunk cuts marked."""
     export = part.export
@@ -46,7 +42,7 @@ def overview_chart(part: TraceHostPart) -> dict:
     height = max(80, min(14 * len(labels), 2400))
     busy = export.activity[export.activity["busy_percent"] > 0].round(
         {"bin_start_ms": 4, "bin_end_ms": 4, "busy_percent": 2})
-    heat = _inline(busy.to_dict("records")).mark_rect().encode(
+    heat = alt.Chart(alt.Data(name="busy")).mark_rect().encode(
         x=alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False)),
         x2="bin_end_ms:Q",
         y=alt.Y("label:N", title=None, sort=labels, axis=alt.Axis(labelLimit=420)),
@@ -59,24 +55,26 @@ def overview_chart(part: TraceHostPart) -> dict:
         ],
     )
     layers = [heat]
+    datasets: dict = {"busy": busy}
     steps = export.steps
     if steps:
         every = max(1, len(steps) // MAX_STEP_MARKS)
-        marks = [{"step": n, "start_ms": s / 1e3, "end_ms": e / 1e3} for n, s, e in steps[::every]]
-        layers.append(_inline(marks).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(
+        datasets["steps"] = [{"step": n, "start_ms": s / 1e3, "end_ms": e / 1e3} for n, s, e in steps[::every]]
+        layers.append(alt.Chart(alt.Data(name="steps")).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(
             x="start_ms:Q",
             tooltip=[alt.Tooltip("step:Q", title="Step"),
                      alt.Tooltip("start_ms:Q", title="Starts (ms)", format=",.3f"),
                      alt.Tooltip("end_ms:Q", title="Ends (ms)", format=",.3f")],
         ))
     if export.cuts_us:
-        cuts = [{"cut_ms": c / 1e3, "chunk": f"{export.host}-{k + 1:03d}"} for k, c in enumerate(export.cuts_us)]
-        layers.append(_inline(cuts).mark_rule(color="#cf222e", strokeWidth=2).encode(
+        datasets["cuts"] = [{"cut_ms": c / 1e3, "chunk": f"{export.host}-{k + 1:03d}"}
+                            for k, c in enumerate(export.cuts_us)]
+        layers.append(alt.Chart(alt.Data(name="cuts")).mark_rule(color="#cf222e", strokeWidth=2).encode(
             x="cut_ms:Q",
             tooltip=[alt.Tooltip("chunk:N", title="Chunk starts"),
                      alt.Tooltip("cut_ms:Q", title="At (ms)", format=",.3f")],
         ))
-    return alt.layer(*layers).properties(width=900, height=height).to_dict()
+    return vega_spec(alt.layer(*layers).properties(width=900, height=height), datasets)
 
 
 class TraceSection(Section):

@@ -358,37 +358,57 @@ def _bottlenecks(stats: pd.DataFrame, executions: int) -> pd.DataFrame:
 
 
 def _pipelines(roots, root_ids, begin, end, stats, bottlenecks, device_pipeline_ids) -> list[InputPipeline]:
+    """One InputPipeline per root iterator id, in order of first execution.
+
+    Every grouping is done once for all pipelines (a tiled capture has
+    hundreds of them): per-pipeline boolean filters made this quadratic."""
     executions = pd.DataFrame(
         {"pipeline": root_ids, "start_ps": begin[roots], "duration_ps": end[roots] - begin[roots]}
     ).join(bottlenecks)
     order = executions.groupby("pipeline", sort=False)["start_ps"].min().sort_values(kind="stable")
+    # Slowest first, ties by start: one stable sort, then split per pipeline (groups keep that order).
+    ranked = executions.sort_values(["duration_ps", "start_ps"], ascending=[False, True], kind="stable")
+    ranked_rows = ranked.groupby("pipeline", sort=False).indices
+    ranked_index = ranked.index.to_numpy()
+    ranked = ranked.drop(columns="pipeline")
+    stat_rows = stats.groupby("execution", sort=False).indices
+    iterator_stats = stats[ITERATOR_STAT_COLUMNS]
+    totals = _iterator_totals(stats, executions)
+    total_rows = totals.groupby("pipeline", sort=False).indices
+    totals = totals.drop(columns="pipeline")
+    no_rows = np.zeros(0, np.int64)
     pipelines = []
     counters = {HOST: 0, DEVICE: 0}
     for pipeline_id in order.index:
         kind = DEVICE if pipeline_id in device_pipeline_ids else HOST
         name = f"{'Device' if kind == DEVICE else 'Host'}:{counters[kind]}"
         counters[kind] += 1
-        mine = executions[executions["pipeline"] == pipeline_id]
-        mine = mine.sort_values(["duration_ps", "start_ps"], ascending=[False, True], kind="stable")
-        slowest = stats[stats["execution"] == mine.index[0]][ITERATOR_STAT_COLUMNS].reset_index(drop=True)
+        mine = ranked_rows[pipeline_id]
+        slowest = iterator_stats.iloc[stat_rows.get(ranked_index[mine[0]], no_rows)].reset_index(drop=True)
         pipelines.append(
             InputPipeline(
                 id=int(pipeline_id),
                 name=name,
                 type=kind,
-                executions=mine.drop(columns="pipeline").reset_index(drop=True),
+                executions=ranked.iloc[mine].reset_index(drop=True),
                 slowest=slowest,
-                iterator_totals=_iterator_totals(stats[stats["execution"].isin(mine.index)], mine),
+                iterator_totals=totals.iloc[total_rows.get(pipeline_id, no_rows)].reset_index(drop=True),
             )
         )
     return pipelines
 
 
 def _iterator_totals(stats: pd.DataFrame, executions: pd.DataFrame) -> pd.DataFrame:
-    totals = stats.groupby("id", sort=False).agg(
+    """Per pipeline and iterator, over all of the pipeline's executions: self time, duration,
+    calls, and how many executions it was the bottleneck of (rows in first-seen order)."""
+    pipeline = executions["pipeline"].to_numpy()
+    totals = stats.assign(pipeline=pipeline[stats["execution"].to_numpy()]).groupby(
+        ["pipeline", "id"], sort=False).agg(
         self_time_ps=("self_time_ps", "sum"), duration_ps=("duration_ps", "sum"), num_calls=("num_calls", "sum")
     )
-    counts = executions["bottleneck_id"][executions["bottleneck_latency_ps"] > 0].value_counts()
+    blocked = executions[executions["bottleneck_latency_ps"] > 0]
+    counts = blocked.groupby(["pipeline", "bottleneck_id"], sort=False).size()
+    counts.index = counts.index.set_names(["pipeline", "id"])
     totals["bottleneck_count"] = counts.reindex(totals.index, fill_value=0).to_numpy(np.int64)
     return totals.reset_index()
 

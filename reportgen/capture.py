@@ -95,7 +95,8 @@ class HostCapture:
                     metadata_id, start_ps (absolute: timestamp_ns*1000 + offset),
                     duration_ps, num_occurrences (0 unless aggregated);
                     plane, line and md are int32 (row numbers), the rest int64
-    event_stats:    StatTable, owner = event row
+    event_stats:    StatTable, owner = event row; rows in event order (owner never
+                    decreases), each event's stats in file order
     event_metadata: plane, id, name, display_name, name_id (interned name),
                     display_name_id, child_ids (tuple)
     metadata_stats: StatTable, owner = event_metadata row

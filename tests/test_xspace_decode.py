@@ -74,6 +74,9 @@ def test_shared_capture_plane_counts_equal_protobuf(path):
     assert list(lines_per_plane) == [len(p.lines) for p in space.planes]
     assert list(events_per_plane) == [sum(len(line.events) for line in p.lines) for p in space.planes]
     assert capture.event_count == sum(len(line.events) for p in space.planes for line in p.lines) > 0
+    # Stats come in event order (one pass over the file): the core looks an event's stats up by bisection.
+    assert (np.diff(capture.event_stats.owner) >= 0).all()
+    assert (np.diff(capture.metadata_stats.owner) >= 0).all()
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.parent.name)

@@ -157,13 +157,17 @@ class EventTable:
         stats = self.capture.event_stats
         return bucket_by_key(stats.key.astype(np.int64), len(self.capture.strings))
 
-    def _rows(self, name: str) -> StatTable:
+    def stat_positions(self, name: str) -> np.ndarray:
+        """Positions in `capture.event_stats` of the stats named `name`, in file order."""
         sid = self.capture.string_id(name)
-        stats = self.capture.event_stats
-        if sid == NO_STRING or len(stats) == 0:
-            return stats.select(np.zeros(len(stats), bool))
+        if sid == NO_STRING or len(self.capture.event_stats) == 0:
+            return np.zeros(0, np.int64)
         order, start = self._stat_buckets
-        rows = order[start[sid]:start[sid + 1]]
+        return order[start[sid]:start[sid + 1]]
+
+    def _rows(self, name: str) -> StatTable:
+        stats = self.capture.event_stats
+        rows = self.stat_positions(name)
         return StatTable(stats.owner[rows], stats.key[rows], stats.kind[rows], stats.raw[rows], stats.str_id[rows])
 
     def has_stat(self, name: str) -> bool:

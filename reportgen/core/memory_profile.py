@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reportgen.capture import KIND_INT64, NO_STRING, HostCapture
+from reportgen.capture import KIND_INT64, HostCapture, StatTable
 from reportgen.core.events import EventTable
 from reportgen.core.grouping import Grouping, group_events
 
@@ -110,21 +110,27 @@ def _memory_events(table: EventTable) -> np.ndarray:
     return np.flatnonzero((table.plane == table.host_plane) & is_memory_md[table.md])
 
 
-def _memory_ids(capture: HostCapture, rows: np.ndarray) -> np.ndarray:
+def _memory_ids(table: EventTable, rows: np.ndarray) -> np.ndarray:
     """The memory id of each event: the last of index_on_host / device_ordinal / allocator_name."""
+    capture = table.capture
     stats = capture.event_stats
-    keys = {capture.string_id(k): k for k in ("index_on_host", "device_ordinal", "allocator_name")}
-    keys.pop(NO_STRING, None)
-    out = np.full(len(capture.events), "", dtype=object)
-    if not keys:
+    is_memory = np.zeros(table.n, bool)
+    is_memory[rows] = True
+    # Only these three stats of the memory events, back in file order so the last one wins.
+    positions = np.concatenate([table.stat_positions(k) for k in ("index_on_host", "device_ordinal", "allocator_name")])
+    positions = np.sort(positions[is_memory[stats.owner[positions]]])
+    out = np.full(table.n, "", dtype=object)
+    if len(positions) == 0:
         return out[rows]
-    sel = stats.select(np.isin(stats.key, list(keys)) & np.isin(stats.owner, rows))
+    sel = StatTable(stats.owner[positions], stats.key[positions], stats.kind[positions], stats.raw[positions],
+                    stats.str_id[positions])
     is_name = sel.key == capture.string_id("allocator_name")
     text = np.empty(len(sel), dtype=object)
     ints = np.where(sel.kind == KIND_INT64, sel.raw, 0)  # IntValue
-    text[~is_name] = ints[~is_name].astype(str)
-    text[is_name] = [capture.string(int(s)) if s != NO_STRING else "" for s in sel.str_id[is_name]]
-    out[sel.owner] = text  # stats are in file order: the last one wins
+    unique_ints, inverse = np.unique(ints[~is_name], return_inverse=True)
+    text[~is_name] = unique_ints.astype(str).astype(object)[inverse.reshape(-1)]
+    text[is_name] = _strings(table, sel.str_id[is_name])
+    out[sel.owner] = text  # in file order: the last one wins
     return out[rows]
 
 
@@ -146,7 +152,7 @@ def snapshot_table(table: EventTable, group_id: np.ndarray | None = None) -> pd.
         return pd.DataFrame(columns=["memory_id", *SNAPSHOT_COLUMNS])
     line_start_ps = table.capture.lines["timestamp_ns"].to_numpy(np.int64)[table.line[rows]] * 1000
     columns = {
-        "memory_id": _memory_ids(table.capture, rows),
+        "memory_id": _memory_ids(table, rows),
         "time_ps": table.start[rows] - line_start_ps,
         "activity": np.where(table.md_names[table.md[rows]] == ALLOCATION_EVENT, ALLOCATION, DEALLOCATION),
     }

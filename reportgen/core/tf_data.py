@@ -222,7 +222,11 @@ def _iterator_metadata(capture, ev, iterator_event, device_second, has_id, ids, 
 def _event_params(capture: HostCapture, event_rows: np.ndarray) -> dict[int, dict[str, str]]:
     """The stats of a few events as text, by event row (ids left out)."""
     stats = capture.event_stats
-    sel = np.flatnonzero(np.isin(stats.owner, event_rows))
+    # Stats are stored in event order: each event's stats are one contiguous slice.
+    wanted = np.unique(event_rows)
+    first = np.searchsorted(stats.owner, wanted, side="left")
+    last = np.searchsorted(stats.owner, wanted, side="right")
+    sel = np.concatenate([np.arange(a, b) for a, b in zip(first, last)]) if len(wanted) else np.zeros(0, np.int64)
     out: dict[int, dict[str, str]] = {}
     for i in sel:
         key = str(capture.string(int(stats.key[i])))

@@ -15,17 +15,11 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.browser import chromium, needs_browser
 from tests.clirun import sample_site_build
 from tests.sitecheck import assert_links_resolve, html_pages
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason=f"needs Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER}): apt-get install chromium "
-    "chromium-driver",
-)
+pytestmark = needs_browser
 
 CHART_TIMEOUT_S = 30
 
@@ -40,21 +34,9 @@ def site() -> Path:
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is a test dependency")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage", "--window-size=1400,1000",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    browser = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    browser.set_page_load_timeout(CHART_TIMEOUT_S)
-    yield browser
-    browser.quit()
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
+        browser.set_page_load_timeout(CHART_TIMEOUT_S)
+        yield browser
 
 
 @pytest.fixture(scope="module")

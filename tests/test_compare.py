@@ -14,6 +14,7 @@ import pytest
 from reportgen.cli import main
 from reportgen.compare import BuiltSite, RunNotFoundError, RunRef, RunResolver, compare_runs
 from reportgen.formatting import fmt_value
+from tests.browser import chromium, console_errors, needs_browser
 from tests.builtsite import XSS_RUN, built_site
 from tests.comparesite import BASELINE, CANDIDATE, PAGE, copy_of_built_site, keyed_rows, read_tables
 from tests.gpu_xspace import GpuSpace
@@ -299,22 +300,12 @@ def test_resolver_reads_a_built_site_without_building(site, tmp_path):
         BuiltSite.open(str(site)).run("absent")
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None or shutil.which("chromedriver") is None,
-                    reason="chromium/chromedriver not installed")
+@needs_browser
 def test_page_works_in_a_browser(site, tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
-    try:
+    with chromium(tmp_path) as driver:
         driver.get((site / "index.html").as_uri())
         driver.find_element(By.CSS_SELECTOR, f"#comparisons a[href='{PAGE}']").click()
         charts = ("compare-steps", "compare-breakdown", "compare-ops-host")
@@ -340,7 +331,4 @@ def test_page_works_in_a_browser(site, tmp_path):
         assert first == "Iterator::Root::MapAndBatch"
         driver.find_element(By.LINK_TEXT, BASELINE).click()
         assert driver.current_url.endswith(f"{BASELINE}/index.html")
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        assert errors == []
-    finally:
-        driver.quit()
+        assert console_errors(driver) == []

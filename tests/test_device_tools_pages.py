@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from reportgen.core.hlo_stats import COLUMNS as HLO_COLUMNS
 from reportgen.core.roofline import COLUMNS as ROOFLINE_COLUMNS
 from reportgen.sections import SECTIONS
 from reportgen.sections.op_profile import CSV_COLUMNS
+from tests.browser import console_errors, needs_browser, start_chromium
 from tests.builtsite import built_site
 from tests.conftest import LOGDIR, ORACLE, needs_shared
 from tests.tpu_xspace import XSS_OP, write_tpu_run
@@ -131,22 +131,6 @@ def test_shared_tpu_summary_and_csvs_match_xprof(site):
                                                            ("0", "1001", "Device compute")]
 
 
-def _driver(tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}",
-                 "--window-size=1400,1200"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
-
-
-needs_browser = pytest.mark.skipif(shutil.which("chromium") is None or shutil.which("chromedriver") is None,
-                                   reason="chromium/chromedriver not installed")
 
 
 def _row_names(driver) -> list[str]:
@@ -175,7 +159,7 @@ def test_op_profile_page_interactions(site, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    driver = _driver(tmp_path)
+    driver = start_chromium(tmp_path, "1400,1200")
     try:
         driver.get((site / "tpu_inference_2" / "op_profile.html").as_uri())
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr"))
@@ -224,7 +208,7 @@ def test_op_profile_page_interactions(site, tmp_path):
         assert root_time == "100.00%"
         flops_cell = driver.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr td.util")[0]
         assert "hsl(" in flops_cell.get_attribute("style") or "rgb(" in flops_cell.get_attribute("style")
-        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        assert console_errors(driver) == []
     finally:
         driver.quit()
 
@@ -234,7 +218,7 @@ def test_device_pages_render_in_a_browser_without_running_capture_text(site, tmp
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    driver = _driver(tmp_path)
+    driver = start_chromium(tmp_path, "1400,1200")
     try:
         for slug in (*DEVICE_PAGES, "pod_viewer"):
             driver.get((site / "tpu_small" / f"{slug}.html").as_uri())
@@ -249,7 +233,7 @@ def test_device_pages_render_in_a_browser_without_running_capture_text(site, tmp
                 select = Select(driver.find_element(By.CSS_SELECTOR, ".chart select"))
                 assert [o.text for o in select.options] == ["0", "1", "2"]
                 select.select_by_visible_text("2")
-            assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+            assert console_errors(driver) == []
     finally:
         driver.quit()
 
@@ -264,12 +248,12 @@ def test_op_profile_works_in_the_single_file_report(site, tmp_path):
     document, _report = compose(site)
     path = tmp_path / "report.html"
     path.write_text(document, encoding="utf-8")
-    driver = _driver(tmp_path / "profile")
+    driver = start_chromium(tmp_path / "profile", "1400,1200")
     try:
         driver.get(path.as_uri())
         section = driver.find_element(By.CSS_SELECTOR, "section[data-page='tpu_small/op_profile.html']")
         WebDriverWait(driver, 20).until(lambda d: section.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr"))
         assert section.find_elements(By.CSS_SELECTOR, ".op-label")[0].text == "by_program"
-        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        assert console_errors(driver) == []
     finally:
         driver.quit()

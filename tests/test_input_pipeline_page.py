@@ -10,6 +10,7 @@ import pytest
 
 from reportgen.build import BuildOptions, build_site
 from reportgen.core.input_ops import INPUT_OP_COLUMNS
+from tests.browser import chromium, console_errors, needs_browser
 from tests.xspace_maker import XSpaceMaker
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,35 +112,19 @@ def test_capture_text_is_escaped(site):
     assert "&lt;script&gt;" in html
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-
-
-@pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()), reason="chromium / chromedriver not installed")
+@needs_browser
 def test_page_renders_in_a_browser(site, tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    try:
+    with chromium(tmp_path) as driver:
         driver.get((site / "tf_keras_input_bound" / "input_pipeline.html").as_uri())
         charts = "return Array.from(document.querySelectorAll('[data-vega-spec]'))"
         WebDriverWait(driver, 20).until(
             lambda d: all(d.execute_script(charts + ".map(c => !!c.querySelector('svg'))")))
         assert len(driver.execute_script(charts)) >= 5
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        assert errors == []
+        assert console_errors(driver) == []
         # The input op table sorts on a header click.
         driver.execute_script("document.querySelector('#input-ops-0 th:nth-child(2)').click()")
         first = driver.execute_script("return document.querySelector('#input-ops-0 tbody td').textContent")
         assert first in ("Iterator::Root::MapAndBatch::ShuffleAndRepeat::TensorSlice",
                          "Iterator::Root::MapAndBatch::ShuffleAndRepeat")
-    finally:
-        driver.quit()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from reportgen.build import BuildOptions, build_site
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.sections.base import HostContext
 from reportgen.sections.kernel_stats import XPROF_COLUMNS, KernelStatsSection, compact_kernel_name
+from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, ORACLE, host_files, needs_shared
 from tests.gpu_xspace import GpuSpace
 
@@ -113,22 +113,12 @@ def test_compact_kernel_names():
 
 
 @needs_shared
-@pytest.mark.skipif(shutil.which("chromium") is None or shutil.which("chromedriver") is None,
-                    reason="chromium/chromedriver not installed")
+@needs_browser
 def test_page_works_in_a_browser(shared_site, tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
-    try:
+    with chromium(tmp_path) as driver:
         driver.get((shared_site / "gpu_multi_worker" / "kernel_stats.html").as_uri())
         WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#kernel-pie-all svg"))
         rows = driver.find_elements(By.CSS_SELECTOR, "#kernels-all tbody tr")
@@ -140,7 +130,4 @@ def test_page_works_in_a_browser(shared_site, tmp_path):
         Select(driver.find_element(By.CSS_SELECTOR, "select[data-host-select]")).select_by_index(1)
         assert driver.find_element(By.CSS_SELECTOR, "#kernels-host-1").is_displayed()
         assert not driver.find_element(By.CSS_SELECTOR, "#kernels-all").is_displayed()
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        assert errors == []
-    finally:
-        driver.quit()
+        assert console_errors(driver) == []

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.build import BuildOptions, build_site
+from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, ORACLE, needs_shared
 from tests.hlo_builder import sample_module
 from tests.memory_xspace import SpaceBuilder, memory_event
@@ -121,27 +122,13 @@ def test_real_runs_pages_and_names(tmp_path):
     assert not (out / "tf_keras_fast" / "memory_viewer.html").exists()
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-
-
-@pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                    reason="Debian chromium/chromedriver not installed")
+@needs_browser
 def test_pointing_at_a_buffer_shows_its_lifetime(site, tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    try:
+    with chromium(tmp_path) as driver:
         driver.get((site / "risky" / "memory_viewer.html").as_uri())
         wait = WebDriverWait(driver, 20)
         status = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "[data-mv-status]").text and
@@ -156,7 +143,4 @@ def test_pointing_at_a_buffer_shows_its_lifetime(site, tmp_path):
         assert row.get_attribute("aria-selected") == "true" and "(selected)" in status.text
         ActionChains(driver).move_to_element(driver.find_element(By.TAG_NAME, "h1")).perform()
         wait.until(lambda d: "(selected)" in status.text)  # a selected buffer stays shown
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        assert errors == []
-    finally:
-        driver.quit()
+        assert console_errors(driver) == []

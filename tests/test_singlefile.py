@@ -14,11 +14,9 @@ import pytest
 
 from reportgen.singlefile import MAX_INLINE_FILE, compose, page_order
 from reportgen.site import Assets, PageWriter, _environment
+from tests.browser import chromium, console_errors
 from tests.builtsite import XSS_HOST, XSS_LINE, XSS_RUN, built_site
 from tests.htmlscan import scan_html
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -148,26 +146,9 @@ def test_pages_added_by_later_sections_are_included(built):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip("Debian chromium and chromedriver are needed for the browser test")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"):
-        options.add_argument(flag)
-    profile = tempfile.mkdtemp(prefix="reportgen-chromium-")
-    options.add_argument(f"--user-data-dir={profile}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    try:
+def browser(tmp_path_factory):
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 CHARTS_DRAWN = """
@@ -206,7 +187,7 @@ def test_capture_strings_stay_text_in_the_site_page(built, browser):
     page = built.site / XSS_RUN / "index.html"
     charts, drawn = _open_and_wait(browser, page.as_uri())
     assert charts == drawn == 1
-    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    assert console_errors(browser) == []
     text = browser.find_element("tag name", "main").text
     assert XSS_LINE.split(" onmouseover")[0] in text
     assert XSS_HOST in text

@@ -155,7 +155,7 @@ class EventTable:
         """Event stat rows grouped by stat name, once (a counting sort), so that
         each stat column costs only its own rows."""
         stats = self.capture.event_stats
-        return bucket_by_key(stats.key.astype(np.int64), len(self.capture.strings))
+        return bucket_by_key(stats.key, len(self.capture.strings))
 
     def stat_positions(self, name: str) -> np.ndarray:
         """Positions in `capture.event_stats` of the stats named `name`, in file order."""

@@ -3,15 +3,20 @@
 A chunk is a complete document that opens alone in Perfetto UI or
 chrome://tracing: the header (`displayTimeUnit`, `metadata` with host and run),
 every process and thread name and sort order as metadata events, then the
-chunk's events. Batches of events are written by the compiled writer on two
-threads into a few reusable buffers while the calling thread compresses (gzip
-level 1) and writes the finished ones in order: memory stays at a few buffers
-whatever the number of events, and both cores work. Compression is ISA-L's gzip level 1
-(python-isal) when installed, else zlib's.
+chunk's events. Batches of events are written by the compiled writer and
+compressed on a few threads, each batch into reusable buffers, while the
+calling thread writes the finished ones in order: memory stays at a few
+buffers whatever the number of events, and every core works.
+
+The file is one gzip member built the way pigz builds it: each batch is a
+raw deflate stream (ISA-L, level 1) ended with a sync flush, so that the
+pieces concatenate into one valid stream; the member's CRC-32 is combined
+from the batches' own. Readers see an ordinary `.json.gz`.
 """
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,13 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
+# ISA-L's deflate: level 1 at ≈ 1 GB/s here, about 5× zlib's, with smaller output;
+# it also has the crc32_combine that zlib's Python module lacks.
+from isal import isal_zlib as _deflate
+
 from reportgen.trace.json_kernel import write_events
 from reportgen.trace.tables import TraceTables
-
-try:  # ISA-L's deflate: gzip level 1 at ≈ 1 GB/s here, about 5× zlib's, with smaller output
-    from isal import isal_zlib as _deflate
-except ImportError:  # pragma: no cover - isal is a dependency; zlib keeps the export working without it
-    import zlib as _deflate
 
 BUFFER_BYTES = 8 << 20  # per batch; a batch that needs more gets extra buffers
 BATCH_EVENTS = 16384  # about 5 MB of JSON
@@ -105,42 +109,84 @@ def _render(rows: np.ndarray, lo: int, hi: int, buf: np.ndarray, args: tuple) ->
     return parts
 
 
+# A gzip member header: deflate, no name, no modification time (the files are
+# reproducible), no extra flags, OS unknown.
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+@dataclass
+class _Piece:
+    deflated: bytes  # raw deflate, ended with a sync flush
+    crc: int
+    size: int  # uncompressed bytes
+
+
+def _deflate_piece(parts: list) -> _Piece:
+    deflate = _deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, -15)
+    out = [deflate.compress(part) for part in parts]
+    out.append(deflate.flush(_deflate.Z_SYNC_FLUSH))
+    crc, size = 0, 0
+    for part in parts:
+        crc = _deflate.crc32(part, crc)
+        size += len(part)
+    return _Piece(b"".join(out), crc, size)
+
+
+def _render_piece(rows: np.ndarray, lo: int, hi: int, buf: np.ndarray, args: tuple) -> _Piece:
+    return _deflate_piece(_render(rows, lo, hi, buf, args))
+
+
+class _GzipMember:
+    """Writes deflate pieces in order as one gzip member."""
+
+    def __init__(self, out):
+        self.out = out
+        self.crc = 0
+        self.size = 0
+        out.write(GZIP_HEADER)
+
+    def write(self, piece: _Piece) -> None:
+        self.out.write(piece.deflated)
+        self.crc = _deflate.crc32_combine(self.crc, piece.crc, piece.size)
+        self.size += piece.size
+
+    def close(self) -> None:
+        self.out.write(_deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, -15).flush(_deflate.Z_FINISH))
+        self.out.write(struct.pack("<II", self.crc & 0xFFFFFFFF, self.size & 0xFFFFFFFF))
+
+
 def write_chunk(path: str, head: bytes, rows: np.ndarray, kernel: KernelArgs,
                 buffer_bytes: int = BUFFER_BYTES) -> WrittenChunk:
     """Write one chunk document holding `rows` (exported event rows) to `path` (gzip).
 
-    Batches of events are rendered by RENDER_THREADS threads (the compiled writer
-    releases the GIL) while this thread compresses and writes finished batches in
-    order; at most IN_FLIGHT batches exist at a time, so memory stays bounded.
+    Batches of events are rendered and compressed by RENDER_THREADS threads (the
+    compiled writer and ISA-L release the GIL) while this thread writes finished
+    batches in order; at most IN_FLIGHT batches exist at a time, so memory stays
+    bounded.
     """
-    deflate = _deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, 31)  # wbits 31: a gzip stream
     free: list[np.ndarray] = []
-    total = len(head) + len(DOCUMENT_TAIL)
     with open(path, "wb") as out, ThreadPoolExecutor(max_workers=RENDER_THREADS) as pool:
-        out.write(deflate.compress(head))
+        member = _GzipMember(out)
+        member.write(_deflate_piece([head]))
         pending: deque[tuple[np.ndarray, Future]] = deque()
 
-        def finish_oldest() -> int:
+        def finish_oldest() -> None:
             buf, future = pending.popleft()
-            written = 0
-            for part in future.result():
-                out.write(deflate.compress(part))
-                written += len(part)
+            member.write(future.result())
             free.append(buf)
-            return written
 
         for lo in range(0, len(rows), BATCH_EVENTS):
             if len(pending) >= IN_FLIGHT:
-                total += finish_oldest()
+                finish_oldest()
             buf = free.pop() if free else np.empty(buffer_bytes, dtype=np.uint8)
-            pending.append((buf, pool.submit(_render, rows, lo, min(lo + BATCH_EVENTS, len(rows)), buf,
+            pending.append((buf, pool.submit(_render_piece, rows, lo, min(lo + BATCH_EVENTS, len(rows)), buf,
                                              kernel.args)))
         while pending:
-            total += finish_oldest()
-        out.write(deflate.compress(DOCUMENT_TAIL))
-        out.write(deflate.flush())
+            finish_oldest()
+        member.write(_deflate_piece([DOCUMENT_TAIL]))
+        member.close()
         size = out.tell()
-    return WrittenChunk(events=len(rows), json_bytes=total, file_bytes=size)
+    return WrittenChunk(events=len(rows), json_bytes=member.size, file_bytes=size)
 
 
 def measure_rows(rows: np.ndarray, kernel: KernelArgs) -> int:

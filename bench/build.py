@@ -26,7 +26,7 @@ flat within 25%), and, with `--parallel-hosts H`, a run of H copies of the
 cost of the worker processes.
 
 The machine is shared and noisy: read the ratios of one run, not the
-seconds. The tiler is bench/tile.py when present, else bench/tile_min.py.
+seconds. Captures are tiled with bench/tile.py.
 """
 
 from __future__ import annotations
@@ -142,16 +142,11 @@ if __name__ == "__main__":
 
 
 def _tiler():
-    """(tile function taking (bytes, copies), name) from bench/tile.py, else bench/tile_min.py."""
+    """(tile function taking (bytes, copies), name) from bench/tile.py."""
     sys.path.insert(0, str(REPO))
-    try:
-        from bench import tile as full  # type: ignore[attr-defined]
+    from bench import tile as full  # type: ignore[attr-defined]
 
-        return (lambda data, copies: full.tile(data, copies, int(full.DEFAULT_GAP_US * 1e6))), "tile"
-    except ImportError:
-        from bench import tile_min
-
-        return tile_min.tile, "tile_min"
+    return (lambda data, copies: full.tile(data, copies, int(full.DEFAULT_GAP_US * 1e6))), "tile"
 
 
 def tiled_logdir(out: Path, copies: int, hosts: int = 1) -> Path:

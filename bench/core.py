@@ -12,7 +12,7 @@ fresh processes on the same file times
   beside its inputs), as in shared/captures/README.md.
 
 and prints the seconds and the ratio reportgen / (XProf overview + TF stats).
-The tiler is bench/tile.py when present, else the minimal bench/tile_min.py.
+Captures are tiled with bench/tile.py.
 """
 
 from __future__ import annotations
@@ -83,11 +83,7 @@ def tiled(copies: int, cache: Path) -> Path:
     if out.exists():
         return out
     cache.mkdir(parents=True, exist_ok=True)
-    tiler = REPO / "bench" / "tile.py"
-    if tiler.exists():
-        cmd = [sys.executable, str(tiler), str(SOURCE), str(copies), "-o", str(out)]
-    else:
-        cmd = [sys.executable, str(REPO / "bench" / "tile_min.py"), str(SOURCE), str(copies), str(out)]
+    cmd = [sys.executable, str(REPO / "bench" / "tile.py"), str(SOURCE), str(copies), "-o", str(out)]
     subprocess.run(cmd, check=True)
     return out
 

@@ -131,10 +131,8 @@ def _run(cmd: list[str], timeout: int = 1800) -> dict:
 
 
 def _tiled(copies: int) -> Path:
-    try:  # the project's full tiler, when it is in this checkout
-        from bench.tile import ensure_tiled
-    except ImportError:
-        from bench.trace_tile import ensure_tiled
+    from bench.tile import ensure_tiled
+
     return ensure_tiled(SOURCE, copies, OUT)
 
 

@@ -46,8 +46,9 @@ def test_richest_source_per_tool_in_a_mixed_folder():
     (demo,) = discover(str(LEGACY_RUNS / "profile_demo"))
     names = sorted(p.rsplit("/", 1)[-1] for p in demo.hosts[0].legacy)
     # profile_demo holds both .pb and .json for the overview and the input pipeline.
-    assert names == ["profile_demo.input_pipeline.pb", "profile_demo.memory_viewer.json", "profile_demo.op_profile.json",
-                     "profile_demo.overview_page.pb", "profile_demo.pod_viewer.json", "profile_demo.tensorflow_stats.pb"]
+    assert names == ["profile_demo.input_pipeline.pb", "profile_demo.memory_viewer.json",
+                     "profile_demo.op_profile.json", "profile_demo.overview_page.pb", "profile_demo.pod_viewer.json",
+                     "profile_demo.tensorflow_stats.pb"]
 
 
 @needs_legacy

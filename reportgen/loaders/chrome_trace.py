@@ -21,7 +21,6 @@ wrote) is not read: `TRACETABLE_NOTE` says so where its trace would be.
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from dataclasses import dataclass, field
 
@@ -31,6 +30,14 @@ from google.protobuf.message import DecodeError
 
 from reportgen.errors import CaptureError
 from reportgen.loaders.proto import trace_events_pb2
+
+try:  # ISA-L's inflate: about twice zlib's speed on large traces
+    from isal import igzip as _gzip
+    from isal.isal_zlib import error as _inflate_error
+except ImportError:  # pragma: no cover - isal is a dependency
+    import gzip as _gzip
+
+    _inflate_error = zlib.error
 
 CHROME_JSON_SUFFIXES = (".trace.json.gz", ".trace.json")
 TRACE_PROTO_SUFFIX = ".trace"
@@ -66,8 +73,8 @@ def _gunzip(path: str, data: bytes) -> bytes:
     if data[:2] != b"\x1f\x8b":
         raise CaptureError(path, "is named .gz but is not gzip data")
     try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
+        return _gzip.decompress(data)
+    except (OSError, EOFError, zlib.error, _inflate_error) as exc:
         raise CaptureError(path, f"gzip data is corrupt or truncated ({exc})") from exc
 
 

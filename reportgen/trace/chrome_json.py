@@ -223,15 +223,16 @@ class ChromeTraceExport:
             return
         self._labels.use(trace)
         events = trace.events
-        frame = pd.DataFrame({
-            "pid": [events[i].get("pid") for i in complete.tolist()],
-            "tid": [events[i].get("tid") for i in complete.tolist()],
-            "start": ts[complete], "end": end[complete],
-        })
-        # Per row (process and thread), never per event.
-        for (pid, tid), group in frame.groupby(["pid", "tid"], sort=False, dropna=False):
+        rows: dict[tuple, int] = {}
+        codes = np.fromiter((rows.setdefault((events[i].get("pid"), events[i].get("tid")), len(rows))
+                             for i in complete.tolist()), dtype=np.int64, count=len(complete))
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(rows) + 1))
+        start, stop = ts[complete][order], end[complete][order]
+        for (pid, tid), code in rows.items():  # per row (process and thread), never per event
+            lo, hi = bounds[code], bounds[code + 1]
             label = self._labels.label(pid, tid)
-            self._busy.setdefault(label, []).append(_merged(group["start"].to_numpy(), group["end"].to_numpy()))
+            self._busy.setdefault(label, []).append(_merged(start[lo:hi], stop[lo:hi]))
 
     def finish(self) -> HostExport:
         result = self.result

@@ -174,9 +174,13 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
     try:
         clock = time.perf_counter()
         if host.legacy:
-            # Per-tool files of older profilers: no XSpace to decode.
-            outcome.summary, outcome.parts = process_legacy_host(host, shown)
+            # Per-tool files of older profilers: no XSpace to decode; their
+            # timeline files are exported into the host's output folder.
+            outcome.summary, outcome.parts = process_legacy_host(host, shown, task.run, out_dir, task.trace_format)
             timed("host.legacy", clock)
+            if os.path.isdir(out_dir):
+                outcome.files = list_files(out_dir)
+            outcome.peak_rss = peak_rss_bytes()
             return outcome
         try:
             data = read_file(host.path)
@@ -207,7 +211,11 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
             if part is not None:
                 outcome.parts[section.slug] = part
     except CaptureError as exc:
-        outcome.local_error = f"{host.path}: {exc.problem}"
+        # An older profiler's host has several files: the error names the one at fault.
+        bad = exc.path if host.legacy and exc.path in host.legacy else host.path
+        outcome.local_error = f"{bad}: {exc.problem}"
+        if bad != host.path:
+            outcome.path = f"{task.run}/{bad.rstrip('/').rsplit('/', 1)[-1]}"
     except Exception as exc:  # a bug must not take the other hosts down with it
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
         outcome.local_error = f"{host.path}: internal error while processing this host: {detail}"

@@ -2,38 +2,68 @@
 
 Their per-tool files are read and decoded here, in the worker, and handed to
 the legacy sections as their parts: there is no XSpace to build a
-HostContext from.
+HostContext from. Timeline files (ProfilerHook steps, `.trace.json.gz`,
+`.trace`) are exported one at a time into the host's output folder
+(`reportgen/legacy_trace.py`) and never held together.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from reportgen import __version__
 from reportgen.errors import CaptureError
-from reportgen.loaders.legacy import decode_legacy_host
+from reportgen.legacy_trace import export_legacy_trace
+from reportgen.loaders.chrome_trace import is_trace_source
+from reportgen.loaders.legacy import TIMELINE_PATTERN, decode_legacy_host
 from reportgen.loaders.logdir import HostFile, read_file
 from reportgen.sections.base import HostSummary
 from reportgen.sections.legacy import legacy_parts
 
 
-def process_legacy_host(host: HostFile, shown_path: str) -> tuple[HostSummary, dict[str, Any]]:
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _is_timeline(path: str) -> bool:
+    name = _name(path)
+    return bool(TIMELINE_PATTERN.match(name)) or is_trace_source(name)
+
+
+def process_legacy_host(host: HostFile, shown_path: str, run: str, site_dir: str,
+                        trace_format: str = "json") -> tuple[HostSummary, dict[str, Any]]:
+    """Decode the host's tool files and export its timeline files into `site_dir` (its output folder)."""
     files = []
     for path in host.legacy:
+        if _is_timeline(path):
+            continue
         try:
             files.append((path, read_file(path)))
         except OSError as exc:
             raise CaptureError(path, f"cannot be read ({exc.strerror or exc})") from exc
     decoded = decode_legacy_host(host.host, files)
+    decoded.files = [_name(p) for p in host.legacy]
+    timelines = [p for p in host.legacy if _is_timeline(p)]
+    trace_part, timeline = export_legacy_trace(host.host, run, timelines, site_dir, trace_format,
+                                               generator=f"reportgen {__version__}")
+    if timeline is not None:
+        decoded.timeline = timeline
     overview = decoded.overview
+    export = trace_part.export if trace_part is not None else None
+    span_us = (max(c.last_us for c in export.chunks) - min(c.first_us for c in export.chunks)
+               if export is not None and export.chunks else 0.0)
     summary = HostSummary(
         host=host.host,
         path=shown_path,
         size_bytes=host.size,
         planes=0,
         lines=0,
-        events=0,
-        duration_ps=0,
+        events=export.events if export is not None else 0,
+        duration_ps=int(round(span_us * 1e6)),
         device_type=decoded.device_type,
         device_core_count=(overview.device_core_count or 0) if overview is not None else 0,
     )
-    return summary, legacy_parts(decoded)
+    parts = legacy_parts(decoded)
+    if trace_part is not None:
+        parts["trace"] = trace_part
+    return summary, parts

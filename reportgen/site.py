@@ -143,11 +143,6 @@ def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
     return Assets(written)
 
 
-def chart_spec(chart: Any) -> dict:
-    """An Altair chart (or a ready Vega-Lite dict) as a Vega-Lite spec dict."""
-    return chart if isinstance(chart, dict) else chart.to_dict()
-
-
 @dataclass
 class PageWriter:
     """Writes the pages and tables of one run (or the site root).

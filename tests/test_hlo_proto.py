@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.loaders.proto import hlo_pb2, op_stats_pb2
+from reportgen.loaders.proto import hlo_pb2, op_stats_pb2, trace_events_pb2
 
 PROTO_DIR = Path(hlo_pb2.__file__).parent
 
 
-@pytest.mark.parametrize("module", [hlo_pb2, op_stats_pb2], ids=lambda m: m.__name__.rsplit(".")[-1])
+@pytest.mark.parametrize("module", [hlo_pb2, op_stats_pb2, trace_events_pb2], ids=lambda m: m.__name__.rsplit(".")[-1])
 def test_generated_module_matches_the_proto(tmp_path, module):
     name = module.DESCRIPTOR.name
     shutil.copy(PROTO_DIR / name, tmp_path / name)
@@ -115,3 +115,19 @@ def test_unknown_fields_are_skipped_on_decode():
     wire = bytes([1 << 3 | 2, len(module_bytes)]) + module_bytes
     parsed = hlo_pb2.HloProto.FromString(wire)
     assert parsed.hlo_module.name == "m"
+
+
+def test_trace_events_fields_are_tensorflows():
+    """tensorflow/core/profiler/protobuf/trace_events.proto (ids uint64 as in TF 1.x's copy: same varints)."""
+    def fields(message):
+        return {f.name: (f.number, f.type) for f in message.DESCRIPTOR.fields}
+
+    uint64, string, message = 4, 9, 11
+    assert fields(trace_events_pb2.Trace) == {"devices": (1, message), "trace_events": (4, message)}
+    assert fields(trace_events_pb2.Device) == {"name": (1, string), "device_id": (2, uint64),
+                                               "resources": (3, message)}
+    assert fields(trace_events_pb2.Resource) == {"name": (1, string), "resource_id": (2, uint64)}
+    assert fields(trace_events_pb2.TraceEvent) == {
+        "device_id": (1, uint64), "resource_id": (2, uint64), "name": (3, string), "timestamp_ps": (9, uint64),
+        "duration_ps": (10, uint64), "args": (11, message)}
+    assert trace_events_pb2.DESCRIPTOR.package == "reportgen.tftrace"

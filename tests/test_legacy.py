@@ -46,8 +46,9 @@ def test_richest_source_per_tool_in_a_mixed_folder():
     (demo,) = discover(str(LEGACY_RUNS / "profile_demo"))
     names = sorted(p.rsplit("/", 1)[-1] for p in demo.hosts[0].legacy)
     # profile_demo holds both .pb and .json for the overview and the input pipeline.
-    assert names == ["profile_demo.input_pipeline.pb", "profile_demo.op_profile.json", "profile_demo.overview_page.pb",
-                     "profile_demo.pod_viewer.json", "profile_demo.tensorflow_stats.pb"]
+    assert names == ["profile_demo.input_pipeline.pb", "profile_demo.memory_viewer.json",
+                     "profile_demo.op_profile.json", "profile_demo.overview_page.pb", "profile_demo.pod_viewer.json",
+                     "profile_demo.tensorflow_stats.pb"]
 
 
 @needs_legacy
@@ -98,7 +99,7 @@ def test_every_run_gets_the_pages_its_files_allow(legacy_site):
     assert set(runs["GPU-input-bound"]["tools"]) == {"legacy_overview", "legacy_input_pipeline", "legacy_tf_stats"}
     pages = {"legacy_overview", "legacy_input_pipeline", "legacy_tf_stats", "legacy_pod_viewer"}
     assert set(runs["Cloud-TPU"]["tools"]) == pages
-    assert set(runs["profile_demo"]["tools"]) == pages | {"legacy_op_profile"}
+    assert set(runs["profile_demo"]["tools"]) == pages | {"legacy_op_profile", "memory_viewer"}
     assert runs["profile_demo"]["op_profile"] == {
         "flops_utilization_percent": 40.0,
         "categories": [{"name": "Good ops", "time_percent": 60.0}, {"name": "Overhead", "time_percent": 40.0}],

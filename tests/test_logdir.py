@@ -86,7 +86,8 @@ def test_no_captures_says_where_it_looked(tmp_path):
     assert str(tmp_path) in str(err.value) and "xplane.pb" in str(err.value)
 
     (tmp_path / "plugins" / "profile" / "run").mkdir(parents=True)
-    (tmp_path / "plugins" / "profile" / "run" / "vm.trace.json.gz").write_bytes(b"")
+    # A file that is no capture (a `<host>.trace.json.gz` alone is one: an older profiler's trace).
+    (tmp_path / "plugins" / "profile" / "run" / "vm.notes.txt").write_bytes(b"")
     with pytest.raises(NoCapturesError) as err:
         discover(str(tmp_path))
     assert str(tmp_path / "plugins" / "profile") in str(err.value)
@@ -96,7 +97,7 @@ def test_no_captures_says_where_it_looked(tmp_path):
         discover(str(missing))
     assert str(missing) in str(err.value)
 
-    a_file = tmp_path / "plugins" / "profile" / "run" / "vm.trace.json.gz"
+    a_file = tmp_path / "plugins" / "profile" / "run" / "vm.notes.txt"
     with pytest.raises(NoCapturesError, match="not a directory"):
         discover(str(a_file))
 

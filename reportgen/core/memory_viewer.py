@@ -304,7 +304,7 @@ class _Simulation:
     seen: set = field(default_factory=set)
 
 
-def _simulate(index: _Index, trace_id: int) -> _Simulation:
+def _simulate(index: _Index, trace_id: int, single_allocation: bool = True) -> _Simulation:
     sim = _Simulation()
     if not 0 <= trace_id < len(index.traces):
         return sim
@@ -393,7 +393,7 @@ def _simulate(index: _Index, trace_id: int) -> _Simulation:
     sim.heap.append(heap)
     sim.unpadded.append(unpadded)
     sim.names.append("")
-    if len(seen_allocations) != 1:
+    if single_allocation and len(seen_allocations) != 1:
         raise HeapSimulationError(
             "All heap simulation should work out of a single buffer allocation, actual "
             f"seen_buffer_allocations.size():{len(seen_allocations)}"
@@ -495,12 +495,17 @@ def memory_colors(module: HloModule) -> list[int]:
     return [0, *sorted(colors - {0})]
 
 
-def memory_space_view(module: HloModule, memory_space: int = 0) -> MemorySpaceView:
-    """XProf's memory viewer result for one module and memory colour."""
+def memory_space_view(module: HloModule, memory_space: int = 0, single_allocation: bool = True) -> MemorySpaceView:
+    """XProf's memory viewer result for one module and memory colour.
+
+    `single_allocation=False` skips XProf's check that the heap simulation
+    works out of one buffer allocation (the memory viewer of TensorBoard 1.x,
+    which read Cloud TPU's memory_viewer.json files, had no such check).
+    """
     index = _index(module.proto)
     error = None
     try:
-        sim = _simulate(index, _trace_for_color(index, memory_space))
+        sim = _simulate(index, _trace_for_color(index, memory_space), single_allocation)
     except HeapSimulationError as exc:
         sim, error = _Simulation(), f"Failed to process heap simulator trace: {exc}"
 

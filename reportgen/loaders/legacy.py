@@ -12,6 +12,14 @@ Three generations are read:
 - `tf.train.ProfilerHook` (`timeline-<step>.json`): Chrome-trace step stats,
   one step per file.
 
+Timelines (`timeline-<step>.json`, `<host>.trace.json.gz`, Cloud TPU
+`<host>.trace`) are read by `loaders/chrome_trace.py`, one file at a time, in
+the host stage that exports them (`reportgen/legacy_trace.py`); the op table
+of ProfilerHook steps is accumulated from them here (`TimelineSteps`). The
+Cloud TPU `<host>.memory_viewer.json` is an `xla.HloProto` (module and
+buffer assignment) in its JSON form, read into the HLO schema the XSpace
+memory viewer replays.
+
 Each file becomes one picklable result holding only what the file holds;
 `None` fields are what that format cannot provide.
 """
@@ -24,8 +32,18 @@ import re
 from dataclasses import dataclass, field
 
 import pandas as pd
+from google.protobuf import json_format
 
 from reportgen.errors import CaptureError
+from reportgen.loaders.chrome_trace import (
+    CHROME_JSON_SUFFIXES,
+    TRACE_PROTO_SUFFIX,
+    TRACETABLE_SUFFIX,
+    ChromeTrace,
+    is_trace_source,
+    parse_chrome_trace,
+)
+from reportgen.loaders.proto import hlo_pb2
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 
 # Tool files by suffix, best source first: a protobuf result is richer than
@@ -38,6 +56,9 @@ TOOL_SUFFIXES: dict[str, tuple[str, ...]] = {
     "pod_viewer": (".pod_viewer.json",),
     "op_profile": (".op_profile.json",),
     "memory_profile": (".memory_profile.json.gz", ".memory_profile.json"),
+    "memory_viewer": (".memory_viewer.json",),
+    # The trace: a Trace proto is the richest (picosecond times), a .tracetable cannot be read.
+    "trace": (TRACE_PROTO_SUFFIX, *CHROME_JSON_SUFFIXES, TRACETABLE_SUFFIX),
 }
 TIMELINE_PATTERN = re.compile(r"^timeline-(\d+)\.json(\.gz)?$")
 
@@ -151,6 +172,12 @@ class LegacyTimeline:
 
 
 @dataclass
+class LegacyMemoryViewer:
+    source: str
+    proto: hlo_pb2.HloProto = field(repr=False)  # module and buffer assignment, ids resolved by name
+
+
+@dataclass
 class LegacyHost:
     """Everything the per-tool files of one host hold; None = no such file."""
 
@@ -162,6 +189,7 @@ class LegacyHost:
     pod_viewer: LegacyPodViewer | None = None
     op_profile: LegacyOpProfile | None = None
     memory_profile: LegacyMemoryProfile | None = None
+    memory_viewer: LegacyMemoryViewer | None = None
     timeline: LegacyTimeline | None = None
     files: list[str] = field(default_factory=list)
 
@@ -559,52 +587,108 @@ def memory_profile_from_json(name: str, data: bytes) -> LegacyMemoryProfile:
 # --- ProfilerHook timelines ----------------------------------------------------
 
 
-def timeline_from_chrome_traces(files: list[tuple[str, bytes]]) -> LegacyTimeline:
-    """Op table (time per op and op type, by device) and one step per file."""
-    frames = []
-    steps = []
-    for name, data in files:
-        if name.endswith(".gz"):
-            data = gzip.decompress(data)
-        try:
-            doc = json.loads(data)
-        except ValueError as exc:
-            raise CaptureError(name, f"is not a Chrome trace ({exc})") from exc
-        events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
-        trace = pd.DataFrame(events)
-        step = int(TIMELINE_PATTERN.match(name).group(1)) if TIMELINE_PATTERN.match(name) else len(steps)
-        if trace.empty or "ph" not in trace:
-            steps.append((step, 0.0, 0.0, 0.0, 0))
-            continue
-        meta = trace[(trace["ph"] == "M") & (trace.get("name") == "process_name")]
-        devices = {row["pid"]: (row.get("args") or {}).get("name", str(row["pid"])) for _, row in meta.iterrows()}
-        ops = trace[trace["ph"] == "X"].copy()
+TIMELINE_OP_COLUMNS = ["device", "op", "op_type", "occurrences", "total_us", "avg_us", "percent_of_device"]
+
+
+def timeline_step(name: str) -> int | None:
+    """The step number in a ProfilerHook file name (`timeline-<step>.json[.gz]`)."""
+    match = TIMELINE_PATTERN.match(name)
+    return int(match.group(1)) if match else None
+
+
+class TimelineSteps:
+    """The op table (time per op and op type, by device) and one step per file,
+    accumulated file by file: only each file's per-op totals are kept."""
+
+    def __init__(self):
+        self._totals: list[pd.DataFrame] = []
+        self._steps: list[tuple] = []
+        self._sources: list[str] = []
+
+    @property
+    def sources(self) -> list[str]:
+        return list(self._sources)
+
+    def add(self, trace: ChromeTrace) -> None:
+        step = timeline_step(trace.source)
+        step = len(self._steps) if step is None else step
+        self._sources.append(trace.source)
+        events = pd.DataFrame(trace.events)
+        if events.empty or "ph" not in events:
+            self._steps.append((step, 0.0, 0.0, 0.0, 0))
+            return
+        devices = {e.get("pid"): (e.get("args") or {}).get("name", str(e.get("pid")))
+                   for e in trace.meta if e.get("name") == "process_name"}
+        ops = events[events["ph"] == "X"].copy()
         if ops.empty:
-            steps.append((step, 0.0, 0.0, 0.0, 0))
-            continue
+            self._steps.append((step, 0.0, 0.0, 0.0, 0))
+            return
         ops["ts"] = ops["ts"].astype(float)
         ops["dur"] = ops["dur"].astype(float)
         args = ops["args"] if "args" in ops else pd.Series([{}] * len(ops), index=ops.index)
-        ops["op"] = [(a or {}).get("name", n) for a, n in zip(args, ops["name"])]
-        ops["op_type"] = [(a or {}).get("op", n) for a, n in zip(args, ops["name"])]
+        ops["op"] = [(a if isinstance(a, dict) else {}).get("name", n) for a, n in zip(args, ops["name"])]
+        ops["op_type"] = [(a if isinstance(a, dict) else {}).get("op", n) for a, n in zip(args, ops["name"])]
         ops["device"] = ops["pid"].map(devices).fillna(ops["pid"].astype(str))
-        frames.append(ops[["device", "op", "op_type", "dur"]].assign(step=step))
+        self._totals.append(ops.groupby(["device", "op", "op_type"], sort=False)["dur"]
+                            .agg(occurrences="size", total_us="sum").reset_index())
         start, end = ops["ts"].min(), (ops["ts"] + ops["dur"]).max()
-        steps.append((step, start, end, (end - start) / 1e3, len(ops)))
-    if frames:
-        allops = pd.concat(frames, ignore_index=True)
-        table = (allops.groupby(["device", "op", "op_type"], sort=False)["dur"]
-                 .agg(occurrences="size", total_us="sum").reset_index())
-        table["avg_us"] = table["total_us"] / table["occurrences"]
-        device_total = table.groupby("device")["total_us"].transform("sum")
-        table["percent_of_device"] = 100 * table["total_us"] / device_total.where(device_total > 0, 1)
-        table = table.sort_values(["device", "total_us"], ascending=[True, False], ignore_index=True)
-    else:
-        table = pd.DataFrame(columns=["device", "op", "op_type", "occurrences", "total_us", "avg_us",
-                                      "percent_of_device"])
-    step_frame = pd.DataFrame(steps, columns=["step", "start_us", "end_us", "step_time_ms", "ops"])
-    return LegacyTimeline(sources=[n for n, _ in files], ops=table,
-                          steps=step_frame.sort_values("step", ignore_index=True))
+        self._steps.append((step, start, end, (end - start) / 1e3, len(ops)))
+
+    def result(self) -> LegacyTimeline:
+        if self._totals:
+            table = (pd.concat(self._totals, ignore_index=True)
+                     .groupby(["device", "op", "op_type"], sort=False)[["occurrences", "total_us"]].sum()
+                     .reset_index())
+            table["avg_us"] = table["total_us"] / table["occurrences"]
+            device_total = table.groupby("device")["total_us"].transform("sum")
+            table["percent_of_device"] = 100 * table["total_us"] / device_total.where(device_total > 0, 1)
+            table = table.sort_values(["device", "total_us"], ascending=[True, False], ignore_index=True)
+        else:
+            table = pd.DataFrame(columns=TIMELINE_OP_COLUMNS)
+        step_frame = pd.DataFrame(self._steps, columns=["step", "start_us", "end_us", "step_time_ms", "ops"])
+        return LegacyTimeline(sources=list(self._sources), ops=table[TIMELINE_OP_COLUMNS],
+                              steps=step_frame.sort_values("step", ignore_index=True))
+
+
+def timeline_from_chrome_traces(files: list[tuple[str, bytes]]) -> LegacyTimeline:
+    """Op table (time per op and op type, by device) and one step per file."""
+    steps = TimelineSteps()
+    for name, data in files:
+        steps.add(parse_chrome_trace(name, data))
+    return steps.result()
+
+
+# --- Cloud TPU memory viewer -----------------------------------------------------
+
+
+def memory_viewer_from_json(name: str, data: bytes) -> LegacyMemoryViewer:
+    """`capture_tpu_profile`'s memory_viewer.json: an HloProto in proto3 JSON.
+
+    Fields the HLO schema subset does not declare (the older layout `format`,
+    `maxSparseElements`, the buffer's `computationName`, …) are skipped. The
+    file's buffers name their defining instruction (`definedAt.instructionName`);
+    the replay looks instructions up by id, so ids are resolved from the names
+    here (and numbered afresh when the file's ids are missing or repeated).
+    """
+    proto = hlo_pb2.HloProto()
+    try:
+        json_format.Parse(data, proto, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise CaptureError(name, f"is not an HloProto in JSON form ({exc})") from exc
+    if not proto.buffer_assignment.logical_buffers:
+        raise CaptureError(name, "holds no buffer assignment (no logical buffers)")
+    instructions = [i for c in proto.hlo_module.computations for i in c.instructions]
+    if len({i.id for i in instructions}) != len(instructions):
+        for number, instruction in enumerate(instructions):
+            instruction.id = number
+    by_name = {}
+    for instruction in instructions:
+        by_name.setdefault(instruction.name, instruction.id)
+    for buffer in proto.buffer_assignment.logical_buffers:
+        located = buffer.defined_at
+        if located.instruction_name in by_name:
+            located.instruction_id = by_name[located.instruction_name]
+    return LegacyMemoryViewer(source=name, proto=proto)
 
 
 DECODERS = {
@@ -618,27 +702,38 @@ DECODERS = {
     ".op_profile.json": ("op_profile", op_profile_from_json),
     ".memory_profile.json.gz": ("memory_profile", memory_profile_from_json),
     ".memory_profile.json": ("memory_profile", memory_profile_from_json),
+    ".memory_viewer.json": ("memory_viewer", memory_viewer_from_json),
 }
 
 
 def decode_legacy_host(host: str, files: list[tuple[str, bytes]]) -> LegacyHost:
-    """Decode one host's tool files (the best source per tool, chosen by discovery)."""
+    """Decode one host's tool files (the best source per tool, chosen by discovery).
+
+    ProfilerHook timelines given here build the op table; other timeline files
+    (`.trace.json.gz`, `.trace`, `.tracetable`) are the trace export's
+    (`reportgen/legacy_trace.py`), which reads them one at a time.
+    """
     result = LegacyHost(host=host, files=[_name(n) for n, _ in files])
-    timelines = []
+    timelines = TimelineSteps()
     for path, data in files:
         name = _name(path)
-        if TIMELINE_PATTERN.match(name):
-            timelines.append((name, data))
-            continue
-        for suffix, (tool, decoder) in DECODERS.items():
-            if name.endswith(suffix):
-                try:
-                    setattr(result, tool, decoder(name, data))
-                except CaptureError:
-                    raise
-                except Exception as exc:  # a protobuf DecodeError or a malformed table
-                    raise CaptureError(path, f"cannot be decoded as {suffix} ({exc})") from exc
-                break
-    if timelines:
-        result.timeline = timeline_from_chrome_traces(timelines)
+        try:
+            if TIMELINE_PATTERN.match(name):
+                timelines.add(parse_chrome_trace(path, data))
+                continue
+            if is_trace_source(name):
+                continue
+            for suffix, (tool, decoder) in DECODERS.items():
+                if name.endswith(suffix):
+                    try:
+                        setattr(result, tool, decoder(name, data))
+                    except CaptureError:
+                        raise
+                    except Exception as exc:  # a protobuf DecodeError or a malformed table
+                        raise CaptureError(path, f"cannot be decoded as {suffix} ({exc})") from exc
+                    break
+        except CaptureError as exc:  # named by its full path, whichever decoder raised
+            raise CaptureError(path, exc.problem) from exc
+    if timelines.sources:
+        result.timeline = timelines.result()
     return result

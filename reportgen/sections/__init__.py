@@ -26,6 +26,9 @@ alt.data_transformers.disable_max_rows()
 
 SECTIONS: list[Section] = [
     InventorySection(),
+    # Runs from older profilers: per-tool files and ProfilerHook timelines
+    # (their memory viewer and trace share the sections below).
+    *LEGACY_SECTIONS,
     OverviewSection(),
     InputPipelineSection(),
     TfStatsSection(),
@@ -37,8 +40,6 @@ SECTIONS: list[Section] = [
     MemoryViewerSection(),
     PodViewerSection(),
     TraceSection(),
-    # Runs from older profilers: per-tool files and ProfilerHook timelines.
-    *LEGACY_SECTIONS,
 ]
 
 __all__ = ["SECTIONS", "HostContext", "HostSummary", "RunContext", "Section"]

@@ -15,12 +15,15 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from reportgen.core.memory_viewer import memory_colors, memory_space_view
+from reportgen.loaders.hlo import HloModule
 from reportgen.loaders.legacy import (
     CATEGORY_KEYS,
     LegacyHost,
     LegacyInputPipeline,
     LegacyKernelStats,
     LegacyMemoryProfile,
+    LegacyMemoryViewer,
     LegacyOpProfile,
     LegacyOverview,
     LegacyPodViewer,
@@ -28,6 +31,7 @@ from reportgen.loaders.legacy import (
     LegacyTimeline,
 )
 from reportgen.sections.base import RunContext, Section
+from reportgen.sections.memory_viewer import HostMemoryViewer, ModuleViews
 from reportgen.sections.vega import vega_spec
 
 TABLE_ROWS = 500  # on the page; the CSV has every row
@@ -349,9 +353,43 @@ LEGACY_SECTIONS: list[Section] = [
 ]
 
 
+MEMORY_VIEWER_NOTE = (
+    "From the Cloud TPU capture's {source}: XLA's HloProto (the module and its buffer assignment with the "
+    "heap-simulator trace) in JSON form, replayed as the memory viewer replays an XSpace capture's modules. "
+    "What this format cannot provide: the program id (the module is named without one), the device's memory "
+    "capacity (so no out-of-memory check), the other programs of the run (the file holds one module), and "
+    "source locations beyond what the instructions' metadata names."
+)
+RELAXED_NOTE = (
+    " XProf's memory viewer refuses this module today ({error}); TensorBoard's memory viewer of the day, which "
+    "read these files, replayed the trace without that check, and so does this page: its numbers are that replay's."
+)
+SINGLE_ALLOCATION_CHECK = "single buffer allocation"
+
+
+def legacy_memory_viewer(m: LegacyMemoryViewer) -> HostMemoryViewer:
+    """The memory viewer's per-host part for a Cloud TPU memory_viewer.json."""
+    name = m.proto.hlo_module.name or m.source.removesuffix(".memory_viewer.json")
+    module = HloModule(program_id=0, name=name, proto=m.proto)
+    note = MEMORY_VIEWER_NOTE.format(source=m.source)
+    views = []
+    for space in memory_colors(module):
+        view = memory_space_view(module, space)
+        if view.error and SINGLE_ALLOCATION_CHECK in view.error:
+            refused = view.error.removeprefix("Failed to process heap simulator trace: ")
+            view = memory_space_view(module, space, single_allocation=False)
+            if RELAXED_NOTE.format(error=refused) not in note:
+                note += RELAXED_NOTE.format(error=refused)
+        view.module = name  # no program id in this format: the module keeps its own name
+        views.append(view)
+    return HostMemoryViewer(modules={name: ModuleViews(name, views, note=note)})
+
+
 def legacy_parts(decoded: LegacyHost) -> dict[str, Any]:
-    """The per-host parts of the legacy sections, keyed by slug."""
+    """The per-host parts of the legacy sections, keyed by slug (the memory viewer's is the XSpace section's)."""
     parts: dict[str, Any] = {"legacy_run": decoded.files}
+    if decoded.memory_viewer is not None:
+        parts["memory_viewer"] = legacy_memory_viewer(decoded.memory_viewer)
     for section in LEGACY_SECTIONS:
         if not isinstance(section, LegacySection):
             continue

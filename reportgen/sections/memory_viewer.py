@@ -25,6 +25,7 @@ SPACE_NAMES = {0: "default (HBM / device) memory", 1: "alternate memory (e.g. VM
 class ModuleViews:
     name: str  # display name: module(program id)
     spaces: list[MemorySpaceView]
+    note: str = ""  # where the module comes from when not from an XSpace (older captures' files)
 
 
 @dataclass
@@ -229,7 +230,7 @@ class MemoryViewerSection(Section):
                 spaces.append(entry)
                 if oom:
                     alerts.append({"module": name, "space": entry["label"], **oom})
-            modules.append({"name": name, "index": m_index, "csv": csv, "spaces": spaces})
+            modules.append({"name": name, "index": m_index, "csv": csv, "spaces": spaces, "note": mv.note})
         page.write_html("memory_viewer.html", "memory_viewer.html", modules=modules, alerts=alerts,
                         capacity=data["capacity"], near_capacity_percent=100 * NEAR_CAPACITY)
 

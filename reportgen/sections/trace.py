@@ -8,7 +8,7 @@ manifest and the page that helps users pick what to open.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import altair as alt
 
@@ -23,6 +23,11 @@ MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
 @dataclass
 class TraceHostPart:
     export: HostExport
+    # Hosts from older profilers: what their format means for the export, said on the page.
+    notes: list[str] = field(default_factory=list)
+    # Files the requested format would have had but the host cannot give:
+    # {"host", "format", "reason"}, listed in the manifest and the summary block.
+    not_produced: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -95,14 +100,22 @@ class TraceSection(Section):
 
     def summary(self, data: TraceData) -> dict:
         chunks = data.chunks
-        return {
+        block = {
             "chunks": len(chunks),
             "events": sum(h.export.events for h in data.hosts),
             "bytes": sum(c.bytes for c in chunks),
         }
+        not_produced = [entry for h in data.hosts for entry in h.not_produced]
+        if not_produced:
+            block["not_produced"] = not_produced
+        return block
 
     def render(self, data: TraceData, page) -> None:
-        page.write_json("trace/manifest.json", {"chunks": [c.manifest_entry() for c in data.chunks]})
+        manifest: dict = {"chunks": [c.manifest_entry() for c in data.chunks]}
+        not_produced = [entry for h in data.hosts for entry in h.not_produced]
+        if not_produced:
+            manifest["not_produced"] = not_produced
+        page.write_json("trace/manifest.json", manifest)
         hosts = []
         for part in data.hosts:
             export = part.export
@@ -114,6 +127,7 @@ class TraceSection(Section):
                 "chunks": export.chunks,
                 "chart": overview_chart(part) if export.activity is not None and len(export.activity) else None,
                 "json_bytes": sum(c.json_bytes or 0 for c in export.chunks),
+                "notes": part.notes,
             })
         page.write_html("trace.html", "trace.html", hosts=hosts, errors=data.run.errors,
                         total=self.summary(data))

@@ -15,14 +15,21 @@ Measured here (2 vCPUs): a pool's first task after ≈ 0.04 s with fork,
 ≈ 1.3–2.6 s with the fork server (once per build), ≈ 6 s with spawn; later
 tasks ≈ 1 ms. Only per-host results travel back (≈ 2 MB pickled for a
 50 MB host file).
+
+With `--jobs N` the building process is one of the N: it starts on a host
+at once, while the N - 1 workers start, and takes the next host whenever
+they are all busy, so the start-up costs no idle core.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import queue
+import threading
 import uuid
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from reportgen.errors import SchedulerError
@@ -55,17 +62,62 @@ def pool_context() -> multiprocessing.context.BaseContext:
 
 
 def run_pool(work: Work, jobs: int, done: Done) -> None:
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=pool_context()) as pool:
-        futures = {
-            pool.submit(process_host, task, str(out_dir), hash_content): task for task, out_dir, hash_content in work
-        }
-        for future in as_completed(futures):
-            task = futures[future]
+    """`jobs - 1` worker processes and this one; `done` is always called on this thread."""
+    workers = min(jobs, len(work)) - 1
+    if workers < 1:
+        run_serial(work, done)
+        return
+    waiting = deque(work)
+    lock = threading.Lock()
+    finished: queue.Queue[tuple[HostTask, Future | BaseException]] = queue.Queue()
+
+    def next_work():
+        with lock:
+            return waiting.popleft() if waiting else None
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=pool_context()) as pool:
+
+        def submit_next(_: Future | None = None) -> None:
+            # Called here and, as each worker finishes, on the pool's own thread.
+            item = next_work()
+            if item is None:
+                return
+            task, out_dir, hash_content = item
             try:
-                outcome = future.result()
+                future = pool.submit(process_host, task, str(out_dir), hash_content)
+            except Exception as exc:  # the pool broke (a worker died)
+                finished.put((task, exc))
+                return
+            future.add_done_callback(lambda f, t=task: finished.put((t, f)))
+            future.add_done_callback(submit_next)
+
+        for _ in range(workers):
+            submit_next()
+        remaining = len(work)
+
+        def report(task: HostTask, result: Future | BaseException) -> None:
+            try:
+                if isinstance(result, BaseException):
+                    raise result
+                outcome = result.result()
             except Exception as exc:  # a worker that died (out of memory, killed)
                 outcome = _failed(task, "in its worker process", exc)
             done(task, outcome)
+
+        while remaining:
+            while not finished.empty():
+                report(*finished.get())
+                remaining -= 1
+            if not remaining:
+                break
+            item = next_work()
+            if item is None:  # every host is taken: wait for the workers
+                report(*finished.get())
+                remaining -= 1
+                continue
+            task, out_dir, hash_content = item
+            done(task, process_host(task, str(out_dir), hash_content))
+            remaining -= 1
 
 
 def run_dask(work: Work, scheduler: str, done: Done) -> None:

@@ -10,7 +10,9 @@ device.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from functools import lru_cache
 
 import altair as alt
 import numpy as np
@@ -22,7 +24,7 @@ from reportgen.core.op_metrics import IDLE, OpMetricsDb, framework_op_db, safe_d
 from reportgen.core.op_stats import HostOpStats, RunOpStats
 from reportgen.core.perf_env import PerfEnv
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import vega_spec, with_datasets
 from reportgen.sections.views import ALL_HOSTS, run_views
 
 MAX_ROWS = 500  # per side (device, host), as XProf
@@ -146,12 +148,20 @@ def _pie(table: pd.DataFrame, side: str, by: str, title: str) -> dict | None:
     names = [n if n else "(no type)" for n in top.index.astype(str)]
     frame = pd.DataFrame({"name": names, "self_us": top.to_numpy()})
     frame["percent"] = 100 * frame["self_us"] / frame["self_us"].sum()
+    spec = copy.deepcopy(_pie_spec(title, by))
+    spec["encoding"]["color"]["sort"] = names  # slices in size order, "(other)" last
+    return with_datasets(spec, {"slices": frame})
+
+
+@lru_cache(maxsize=64)
+def _pie_spec(title: str, by: str) -> dict:
+    """A pie without its slices: Altair builds it once per title, not once per pie and host."""
     chart = (
-        alt.Chart(frame, title=title)
+        alt.Chart(alt.Data(name="slices"), title=title)
         .mark_arc()
         .encode(
             theta=alt.Theta("self_us:Q"),
-            color=alt.Color("name:N", sort=list(frame["name"]), scale=alt.Scale(scheme="tableau20"),
+            color=alt.Color("name:N", scale=alt.Scale(scheme="tableau20"),
                             legend=alt.Legend(title=None, labelLimit=320)),
             tooltip=[alt.Tooltip("name:N", title="Op" if by == "op" else "Type"),
                      alt.Tooltip("self_us:Q", title="Self time (µs)", format=",.1f"),

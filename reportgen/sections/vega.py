@@ -17,12 +17,25 @@ from typing import Any
 
 import pandas as pd
 
+Datasets = dict[str, "pd.DataFrame | list[dict]"]
 
-def vega_spec(chart: Any, datasets: dict[str, pd.DataFrame | list[dict]] | None = None) -> dict:
+
+def vega_spec(chart: Any, datasets: Datasets | None = None) -> dict:
     """The chart's Vega-Lite spec; `datasets` fills `alt.Data(name=...)` sources by name."""
     spec = chart.to_dict(validate=False)
-    if datasets:
-        rows = {name: data.to_dict("records") if isinstance(data, pd.DataFrame) else data
-                for name, data in datasets.items()}
-        spec.setdefault("datasets", {}).update(rows)
-    return spec
+    return with_datasets(spec, datasets) if datasets else spec
+
+
+def with_datasets(spec: dict, datasets: Datasets) -> dict:
+    """A copy of `spec` (a chart built once and reused, e.g. per host) holding these datasets.
+
+    Only the top level is copied: specs are never changed once built."""
+    rows = {name: records(data) if isinstance(data, pd.DataFrame) else data for name, data in datasets.items()}
+    return {**spec, "datasets": {**spec.get("datasets", {}), **rows}}
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """`frame.to_dict("records")`, a few times faster: columns become lists in one C call each."""
+    names = [str(c) for c in frame.columns]
+    columns = [frame[c].to_numpy().tolist() for c in frame.columns]
+    return [dict(zip(names, row)) for row in zip(*columns)]

@@ -63,6 +63,11 @@ def _union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
     return group[opens], start[opens], merged_end
 
 
+def _by_line_then_start(line: np.ndarray, start: np.ndarray) -> bool:
+    same_line = line[1:] == line[:-1]
+    return bool((line[1:] >= line[:-1]).all() and (start[1:] >= start[:-1])[same_line].all())
+
+
 def line_activity(capture: HostCapture, bins: int = 100) -> pd.DataFrame:
     """Busy share of each line in each of `bins` equal time slices.
 
@@ -73,10 +78,12 @@ def line_activity(capture: HostCapture, bins: int = 100) -> pd.DataFrame:
     timed = ev[(ev["num_occurrences"] == 0)]
     if timed.empty:
         return pd.DataFrame(columns=["line", "bin", "bin_start_ms", "bin_end_ms", "busy_ms", "busy_percent"])
-    order = np.lexsort((timed["start_ps"].to_numpy(), timed["line"].to_numpy()))
-    line = timed["line"].to_numpy()[order]
-    start = timed["start_ps"].to_numpy()[order]
-    end = start + timed["duration_ps"].to_numpy()[order]
+    line = timed["line"].to_numpy()
+    start = timed["start_ps"].to_numpy()
+    end = start + timed["duration_ps"].to_numpy()
+    if not _by_line_then_start(line, start):  # profilers write them so; sort only when not
+        order = np.lexsort((start, line))
+        line, start, end = line[order], start[order], end[order]
     g, s, e = _union_intervals(start, end, line)
     t0, t1 = int(start.min()), int(end.max())
     edges = np.linspace(t0, max(t1, t0 + 1), bins + 1)

@@ -55,6 +55,16 @@ def activity_chart(activity: pd.DataFrame) -> alt.Chart:
     )
 
 
+def _activity_spec(activity: pd.DataFrame) -> dict | None:
+    # Only busy slices, only the columns the chart reads, rounded: a run of many hosts
+    # otherwise carries megabytes of idle bins in its index page.
+    shown = activity.loc[activity["busy_percent"] > 0, ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]]
+    if shown.empty:
+        return None
+    shown = shown.round({"bin_start_ms": 4, "bin_end_ms": 4, "busy_percent": 2})
+    return vega_spec(activity_chart(shown), {"activity": shown})
+
+
 class InventorySection(Section):
     slug = "inventory"
     title = "Run"
@@ -96,8 +106,7 @@ class InventorySection(Section):
                     "lines_table": with_events.to_dict("records"),
                     "empty_planes": part.empty_planes,
                     "csv_href": quote(part.csv),
-                    "chart": (vega_spec(activity_chart(part.activity), {"activity": part.activity})
-                              if len(part.activity) else None),
+                    "chart": _activity_spec(part.activity),
                 }
             )
         if csv_rows:

@@ -12,8 +12,9 @@ Three formats, one result (`ChromeTrace`, one input file's events):
   converted the way TensorBoard's profile plugin of the day did
   (`trace_events_json.py`): one process per device (pid = its key in the
   `devices` map, sorted by it), one thread per resource (tid = its key), `X`
-  events with ts/dur in µs (picoseconds / 10^6), instant `i` events (scope
-  `t`) where the duration is 0, and the event's `args` map as its args.
+  events with ts/dur in µs (picoseconds / 10^6, divided exactly), instant `i`
+  events (scope `t`) where the duration is 0, and the event's `args` map as
+  its args. Its events stay columns (`loaders/trace_proto.py`) until written.
 
 A `.tracetable` (the LevelDB table later `capture_tpu_profile` versions
 wrote) is not read: `TRACETABLE_NOTE` says so where its trace would be.

@@ -157,6 +157,12 @@ class ChromeTraceExport:
         self._labels = _RowLabels()
         self._busy: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self._started = time.perf_counter()
+        # The page counts time from the host's first event (µs in the files' own
+        # time base, e.g. since the epoch for ProfilerHook steps): step marks and
+        # chunk cuts are kept in file time until `finish` knows it.
+        self._first_us = np.inf
+        self._steps: list[tuple[int, float, float]] = []
+        self._cuts: list[float] = []
 
     def add(self, trace: ChromeTrace, step: int | None = None, stem: str | None = None) -> None:
         """Write one input file's chunks (`<stem>.json.gz`, or `<stem>-<k>.json.gz` when cut)."""
@@ -180,7 +186,7 @@ class ChromeTraceExport:
             first_us, last_us = _us(ts[order[lo]]), _us(end[rows].max())
             chunk_index = len(self.result.chunks)
             if chunk_index:
-                self.result.cuts_us.append(first_us)
+                self._cuts.append(float(ts[order[lo]]))
             metadata = {"host": self.host, "run": self.run, "generator": self.generator, "source": trace.source,
                         "chunk": chunk_index, "source_chunk": k, "source_chunks": len(bounds),
                         "first_us": first_us, "last_us": last_us, "first_step": step, "last_step": step}
@@ -194,7 +200,8 @@ class ChromeTraceExport:
         complete, flows = trace.phases()
         self.result.flows += flows
         if step is not None:
-            self.result.steps.append((int(step), _us(ts.min()), _us(end.max())))
+            self._steps.append((int(step), float(ts.min()), float(end.max())))
+        self._first_us = min(self._first_us, float(ts.min()))
         self._add_activity(trace, complete, ts, end)
 
     @staticmethod
@@ -233,18 +240,23 @@ class ChromeTraceExport:
 
     def finish(self) -> HostExport:
         result = self.result
-        result.activity = self._activity()
+        origin = self._first_us if np.isfinite(self._first_us) else 0.0
+        result.origin_us = _us(origin)
+        result.cuts_us = [_us(c - origin) for c in self._cuts]
+        result.steps = sorted((n, _us(a - origin), _us(b - origin)) for n, a, b in self._steps)
+        result.activity = self._activity(origin)
         result.row_labels = [label for label in self._labels.ordered() if label in self._busy]
-        result.steps.sort()
         result.seconds = time.perf_counter() - self._started
         return result
 
-    def _activity(self) -> pd.DataFrame | None:
+    def _activity(self, origin: float) -> pd.DataFrame | None:
+        """Busy share per row and time bin, times in µs since `origin` (the bins span the busy time)."""
         if not self._busy:
             return None
         merged = {}
         for label, parts in self._busy.items():
-            merged[label] = _merged(np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts]))
+            start, end = _merged(np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts]))
+            merged[label] = (start - origin, end - origin)
         t0 = min(float(s[0]) for s, _ in merged.values())
         t1 = max(float(e.max()) for _, e in merged.values())
         t1 = max(t1, t0 + 1e-6)

@@ -282,11 +282,15 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
     for name, _source in named:
         pairs = by_run.get(name, [])
         host_outcomes = [o for _, o in pairs]
-        errors = [{"path": o.path, "message": o.error} for o in host_outcomes if o.error]
-        all_errors.extend(
-            {"run": name, **e, "local_message": o.local_error}
-            for e, o in zip(errors, [o for o in host_outcomes if o.error])
-        )
+        errors, local_messages = [], []
+        for o in host_outcomes:
+            if o.error:
+                errors.append({"path": o.path, "message": o.error})
+                local_messages.append(o.local_error)
+            for bad in o.file_errors:  # files of an older profiler's host: the rest of it built
+                errors.append({"path": bad["path"], "message": bad["message"]})
+                local_messages.append(bad["local_message"])
+        all_errors.extend({"run": name, **e, "local_message": m} for e, m in zip(errors, local_messages))
         key = None
         if cache is not None:
             key = cache.run_key(name, [t for t, _ in pairs], host_outcomes, assets)

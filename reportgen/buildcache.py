@@ -293,8 +293,8 @@ class HostCache:
     def store(self, task: HostTask, outcome: HostOutcome, out_dir: Path) -> None:
         """Keep a freshly computed, successful result with its files (hard links when possible)."""
         fingerprint = self._fingerprints.get(task.index)
-        if outcome.error is not None or fingerprint is None:
-            return
+        if outcome.error is not None or outcome.file_errors or fingerprint is None:
+            return  # a host with a bad file is built again (and its files named again) until fixed
         entry = self._entry_dir(task, fingerprint)
         kept = dataclasses.replace(outcome, timings={}, payload=None, code=None, cached=False,
                                    content_hash=None, peak_rss=0, local_error=None)
@@ -325,7 +325,7 @@ class HostCache:
 
     def run_key(self, run: str, tasks: list[HostTask], outcomes: list[HostOutcome], assets: Any) -> str | None:
         """The key of a run's pages, or None when they must be rendered (a host failed or was not hashed)."""
-        if not tasks or any(o.error is not None for o in outcomes):
+        if not tasks or any(o.error is not None or o.file_errors for o in outcomes):
             return None
         prints = [self._fingerprints.get(t.index) for t in tasks]
         if any(p is None for p in prints):

@@ -60,6 +60,10 @@ class HostOutcome:
     parts: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # as the site shows it: paths relative to the logdir
     local_error: str | None = None  # for the terminal: the path as the user gave it
+    # Files of an older profiler's host that could not be read while its other
+    # files built (or, when the host failed, beyond the one `error` names):
+    # {"path", "message", "local_message"}, as `error` and `local_error` name theirs.
+    file_errors: list[dict] = field(default_factory=list)
     # Files the sections wrote, relative to the site root, sorted.
     files: list[str] = field(default_factory=list)
     # Stage seconds on the worker (`host.read`, `host.decode`, `host.<slug>`, …).
@@ -126,6 +130,13 @@ def _without_local_paths(message: str, host: HostFile, shown: str) -> str:
     return message.replace(host.path, shown).replace(run_dir, shown.rsplit("/", 1)[0])
 
 
+def _file_error(exc: CaptureError, host: HostFile, shown: str) -> dict:
+    """One bad file of an older profiler's host, named as the site and the terminal name it."""
+    local = f"{exc.path}: {exc.problem}"
+    return {"path": f"{shown.rsplit('/', 1)[0]}/{exc.path.rstrip('/').rsplit('/', 1)[-1]}",
+            "message": _without_local_paths(local, host, shown), "local_message": local}
+
+
 class _BackgroundHash:
     """sha256 of the file's bytes on a second thread while the decoder runs.
 
@@ -176,8 +187,13 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
         if host.legacy:
             # Per-tool files of older profilers: no XSpace to decode; their
             # timeline files are exported into the host's output folder.
-            outcome.summary, outcome.parts = process_legacy_host(host, shown, task.run, out_dir, task.trace_format)
+            summary, parts, bad = process_legacy_host(host, shown, task.run, out_dir, task.trace_format)
             timed("host.legacy", clock)
+            if len(bad) == len(host.legacy):  # not one of its files could be read: the host failed
+                outcome.file_errors = [_file_error(e, host, shown) for e in bad[1:]]
+                raise bad[0]
+            outcome.summary, outcome.parts = summary, parts
+            outcome.file_errors = [_file_error(e, host, shown) for e in bad]
             if os.path.isdir(out_dir):
                 outcome.files = list_files(out_dir)
             outcome.peak_rss = peak_rss_bytes()

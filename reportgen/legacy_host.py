@@ -31,8 +31,13 @@ def _is_timeline(path: str) -> bool:
 
 
 def process_legacy_host(host: HostFile, shown_path: str, run: str, site_dir: str,
-                        trace_format: str = "json") -> tuple[HostSummary, dict[str, Any]]:
-    """Decode the host's tool files and export its timeline files into `site_dir` (its output folder)."""
+                        trace_format: str = "json") -> tuple[HostSummary, dict[str, Any], list[CaptureError]]:
+    """Decode the host's tool files and export its timeline files into `site_dir` (its output folder).
+
+    A file that cannot be read or decoded is left out and returned among the
+    errors (each naming its file): the host's other files still build.
+    """
+    errors: list[CaptureError] = []
     files = []
     for path in host.legacy:
         if _is_timeline(path):
@@ -40,12 +45,13 @@ def process_legacy_host(host: HostFile, shown_path: str, run: str, site_dir: str
         try:
             files.append((path, read_file(path)))
         except OSError as exc:
-            raise CaptureError(path, f"cannot be read ({exc.strerror or exc})") from exc
-    decoded = decode_legacy_host(host.host, files)
-    decoded.files = [_name(p) for p in host.legacy]
+            errors.append(CaptureError(path, f"cannot be read ({exc.strerror or exc})"))
+    decoded = decode_legacy_host(host.host, files, errors)
     timelines = [p for p in host.legacy if _is_timeline(p)]
     trace_part, timeline = export_legacy_trace(host.host, run, timelines, site_dir, trace_format,
-                                               generator=f"reportgen {__version__}")
+                                               generator=f"reportgen {__version__}", errors=errors)
+    bad = {e.path for e in errors}
+    decoded.files = [_name(p) for p in host.legacy if p not in bad]
     if timeline is not None:
         decoded.timeline = timeline
     overview = decoded.overview
@@ -66,4 +72,4 @@ def process_legacy_host(host: HostFile, shown_path: str, run: str, site_dir: str
     parts = legacy_parts(decoded)
     if trace_part is not None:
         parts["trace"] = trace_part
-    return summary, parts
+    return summary, parts, errors

@@ -23,7 +23,9 @@ NO_PFTRACE = ("No .pftrace for this host: its timeline came as Chrome trace even
               "Perfetto writer works from XSpace captures; the JSON chunks below open in Perfetto UI as they are.")
 JSON_NOTE = ("This host's timeline came from an older profiler's {kind}: the chunks hold its events as the file has "
              "them (processes, threads, names, times and args; XProf's mapping of XSpace lines does not apply). "
-             "The activity overview is computed from its complete (X) events{steps}.")
+             "The activity overview is computed from its complete (X) events{steps}; its times, the step marks, "
+             "the chunk cuts and the files' ranges below count from the host's first event, while the files keep "
+             "the timestamps they had.")
 KINDS = {
     "timeline": "ProfilerHook step files (one file per step; each file is a chunk unless it exceeds the caps)",
     ".trace": "Cloud TPU Trace protobuf (converted as TensorBoard's profile plugin did: one process per device, "
@@ -44,13 +46,29 @@ def _kind(names: list[str]) -> str:
     return KINDS[".trace.json.gz"]
 
 
+def _read(path: str):
+    """One timeline file, decoded; CaptureError names it when it cannot be read or holds no event."""
+    try:
+        data = read_file(path)
+    except OSError as exc:
+        raise CaptureError(path, f"cannot be read ({exc.strerror or exc})") from exc
+    trace = read_trace(path, data)
+    if trace.count == 0:
+        what = "step file" if timeline_step(_name(path)) is not None else "timeline"
+        raise CaptureError(path, f"holds no trace events (a {what} with nothing but metadata in it)")
+    return trace
+
+
 def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, trace_format: str = "json",
-                        generator: str = "reportgen") -> tuple[TraceHostPart | None, LegacyTimeline | None]:
+                        generator: str = "reportgen", errors: list[CaptureError] | None = None,
+                        ) -> tuple[TraceHostPart | None, LegacyTimeline | None]:
     """Export the host's timeline files into `<site_dir>/<run>/trace/<host>/`.
 
-    Returns the trace page's part (None when the host has no timeline file) and
-    the ProfilerHook op table (None unless the files are ProfilerHook steps).
-    A file that cannot be read raises CaptureError naming it.
+    Returns the trace page's part (None when the host has no timeline file,
+    or none could be read) and the ProfilerHook op table (None unless the
+    files are ProfilerHook steps). A file that cannot be read raises
+    CaptureError naming it, or, given `errors`, is added there and skipped:
+    the other files are exported.
     """
     if trace_format not in FORMATS:
         raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
@@ -61,22 +79,26 @@ def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, tr
     notes: list[str] = []
     not_produced: list[dict] = []
     steps = TimelineSteps()
+    exported: list[str] = []
     for path in readable:
         name = _name(path)
         try:
-            data = read_file(path)
-        except OSError as exc:
-            raise CaptureError(path, f"cannot be read ({exc.strerror or exc})") from exc
-        trace = read_trace(path, data)
-        del data
+            trace = _read(path)
+        except CaptureError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+            continue
         step = timeline_step(name)
         if step is not None:
             steps.add(trace)
         export.add(trace, step=step, stem=name.split(".", 1)[0] if step is not None else None)
+        exported.append(name)
         del trace  # the next file is read only once this one's events are gone
-    if readable:
-        names = [_name(p) for p in readable]
-        notes.append(JSON_NOTE.format(kind=_kind(names),
+    if readable and not exported:
+        return None, None  # every timeline file is an error of its own
+    if exported:
+        notes.append(JSON_NOTE.format(kind=_kind(exported),
                                       steps="; steps are the step files" if steps.sources else
                                       "; this format marks no steps"))
         if trace_format in ("perfetto", "both"):

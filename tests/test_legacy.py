@@ -200,6 +200,31 @@ def test_a_broken_tool_file_is_reported_not_fatal(tmp_path):
     assert doc["runs"]["broken"]["tf_stats"] == {"ops": 1, "host_self_us": 10.0, "device_self_us": 0.0}
 
 
+def test_a_broken_tool_file_keeps_the_same_hosts_other_files(tmp_path):
+    run = tmp_path / "logs" / "plugins" / "profile" / "partly"
+    run.mkdir(parents=True)
+    (run / "h.overview_page.pb").write_bytes(b"\xff\xff\xff\xff")
+    (run / "h.input_pipeline.json").write_text("[{")
+    (run / "h.tensorflow_stats.pb").write_bytes(
+        pb.TfStatsDatabase(without_idle=pb.TfStatsTable(tf_stats_record=[
+            pb.TfStatsRecord(rank=1, host_or_device="Host", op_type="MatMul", op_name="a/MatMul", occurrences=2,
+                             total_self_time_in_us=10.0)])).SerializeToString())
+    out = tmp_path / "site"
+    report = build_site([str(tmp_path / "logs")], BuildOptions(output=str(out), jobs=1))
+    assert report.exit_code == EXIT_PARTIAL and report.hosts == 1
+    doc = json.loads((out / "summary.json").read_text())
+    assert {e["path"]: e["message"].split(": ", 1)[1].split(" (")[0] for e in doc["errors"]} == {
+        "partly/h.overview_page.pb": "cannot be decoded as .overview_page.pb",
+        "partly/h.input_pipeline.json": "is not JSON"}
+    assert {e["local_message"].split(": ")[0] for e in report.errors} == {
+        str(run / "h.overview_page.pb"), str(run / "h.input_pipeline.json")}
+    assert doc["runs"]["partly"]["hosts"] == ["h"]
+    assert doc["runs"]["partly"]["tf_stats"] == {"ops": 1, "host_self_us": 10.0, "device_self_us": 0.0}
+    page = (out / "partly" / "index.html").read_text()
+    assert "<code>partly/h.overview_page.pb</code>: partly/h.overview_page.pb: cannot be decoded" in page
+    assert "<td><code>h.tensorflow_stats.pb</code></td>" in page  # the only file read
+
+
 @needs_legacy
 def test_a_legacy_run_and_an_xspace_run_share_the_overview_keys(tmp_path):
     out = tmp_path / "site"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 import weakref
 from collections import Counter
@@ -23,6 +24,7 @@ from reportgen.loaders.chrome_trace import TRACETABLE_NOTE, parse_chrome_trace, 
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 from reportgen.loaders.proto import trace_events_pb2 as tpb
 from reportgen.trace.chrome_json import ChromeTraceExport, plan_time_chunks
+from tests.clirun import reportgen
 from tests.conftest import CAPTURES, LOGDIR
 from tests.sitecheck import assert_links_resolve
 from tests.test_trace_site import _browser
@@ -35,6 +37,15 @@ MANIFEST_KEYS = {"host", "file", "format", "first_us", "last_us", "first_step", 
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0 Compute"
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0 Compute"
 STEPS = (100, 200, 300)
+GOOD_STEPS = (1, 5)
+BAD_STEPS = {  # file name → content, for the ProfilerHook folder with broken steps
+    "timeline-2.json": json.dumps({"traceEvents": [{"ph": "X", "name": "a", "pid": 0, "ts": 1}] * 50})[:-90].encode(),
+    "timeline-3.json": b"",
+    "timeline-4.json": b"step 4 was never written",
+    "timeline-6.json": b'{"traceEvents": []}',
+}
+BAD_STEP_PROBLEMS = {"timeline-2.json": "is not JSON", "timeline-3.json": "is empty",
+                     "timeline-4.json": "is not JSON", "timeline-6.json": "holds no trace events"}
 
 
 def _key(event: dict) -> str:
@@ -122,10 +133,23 @@ def built(tmp_path_factory) -> tuple[Path, Path, dict, object]:
     for run, (name, data) in bad.items():
         (profile / run).mkdir()
         (profile / run / name).write_bytes(data)
-    # A host whose tool files are fine but whose trace is not: the trace file is named.
+    # A host whose tool files are fine but whose trace is not: the trace file is named, the overview builds.
     (profile / "mixed_bad").mkdir()
-    (profile / "mixed_bad" / "h.overview_page.pb").write_bytes(pb.OverviewPage().SerializeToString())
+    overview = pb.OverviewPage(run_environment=pb.OverviewPageRunEnvironment(device_type="GPU"))
+    (profile / "mixed_bad" / "h.overview_page.pb").write_bytes(overview.SerializeToString())
     (profile / "mixed_bad" / "h.trace.json.gz").write_bytes(b"\x1f\x8b\x08\x00 cut")
+    # ProfilerHook steps, some broken: each broken file is named, the good steps build.
+    hook_bad = profile / "hook_bad"
+    hook_bad.mkdir()
+    for step in GOOD_STEPS:
+        (hook_bad / f"timeline-{step}.json").write_text(json.dumps(_timeline(step)))
+    for name, data in BAD_STEPS.items():
+        (hook_bad / name).write_bytes(data)
+    # Every step file broken: the host fails, and each file is still named.
+    hook_all_bad = profile / "hook_all_bad"
+    hook_all_bad.mkdir()
+    (hook_all_bad / "timeline-1.json").write_bytes(b"")
+    (hook_all_bad / "timeline-2.json").write_text("not a trace")
     out = root / "site"
     report = build_site([str(root / "logs")], BuildOptions(output=str(out), jobs=1, trace_format="both"))
     return profile, out, json.loads((out / "summary.json").read_text()), report
@@ -139,8 +163,10 @@ def test_bad_files_are_errors_naming_the_file_while_the_rest_builds(built):
     _profile, out, summary, report = built
     assert report.exit_code == EXIT_PARTIAL
     errors = {e["path"]: e["message"] for e in summary["errors"]}
+    bad_steps = {f"hook_bad/{name}" for name in BAD_STEPS}
     assert set(errors) == {"truncated/w.trace.json.gz", "not_chrome/w.trace.json.gz", "corrupt_proto/w.trace",
-                           "mixed_bad/h.trace.json.gz"}
+                           "mixed_bad/h.trace.json.gz", "hook_all_bad/timeline-1.json",
+                           "hook_all_bad/timeline-2.json", *bad_steps}
     assert "gzip data is corrupt or truncated" in errors["truncated/w.trace.json.gz"]
     assert "is not a Chrome trace" in errors["not_chrome/w.trace.json.gz"]
     assert "cannot be decoded as a Trace protobuf" in errors["corrupt_proto/w.trace"]
@@ -149,6 +175,62 @@ def test_bad_files_are_errors_naming_the_file_while_the_rest_builds(built):
         assert message.startswith(path + ":") and str(out.parent) not in message
     for run in ("hook", "tpu", "tracetable"):
         assert "trace" in summary["runs"][run]["tools"]
+    # The terminal names each file by its full local path.
+    local = {e["path"]: e["local_message"] for e in report.errors}
+    for path in errors:
+        assert local[path].startswith(f"{_profile / path}: ")
+
+
+def test_a_bad_trace_file_keeps_the_hosts_tool_pages(built):
+    _profile, out, summary, _ = built
+    run = summary["runs"]["mixed_bad"]
+    assert run["hosts"] == ["h"] and run["overview"]["device_type"] == "GPU"
+    assert "legacy_overview" in run["tools"] and "trace" not in run["tools"]
+    assert [e["path"] for e in run["errors"]] == ["mixed_bad/h.trace.json.gz"]
+    page = unescape((out / "mixed_bad" / "index.html").read_text())
+    assert "mixed_bad/h.trace.json.gz: gzip data is corrupt or truncated" in page
+    assert "<code>h.overview_page.pb</code>" in page and "<code>h.trace.json.gz</code>" not in page  # files read
+
+
+def test_bad_profiler_hook_steps_are_named_while_the_good_steps_build(built):
+    _profile, out, summary, _ = built
+    run = summary["runs"]["hook_bad"]
+    assert run["hosts"] == ["timeline"]
+    messages = {e["path"]: e["message"] for e in run["errors"]}
+    assert set(messages) == {f"hook_bad/{name}" for name in BAD_STEPS}
+    for name, problem in BAD_STEP_PROBLEMS.items():
+        assert problem in messages[f"hook_bad/{name}"]
+    assert [c["file"] for c in _manifest(out, "hook_bad")["chunks"]] == [
+        f"timeline/timeline-{s}.json.gz" for s in GOOD_STEPS]
+    assert run["legacy_timeline"]["steps"] == len(GOOD_STEPS)
+    for page in ("index.html", "trace.html"):  # the run's pages that list input errors
+        text = unescape((out / "hook_bad" / page).read_text())
+        assert all(f"hook_bad/{name}: " in text for name in BAD_STEPS), page
+    site_index = unescape((out / "index.html").read_text())
+    assert all(f"hook_bad/{name}" in site_index for name in BAD_STEPS)
+
+
+def test_a_host_whose_every_file_is_bad_fails_with_each_file_named(built):
+    _profile, _out, summary, _ = built
+    run = summary["runs"]["hook_all_bad"]
+    assert run["hosts"] == [] and "trace" not in run["tools"]
+    messages = {e["path"]: e["message"] for e in run["errors"]}
+    assert "is empty" in messages["hook_all_bad/timeline-1.json"]
+    assert "is not JSON" in messages["hook_all_bad/timeline-2.json"]
+
+
+def test_the_terminal_names_bad_step_files_by_their_local_path(tmp_path):
+    run = tmp_path / "logs" / "plugins" / "profile" / "steps"
+    run.mkdir(parents=True)
+    (run / "timeline-1.json").write_text(json.dumps(_timeline(1)))
+    (run / "timeline-2.json").write_bytes(b"")
+    for _build in ("first", "again, with the rebuild cache"):  # the bad file is named every time until fixed
+        proc = reportgen("build", str(tmp_path / "logs"), "-o", str(tmp_path / "site"), "--jobs", "1")
+        assert proc.returncode == EXIT_PARTIAL, proc.stderr
+        assert f"reportgen: error: {run / 'timeline-2.json'}: is empty" in proc.stderr
+    summary = json.loads((tmp_path / "site" / "summary.json").read_text())
+    assert [e["message"].split(":")[0] for e in summary["errors"]] == ["steps/timeline-2.json"]
+    assert summary["runs"]["steps"]["legacy_timeline"]["steps"] == 1
 
 
 def test_profiler_hook_steps_are_one_chunk_each_with_exactly_their_events(built):
@@ -178,6 +260,35 @@ def test_profiler_hook_steps_are_one_chunk_each_with_exactly_their_events(built)
         "chunks": 3, "events": sum(c["events"] for c in chunks), "bytes": sum(c["bytes"] for c in chunks)}
     # The step-stats page still comes from the same files.
     assert summary["runs"]["hook"]["legacy_timeline"]["steps"] == 3
+
+
+def _overview_data(page: Path) -> dict:
+    html = page.read_text()
+    spec = re.search(r'<script type="application/json" id="trace-overview-1-spec">(.*?)</script>', html, re.S)
+    return json.loads(spec.group(1))["datasets"]
+
+
+def test_profiler_hook_overview_counts_from_the_hosts_first_event(built):
+    _profile, out, _summary, _ = built
+    data = _overview_data(out / "hook" / "trace.html")
+    steps_ms = [(s - STEPS[0]) * 1e3 for s in STEPS]  # the step files start 1 s apart
+    assert [d["start_ms"] for d in data["steps"]] == pytest.approx(steps_ms)
+    assert [d["cut_ms"] for d in data["cuts"]] == pytest.approx(steps_ms[1:])  # a cut where each file starts
+    assert min(d["bin_start_ms"] for d in data["busy"]) == 0.0
+    assert max(d["bin_end_ms"] for d in data["busy"]) == pytest.approx(steps_ms[-1] + 0.038)  # last MatMul's end
+    # The files keep the times they had (µs since the epoch); their table counts from the overview's origin.
+    first = min(e["ts"] for e in _timeline(STEPS[0])["traceEvents"] if "ts" in e)
+    assert _manifest(out, "hook")["chunks"][0]["first_us"] == first
+    rows = re.findall(r'<td class="num" data-sort="([^"]+)">', (out / "hook" / "trace.html").read_text())
+    assert [float(v) for v in rows[0::3]] == pytest.approx(steps_ms)  # From (ms), To (ms), Size per file
+
+
+def test_cloud_tpu_overview_counts_from_its_first_event(built):
+    _profile, out, _summary, _ = built
+    data = _overview_data(out / "tpu" / "trace.html")
+    # The Trace proto's first event starts at 0.25 µs, its first span (event 1) at 1.25 µs.
+    assert min(d["bin_start_ms"] for d in data["busy"]) == pytest.approx(0.001)
+    assert "steps" not in data and "cuts" not in data
 
 
 def test_perfetto_is_not_produced_for_chrome_timelines_and_says_so(built):
@@ -254,7 +365,9 @@ def test_a_large_file_is_cut_on_time_without_losing_events(tmp_path):
         previous_last_start = max(starts)
         seen.update(map(_key, events))
     assert seen == Counter(map(_key, trace.events))
-    assert result.cuts_us == [c.first_us for c in result.chunks[1:]]
+    # The page's cuts count from the first event; the chunks keep the file's times.
+    assert result.origin_us == trace.ts_us[~np.isnan(trace.ts_us)].min() == result.chunks[0].first_us
+    assert result.cuts_us == pytest.approx([c.first_us - result.origin_us for c in result.chunks[1:]], abs=1e-6)
     assert result.activity is not None and set(result.row_labels) <= set(result.activity["label"])
 
 

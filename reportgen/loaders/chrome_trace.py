@@ -12,8 +12,9 @@ Three formats, one result (`ChromeTrace`, one input file's events):
   converted the way TensorBoard's profile plugin of the day did
   (`trace_events_json.py`): one process per device (pid = its key in the
   `devices` map, sorted by it), one thread per resource (tid = its key), `X`
-  events with ts/dur in µs (picoseconds / 10^6), instant `i` events (scope
-  `t`) where the duration is 0, and the event's `args` map as its args.
+  events with ts/dur in µs (picoseconds / 10^6, divided exactly), instant `i`
+  events (scope `t`) where the duration is 0, and the event's `args` map as
+  its args. Its events stay columns (`loaders/trace_proto.py`) until written.
 
 A `.tracetable` (the LevelDB table later `capture_tpu_profile` versions
 wrote) is not read: `TRACETABLE_NOTE` says so where its trace would be.
@@ -26,10 +27,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
+import pandas as pd
 from google.protobuf.message import DecodeError
 
 from reportgen.errors import CaptureError
 from reportgen.loaders.proto import trace_events_pb2
+from reportgen.loaders.trace_proto import TraceDecodeError, TraceEventColumns, decode_trace_events
 
 try:  # ISA-L's inflate: about twice zlib's speed on large traces
     from isal import igzip as _gzip
@@ -44,25 +47,62 @@ TRACE_PROTO_SUFFIX = ".trace"
 TRACETABLE_SUFFIX = ".tracetable"
 TRACETABLE_NOTE = "this capture's trace is in the .tracetable format, which reportgen does not read"
 
-PS_PER_US = 1_000_000
-
-
 @dataclass
 class ChromeTrace:
-    """One input file's trace: its header, its metadata events and its other events."""
+    """One input file's trace: its header, its metadata events and its other events.
+
+    Chrome JSON files keep their events as the dicts read; a Trace proto keeps
+    them as columns (`columns`, `events` then empty), written out by
+    `to_json` without a dict per event.
+    """
 
     source: str  # the file's name
     head: dict = field(default_factory=dict)  # top-level keys other than traceEvents (displayTimeUnit, metadata, …)
     meta: list[dict] = field(default_factory=list)  # `ph: "M"` events (process/thread names and sort order)
     events: list[dict] = field(default_factory=list)  # every other event, in file order
-    # Per event of `events`: start and duration in µs (NaN start: the event has no
-    # `ts`; 0 duration: it has no `dur`).
+    # Per event: start and duration in µs (NaN start: the event has no `ts`;
+    # 0 duration: it has no `dur`).
     ts_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dur_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    columns: TraceEventColumns | None = None  # a Trace proto's events
 
     @property
     def end_us(self) -> np.ndarray:
         return self.ts_us + self.dur_us
+
+    @property
+    def count(self) -> int:
+        """Events other than metadata."""
+        return len(self.columns) if self.columns is not None else len(self.events)
+
+    def phases(self) -> tuple[np.ndarray, int]:
+        """(which events are complete `X` events, how many are flow events `s`/`t`/`f`)."""
+        if self.columns is not None:  # a Trace proto: spans, and instants where the duration is 0
+            return self.columns.duration_ps != 0, 0
+        phases = [e["ph"] for e in self.events]
+        complete = np.fromiter((p == "X" for p in phases), dtype=bool, count=len(phases))
+        return complete, sum(1 for p in phases if p in ("s", "t", "f"))
+
+    def threads(self, rows: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
+        """(code per row, (pid, tid) per code): codes number the threads in order of first appearance."""
+        if self.columns is not None:
+            # factorize numbers values in order of first appearance: per id, then per pair of id codes.
+            pid_codes, pids = pd.factorize(self.columns.device_id[rows])
+            tid_codes, tids = pd.factorize(self.columns.resource_id[rows])
+            codes, pairs = pd.factorize(pid_codes.astype(np.int64) * len(tids) + tid_codes)
+            keys = [(int(pids[p // len(tids)]), int(tids[p % len(tids)])) for p in pairs.tolist()]
+            return codes.astype(np.int64), keys
+        events = self.events
+        seen: dict[tuple, int] = {}
+        codes = np.fromiter((seen.setdefault((events[i].get("pid"), events[i].get("tid")), len(seen))
+                             for i in rows.tolist()), dtype=np.int64, count=len(rows))
+        return codes, list(seen)
+
+    def to_json(self, rows: np.ndarray) -> bytes:
+        """Events `rows`, in that order, as comma-separated JSON objects."""
+        if self.columns is not None:
+            return self.columns.to_json(rows)
+        return orjson.dumps([self.events[i] for i in rows.tolist()])[1:-1]
 
 
 def _name(path: str) -> str:
@@ -117,16 +157,16 @@ def _times(path: str, events: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def parse_trace_proto(path: str, data: bytes) -> ChromeTrace:
-    """A Cloud TPU `.trace` file (serialized `Trace` proto) as Chrome trace events."""
-    trace = trace_events_pb2.Trace()
+    """A Cloud TPU `.trace` file (serialized `Trace` proto) as Chrome trace events, kept as columns."""
     try:
-        trace.ParseFromString(data)
-    except DecodeError as exc:
+        columns, device_fields = decode_trace_events(data)
+        devices = trace_events_pb2.Trace.FromString(device_fields).devices
+    except (TraceDecodeError, DecodeError) as exc:
         raise CaptureError(path, f"cannot be decoded as a Trace protobuf ({exc})") from exc
-    if not trace.devices and not trace.trace_events:
+    if not devices and not len(columns):
         raise CaptureError(path, "holds no devices and no trace events (not a Trace protobuf?)")
     meta: list[dict] = []
-    for did, device in sorted(trace.devices.items()):
+    for did, device in sorted(devices.items()):  # one turn per device and resource, never per event
         if device.name:
             meta.append({"ph": "M", "pid": did, "name": "process_name", "args": {"name": device.name}})
         meta.append({"ph": "M", "pid": did, "name": "process_sort_index", "args": {"sort_index": did}})
@@ -136,23 +176,8 @@ def parse_trace_proto(path: str, data: bytes) -> ChromeTrace:
                              "args": {"name": resource.name}})
             meta.append({"ph": "M", "pid": did, "tid": rid, "name": "thread_sort_index",
                          "args": {"sort_index": rid}})
-    events = []
-    ts = np.empty(len(trace.trace_events), dtype=np.float64)
-    dur = np.empty(len(trace.trace_events), dtype=np.float64)
-    for i, e in enumerate(trace.trace_events):  # one turn per event: the proto API gives no column access
-        out: dict = {"pid": e.device_id, "tid": e.resource_id, "name": e.name, "ts": e.timestamp_ps / PS_PER_US}
-        ts[i], dur[i] = out["ts"], e.duration_ps / PS_PER_US
-        if e.duration_ps:
-            out["ph"] = "X"
-            out["dur"] = e.duration_ps / PS_PER_US
-        else:
-            out["ph"] = "i"
-            out["s"] = "t"
-        if e.args:
-            out["args"] = dict(e.args)
-        events.append(out)
     return ChromeTrace(source=_name(path), head={"displayTimeUnit": "ns", "metadata": {"highres-ticks": True}},
-                       meta=meta, events=events, ts_us=ts, dur_us=dur)
+                       meta=meta, ts_us=columns.ts_us, dur_us=columns.dur_us, columns=columns)
 
 
 def is_trace_source(name: str) -> bool:

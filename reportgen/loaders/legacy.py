@@ -706,12 +706,15 @@ DECODERS = {
 }
 
 
-def decode_legacy_host(host: str, files: list[tuple[str, bytes]]) -> LegacyHost:
+def decode_legacy_host(host: str, files: list[tuple[str, bytes]],
+                       errors: list[CaptureError] | None = None) -> LegacyHost:
     """Decode one host's tool files (the best source per tool, chosen by discovery).
 
     ProfilerHook timelines given here build the op table; other timeline files
     (`.trace.json.gz`, `.trace`, `.tracetable`) are the trace export's
-    (`reportgen/legacy_trace.py`), which reads them one at a time.
+    (`reportgen/legacy_trace.py`), which reads them one at a time. A file that
+    cannot be decoded raises CaptureError naming it, or, given `errors`, is
+    added there and left out while the others are decoded.
     """
     result = LegacyHost(host=host, files=[_name(n) for n, _ in files])
     timelines = TimelineSteps()
@@ -733,7 +736,10 @@ def decode_legacy_host(host: str, files: list[tuple[str, bytes]]) -> LegacyHost:
                         raise CaptureError(path, f"cannot be decoded as {suffix} ({exc})") from exc
                     break
         except CaptureError as exc:  # named by its full path, whichever decoder raised
-            raise CaptureError(path, exc.problem) from exc
+            named = CaptureError(path, exc.problem)
+            if errors is None:
+                raise named from exc
+            errors.append(named)
     if timelines.sources:
         result.timeline = timelines.result()
     return result

@@ -125,6 +125,9 @@ class TraceSection(Section):
                 "flows": export.flows,
                 "steps": len(export.steps),
                 "chunks": export.chunks,
+                # Each file's time range as the overview counts time (from the host's origin), in ms.
+                "ranges_ms": [((c.first_us - export.origin_us) / 1e3, (c.last_us - export.origin_us) / 1e3)
+                              for c in export.chunks],
                 "chart": overview_chart(part) if export.activity is not None and len(export.activity) else None,
                 "json_bytes": sum(c.json_bytes or 0 for c in export.chunks),
                 "notes": part.notes,

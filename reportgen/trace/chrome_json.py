@@ -157,10 +157,16 @@ class ChromeTraceExport:
         self._labels = _RowLabels()
         self._busy: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self._started = time.perf_counter()
+        # The page counts time from the host's first event (µs in the files' own
+        # time base, e.g. since the epoch for ProfilerHook steps): step marks and
+        # chunk cuts are kept in file time until `finish` knows it.
+        self._first_us = np.inf
+        self._steps: list[tuple[int, float, float]] = []
+        self._cuts: list[float] = []
 
     def add(self, trace: ChromeTrace, step: int | None = None, stem: str | None = None) -> None:
         """Write one input file's chunks (`<stem>.json.gz`, or `<stem>-<k>.json.gz` when cut)."""
-        n = len(trace.events)
+        n = trace.count
         if n == 0:
             return
         self.out.mkdir(parents=True, exist_ok=True)
@@ -170,8 +176,8 @@ class ChromeTraceExport:
         first_known = float(ts[known].min()) if known.any() else 0.0
         ts = np.where(known, ts, first_known)
         end = np.maximum(ts + trace.dur_us, ts)
-        sample = trace.events[:: max(1, n // SIZE_SAMPLE)][:SIZE_SAMPLE]
-        per_event = len(orjson.dumps(sample)) / len(sample) + 1
+        sample = np.arange(0, n, max(1, n // SIZE_SAMPLE))[:SIZE_SAMPLE]
+        per_event = (len(trace.to_json(sample)) + 2) / len(sample) + 1  # as the sample's JSON list
         order, bounds = plan_time_chunks(ts, per_event, self.max_events, self.max_bytes)
         stem = stem or self.host
         for k, (lo, hi) in enumerate(bounds):
@@ -180,25 +186,26 @@ class ChromeTraceExport:
             first_us, last_us = _us(ts[order[lo]]), _us(end[rows].max())
             chunk_index = len(self.result.chunks)
             if chunk_index:
-                self.result.cuts_us.append(first_us)
+                self._cuts.append(float(ts[order[lo]]))
             metadata = {"host": self.host, "run": self.run, "generator": self.generator, "source": trace.source,
                         "chunk": chunk_index, "source_chunk": k, "source_chunks": len(bounds),
                         "first_us": first_us, "last_us": last_us, "first_step": step, "last_step": step}
-            events, json_bytes, file_bytes = self._write(self.out / name, _document_head(trace, metadata),
-                                                         trace.events, rows)
+            events, json_bytes, file_bytes = self._write(self.out / name, _document_head(trace, metadata), trace,
+                                                         rows)
             self.result.chunks.append(ChunkRecord(
                 host=self.host, file=f"{self.host}/{name}", format="json.gz", first_us=first_us, last_us=last_us,
                 first_step=step, last_step=step, events=events, bytes=file_bytes, json_bytes=json_bytes,
             ))
         self.result.events += n
-        phases = [e["ph"] for e in trace.events]
-        self.result.flows += sum(1 for p in phases if p in ("s", "t", "f"))
+        complete, flows = trace.phases()
+        self.result.flows += flows
         if step is not None:
-            self.result.steps.append((int(step), _us(ts.min()), _us(end.max())))
-        self._add_activity(trace, phases, ts, end)
+            self._steps.append((int(step), float(ts.min()), float(end.max())))
+        self._first_us = min(self._first_us, float(ts.min()))
+        self._add_activity(trace, complete, ts, end)
 
     @staticmethod
-    def _write(path: Path, head: bytes, events: list[dict], rows: np.ndarray) -> tuple[int, int, int]:
+    def _write(path: Path, head: bytes, trace: ChromeTrace, rows: np.ndarray) -> tuple[int, int, int]:
         """Stream one chunk: header, then the events in batches, gzip level 1."""
         deflate = _deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, 31)  # wbits 31: a gzip stream
         total = len(head) + len(DOCUMENT_TAIL)
@@ -206,7 +213,7 @@ class ChromeTraceExport:
         with open(path, "wb") as out:
             out.write(deflate.compress(head))
             for lo in range(0, len(rows), BATCH_EVENTS):
-                body = orjson.dumps([events[i] for i in rows[lo:lo + BATCH_EVENTS].tolist()])[1:-1]
+                body = trace.to_json(rows[lo:lo + BATCH_EVENTS])
                 part = separator + body
                 out.write(deflate.compress(part))
                 total += len(part)
@@ -216,38 +223,40 @@ class ChromeTraceExport:
             size = out.tell()
         return len(rows), total, size
 
-    def _add_activity(self, trace: ChromeTrace, phases: list, ts: np.ndarray, end: np.ndarray) -> None:
+    def _add_activity(self, trace: ChromeTrace, complete: np.ndarray, ts: np.ndarray, end: np.ndarray) -> None:
         """Busy intervals per trace row from the file's complete (X) events, merged per row."""
-        complete = np.flatnonzero(np.array([p == "X" for p in phases], dtype=bool))
+        complete = np.flatnonzero(complete)
         if len(complete) == 0:
             return
         self._labels.use(trace)
-        events = trace.events
-        rows: dict[tuple, int] = {}
-        codes = np.fromiter((rows.setdefault((events[i].get("pid"), events[i].get("tid")), len(rows))
-                             for i in complete.tolist()), dtype=np.int64, count=len(complete))
+        codes, threads = trace.threads(complete)
         order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(rows) + 1))
+        bounds = np.searchsorted(codes[order], np.arange(len(threads) + 1))
         start, stop = ts[complete][order], end[complete][order]
-        for (pid, tid), code in rows.items():  # per row (process and thread), never per event
+        for code, (pid, tid) in enumerate(threads):  # per row (process and thread), never per event
             lo, hi = bounds[code], bounds[code + 1]
             label = self._labels.label(pid, tid)
             self._busy.setdefault(label, []).append(_merged(start[lo:hi], stop[lo:hi]))
 
     def finish(self) -> HostExport:
         result = self.result
-        result.activity = self._activity()
+        origin = self._first_us if np.isfinite(self._first_us) else 0.0
+        result.origin_us = _us(origin)
+        result.cuts_us = [_us(c - origin) for c in self._cuts]
+        result.steps = sorted((n, _us(a - origin), _us(b - origin)) for n, a, b in self._steps)
+        result.activity = self._activity(origin)
         result.row_labels = [label for label in self._labels.ordered() if label in self._busy]
-        result.steps.sort()
         result.seconds = time.perf_counter() - self._started
         return result
 
-    def _activity(self) -> pd.DataFrame | None:
+    def _activity(self, origin: float) -> pd.DataFrame | None:
+        """Busy share per row and time bin, times in µs since `origin` (the bins span the busy time)."""
         if not self._busy:
             return None
         merged = {}
         for label, parts in self._busy.items():
-            merged[label] = _merged(np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts]))
+            start, end = _merged(np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts]))
+            merged[label] = (start - origin, end - origin)
         t0 = min(float(s[0]) for s, _ in merged.values())
         t1 = max(float(e.max()) for _, e in merged.values())
         t1 = max(t1, t0 + 1e-6)

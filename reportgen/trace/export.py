@@ -62,6 +62,12 @@ class HostExport:
     row_labels: list[str] = field(default_factory=list)  # "<process> · <thread>", in XProf's order
     steps: list[tuple[int, float, float]] = field(default_factory=list)  # (number, start µs, end µs)
     seconds: float = 0.0
+    # The page's time origin, in the files' time (µs): `activity`, `steps` and
+    # `cuts_us` count from it; chunk records keep the files' own times. 0 for
+    # XSpace captures (their times already count from the profile's start);
+    # the host's first event for older profilers' timelines (ProfilerHook
+    # steps count µs since the epoch).
+    origin_us: float = 0.0
 
 
 def _estimate_bytes(tables: TraceTables, kernel: KernelArgs, rows: np.ndarray) -> np.ndarray:

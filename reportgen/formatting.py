@@ -95,6 +95,12 @@ def fmt_p_value(value) -> str:
     return "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"
 
 
+def problem_text(message: str, path: str) -> str:
+    """An input error's message without the file name it starts with (shown beside it)."""
+    prefix = f"{path}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
 FILTERS = {
     "ms": fmt_ms,
     "us": fmt_us,
@@ -108,4 +114,5 @@ FILTERS = {
     "change_pct": fmt_change_pct,
     "ratio": fmt_ratio,
     "p_value": fmt_p_value,
+    "problem": problem_text,
 }

@@ -138,6 +138,7 @@ def test_bad_file_is_named_with_its_problem(bad_build, name):
     for page in (f"bad_{name}/index.html", "index.html"):
         text = bad_build.page_text(page)
         assert path in text and problem.search(text), page
+        assert f"{path}</code>: {path}" not in text, "the file is named once, beside its problem"
 
 
 def test_partial_site_links_resolve(bad_build):

@@ -221,7 +221,7 @@ def test_a_broken_tool_file_keeps_the_same_hosts_other_files(tmp_path):
     assert doc["runs"]["partly"]["hosts"] == ["h"]
     assert doc["runs"]["partly"]["tf_stats"] == {"ops": 1, "host_self_us": 10.0, "device_self_us": 0.0}
     page = (out / "partly" / "index.html").read_text()
-    assert "<code>partly/h.overview_page.pb</code>: partly/h.overview_page.pb: cannot be decoded" in page
+    assert "<code>partly/h.overview_page.pb</code>: cannot be decoded" in page
     assert "<td><code>h.tensorflow_stats.pb</code></td>" in page  # the only file read
 
 

@@ -188,7 +188,7 @@ def test_a_bad_trace_file_keeps_the_hosts_tool_pages(built):
     assert "legacy_overview" in run["tools"] and "trace" not in run["tools"]
     assert [e["path"] for e in run["errors"]] == ["mixed_bad/h.trace.json.gz"]
     page = unescape((out / "mixed_bad" / "index.html").read_text())
-    assert "mixed_bad/h.trace.json.gz: gzip data is corrupt or truncated" in page
+    assert "<code>mixed_bad/h.trace.json.gz</code>: gzip data is corrupt or truncated" in page
     assert "<code>h.overview_page.pb</code>" in page and "<code>h.trace.json.gz</code>" not in page  # files read
 
 
@@ -205,7 +205,7 @@ def test_bad_profiler_hook_steps_are_named_while_the_good_steps_build(built):
     assert run["legacy_timeline"]["steps"] == len(GOOD_STEPS)
     for page in ("index.html", "trace.html"):  # the run's pages that list input errors
         text = unescape((out / "hook_bad" / page).read_text())
-        assert all(f"hook_bad/{name}: " in text for name in BAD_STEPS), page
+        assert all(f"hook_bad/{name}</code>: " in text for name in BAD_STEPS), page
     site_index = unescape((out / "index.html").read_text())
     assert all(f"hook_bad/{name}" in site_index for name in BAD_STEPS)
 

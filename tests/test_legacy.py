@@ -179,6 +179,13 @@ def test_profiler_hook_timelines_build_an_op_table_and_step_chart(tmp_path):
     assert len(direct.hosts[0].legacy) == 3
 
 
+def _one_op_tf_stats() -> bytes:
+    """A `.tensorflow_stats.pb` holding one host op: a/MatMul, 2 occurrences, 10 µs."""
+    return pb.TfStatsDatabase(without_idle=pb.TfStatsTable(tf_stats_record=[
+        pb.TfStatsRecord(rank=1, host_or_device="Host", op_type="MatMul", op_name="a/MatMul", occurrences=2,
+                         total_self_time_in_us=10.0)])).SerializeToString()
+
+
 def test_a_broken_tool_file_is_reported_not_fatal(tmp_path):
     with pytest.raises(CaptureError) as info:
         decode_legacy_host("h", [("h.overview_page.json", b"{not json")])
@@ -187,9 +194,7 @@ def test_a_broken_tool_file_is_reported_not_fatal(tmp_path):
     run.mkdir(parents=True)
     (run / "bad.overview_page.pb").write_bytes(b"\xff\xff\xff\xff")
     (run / "good.tensorflow_stats.pb").write_bytes(
-        pb.TfStatsDatabase(without_idle=pb.TfStatsTable(tf_stats_record=[
-            pb.TfStatsRecord(rank=1, host_or_device="Host", op_type="MatMul", op_name="a/MatMul", occurrences=2,
-                             total_self_time_in_us=10.0)])).SerializeToString())
+        _one_op_tf_stats())
     out = tmp_path / "site"
     report = build_site([str(tmp_path / "logs")], BuildOptions(output=str(out), jobs=1))
     assert report.exit_code == EXIT_PARTIAL
@@ -206,9 +211,7 @@ def test_a_broken_tool_file_keeps_the_same_hosts_other_files(tmp_path):
     (run / "h.overview_page.pb").write_bytes(b"\xff\xff\xff\xff")
     (run / "h.input_pipeline.json").write_text("[{")
     (run / "h.tensorflow_stats.pb").write_bytes(
-        pb.TfStatsDatabase(without_idle=pb.TfStatsTable(tf_stats_record=[
-            pb.TfStatsRecord(rank=1, host_or_device="Host", op_type="MatMul", op_name="a/MatMul", occurrences=2,
-                             total_self_time_in_us=10.0)])).SerializeToString())
+        _one_op_tf_stats())
     out = tmp_path / "site"
     report = build_site([str(tmp_path / "logs")], BuildOptions(output=str(out), jobs=1))
     assert report.exit_code == EXIT_PARTIAL and report.hosts == 1

@@ -24,10 +24,11 @@ from reportgen.loaders.chrome_trace import TRACETABLE_NOTE, parse_chrome_trace, 
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 from reportgen.loaders.proto import trace_events_pb2 as tpb
 from reportgen.trace.chrome_json import ChromeTraceExport, plan_time_chunks
+from tests.browser import chromium, console_errors, needs_browser
 from tests.clirun import reportgen
 from tests.conftest import CAPTURES, LOGDIR
 from tests.sitecheck import assert_links_resolve
-from tests.test_trace_site import _browser
+from tests.tftrace import chrome_events_of
 
 REAL_TRACE = LOGDIR / "plugins" / "profile" / "jax_mlp" / "vm.trace.json.gz"  # written by the profiler
 LEGACY_RUNS = CAPTURES / "legacy" / "plugins" / "profile"
@@ -88,20 +89,6 @@ def _trace_proto() -> tpb.Trace:
         if i % 5 == 0:
             event.args["long_name"] = f"fusion.{i} = f32[8] fusion()"
     return trace
-
-
-def _expected_from_proto(trace: tpb.Trace) -> list[dict]:
-    out = []
-    for e in trace.trace_events:
-        event = {"pid": e.device_id, "tid": e.resource_id, "name": e.name, "ts": e.timestamp_ps / 1e6}
-        if e.duration_ps:
-            event.update(ph="X", dur=e.duration_ps / 1e6)
-        else:
-            event.update(ph="i", s="t")
-        if e.args:
-            event["args"] = dict(e.args)
-        out.append(event)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -309,7 +296,7 @@ def test_trace_proto_becomes_chrome_events_as_tensorboard_converted_them(built):
     doc = _chunk(out / "tpu" / "trace" / c["file"])
     proto = _trace_proto()
     events = [e for e in doc["traceEvents"] if e["ph"] != "M"]
-    assert Counter(map(_key, events)) == Counter(map(_key, _expected_from_proto(proto)))
+    assert Counter(map(_key, events)) == Counter(map(_key, chrome_events_of(proto)))
     names = {(e.get("pid"), e.get("tid")): e["args"]["name"] for e in doc["traceEvents"]
              if e["name"] in ("process_name", "thread_name")}
     assert names == {(1, None): "/host:CPU", (3, None): "TPU:0", (1, 2): "/host:CPU resource 2",
@@ -440,18 +427,15 @@ def test_cloud_tpu_memory_viewer_json_on_the_memory_viewer_page(tmp_path):
 
 
 @needs_real_trace
-def test_the_legacy_trace_page_renders_in_a_browser(built):
-    _profile, out, _summary, _ = built
-    driver = _browser()
-    try:
-        from selenium.webdriver.common.by import By
+@needs_browser
+def test_the_legacy_trace_page_renders_in_a_browser(built, tmp_path):
+    from selenium.webdriver.common.by import By
 
+    _profile, out, _summary, _ = built
+    with chromium(tmp_path) as driver:
         driver.implicitly_wait(10)
         driver.get((out / "tf22" / "trace.html").as_uri())
         assert driver.find_elements(By.CSS_SELECTOR, ".chart svg")  # the activity overview drew
         rows = driver.find_elements(By.CSS_SELECTOR, "#trace-files-1 tbody tr")
         assert len(rows) == 1 and "localhost-000.json.gz" in rows[0].text
-        errors = [m for m in driver.get_log("browser") if m["level"] == "SEVERE"]
-        assert not errors, errors
-    finally:
-        driver.quit()
+        assert console_errors(driver) == []

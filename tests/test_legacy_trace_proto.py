@@ -13,6 +13,7 @@ from reportgen.errors import CaptureError
 from reportgen.loaders.chrome_trace import parse_trace_proto
 from reportgen.loaders.proto import trace_events_pb2 as tpb
 from reportgen.loaders.trace_proto import TraceDecodeError, decode_trace_events, ps_to_us
+from tests.tftrace import chrome_events_of
 
 U64_MAX = 2**64 - 1
 NAMES = ["", 'a"b\\c', "ctl\x00\x01\x1f\x7f\b\t\n\f\r", "uni é ☃ \U0001f600 \u2028", "x" * 300, "fusion.1"]
@@ -49,22 +50,6 @@ def _edge_trace() -> tpb.Trace:
     return trace
 
 
-def _event_dicts(trace: tpb.Trace) -> list[dict]:
-    """The conversion one event at a time, as TensorBoard wrote it but with exact integer division
-    (its `/ 1e6` rounds twice past 2^53 ps)."""
-    out = []
-    for e in trace.trace_events:
-        event = {"pid": e.device_id, "tid": e.resource_id, "name": e.name, "ts": e.timestamp_ps / 1_000_000}
-        if e.duration_ps:
-            event.update(ph="X", dur=e.duration_ps / 1_000_000)
-        else:
-            event.update(ph="i", s="t")
-        if e.args:
-            event["args"] = dict(e.args)
-        out.append(event)
-    return out
-
-
 def test_times_are_divided_as_python_divides_integers():
     rng = np.random.default_rng(7)
     values = np.concatenate([
@@ -82,7 +67,7 @@ def test_events_are_written_as_orjson_writes_tensorboards_dicts():
     trace = _edge_trace()
     data = trace.SerializeToString()
     columns, _devices = decode_trace_events(data)
-    expected = _event_dicts(trace)
+    expected = chrome_events_of(trace)
     assert columns.to_json(np.arange(len(expected))) == b",".join(orjson.dumps(e) for e in expected)
     rows = np.array([5, 3, 599, 0, 3])  # any rows, in the order asked
     assert columns.to_json(rows) == b",".join(orjson.dumps(expected[i]) for i in rows)

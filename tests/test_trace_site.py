@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.cli import main
+from tests.browser import console_errors, start_chromium
 
 MANIFEST_KEYS = {"host", "file", "format", "first_us", "last_us", "first_step", "last_step", "events", "bytes"}
 
@@ -61,28 +62,13 @@ def test_page_links_every_file_and_explains_the_trace(site):
     assert 'href="trace.html"' in (site / "tf_keras_fast" / "index.html").read_text()
 
 
-def _browser():
-    webdriver = pytest.importorskip("selenium.webdriver")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("no chromium")
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    from selenium.webdriver.chrome.service import Service
-
-    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
-
-
 def test_open_in_perfetto_is_offered_over_http_only(site, tmp_path):
     served = tmp_path / "served"
     shutil.copytree(site, served)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    driver = _browser()
+    driver = start_chromium(tmp_path / "profile")
     try:
         from selenium.webdriver.common.by import By
 
@@ -92,8 +78,7 @@ def test_open_in_perfetto_is_offered_over_http_only(site, tmp_path):
         assert not driver.find_element(By.CSS_SELECTOR, "[data-when-file]").is_displayed()
         driver.implicitly_wait(10)
         assert driver.find_elements(By.CSS_SELECTOR, ".chart svg")
-        errors = [m for m in driver.get_log("browser") if m["level"] == "SEVERE"]
-        assert not errors, errors
+        assert console_errors(driver) == []
 
         driver.get((served / "tf_keras_fast" / "trace.html").as_uri())
         assert not any(b.is_displayed() for b in driver.find_elements(By.CSS_SELECTOR, "[data-perfetto-url]"))

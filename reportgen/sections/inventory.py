@@ -10,6 +10,7 @@ import pandas as pd
 
 from reportgen.core.inventory import line_activity, line_inventory
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.busy_chart import busy_heatmap, busy_slices
 from reportgen.sections.vega import vega_spec
 
 ACTIVITY_BINS = 100
@@ -35,34 +36,14 @@ def with_ms(lines: pd.DataFrame) -> pd.DataFrame:
 
 
 def activity_chart(activity: pd.DataFrame) -> alt.Chart:
-    rows = activity["label"].nunique()
-    return (
-        alt.Chart(alt.Data(name="activity"))
-        .mark_rect()
-        .encode(
-            x=alt.X("bin_start_ms:Q", title="Time since capture start (ms)"),
-            x2="bin_end_ms:Q",
-            y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=360)),
-            color=alt.Color("busy_percent:Q", title="Busy %", scale=alt.Scale(scheme="blues", domain=[0, 100])),
-            tooltip=[
-                alt.Tooltip("label:N", title="Line"),
-                alt.Tooltip("bin_start_ms:Q", title="From (ms)", format=",.3f"),
-                alt.Tooltip("bin_end_ms:Q", title="To (ms)", format=",.3f"),
-                alt.Tooltip("busy_percent:Q", title="Busy %", format=".1f"),
-            ],
-        )
-        .properties(width=900, height=max(60, 16 * rows))
-    )
+    x = alt.X("bin_start_ms:Q", title="Time since capture start (ms)")
+    height = max(60, 16 * activity["label"].nunique())
+    return busy_heatmap("activity", x, None, 360).properties(width=900, height=height)
 
 
 def _activity_spec(activity: pd.DataFrame) -> dict | None:
-    # Only busy slices, only the columns the chart reads, rounded: a run of many hosts
-    # otherwise carries megabytes of idle bins in its index page.
-    shown = activity.loc[activity["busy_percent"] > 0, ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]]
-    if shown.empty:
-        return None
-    shown = shown.round({"bin_start_ms": 4, "bin_end_ms": 4, "busy_percent": 2})
-    return vega_spec(activity_chart(shown), {"activity": shown})
+    shown = busy_slices(activity)
+    return vega_spec(activity_chart(shown), {"activity": shown}) if len(shown) else None
 
 
 class InventorySection(Section):

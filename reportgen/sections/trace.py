@@ -14,6 +14,7 @@ import altair as alt
 
 from reportgen import __version__
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.busy_chart import busy_heatmap, busy_slices
 from reportgen.sections.vega import vega_spec
 from reportgen.trace.export import HostExport, export_host
 
@@ -45,20 +46,9 @@ def overview_chart(part: TraceHostPart) -> dict:
     export = part.export
     labels = export.row_labels
     height = max(80, min(14 * len(labels), 2400))
-    busy = export.activity[export.activity["busy_percent"] > 0].round(
-        {"bin_start_ms": 4, "bin_end_ms": 4, "busy_percent": 2})
-    heat = alt.Chart(alt.Data(name="busy")).mark_rect().encode(
-        x=alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False)),
-        x2="bin_end_ms:Q",
-        y=alt.Y("label:N", title=None, sort=labels, axis=alt.Axis(labelLimit=420)),
-        color=alt.Color("busy_percent:Q", title="Busy %", scale=alt.Scale(scheme="blues", domain=[0, 100])),
-        tooltip=[
-            alt.Tooltip("label:N", title="Line"),
-            alt.Tooltip("bin_start_ms:Q", title="From (ms)", format=",.3f"),
-            alt.Tooltip("bin_end_ms:Q", title="To (ms)", format=",.3f"),
-            alt.Tooltip("busy_percent:Q", title="Busy %", format=".1f"),
-        ],
-    )
+    busy = busy_slices(export.activity)
+    x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
+    heat = busy_heatmap("busy", x, labels, 420)
     layers = [heat]
     datasets: dict = {"busy": busy}
     steps = export.steps

@@ -23,6 +23,7 @@ from reportgen.loaders.proto import xplane_pb2
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import LOGDIR, REPO, RUNS, host_files, needs_shared
 from tests.reference_decode import Reference, Stat, reference_decode
+from tests.wirebytes import ld, varint
 
 SAMPLE = REPO / "reportgen" / "sample" / "plugins" / "profile" / "tf_keras_fast" / "vm.xplane.pb"
 
@@ -111,21 +112,6 @@ def test_gpu_run_tiled_ten_times_decodes_like_protobuf():
 # --- XSpaces built here ---------------------------------------------------------------
 
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 def _plane(**kwargs) -> xplane_pb2.XPlane:
     plane = xplane_pb2.XPlane(**kwargs)
     return plane
@@ -171,15 +157,15 @@ def test_corner_cases_decode_like_protobuf():
 def test_field_order_and_oneof_overrides_decode_like_protobuf():
     # A line whose timestamp follows its events; an event whose offset is
     # overridden by num_occurrences (oneof: the last one wins) and vice versa.
-    stat = _varint(1 << 3) + _varint(5) + _varint(4 << 3) + _varint(42)
-    event_a = _varint(1 << 3) + _varint(1) + _varint(2 << 3) + _varint(500) + _varint(5 << 3) + _varint(3)
-    event_b = _varint(5 << 3) + _varint(3) + _varint(2 << 3) + _varint(700) + _field(4, stat)
-    line = _field(2, b"late") + _field(4, event_a) + _field(4, event_b) + _varint(3 << 3) + _varint(1234)
+    stat = varint(1 << 3) + varint(5) + varint(4 << 3) + varint(42)
+    event_a = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(500) + varint(5 << 3) + varint(3)
+    event_b = varint(5 << 3) + varint(3) + varint(2 << 3) + varint(700) + ld(4, stat)
+    line = ld(2, b"late") + ld(4, event_a) + ld(4, event_b) + varint(3 << 3) + varint(1234)
     md = xplane_pb2.XPlane()
     md.event_metadata[1].CopyFrom(xplane_pb2.XEventMetadata(id=1, name="op"))
     md.stat_metadata[5].CopyFrom(xplane_pb2.XStatMetadata(id=5, name="n"))
-    plane = md.SerializeToString() + _field(3, line) + _varint(1 << 3) + _varint(2)
-    data = _field(1, plane) + _field(4, b"host")
+    plane = md.SerializeToString() + ld(3, line) + varint(1 << 3) + varint(2)
+    data = ld(1, plane) + ld(4, b"host")
     capture = check_file_bytes(data)
     assert capture.events["start_ps"].tolist() == [1234 * 1000, 1234 * 1000 + 700]
     assert capture.events["num_occurrences"].tolist() == [3, 0]
@@ -187,8 +173,8 @@ def test_field_order_and_oneof_overrides_decode_like_protobuf():
 
 def test_malformed_stat_inside_an_event_is_a_capture_error():
     bad_stat = b"\x08\xff"  # a varint that never ends, inside the stat
-    event = _varint(1 << 3) + _varint(1) + _field(4, bad_stat)
-    data = _field(1, _field(3, _field(4, event)))
+    event = varint(1 << 3) + varint(1) + ld(4, bad_stat)
+    data = ld(1, ld(3, ld(4, event)))
     with pytest.raises(CaptureError, match="malformed varint|truncated"):
         decode_xspace("bad.xplane.pb", data)
 

@@ -29,6 +29,7 @@ from reportgen.trace import schema
 from reportgen.trace.export import export_host
 from reportgen.trace.flows import is_grouped
 from tests.conftest import ORACLE, host_files, needs_shared
+from tests.trace_capture import track_names
 
 ORACLE_RUNS = sorted(p.name for p in ORACLE.iterdir() if (p / "trace_viewer@.json.gz").exists()) \
     if ORACLE.exists() else []
@@ -40,12 +41,7 @@ def _oracle_file(run: str, host: str) -> Path:
 
 
 def _events(doc: dict) -> tuple[list[tuple], dict]:
-    processes, threads = {}, {}
-    for e in doc["traceEvents"]:
-        if e.get("ph") == "M" and e["name"] == "process_name":
-            processes[e["pid"]] = e["args"]["name"]
-        elif e.get("ph") == "M" and e["name"] == "thread_name":
-            threads[(e["pid"], e["tid"])] = e["args"]["name"]
+    processes, threads = track_names(doc)
     out = []
     for e in doc["traceEvents"]:
         if e.get("ph") in (None, "M"):

@@ -21,6 +21,7 @@ from reportgen.loaders.proto import xplane_pb2 as pb
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import LOGDIR, REPO, needs_shared
 from tests.reference_xspace import assert_same_tables, capture_tables, reference_tables
+from tests.wirebytes import key, ld, varint
 
 
 def _shared_files() -> list:
@@ -344,34 +345,13 @@ def test_num_occurrences_events():
 # --- hand-assembled wire bytes ----------------------------------------------
 
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _key(number: int, wire_type: int) -> bytes:
-    return _varint(number << 3 | wire_type)
-
-
-def _ld(number: int, payload: bytes) -> bytes:
-    return _key(number, 2) + _varint(len(payload)) + payload
-
-
 def _unknown(number: int) -> bytes:
     """One unknown field of every wire type protobuf 3 writes."""
     return (
-        _key(number, 0) + _varint(2**64 - 1)
-        + _key(number + 1, 1) + b"\x01" * 8
-        + _ld(number + 2, b"\x0a\x03abc")
-        + _key(number + 3, 5) + b"\x02" * 4
+        key(number, 0) + varint(2**64 - 1)
+        + key(number + 1, 1) + b"\x01" * 8
+        + ld(number + 2, b"\x0a\x03abc")
+        + key(number + 3, 5) + b"\x02" * 4
     )
 
 
@@ -379,15 +359,15 @@ def test_unknown_fields_are_skipped_at_every_level():
     stat = pb.XStat(metadata_id=1, int64_value=-4).SerializeToString() + _unknown(20)
     ref_stat = pb.XStat(metadata_id=1, ref_value=2).SerializeToString()
     event = pb.XEvent(metadata_id=1, offset_ps=5, duration_ps=6).SerializeToString() + _unknown(30)
-    event += _ld(4, stat) + _unknown(40) + _ld(4, ref_stat)
-    line = pb.XLine(id=1, name="l", timestamp_ns=2).SerializeToString() + _unknown(50) + _ld(4, event)
-    line += _key(5, 0) + _varint(1)  # a reserved field number
+    event += ld(4, stat) + _unknown(40) + ld(4, ref_stat)
+    line = pb.XLine(id=1, name="l", timestamp_ns=2).SerializeToString() + _unknown(50) + ld(4, event)
+    line += key(5, 0) + varint(1)  # a reserved field number
     head = pb.XPlane(id=1, name="p")
     head.stat_metadata[1].name = "stat one"
     head.stat_metadata[2].name = "ref target"
     head.event_metadata[1].name = "event one"
-    plane = head.SerializeToString() + _unknown(60) + _ld(3, line)
-    space = _ld(1, plane) + _unknown(70) + _ld(4, b"host")
+    plane = head.SerializeToString() + _unknown(60) + ld(3, line)
+    space = ld(1, plane) + _unknown(70) + ld(4, b"host")
     capture = _decode(space)
     assert capture.hostnames == ["host"]
     assert list(capture.events["start_ps"]) == [2005]
@@ -399,11 +379,11 @@ def test_unknown_fields_are_skipped_at_every_level():
 
 def test_known_field_with_unexpected_wire_type_is_skipped():
     """protobuf treats a known field number with another wire type as unknown."""
-    event = pb.XEvent(metadata_id=1, offset_ps=5).SerializeToString() + _ld(3, b"xx") + _ld(1, b"yy")
-    line = pb.XLine(id=1).SerializeToString() + _ld(4, event) + _key(2, 0) + _varint(9)
+    event = pb.XEvent(metadata_id=1, offset_ps=5).SerializeToString() + ld(3, b"xx") + ld(1, b"yy")
+    line = pb.XLine(id=1).SerializeToString() + ld(4, event) + key(2, 0) + varint(9)
     head = pb.XPlane(id=1, name="p")
     head.event_metadata[1].name = "e"
-    capture = _decode(_ld(1, head.SerializeToString() + _ld(3, line)))
+    capture = _decode(ld(1, head.SerializeToString() + ld(3, line)))
     assert list(capture.events["metadata_id"]) == [1]
     assert list(capture.events["duration_ps"]) == [0]
     assert capture.lines["name"][0] == ""
@@ -417,15 +397,15 @@ def test_interleaved_fields_and_last_oneof_wins():
     both = (pb.XEvent(metadata_id=1, num_occurrences=3).SerializeToString()
             + pb.XEvent(offset_ps=8).SerializeToString())
     both_back = pb.XEvent(offset_ps=8).SerializeToString() + pb.XEvent(num_occurrences=3).SerializeToString()
-    line_b = pb.XLine(id=2, timestamp_ns=1).SerializeToString() + _ld(4, both) + _ld(4, both_back)
+    line_b = pb.XLine(id=2, timestamp_ns=1).SerializeToString() + ld(4, both) + ld(4, both_back)
     first = pb.XPlane(id=7)
     first.event_metadata[1].name = "split"
     second = pb.XPlane(name="named after its lines")
     second.stat_metadata[1].name = "late stat"
     second.stats.add(metadata_id=1, str_value="plane value")
-    plane = (first.SerializeToString() + _ld(3, line_a.SerializeToString()) + second.SerializeToString()
-             + _ld(3, line_b))
-    space = _ld(4, b"h1") + _ld(1, plane) + _ld(2, b"an error") + _ld(1, pb.XPlane(name="second").SerializeToString())
+    plane = (first.SerializeToString() + ld(3, line_a.SerializeToString()) + second.SerializeToString()
+             + ld(3, line_b))
+    space = ld(4, b"h1") + ld(1, plane) + ld(2, b"an error") + ld(1, pb.XPlane(name="second").SerializeToString())
     capture = _decode(space)
     assert list(capture.planes["name"]) == ["named after its lines", "second"]
     assert list(capture.planes["id"]) == [7, 0]

@@ -32,7 +32,7 @@ OURS = r"""
 import sys, time, json
 t0 = time.perf_counter()
 from reportgen.loaders.xspace import decode_xspace
-from reportgen.core.op_stats import compute_host_op_stats
+from reportgen.core.ops.op_stats import compute_host_op_stats
 from reportgen.sections.overview import overview_view
 from reportgen.sections.tf_stats import tf_stats_view
 from reportgen.sections.views import run_views

@@ -83,7 +83,7 @@ def built_site() -> BuiltSite:
     """Build once per session (shared by every test module that asks)."""
     global _built
     if _built is None:
-        from reportgen.cli import main
+        from reportgen.cli.main import main
 
         root = Path(tempfile.mkdtemp(prefix="reportgen-tests-"))
         atexit.register(shutil.rmtree, root, True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reportgen.publish import site_files
+from reportgen.output.publish import site_files
 from tests.gpu_xspace import GpuSpace
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-import reportgen.buildcache as buildcache
-from reportgen.build import BuildOptions, build_site
-from reportgen.cli import main
-from reportgen.hoststage import package_fingerprint
+import reportgen.pipeline.cache as buildcache
+from reportgen.cli.main import main
+from reportgen.pipeline.build import BuildOptions, build_site
+from reportgen.pipeline.host_stage import package_fingerprint
 from tests.logdirs import assert_same_site, make_logdir, small_capture
 
 

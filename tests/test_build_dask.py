@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
-from reportgen.cli import main
+from reportgen.cli.main import main
+from reportgen.pipeline.build import BuildOptions, build_site
 from tests.logdirs import assert_same_site, make_logdir, pod_runs, site_bytes
 
 distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (the test extra has it)")
@@ -156,7 +156,7 @@ def test_dask_results_feed_the_rebuild_cache(cluster, logdir, local, tmp_path):
 def test_workers_read_host_files_from_a_gcs_logdir(cluster, emulator, logdir, local, tmp_path):
     if emulator is None:
         pytest.skip("gcp-storage-emulator is not installed (the test extra has it)")
-    from reportgen.publish import gcs_filesystem
+    from reportgen.output.publish import gcs_filesystem
 
     fs = gcs_filesystem(emulator)
     for path in sorted((logdir / "plugins" / "profile").rglob("*.xplane.pb")):

@@ -7,8 +7,8 @@ import io
 import pandas as pd
 import pytest
 
-from reportgen.build import EXIT_PARTIAL, BuildOptions, build_site
 from reportgen.loaders.xspace import decode_xspace
+from reportgen.pipeline.build import EXIT_PARTIAL, BuildOptions, build_site
 from reportgen.sections.base import HostContext
 from tests.logdirs import FAST, assert_same_site, make_logdir, pod_runs, site_bytes
 

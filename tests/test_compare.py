@@ -11,9 +11,9 @@ from urllib.parse import unquote, urlsplit
 import pandas as pd
 import pytest
 
-from reportgen.cli import main
+from reportgen.cli.main import main
 from reportgen.compare import BuiltSite, RunNotFoundError, RunRef, RunResolver, compare_runs
-from reportgen.formatting import fmt_value
+from reportgen.output.formatting import fmt_value
 from tests.browser import chromium, console_errors, needs_browser
 from tests.builtsite import XSS_RUN, built_site
 from tests.comparesite import BASELINE, CANDIDATE, PAGE, copy_of_built_site, keyed_rows, read_tables

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.grouping import group_events
-from reportgen.core.host_op_metrics import host_op_metrics_db
-from reportgen.core.op_stats import combine_op_stats, compute_host_op_stats, step_intersection
-from reportgen.core.step_analysis import StepSummary, analyze_steps, classify_input
-from reportgen.core.step_db import StepDb
-from reportgen.core.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
+from reportgen.core.events.grouping import group_events
+from reportgen.core.events.table import EventTable
+from reportgen.core.events.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
+from reportgen.core.ops.host_ops import host_op_metrics_db
+from reportgen.core.ops.op_stats import combine_op_stats, compute_host_op_stats, step_intersection
+from reportgen.core.steps.step_db import StepDb
+from reportgen.core.tools.input_pipeline import StepSummary, analyze_steps, classify_input
 from reportgen.loaders.proto import hlo_pb2
 from tests.xspace_builder import SpaceBuilder
 

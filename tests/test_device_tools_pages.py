@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
-from reportgen.core.hlo_stats import COLUMNS as HLO_COLUMNS
-from reportgen.core.roofline import COLUMNS as ROOFLINE_COLUMNS
-from reportgen.sections import SECTIONS
+from reportgen.core.tools.hlo_stats import COLUMNS as HLO_COLUMNS
+from reportgen.core.tools.roofline import COLUMNS as ROOFLINE_COLUMNS
+from reportgen.pipeline.build import BuildOptions, build_site
 from reportgen.sections.op_profile import CSV_COLUMNS
+from reportgen.sections.registry import SECTIONS
 from tests.browser import console_errors, needs_browser, start_chromium
 from tests.builtsite import built_site
 from tests.conftest import LOGDIR, ORACLE, needs_shared
@@ -35,7 +35,7 @@ def site(tmp_path_factory) -> Path:
     # Only the sections under test (and the run page): the other tools' pages are tested elsewhere.
     sections = [s for s in SECTIONS if s.slug in ("inventory", *DEVICE_PAGES, "pod_viewer")]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("reportgen.build.SECTIONS", sections)
+        patch.setattr("reportgen.pipeline.build.SECTIONS", sections)
         report = build_site(locations, BuildOptions(output=str(root / "site"), runs=runs, jobs=1))
     assert report.exit_code == 0
     return root / "site"
@@ -243,7 +243,7 @@ def test_op_profile_works_in_the_single_file_report(site, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from reportgen.singlefile import compose
+    from reportgen.output.single_file import compose
 
     document, _report = compose(site)
     path = tmp_path / "report.html"

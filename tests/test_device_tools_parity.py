@@ -12,14 +12,14 @@ from functools import cache
 
 import pytest
 
-from reportgen.core.device_op_details import combine_device_op_details, device_op_details
-from reportgen.core.hlo_op_records import hlo_op_records
-from reportgen.core.hlo_stats import hlo_stats_table
-from reportgen.core.op_profile import ProfileTotals, build_op_profile, xprof_json
-from reportgen.core.op_stats import combine_op_stats
-from reportgen.core.pod_stats import hostnames_by_core, pod_stats
-from reportgen.core.pod_stats import xprof_json as pod_json
-from reportgen.core.roofline import roofline_model
+from reportgen.core.ops.device_details import combine_device_op_details, device_op_details
+from reportgen.core.ops.device_records import hlo_op_records
+from reportgen.core.ops.op_stats import combine_op_stats
+from reportgen.core.tools.hlo_stats import hlo_stats_table
+from reportgen.core.tools.op_profile import ProfileTotals, build_op_profile, xprof_json
+from reportgen.core.tools.pod_viewer import hostnames_by_core, pod_stats
+from reportgen.core.tools.pod_viewer import xprof_json as pod_json
+from reportgen.core.tools.roofline import roofline_model
 from reportgen.sections.device_ops import DeviceRun
 from tests.conftest import ORACLE, RUNS, needs_shared
 from tests.decoded import decoded_hosts

@@ -6,15 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reportgen.core.device_op_details import READ, WRITE, DeviceOpDetails
-from reportgen.core.hlo_op_records import hlo_op_records
-from reportgen.core.hlo_ops import HloOp
-from reportgen.core.hlo_text import instruction_text, literal_text, physical_dims, shape_text
-from reportgen.core.op_metrics import OpMetricsDb, metrics_frame
-from reportgen.core.op_profile import ProfileTotals, build_op_profile, walk
-from reportgen.core.perf_env import PerfEnv
-from reportgen.core.pod_stats import BREAKDOWN_NAMES, bottleneck
-from reportgen.core.roofline import roofline_metrics
+from reportgen.core.hlo.ops import HloOp
+from reportgen.core.hlo.text import instruction_text, literal_text, physical_dims, shape_text
+from reportgen.core.ops.device_details import READ, WRITE, DeviceOpDetails
+from reportgen.core.ops.device_records import hlo_op_records
+from reportgen.core.ops.op_metrics import OpMetricsDb, metrics_frame
+from reportgen.core.ops.perf_env import PerfEnv
+from reportgen.core.tools.op_profile import ProfileTotals, build_op_profile, walk
+from reportgen.core.tools.pod_viewer import BREAKDOWN_NAMES, bottleneck
+from reportgen.core.tools.roofline import roofline_metrics
 from reportgen.loaders.proto import hlo_pb2
 
 PERF = PerfEnv(peak_tera_flops_per_second=100.0, peak_bws_giga_bytes_per_second=[1000.0, 2000.0, 2000.0])
@@ -218,9 +218,9 @@ def _gpu_hlo_module() -> bytes:
 
 
 def test_gpu_xla_ops_take_text_source_and_contents_from_their_hlo_module():
-    from reportgen.core.device_op_details import device_op_details
-    from reportgen.core.hlo_stats import hlo_stats_table
-    from reportgen.core.op_stats import compute_host_op_stats
+    from reportgen.core.ops.device_details import device_op_details
+    from reportgen.core.ops.op_stats import compute_host_op_stats
+    from reportgen.core.tools.hlo_stats import hlo_stats_table
     from reportgen.loaders.xspace import decode_xspace
     from tests.gpu_xspace import GpuSpace
 

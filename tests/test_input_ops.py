@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reportgen.core.input_advice import RECOMMENDATIONS, link_segments, plain_text, summary_next_step
-from reportgen.core.input_ops import (
+from reportgen.core.input.advice import RECOMMENDATIONS, link_segments, plain_text, summary_next_step
+from reportgen.core.input.input_ops import (
     ADVANCED_FILE_READ,
     DEMANDED_FILE_READ,
     ENQUEUE,
@@ -18,8 +18,8 @@ from reportgen.core.input_ops import (
     input_op_category,
     split_input_time,
 )
-from reportgen.core.op_metrics import IDLE, combine_dbs
-from reportgen.core.op_stats import compute_host_op_stats
+from reportgen.core.ops.op_metrics import IDLE, combine_dbs
+from reportgen.core.ops.op_stats import compute_host_op_stats
 from tests.xspace_maker import XSpaceMaker
 
 

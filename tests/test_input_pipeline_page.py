@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
-from reportgen.core.input_ops import INPUT_OP_COLUMNS
+from reportgen.core.input.input_ops import INPUT_OP_COLUMNS
+from reportgen.pipeline.build import BuildOptions, build_site
 from tests.browser import chromium, console_errors, needs_browser
 from tests.xspace_maker import XSpaceMaker
 

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from reportgen.core.input_advice import RECOMMENDATIONS
+from reportgen.core.input.advice import RECOMMENDATIONS
 from reportgen.sections.input_pipeline import InputPipelineView, input_view
 from reportgen.sections.views import ALL_HOSTS, run_views
 from tests.conftest import needs_shared

@@ -1,11 +1,11 @@
-"""The run index's line table and activity overview (reportgen/core/inventory.py)."""
+"""The run index's line table and activity overview (reportgen/core/tools/inventory.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from reportgen.core.inventory import line_activity, line_inventory
+from reportgen.core.tools.inventory import line_activity, line_inventory
 from reportgen.loaders.xspace import decode_xspace
 from tests.xspace_builder import SpaceBuilder
 

@@ -12,8 +12,9 @@ import math
 
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.kernel_stats import (
+from reportgen.core.events.table import EventTable
+from reportgen.core.events.tf_op import parse_tf_op_fullname
+from reportgen.core.ops.kernel_reports import (
     LaunchParams,
     combine_host_reports,
     is_einsum_tensor_core_eligible,
@@ -22,7 +23,6 @@ from reportgen.core.kernel_stats import (
     kernel_stats_table,
     parse_kernel_details,
 )
-from reportgen.core.tf_op import parse_tf_op_fullname
 from reportgen.loaders.hlo import HloModule
 from reportgen.loaders.proto import hlo_pb2
 from reportgen.loaders.xspace import decode_xspace

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
 from reportgen.loaders.xspace import decode_xspace
+from reportgen.pipeline.build import BuildOptions, build_site
 from reportgen.sections.base import HostContext
 from reportgen.sections.kernel_stats import XPROF_COLUMNS, KernelStatsSection, compact_kernel_name
 from tests.browser import chromium, console_errors, needs_browser

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.kernel_stats import combine_host_reports, kernel_reports, kernel_stats_table
+from reportgen.core.events.table import EventTable
+from reportgen.core.ops.kernel_reports import combine_host_reports, kernel_reports, kernel_stats_table
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import ORACLE, host_files, needs_shared
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
+from reportgen.pipeline.build import BuildOptions, build_site
 from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, ORACLE, needs_shared
 from tests.hlo_builder import sample_module

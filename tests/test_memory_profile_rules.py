@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.core.events import EventTable
-from reportgen.core.memory_profile import (
+from reportgen.core.events.table import EventTable
+from reportgen.core.tools.memory_profile import (
     UNUSED_PREALLOCATED,
     allocator_capacities,
     data_type_string,
     out_of_memory_messages,
 )
-from reportgen.core.memory_profile import memory_profiles as profiles_of_table
+from reportgen.core.tools.memory_profile import memory_profiles as profiles_of_table
 from tests.memory_xspace import Ref, SpaceBuilder, memory_event
 
 

@@ -7,7 +7,7 @@ from functools import cache
 
 import pytest
 
-from reportgen.core.memory_viewer import memory_space_view
+from reportgen.core.tools.memory_viewer import memory_space_view
 from reportgen.loaders.hlo import hlo_modules, sorted_module_names
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import ORACLE, host_files, needs_shared

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reportgen.core.memory_viewer import memory_colors, memory_space_view
-from reportgen.core.xla_shapes import shape_text, unpadded_byte_size
+from reportgen.core.hlo.shapes import shape_text, unpadded_byte_size
+from reportgen.core.tools.memory_viewer import memory_colors, memory_space_view
 from reportgen.loaders.hlo import HloModule
 from reportgen.loaders.proto import hlo_pb2
 from tests.hlo_builder import F32, array, sample_module

@@ -15,9 +15,9 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from reportgen.cli import main
-from reportgen.publish import PublishError, gcs_filesystem, publish_site, with_retries
-from reportgen.webtypes import IMMUTABLE, REVALIDATE, SHORT
+from reportgen.cli.main import main
+from reportgen.output.publish import PublishError, gcs_filesystem, publish_site, with_retries
+from reportgen.output.web_types import IMMUTABLE, REVALIDATE, SHORT
 from tests.builtsite import XSS_RUN, built_site, make_logdir
 from tests.htmlscan import scan_html
 

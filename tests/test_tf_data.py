@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.nesting import line_parents
-from reportgen.core.tf_data import (
+from reportgen.core.events.nesting import line_parents
+from reportgen.core.events.table import EventTable
+from reportgen.core.input.tf_data import (
     DEVICE,
     HOST,
     SUMMARY_FAST,
@@ -15,8 +15,8 @@ from reportgen.core.tf_data import (
     SUMMARY_SLOW,
     bottleneck_analysis,
 )
-from reportgen.core.tf_data import tf_data_stats as _tf_data_stats
-from reportgen.core.tf_data_advice import (
+from reportgen.core.input.tf_data import tf_data_stats as _tf_data_stats
+from reportgen.core.input.tf_data_advice import (
     OTHER,
     PARALLEL_TRANSFORMATION,
     SEQUENTIAL_TRANSFORMATION,
@@ -24,7 +24,7 @@ from reportgen.core.tf_data_advice import (
     concrete_advice,
     explain_long_name,
 )
-from reportgen.core.tf_data_graph import iterator_tree, pipeline_iterators
+from reportgen.core.input.tf_data_graph import iterator_tree, pipeline_iterators
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import needs_shared
 from tests.decoded import decoded_hosts

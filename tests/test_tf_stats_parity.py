@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reportgen.core.kernel_stats import kernel_time_by_op
+from reportgen.core.ops.kernel_reports import kernel_time_by_op
 from reportgen.sections.tf_stats import csv_frame, framework_op_stats_table
 from reportgen.sections.views import ALL_HOSTS, run_views
 from tests.conftest import ORACLE, needs_shared

@@ -7,8 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from reportgen.trace.chunks import plan_chunks
-from reportgen.trace.export import export_host
+from reportgen.export.chunks import plan_chunks
+from reportgen.export.host_export import export_host
 from tests.trace_capture import Space, named_events, read_chunk
 
 NS = 1000  # ps

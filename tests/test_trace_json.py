@@ -7,7 +7,7 @@ import math
 import orjson
 import pytest
 
-from reportgen.trace.export import export_host
+from reportgen.export.host_export import export_host
 from tests.trace_capture import Space, named_events, read_chunk
 
 NS = 1000

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reportgen.core.op_stats import HostOpStats, compute_host_op_stats
+from reportgen.core.ops.op_stats import HostOpStats, compute_host_op_stats
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import ORACLE, host_files
 

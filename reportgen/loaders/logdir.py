@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import fsspec
 
 from reportgen.errors import NoCapturesError
-from reportgen.loaders.legacy import TIMELINE_PATTERN, TOOL_SUFFIXES
+from reportgen.legacy.tool_files import TIMELINE_PATTERN, TOOL_SUFFIXES
 
 HOST_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 PROFILE_SUBDIR = "plugins/profile"

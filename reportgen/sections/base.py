@@ -48,7 +48,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reportgen.capture import HostCapture
-    from reportgen.site import PageWriter
+    from reportgen.output.site import PageWriter
 
 
 @dataclass
@@ -85,16 +85,16 @@ class HostContext:
 
     @cached_property
     def events(self):
-        """The capture's per-event columns and stat lookup (`reportgen.core.events.EventTable`),
+        """The capture's per-event columns and stat lookup (`reportgen.core.events.table.EventTable`),
         shared by the core and every section that reads events, so stat columns are extracted once."""
-        from reportgen.core.events import EventTable
+        from reportgen.core.events.table import EventTable
 
         return EventTable(self.capture)
 
     @cached_property
     def grouping(self):
-        """The step group of every event (`reportgen.core.grouping.Grouping`)."""
-        from reportgen.core.grouping import group_events
+        """The step group of every event (`reportgen.core.events.grouping.Grouping`)."""
+        from reportgen.core.events.grouping import group_events
 
         return group_events(self.events)
 
@@ -107,18 +107,18 @@ class HostContext:
 
     @cached_property
     def op_stats(self):
-        """The host's core result (`reportgen.core.op_stats.HostOpStats`), computed once
+        """The host's core result (`reportgen.core.ops.op_stats.HostOpStats`), computed once
         and shared by every section; its `environment` is the host's run environment."""
-        from reportgen.core.op_stats import compute_host_op_stats
+        from reportgen.core.ops.op_stats import compute_host_op_stats
 
         return compute_host_op_stats(self.capture, self.events, grouping=self.grouping,
                                      modules=self.hlo_modules)
 
     @cached_property
     def device_op_details(self):
-        """Details of the host's device ops for the op tools (`reportgen.core.device_op_details`),
+        """Details of the host's device ops for the op tools (`reportgen.core.ops.device_details`),
         computed once and shared; None when the host has no GPU or TPU."""
-        from reportgen.core.device_op_details import device_op_details
+        from reportgen.core.ops.device_details import device_op_details
 
         op_stats = self.op_stats
         if not op_stats.environment.has_device:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reportgen.core.device_op_details import DeviceOpDetails, combine_device_op_details
-from reportgen.core.hlo_op_records import hlo_op_records, normalized_total_op_time_ps
-from reportgen.core.op_metrics import IDLE, safe_divide
-from reportgen.core.op_stats import HostOpStats, RunOpStats, combine_op_stats
+from reportgen.core.ops.device_details import DeviceOpDetails, combine_device_op_details
+from reportgen.core.ops.device_records import hlo_op_records, normalized_total_op_time_ps
+from reportgen.core.ops.op_metrics import IDLE, safe_divide
+from reportgen.core.ops.op_stats import HostOpStats, RunOpStats, combine_op_stats
 from reportgen.sections.base import HostContext, RunContext
 
 

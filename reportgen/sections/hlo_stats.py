@@ -1,4 +1,4 @@
-"""HLO op stats page: XProf's hlo_stats table, one row per device op (see `reportgen/core/hlo_stats.py`).
+"""HLO op stats page: XProf's hlo_stats table, one row per device op (see `reportgen/core/tools/hlo_stats.py`).
 
 A chart of self time by HLO category and by bound-by resource sits above the
 sortable, filterable table. Runs without device ops get no page.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
-from reportgen.core.hlo_stats import COLUMNS, hlo_stats_table
+from reportgen.core.tools.hlo_stats import COLUMNS, hlo_stats_table
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
 from reportgen.sections.vega import vega_spec

@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from reportgen.core.input_advice import RECOMMENDATIONS, link_segments, summary_next_step
-from reportgen.core.input_ops import BREAKDOWN, InputOpAnalysis
-from reportgen.core.op_metrics import OpMetricsDb
-from reportgen.core.op_stats import HostOpStats, RunOpStats
-from reportgen.core.step_analysis import CATEGORY_LABELS, StepAnalysis, analyze_steps, step_warnings
-from reportgen.core.tf_data import (
+from reportgen.core.events.tf_op import DATASET_TYPE
+from reportgen.core.input.advice import RECOMMENDATIONS, link_segments, summary_next_step
+from reportgen.core.input.input_ops import BREAKDOWN, InputOpAnalysis
+from reportgen.core.input.tf_data import (
     InputPipeline,
     IteratorInfo,
     TfDataAnalysis,
@@ -29,15 +27,17 @@ from reportgen.core.tf_data import (
     bottleneck_analysis,
     tf_data_stats,
 )
-from reportgen.core.tf_data_advice import (
+from reportgen.core.input.tf_data_advice import (
     XPROF_SUGGESTIONS,
     Advice,
     bottleneck_type,
     concrete_advice,
     explain_long_name,
 )
-from reportgen.core.tf_data_graph import iterator_tree, pipeline_iterators
-from reportgen.core.tf_op import DATASET_TYPE
+from reportgen.core.input.tf_data_graph import iterator_tree, pipeline_iterators
+from reportgen.core.ops.op_metrics import OpMetricsDb
+from reportgen.core.ops.op_stats import HostOpStats, RunOpStats
+from reportgen.core.tools.input_pipeline import CATEGORY_LABELS, StepAnalysis, analyze_steps, step_warnings
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.input_pipeline_charts import (
     category_chart,

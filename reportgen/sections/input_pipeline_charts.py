@@ -5,8 +5,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from reportgen.core.input_ops import BREAKDOWN, INPUT_OP_COLUMNS, InputOpAnalysis
-from reportgen.core.tf_data import HOST, SLOW_CALL_THRESHOLD_PS, InputPipeline, TfDataStats
+from reportgen.core.input.input_ops import BREAKDOWN, INPUT_OP_COLUMNS, InputOpAnalysis
+from reportgen.core.input.tf_data import HOST, SLOW_CALL_THRESHOLD_PS, InputPipeline, TfDataStats
 from reportgen.sections.vega import vega_spec
 
 ROLE_COLORS = {"bottleneck": "#cf222e", "critical path": "#f2a33a", "not blocking": "#8c959f"}

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import altair as alt
 import pandas as pd
 
-from reportgen.core.inventory import line_activity, line_inventory
+from reportgen.core.tools.inventory import line_activity, line_inventory
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices
 from reportgen.sections.vega import vega_spec

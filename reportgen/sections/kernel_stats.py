@@ -1,6 +1,6 @@
 """GPU kernel stats page: the kernels with the most time, one row per kernel–op pair.
 
-Numbers are XProf's kernel_stats tool (see `reportgen/core/kernel_stats.py`).
+Numbers are XProf's kernel_stats tool (see `reportgen/core/ops/kernel_reports.py`).
 A run gets the page when a host has GPU planes; CPU-only and TPU runs get
 none (XProf does not offer the tool there either).
 """
@@ -14,7 +14,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.kernel_stats import (
+from reportgen.core.ops.kernel_reports import (
     MAX_KERNEL_REPORTS,
     combine_host_reports,
     gpu_planes,

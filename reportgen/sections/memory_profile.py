@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.memory_profile import (
+from reportgen.core.tools.memory_profile import (
     ALLOCATION,
     NEAR_CAPACITY,
     AllocatorProfile,

@@ -8,8 +8,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.memory_profile import NEAR_CAPACITY, allocator_capacities
-from reportgen.core.memory_viewer import BUFFER_COLUMNS, MemorySpaceView, memory_colors, memory_space_view, to_mib
+from reportgen.core.tools.memory_profile import NEAR_CAPACITY, allocator_capacities
+from reportgen.core.tools.memory_viewer import BUFFER_COLUMNS, MemorySpaceView, memory_colors, memory_space_view, to_mib
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.memory_profile import safe_file_part
 from reportgen.sections.vega import vega_spec

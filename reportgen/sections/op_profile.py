@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from reportgen.core.op_metrics import safe_divide
-from reportgen.core.op_profile import GROUPINGS, Node, ProfileTotals, build_op_profile, walk
+from reportgen.core.ops.op_metrics import safe_divide
+from reportgen.core.tools.op_profile import GROUPINGS, Node, ProfileTotals, build_op_profile, walk
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
 

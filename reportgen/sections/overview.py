@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 import altair as alt
 import pandas as pd
 
-from reportgen.core.kernel_stats import kernel_time_by_op
-from reportgen.core.op_metrics import IDLE, framework_op_db, safe_divide
-from reportgen.core.op_stats import HostOpStats, RunOpStats
-from reportgen.core.step_analysis import (
+from reportgen.core.events.tf_op import is_outside_compilation
+from reportgen.core.ops.kernel_reports import kernel_time_by_op
+from reportgen.core.ops.op_metrics import IDLE, framework_op_db, safe_divide
+from reportgen.core.ops.op_stats import HostOpStats, RunOpStats
+from reportgen.core.tools.input_pipeline import (
     CATEGORY_KEYS,
     CATEGORY_LABELS,
     InputTimeBreakdown,
@@ -25,7 +26,6 @@ from reportgen.core.step_analysis import (
     step_warnings,
     summary_next_step,
 )
-from reportgen.core.tf_op import is_outside_compilation
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 from reportgen.sections.views import ALL_HOSTS, run_views

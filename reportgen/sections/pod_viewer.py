@@ -1,5 +1,5 @@
 """Pod viewer page: for a chosen step, a stacked column per worker/core with that step's time
-breakdown, and the bottleneck of each (XProf's pod_viewer; see `reportgen/core/pod_stats.py`).
+breakdown, and the bottleneck of each (XProf's pod_viewer; see `reportgen/core/tools/pod_viewer.py`).
 
 All hosts are combined as XProf combines them (steps aligned across hosts,
 global core ids = host × 1000 + core), so one host and many hosts read the
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
-from reportgen.core.op_stats import HostOpStats, combine_op_stats
-from reportgen.core.pod_stats import BREAKDOWN_NAMES, PodStats, bottleneck_of, hostnames_by_core, pod_stats
+from reportgen.core.ops.op_stats import HostOpStats, combine_op_stats
+from reportgen.core.tools.pod_viewer import BREAKDOWN_NAMES, PodStats, bottleneck_of, hostnames_by_core, pod_stats
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 

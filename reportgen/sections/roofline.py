@@ -1,5 +1,5 @@
 """Roofline page: each device op's FLOP rate against its operational intensity, under the
-device's compute and memory roofs (XProf's roofline_model; see `reportgen/core/roofline.py`).
+device's compute and memory roofs (XProf's roofline_model; see `reportgen/core/tools/roofline.py`).
 
 The chart plots ops with FLOPs (an op without any has no place on the log
 axes; the table lists it). Runs without device ops get no page.
@@ -13,9 +13,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.op_metrics import safe_divide
-from reportgen.core.op_profile import gibi_to_giga
-from reportgen.core.roofline import COLUMNS, FRACTION_COLUMNS, RooflineModel, roofline_model
+from reportgen.core.ops.op_metrics import safe_divide
+from reportgen.core.tools.op_profile import gibi_to_giga
+from reportgen.core.tools.roofline import COLUMNS, FRACTION_COLUMNS, RooflineModel, roofline_model
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
 from reportgen.sections.vega import vega_spec

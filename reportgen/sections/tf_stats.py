@@ -18,11 +18,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.kernel_stats import tensor_core_utilization
-from reportgen.core.model import is_training
-from reportgen.core.op_metrics import IDLE, OpMetricsDb, framework_op_db, safe_divide
-from reportgen.core.op_stats import HostOpStats, RunOpStats
-from reportgen.core.perf_env import PerfEnv
+from reportgen.core.ops.kernel_reports import tensor_core_utilization
+from reportgen.core.ops.op_metrics import IDLE, OpMetricsDb, framework_op_db, safe_divide
+from reportgen.core.ops.op_stats import HostOpStats, RunOpStats
+from reportgen.core.ops.perf_env import PerfEnv
+from reportgen.core.ops.training import is_training
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec, with_datasets
 from reportgen.sections.views import ALL_HOSTS, run_views

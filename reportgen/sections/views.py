@@ -3,7 +3,7 @@ for multi-host runs, all hosts combined (XProf's combined OpStats)."""
 
 from __future__ import annotations
 
-from reportgen.core.op_stats import HostOpStats, RunOpStats, combine_op_stats, drop_incomplete_steps
+from reportgen.core.ops.op_stats import HostOpStats, RunOpStats, combine_op_stats, drop_incomplete_steps
 
 ALL_HOSTS = "All hosts"
 

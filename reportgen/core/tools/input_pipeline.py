@@ -1,0 +1,336 @@
+"""Step-time analysis shared by the overview and input-pipeline pages.
+
+XProf's input-pipeline analysis (docs/xprof/input_pipeline.md §1–3): per-step
+category times in milliseconds, their summaries (XProf's `Stat` quirks
+included) and the bottleneck classification (HIGHLY / MODERATELY /
+POTENTIALLY / NOT input-bound) with its statement.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from reportgen.core.input.advice import plain_text
+from reportgen.core.input.advice import summary_next_step as xprof_next_step
+from reportgen.core.input.input_ops import InputOpAnalysis, InputTimeBreakdown, input_op_analysis
+from reportgen.core.ops.op_metrics import OpMetricsDb
+from reportgen.core.steps import events as et
+from reportgen.core.steps.step_db import DEFAULT_GPU_CORE, StepDb
+from reportgen.core.steps.tpu_details import SPARSE_CORE_ID_MIN, tpu_step_details
+
+# Generic categories: (key, XProf label, event types summed).
+GENERIC_CATEGORIES = [
+    ("device_compute", "Device compute", (et.DEVICE_COMPUTE_16, et.DEVICE_COMPUTE_32)),
+    ("device_to_device", "Device to device", (et.DEVICE_TO_DEVICE, et.DEVICE_WAIT_DEVICE)),
+    ("device_collectives", "Device collective communication", (et.DEVICE_COLLECTIVES,)),
+    ("host_compute", "Host compute", (et.HOST_COMPUTE,)),
+    ("kernel_launch", "Kernel launch", (et.HOST_PREPARE,)),
+    ("input", "Input", (et.HOST_WAIT_INPUT, et.HOST_TO_DEVICE, et.DEVICE_WAIT_HOST)),
+    ("output", "Output", (et.DEVICE_TO_HOST,)),
+    ("compile", "Compilation", (et.HOST_COMPILE,)),
+    ("other", "All others", (et.UNKNOWN_TIME,)),
+]
+CATEGORY_KEYS = [k for k, _, _ in GENERIC_CATEGORIES]
+CATEGORY_LABELS = {k: label for k, label, _ in GENERIC_CATEGORIES}
+
+HIGHLY_INPUT_BOUND = 20.0
+MODERATELY_INPUT_BOUND = 5.0
+MODERATELY_ALL_OTHER_BOUND = 3.0
+HIGH_THRESHOLD = 15.0
+MODERATE_THRESHOLD = 3.0
+ALL_REDUCE_MARGIN = 6.0  # all-reduce share above the input share that XProf reports
+HIGH_SCV0_PERCENT = 10.0
+INPUT_TYPES = (et.HOST_WAIT_INPUT, et.HOST_TO_DEVICE, et.DEVICE_WAIT_HOST)
+# The TPU step-time breakdown XProf summarises (TpuStepTimeBreakdown).
+TPU_SUMMARY_KEYS = ("tc_compute", "scv0_compute", "tc_infeed", "tc_outfeed", "scv0_infeed", "tc_idle",
+                    "host_transfer")
+
+_DOUBLE_MIN = np.finfo(np.float64).tiny  # std::numeric_limits<double>::min()
+
+
+@dataclass
+class StepSummary:
+    """XProf's StepSummary of a `Stat<double>` (input_pipeline.md §1)."""
+
+    average: float = 0.0
+    standard_deviation: float = 0.0
+    minimum: float = 0.0
+    maximum: float = 0.0
+
+    @classmethod
+    def of(cls, values) -> StepSummary:
+        v = np.asarray(values, np.float64)
+        if len(v) == 0:
+            return cls()
+        # Stat starts with max = the smallest positive double, so an all-zero
+        # series is not "all same" and a single zero gives 0/0 = NaN.
+        vmax = max(float(v.max()), _DOUBLE_MIN)
+        vmin = float(v.min())
+        n = len(v)
+        if vmin == vmax:
+            variance = 0.0
+        elif n == 1:
+            variance = math.nan
+        else:
+            total = float(v.sum())
+            variance = (float((v * v).sum()) - total * total / n) / (n - 1)
+        sd = math.sqrt(variance) if variance >= 0 else math.nan
+        return cls(float(v.mean()) if n else 0.0, sd, vmin, float(v.max()))
+
+
+@dataclass
+class Bottleneck:
+    input_classification: str = "unknown"  # host / both / device / unknown
+    input_statement: str = ""
+    input_bound: str | None = None  # HIGHLY / MODERATELY / POTENTIALLY / NOT
+    input_percent: float = 0.0
+    output_percent: float = 0.0
+    idle_percent: float = 0.0
+    compute_percent: float = 0.0
+    all_other_percent: float = 0.0
+    kernel_launch_classification: str = "no"
+    kernel_launch_statement: str = ""
+    all_other_classification: str = "no"
+    all_other_statement: str = ""
+    device_collectives_classification: str = "no"
+    device_collectives_statement: str = ""
+    # TPU only (input_pipeline.md §3.4).
+    output_classification: str = "no"
+    output_statement: str = ""
+    tpu_idle_classification: str = "no"
+    tpu_idle_statement: str = ""
+    all_reduce_classification: str = "no"
+    all_reduce_statement: str = ""
+    scv0_classification: str = "no"
+    scv0_statement: str = ""
+
+
+@dataclass
+class StepAnalysis:
+    """Per-step category times (ms) and their summaries.
+
+    steps: one row per step: step_num, step_name, step_time_ms and one column per
+    category key (`device_compute`, …, `other`, in XProf's order).
+    """
+
+    hardware_type: str
+    steps: pd.DataFrame
+    step_time: StepSummary
+    categories: dict[str, StepSummary] = field(default_factory=dict)
+    input_percent: StepSummary = field(default_factory=StepSummary)
+    bottleneck: Bottleneck = field(default_factory=Bottleneck)
+    tpu: bool = False
+    input_breakdown: InputTimeBreakdown | None = None
+    input_ops: InputOpAnalysis | None = None  # the host-side input analysis
+    tpu_breakdown: dict[str, StepSummary] = field(default_factory=dict)  # TPU: every TpuStepTimeBreakdown summary
+
+
+NO_STEP_STATEMENT = "No step time measured. Therefore we cannot tell where the performance bottleneck is."
+
+
+def _step_times_ms(step_db: StepDb) -> np.ndarray:
+    """Per step: max duration over cores below the SparseCore range (XProf's step_time_summary)."""
+    s = step_db.steps
+    if s.empty:
+        return np.zeros(0)
+    tc = s[s["core"] < 1_000_000]
+    per = tc.groupby("step_num", sort=False)["duration_ps"].max().reindex(step_db.step_numbers).fillna(0)
+    return per.to_numpy(np.float64) / 1e9
+
+
+def _host_to_device_ms(step_db: StepDb) -> np.ndarray:
+    core = step_db.steps[step_db.steps["core"] == DEFAULT_GPU_CORE]
+    ps = core[f"t{et.HOST_TO_DEVICE}"].to_numpy(np.float64) + core[f"t{et.DEVICE_WAIT_HOST}"].to_numpy(np.float64)
+    return ps / 1e9
+
+
+def generic_step_frame(step_db: StepDb) -> pd.DataFrame:
+    s = step_db.steps
+    core = s[s["core"] == DEFAULT_GPU_CORE]
+    out = pd.DataFrame({
+        "step_num": core["step_num"].to_numpy(np.int64),
+        "step_name": [n if n else str(k) for n, k in zip(core["name"], core["step_num"])],
+        "step_time_ms": core["duration_ps"].to_numpy(np.float64) / 1e9,
+    })
+    for key, _, types in GENERIC_CATEGORIES:
+        out[key] = sum(core[f"t{t}"].to_numpy(np.float64) for t in types) / 1e9
+    return out
+
+
+def classify_input(input_percent: float, all_other_percent: float) -> tuple[str, str, str]:
+    """(classification, statement, input-bound word) — XProf's InputAnalysis."""
+    if input_percent >= HIGHLY_INPUT_BOUND:
+        return ("host", f"Your program is HIGHLY input-bound because {input_percent:.1f}% of the total step time "
+                "sampled is waiting for input. Therefore, you should first focus on reducing the input time.",
+                "HIGHLY")
+    if input_percent >= MODERATELY_INPUT_BOUND:
+        return ("both", f"Your program is MODERATELY input-bound because {input_percent:.1f}% of the total step "
+                "time sampled is waiting for input. Therefore, you would need to reduce both the input time and "
+                "other time.", "MODERATELY")
+    if all_other_percent >= MODERATELY_ALL_OTHER_BOUND:
+        return ("both", f"Your program is POTENTIALLY input-bound because {all_other_percent:.1f}% of the total "
+                "step time sampled is spent on 'All Others' time (which could be due to I/O or Python execution "
+                "or both).", "POTENTIALLY")
+    return ("device", f"Your program is NOT input-bound because only {input_percent:.1f}% of the total step time "
+            "sampled is waiting for input. Therefore, you should focus on reducing other time.", "NOT")
+
+
+def _level(percent: float) -> str:
+    return "high" if percent >= HIGH_THRESHOLD else "moderate" if percent >= MODERATE_THRESHOLD else "no"
+
+
+def generic_bottleneck(steps: pd.DataFrame, uses_tf_data: bool) -> Bottleneck:
+    total = float(steps["step_time_ms"].sum()) if len(steps) else 0.0
+    if total == 0:
+        return Bottleneck(input_statement=NO_STEP_STATEMENT)
+    pct = {k: 100.0 * float(steps[k].sum()) / total for k in CATEGORY_KEYS}
+    input_p, output_p = pct["input"], pct["output"]
+    compute_p, coll_p = pct["device_compute"], pct["device_collectives"]
+    idle_p = max(0.0, 100.0 - input_p - output_p - compute_p - coll_p)
+    cls, statement, word = classify_input(input_p, pct["other"])
+    b = Bottleneck(cls, statement, word, input_p, output_p, idle_p, compute_p, pct["other"])
+    b.device_collectives_classification = _level(coll_p)
+    if b.device_collectives_classification != "no":
+        b.device_collectives_statement = (f"{coll_p:.1f} % of the total step time sampled is spent on 'Device "
+                                          "Collective Communication'.")
+    kl = pct["kernel_launch"]
+    b.kernel_launch_classification = _level(kl)
+    if b.kernel_launch_classification != "no":
+        b.kernel_launch_statement = f"{kl:.1f} % of the total step time sampled is spent on 'Kernel Launch'."
+        if uses_tf_data:
+            b.kernel_launch_statement += (" It could be due to CPU contention with tf.data. In this case, you may "
+                                          "try to set the environment variable TF_GPU_THREAD_MODE=gpu_private.")
+    if word != "POTENTIALLY":
+        b.all_other_classification = _level(pct["other"])
+        if b.all_other_classification != "no":
+            b.all_other_statement = (f"{pct['other']:.1f} % of the total step time sampled is spent on 'All Others' "
+                                     "time. This could be due to Python execution overhead.")
+    return b
+
+
+def tpu_bottleneck(steps: pd.DataFrame) -> Bottleneck:
+    """XProf's TPU bottleneck analysis (input_pipeline.md §3.4) over PerTpuStepDetails rows."""
+    total = float(steps["step_time_ms"].sum()) if len(steps) else 0.0
+    if total == 0:
+        return Bottleneck(input_statement=NO_STEP_STATEMENT)
+    infeed = 100.0 * float(steps["input_ms"].sum()) / total
+    outfeed = 100.0 * float(steps["tc_outfeed"].sum()) / total
+    idle = 100.0 * float(steps["tc_idle"].sum()) / total
+    cls, statement, word = classify_input(infeed, 0.0)
+    b = Bottleneck(cls, statement, word, infeed, outfeed, idle, max(0.0, 100.0 - infeed - outfeed - idle))
+    if outfeed >= HIGHLY_INPUT_BOUND:
+        b.output_classification = "host"
+        b.output_statement = (f"Your program is HIGHLY output-bound because {outfeed:.1f}% of the total step time "
+                              "sampled is spent on output. Therefore, you should first focus on reducing the output "
+                              "time.")
+    elif outfeed >= MODERATELY_INPUT_BOUND:
+        b.output_classification = "both"
+        b.output_statement = (f"Your program is MODERATELY output-bound because {outfeed:.1f}% of the total step "
+                              "time sampled is spent on output. Therefore, you would need to reduce both the output "
+                              "time and other time.")
+    else:
+        b.output_classification = "device"
+    if idle >= MODERATE_THRESHOLD:
+        b.tpu_idle_classification = "yes"
+        b.tpu_idle_statement = (f"{idle:.1f} % of the total step time sampled is due to host overhead that is not "
+                                "input-related. For TF 2.x, you may want to use a <a href=\"https://www.tensorflow."
+                                "org/guide/tpu#improving_performance_by_multiple_steps_within_tffunction\" "
+                                "target=\"_blank\">host-training loop (i.e. running multiple steps within a "
+                                "tf.function).</a>")
+    sync = 100.0 * float(steps["all_reduce_sync"].sum()) / total
+    reduce = 100.0 * float(steps["all_reduce_compute"].sum()) / total
+    if sync + reduce - infeed >= ALL_REDUCE_MARGIN:
+        b.all_reduce_classification = "yes"
+        b.all_reduce_statement = (f"Also, {sync:.1f} % of the total step time sampled is spent on synchronization "
+                                  f"with other TPU cores, and {reduce:.1f} % of the total step time sampled is spent "
+                                  "on actual AllReduce.")
+    scv0 = 100.0 * float(steps["scv0_compute"].sum()) / total
+    if scv0 > 0:
+        b.scv0_classification = "moderate" if scv0 < HIGH_SCV0_PERCENT else "high"
+        advice = ("You may also want to reduce the SparseCoreV0 compute time." if scv0 < HIGH_SCV0_PERCENT else
+                  "You should focus on reducing the SparseCoreV0 compute time as well.")
+        b.scv0_statement = (f"Also, {scv0:.1f} % of the total step time sampled is spent on the SparseCoreV0 "
+                            f"compute. {advice}")
+    return b
+
+
+def _input_percent_range(step_db: StepDb) -> pd.DataFrame:
+    """Per step (generic path): the share of step time each core waited for input, min and max over cores."""
+    s = step_db.steps
+    s = s[s["core"] < SPARSE_CORE_ID_MIN]
+    input_ps = sum(s[f"t{t}"].to_numpy(np.float64) for t in INPUT_TYPES)
+    duration = s["duration_ps"].to_numpy(np.float64)
+    pct = 100.0 * np.divide(input_ps, duration, out=np.zeros(len(s)), where=np.abs(duration) >= 1e-10)
+    per = pd.DataFrame({"step_num": s["step_num"].to_numpy(np.int64), "pct": pct})
+    return per.groupby("step_num", sort=False)["pct"].agg(input_percent_min="min", input_percent_max="max",
+                                                          cores="size")
+
+
+def analyze_steps(step_db: StepDb, hardware_type: str, host_db: OpMetricsDb | None = None,
+                  core_details: dict[int, dict] | None = None) -> StepAnalysis:
+    """XProf's input-pipeline analysis of a (combined) step database.
+
+    `host_db`: the host op database, for the host-side input analysis (and
+    the tf.data part of the statements); `core_details`: TPU core names."""
+    step_time = StepSummary.of(_step_times_ms(step_db))
+    host_db = host_db if host_db is not None else OpMetricsDb()
+    if hardware_type == "TPU":
+        steps = tpu_step_details(step_db, core_details)
+        input_ops = input_op_analysis(host_db)
+        tpu_breakdown = {k: StepSummary.of(steps[k]) for k in TPU_SUMMARY_KEYS}
+        return StepAnalysis(hardware_type, steps, step_time,
+                            {k: tpu_breakdown[k] for k in ("tc_compute", "tc_infeed", "tc_outfeed", "tc_idle")},
+                            StepSummary.of(steps["infeed_percent_maximum"]), tpu_bottleneck(steps), tpu=True,
+                            input_breakdown=input_ops.breakdown, input_ops=input_ops, tpu_breakdown=tpu_breakdown)
+    steps = generic_step_frame(step_db)
+    categories = {k: StepSummary.of(steps[k]) for k in CATEGORY_KEYS}
+    h2d = StepSummary.of(_host_to_device_ms(step_db)).average
+    input_ops = input_op_analysis(host_db, h2d, step_time.average, generic=True)
+    step_ms = steps["step_time_ms"].to_numpy(np.float64)
+    steps["input_percent"] = 100.0 * np.divide(steps["input"].to_numpy(np.float64), step_ms,
+                                               out=np.zeros(len(steps)), where=np.abs(step_ms) >= 1e-10)
+    ranges = _input_percent_range(step_db).reindex(steps["step_num"].to_numpy())
+    for col in ("input_percent_min", "input_percent_max"):
+        steps[col] = ranges[col].fillna(0.0).to_numpy(np.float64)
+    steps["cores"] = ranges["cores"].fillna(0).to_numpy(np.int64)
+    return StepAnalysis(hardware_type, steps, step_time, categories, StepSummary.of(steps["input_percent"]),
+                        generic_bottleneck(steps, input_ops.breakdown.uses_tf_data),
+                        input_breakdown=input_ops.breakdown, input_ops=input_ops)
+
+
+def summary_next_step(classification: str, breakdown: InputTimeBreakdown) -> str:
+    """XProf's next step as plain text (its links reduced to their labels)."""
+    return plain_text(xprof_next_step(classification, breakdown.uses_tf_data))
+
+
+# --- step diagnostics (overview_page.md §4) ------------------------------------------------------
+
+INCOMPLETE_STEP_WARNING = (
+    "Incomplete step observed and hence the step time is unknown.Instead, we use the trace duration as the step "
+    "time. This may happen if your profiling duration is shorter than the step time. In this case, you may try to "
+    "profile longer.")
+NO_STEP_WARNING = (
+    "No step marker observed and hence the step time is unknown. This may happen if (1) training steps are not "
+    "instrumented (e.g., if you are not using Keras) or (2) the profiling duration is shorter than the step time. "
+    "For (1), you need to add step instrumentation; for (2), you may try to profile longer.")
+EMPTY_INTERSECT_WARNING = (
+    "Although there are steps observed on some host(s), the intersection of the steps over all hosts is empty "
+    "(because the differences among individual host's step sequences are too big). Consequently, the overall step "
+    "time is unknown.")
+
+
+def step_warnings(step_db: StepDb) -> list[str]:
+    """XProf's step diagnostics (warnings only; the input pipeline page shows just these)."""
+    out = []
+    if step_db.use_incomplete_step:
+        out.append(INCOMPLETE_STEP_WARNING)
+    elif len(step_db) == 0:
+        out.append(EMPTY_INTERSECT_WARNING if step_db.empty_intersect else NO_STEP_WARNING)
+    if step_db.num_steps_dropped > 0:
+        out.append(f"{step_db.num_steps_dropped} steps dropped. This might happen when you profile many hosts "
+                   "and/or many steps. You could try to profile shorter or reduce the number of hosts you profile.")
+    return out

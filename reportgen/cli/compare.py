@@ -1,36 +1,50 @@
-"""The `compare`, `summary` and `check` commands, and `build --budget`: from arguments
-to the modules that do the work, with the messages and exit statuses of the command line."""
+"""`reportgen compare`: a page comparing two built runs (they are built first when they are not)."""
 
 from __future__ import annotations
 
-import json
-import sys
+import argparse
 import tempfile
 from pathlib import Path
 
-from reportgen.cli.main import DEFAULT_COMPARE_OUTPUT
-from reportgen.compare.budget import Budget, BudgetError, check_site, resolve_baseline
+from reportgen.cli.common import BUILD_FIRST_JOBS, EXIT_OK, fail, warn
 from reportgen.compare.model import Comparison, compare_runs
-from reportgen.compare.sources import BuiltRun, BuiltSite, RunNotFoundError, RunRef, RunResolver
+from reportgen.compare.sources import BuiltSite, RunNotFoundError, RunRef, RunResolver
 from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value
 from reportgen.output.site import OutputNotASiteError
 
-EXIT_OK = 0
-EXIT_FAILED = 1
+DEFAULT_OUTPUT = "comparisons"  # where runs that are not in one site are compared
+
+EXAMPLES = """\
+BASELINE and CANDIDATE name a run as SITE:RUN (a site written by `reportgen build`),
+LOGDIR:RUN, a run folder, or a site or logdir holding one run. Runs that are not
+built yet are built first into scratch space. Every figure is read from the runs'
+built pages (summary.json and CSVs); the step-time change is judged against the
+runs' own step-to-step noise with Welch's t-test.
+
+examples:
+  reportgen compare site:before site:after             writes site/compare/before--vs--after.html
+  reportgen compare logs/plugins/profile/a logs/plugins/profile/b -o cmp/
+  reportgen compare ~/logs:run1 ~/logs:run2
+"""
 
 
-def _fail(message: str) -> int:
-    print(f"reportgen: {message}", file=sys.stderr)
-    return EXIT_FAILED
+def add_parser(sub) -> None:
+    compare = sub.add_parser(
+        "compare", help="compare two runs: step time, breakdown, ops, kernels, input pipeline",
+        description="Write a page comparing CANDIDATE with BASELINE: compare/<a>--vs--<b>.html.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    compare.add_argument("baseline", metavar="BASELINE")
+    compare.add_argument("candidate", metavar="CANDIDATE")
+    compare.add_argument("-o", "--output", metavar="DIR",
+                         help="folder to write into (default: the runs' site when both are runs of one built site, "
+                         f"which then lists the comparison on its index; otherwise {DEFAULT_OUTPUT}/)")
+    compare.add_argument("--jobs", **BUILD_FIRST_JOBS)
+    compare.add_argument("-q", "--quiet", action="store_true", help="no summary line")
 
 
-def _warn(message: str) -> None:
-    print(f"reportgen: warning: {message}", file=sys.stderr)
-
-
-def _runs_in(site: BuiltSite, resolver: RunResolver, names: list[str]) -> list[BuiltRun]:
-    """Runs named by their name in `site`, or by a run reference of their own."""
-    return [site.run(n) if n in site.run_names else resolver.resolve([RunRef.parse(n)])[0] for n in names]
+def run(args: argparse.Namespace) -> int:
+    return compare_command(args.baseline, args.candidate, args.output, jobs=max(1, args.jobs), quiet=args.quiet)
 
 
 def _is_local_site(site: BuiltSite) -> bool:
@@ -53,85 +67,24 @@ def compare_command(baseline: str, candidate: str, output: str | None, jobs: int
     from reportgen.compare.page import write_comparison
 
     with tempfile.TemporaryDirectory(prefix="reportgen-compare-") as scratch:
-        resolver = RunResolver(Path(scratch), jobs=jobs, warn=_warn)
+        resolver = RunResolver(Path(scratch), jobs=jobs, warn=warn)
         try:
             base, cand = resolver.resolve([RunRef.parse(baseline), RunRef.parse(candidate)])
         except RunNotFoundError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
         if output is None:
             same_site = base.site is cand.site and _is_local_site(base.site)
-            output = base.site.location if same_site else DEFAULT_COMPARE_OUTPUT
+            output = base.site.location if same_site else DEFAULT_OUTPUT
         comparison = compare_runs(base, cand)
         try:
             written = write_comparison(comparison, Path(output))
         except OutputNotASiteError as exc:
-            return _fail(str(exc))
+            return fail(str(exc))
         except OSError as exc:
-            return _fail(f"cannot write the comparison: {exc}")
+            return fail(f"cannot write the comparison: {exc}")
     if not quiet:
         where = str(written.page)
         if written.in_site and not written.index_updated:
             where += " (the site index has no Comparisons block: rebuild the site to list it there)"
         print(f"reportgen: {base.name} → {cand.name}: {describe(comparison)} → {where}")
     return EXIT_OK
-
-
-def summary_command(location: str, compare: list[str] | None, fmt: str = "markdown", site_url: str | None = None,
-                    output: str | None = None, jobs: int = 1) -> int:
-    from reportgen.compare.pr_summary import build_summary, write_charts
-
-    with tempfile.TemporaryDirectory(prefix="reportgen-summary-") as scratch:
-        resolver = RunResolver(Path(scratch), jobs=jobs, warn=_warn)
-        try:
-            site = resolver.site(location)
-            comparison = compare_runs(*_runs_in(site, resolver, compare)) if compare else None
-        except RunNotFoundError as exc:
-            return _fail(str(exc))
-        target = Path(output) if output else None
-        stem = target.stem if target is not None else "summary"
-        document = build_summary(site, comparison, site_url=site_url, chart_stem=stem, with_charts=target is not None)
-        text = document.markdown if fmt == "markdown" else json.dumps(document.data, indent=1) + "\n"
-        if target is None:
-            sys.stdout.write(text)
-            return EXIT_OK
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-            charts = write_charts(document, target.parent)
-        except OSError as exc:
-            return _fail(f"cannot write {target}: {exc}")
-    print(f"reportgen: wrote {target}" + (f" and {len(charts)} chart{'s' if len(charts) != 1 else ''} beside it"
-                                          if charts else ""), file=sys.stderr)
-    return EXIT_OK
-
-
-def check_command(location: str, budget: Budget, jobs: int = 1) -> int:
-    """Check the site at `location` (a logdir is built first); 3 when over budget."""
-    with tempfile.TemporaryDirectory(prefix="reportgen-check-") as scratch:
-        resolver = RunResolver(Path(scratch), jobs=jobs, warn=_warn)
-        try:
-            budget.validate()
-            site = resolver.site(location)
-            result = check_site(site, budget, resolve_baseline(site, budget, resolver))
-        except (RunNotFoundError, BudgetError) as exc:
-            return _fail(str(exc))
-    print(result.report())
-    return result.exit_code
-
-
-def check_built_site(site_dir: Path, budget: Budget, jobs: int = 1) -> int | None:
-    """`build --budget`: check the site just built. None when within budget, else the exit status."""
-    with tempfile.TemporaryDirectory(prefix="reportgen-check-") as scratch:
-        site = BuiltSite.open(str(site_dir))
-        if site is None:
-            return _fail(f"{site_dir}: the build wrote no summary.json to check")
-        try:
-            result = check_site(site, budget, resolve_baseline(site, budget, RunResolver(Path(scratch), jobs, _warn)))
-        except RunNotFoundError as exc:
-            return _fail(f"budget: {exc}")
-    print(result.report())
-    return result.exit_code or None
-
-
-__all__ = ["DEFAULT_COMPARE_OUTPUT", "check_built_site", "check_command", "compare_command", "describe",
-           "summary_command"]

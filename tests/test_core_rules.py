@@ -15,6 +15,7 @@ from reportgen.core.ops.host_ops import host_op_metrics_db
 from reportgen.core.ops.op_stats import combine_op_stats, compute_host_op_stats, step_intersection
 from reportgen.core.steps.step_db import StepDb
 from reportgen.core.tools.input_pipeline import StepSummary, analyze_steps, classify_input
+from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.proto import hlo_pb2
 from tests.xspace_builder import SpaceBuilder
 
@@ -182,7 +183,7 @@ def test_stat_columns_read_the_first_or_the_last_of_duplicates():
 
 
 def test_step_breakdown_with_priorities_and_unknown_time():
-    stats = compute_host_op_stats(_two_step_capture())
+    stats = compute_host_op_stats(_two_step_capture(), {})
     steps = stats.step_db.steps
     assert list(steps["name"]) == ["train 3", "train 4"]
     assert list(steps["duration_ps"]) == [100 * US] * 2
@@ -201,7 +202,7 @@ def test_overlapping_spans_go_to_the_higher_priority_type():
     py.event("train", 0, 100 * US, _r=1, step_num=1)
     py.event("work:MatMul", 10 * US, 50 * US)
     py.event("IteratorGetNextAsOptional", 30 * US, 50 * US)  # overlaps the MatMul
-    a = analyze_steps(compute_host_op_stats(space.capture()).step_db, "CPU_ONLY")
+    a = analyze_steps(compute_host_op_stats(space.capture(), {}).step_db, "CPU_ONLY")
     step = a.steps.iloc[0]
     assert step["input"] == pytest.approx(0.050)
     assert step["host_compute"] == pytest.approx(0.020)
@@ -241,8 +242,8 @@ def test_step_intersection_aligns_hosts_by_overlap():
 
 
 def test_combined_hosts_sum_cores_and_renumber_steps():
-    a = compute_host_op_stats(_two_step_capture())
-    b = compute_host_op_stats(_two_step_capture())
+    a = compute_host_op_stats(_two_step_capture(), {})
+    b = compute_host_op_stats(_two_step_capture(), {})
     run = combine_op_stats([a, b])
     assert run.step_db.step_numbers == [0, 1]
     assert sorted(set(run.step_db.steps["core"])) == [1, 1001]
@@ -261,7 +262,7 @@ def test_gpu_kernels_join_the_launching_step_and_derive_the_steps_line():
         py.event("train", start, 500 * US, _r=1, step_num=k)
         py.event("cudaLaunchKernel", start + 10 * US, 5 * US, correlation_id=100 + k)
         gpu.event("volta_sgemm", start + 100 * US, 300 * US, correlation_id=100 + k)
-    stats = compute_host_op_stats(space.capture())
+    stats = compute_host_op_stats(space.capture(), {})
     steps = stats.step_db.steps
     assert list(steps["name"]) == ["", ""]  # device steps: XProf does not name them
     # With a device, only device step events count: the step is the kernels' span.
@@ -299,7 +300,8 @@ def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launch
     stream.event("gemm", 20 * US, 30 * US, hlo_op="while::dot.2", program_id=7, correlation_id=3)
     stream.event("other_kernel", 60 * US, 5 * US, hlo_op="not_in_module", program_id=7, correlation_id=4)
     stream.event("fusion_again", 70 * US, 5 * US, hlo_op="fusion.1", program_id=7, correlation_id=5)
-    db = compute_host_op_stats(space.capture()).device_db
+    capture = space.capture()
+    db = compute_host_op_stats(capture, hlo_modules(capture)).device_db
     fusion = _op(db, "fusion.1")
     # Two consecutive launches are one execution; the later launch is another.
     assert fusion["occurrences"] == 2 and fusion["time_ps"] == 20 * US
@@ -316,7 +318,7 @@ def test_captures_without_events_give_empty_results(planes):
     space = SpaceBuilder()
     for i, name in enumerate(planes):
         space.plane(name, plane_id=i)
-    stats = compute_host_op_stats(space.capture())
+    stats = compute_host_op_stats(space.capture(), {})
     assert len(stats.step_db) == 0
     assert stats.host_db.total_op_time_ps == 0 and stats.device_db.total_op_time_ps == 0
     a = analyze_steps(stats.step_db, stats.environment.hardware_type, stats.host_db)
@@ -326,7 +328,7 @@ def test_captures_without_events_give_empty_results(planes):
 def test_host_result_pickles():
     import pickle
 
-    stats = compute_host_op_stats(_two_step_capture())
+    stats = compute_host_op_stats(_two_step_capture(), {})
     copy = pickle.loads(pickle.dumps(stats))
     assert copy.step_db.step_numbers == stats.step_db.step_numbers
     assert copy.host_db.metrics.equals(stats.host_db.metrics)
@@ -344,7 +346,7 @@ def test_tf_stats_tensorcore_utilization_is_the_share_of_an_ops_kernel_time_on_t
     stream.event("volta_h884gemm", 0, 300 * US, tf_op="d/MatMul:MatMul", kernel_details="regs:8")
     stream.event("sgemm", 400 * US, 100 * US, tf_op="d/MatMul:MatMul", kernel_details="regs:8")
     stream.event("relu_kernel", 600 * US, 50 * US, tf_op="d/Relu:Relu", kernel_details="regs:8")
-    run = combine_op_stats([compute_host_op_stats(space.capture())])
+    run = combine_op_stats([compute_host_op_stats(space.capture(), {})])
     table = framework_op_stats_table(run, exclude_idle=True).set_index("operation")
     assert table.loc["d/MatMul", "gpu_tensorcore_utilization"] == pytest.approx(0.75)
     assert table.loc["d/Relu", "gpu_tensorcore_utilization"] == 0.0

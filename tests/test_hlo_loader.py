@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from reportgen.loaders.hlo import (
-    hlo_modules,
-    instruction_provenance,
-    module_display_name,
-    program_key,
-    sorted_module_names,
-)
+from reportgen.core.hlo.model import instruction_provenance, module_display_name, program_key, sorted_module_names
+from reportgen.loaders.hlo import hlo_modules
 from tests.hlo_builder import sample_module
 from tests.memory_xspace import SpaceBuilder
 
@@ -31,7 +26,7 @@ def test_modules_are_keyed_by_the_program_id_in_their_name():
     assert list(modules) == [77]
     module = modules[77]
     assert module.name == "jit_a" and module.display_name == "jit_a(77)"
-    assert module.proto.buffer_assignment.heap_simulator_traces[0].events[0].buffer_id == 11
+    assert module.hlo.buffer_assignment.heap_simulator_traces[0].events[0].buffer_id == 11
 
 
 def test_legacy_stat_name_is_accepted():

@@ -24,7 +24,7 @@ from tests.xspace_maker import XSpaceMaker
 
 
 def host_db(space: XSpaceMaker):
-    return compute_host_op_stats(space.decode()).host_db
+    return compute_host_op_stats(space.decode(), {}).host_db
 
 
 def ops_by_name(db) -> pd.DataFrame:

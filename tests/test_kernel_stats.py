@@ -14,6 +14,7 @@ import pytest
 
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import parse_tf_op_fullname
+from reportgen.core.hlo.model import HloModule
 from reportgen.core.ops.kernel_reports import (
     LaunchParams,
     combine_host_reports,
@@ -23,7 +24,7 @@ from reportgen.core.ops.kernel_reports import (
     kernel_stats_table,
     parse_kernel_details,
 )
-from reportgen.loaders.hlo import HloModule
+from reportgen.loaders.hlo import plain_hlo
 from reportgen.loaders.proto import hlo_pb2
 from reportgen.loaders.xspace import decode_xspace
 from tests.gpu_xspace import GpuSpace, Ref
@@ -214,7 +215,7 @@ def test_xla_kernels_take_their_op_from_hlo_metadata():
         instruction = computation.instructions.add()
         instruction.name = name
         instruction.metadata.op_name = op_name
-    rows = rows_by_name(table_of(space, modules={7: HloModule(7, "jit_f", proto)}))
+    rows = rows_by_name(table_of(space, modules={7: HloModule(7, "jit_f", plain_hlo(proto))}))
     assert rows["fusion_kernel"]["op_name"] == "jit(f)/dot_general:"
     assert rows["fusion_kernel"]["is_op_tensor_core_eligible"]
     # The HLO op name replaces the tf_op one; eligibility from the tf_op stays.

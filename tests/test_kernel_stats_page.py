@@ -10,7 +10,7 @@ import pytest
 
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.build import BuildOptions, build_site
-from reportgen.sections.base import HostContext
+from reportgen.pipeline.host_stage import host_context
 from reportgen.sections.kernel_stats import XPROF_COLUMNS, KernelStatsSection, compact_kernel_name
 from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, ORACLE, host_files, needs_shared
@@ -74,7 +74,7 @@ def test_tpu_and_cpu_hosts_have_no_kernel_stats():
     for run in ("tpu_inference_2", "tf_keras_fast"):
         path = host_files(run)[0]
         capture = decode_xspace(str(path), path.read_bytes())
-        assert section.host_part(HostContext(run, capture.host, capture, "")) is None
+        assert section.host_part(host_context(run, capture, "")) is None
 
 
 def test_capture_text_is_escaped_and_single_host_has_no_selector(tmp_path):

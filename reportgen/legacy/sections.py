@@ -15,6 +15,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from reportgen.core.hlo.model import HloModule
 from reportgen.core.tools.memory_viewer import memory_colors, memory_space_view
 from reportgen.legacy.tool_files import (
     CATEGORY_KEYS,
@@ -29,7 +30,6 @@ from reportgen.legacy.tool_files import (
     LegacyTfStats,
     LegacyTimeline,
 )
-from reportgen.loaders.hlo import HloModule
 from reportgen.sections.base import RunContext, Section
 from reportgen.sections.memory_viewer import HostMemoryViewer, ModuleViews
 from reportgen.sections.vega import vega_spec
@@ -369,8 +369,8 @@ SINGLE_ALLOCATION_CHECK = "single buffer allocation"
 
 def legacy_memory_viewer(m: LegacyMemoryViewer) -> HostMemoryViewer:
     """The memory viewer's per-host part for a Cloud TPU memory_viewer.json."""
-    name = m.proto.hlo_module.name or m.source.removesuffix(".memory_viewer.json")
-    module = HloModule(program_id=0, name=name, proto=m.proto)
+    name = m.hlo.hlo_module.name or m.source.removesuffix(".memory_viewer.json")
+    module = HloModule(program_id=0, name=name, hlo=m.hlo)
     note = MEMORY_VIEWER_NOTE.format(source=m.source)
     views = []
     for space in memory_colors(module):

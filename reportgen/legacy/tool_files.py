@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from google.protobuf import json_format
 
+from reportgen.core.hlo.model import HloProto
 from reportgen.errors import CaptureError
 from reportgen.legacy.chrome_trace import (
     CHROME_JSON_SUFFIXES,
@@ -43,6 +44,7 @@ from reportgen.legacy.chrome_trace import (
     is_trace_source,
     parse_chrome_trace,
 )
+from reportgen.loaders.hlo import plain_hlo
 from reportgen.loaders.proto import hlo_pb2
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 
@@ -174,7 +176,7 @@ class LegacyTimeline:
 @dataclass
 class LegacyMemoryViewer:
     source: str
-    proto: hlo_pb2.HloProto = field(repr=False)  # module and buffer assignment, ids resolved by name
+    hlo: HloProto = field(repr=False)  # module and buffer assignment, ids resolved by name
 
 
 @dataclass
@@ -688,7 +690,7 @@ def memory_viewer_from_json(name: str, data: bytes) -> LegacyMemoryViewer:
         located = buffer.defined_at
         if located.instruction_name in by_name:
             located.instruction_id = by_name[located.instruction_name]
-    return LegacyMemoryViewer(source=name, proto=proto)
+    return LegacyMemoryViewer(source=name, hlo=plain_hlo(proto))
 
 
 DECODERS = {

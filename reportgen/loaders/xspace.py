@@ -24,6 +24,7 @@ from reportgen.capture import NO_STRING, HostCapture, StatTable
 from reportgen.errors import CaptureError
 from reportgen.loaders import wire
 from reportgen.loaders.proto import xplane_pb2
+from reportgen.loaders.stat_protos import decode_stat_protos
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -249,7 +250,7 @@ def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, 
         md_rows, columns=["plane", "id", "name", "display_name", "name_id", "display_name_id", "child_ids"]
     )
     stat_metadata = pd.DataFrame(smd_rows, columns=["plane", "id", "name"])
-    return HostCapture(
+    capture = HostCapture(
         path=path,
         host=host,
         size_bytes=len(data),
@@ -267,3 +268,5 @@ def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, 
         strings=intern.values,
         _string_index=intern.index,
     )
+    capture.proto_stats = decode_stat_protos(capture)
+    return capture

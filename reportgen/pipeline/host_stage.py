@@ -22,12 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
+from reportgen.capture import HostCapture
+from reportgen.core.host import HostContext
 from reportgen.errors import CaptureError
 from reportgen.legacy.host_stage import process_legacy_host
+from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.logdir import HostFile, read_file
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.timings import peak_rss_bytes
-from reportgen.sections.base import HostContext, HostSummary
+from reportgen.sections.base import HostSummary
 from reportgen.sections.registry import SECTIONS
 
 CONTENT_HASH = "sha256"
@@ -166,6 +169,12 @@ def list_files(root: str) -> list[str]:
     return found
 
 
+def host_context(run: str, capture: HostCapture, out_dir: str, trace_format: str = "json") -> HostContext:
+    """What the sections see of a decoded host: the capture and its HLO modules, parsed once here."""
+    return HostContext(run=run, host=capture.host, capture=capture, site_dir=out_dir,
+                       hlo_modules=hlo_modules(capture), trace_format=trace_format)
+
+
 def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> HostOutcome:
     """Decode one host file and run every section's per-host stage.
 
@@ -213,11 +222,10 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
             outcome.content_hash = hashing.result()
             clock = timed("host.hash (beyond decode)", clock)
         del data
-        ctx = HostContext(run=task.run, host=host.host, capture=capture, site_dir=out_dir,
-                          trace_format=task.trace_format)
-        # The shared core (event table, step grouping, OpStats) that every
-        # tool reads: timed on its own so that it does not hide in the first
-        # section to ask for it.
+        ctx = host_context(task.run, capture, out_dir, task.trace_format)
+        # The shared core (HLO modules, event table, step grouping, OpStats)
+        # that every tool reads: timed on its own so that it does not hide in
+        # the first section to ask for it.
         ctx.op_stats  # noqa: B018
         clock = timed("host.core", clock)
         outcome.summary = summarize_host(ctx, shown)

@@ -7,20 +7,19 @@ for a convolution its window and the meaning of each output dimension; and,
 for a fusion, the instructions inside it (parameters and tuples left out, as
 XProf does), recursively.
 
-    index = HloOpIndex(loaders.hlo.hlo_modules(capture))
+    index = HloOpIndex(modules)                  # a host's HLO modules (reportgen.core.hlo.model)
     op = index.find(program_id, "fusion.3")      # None when not in any module
 
 Instructions are described only when asked for, so a module with many
-thousands of instructions costs only its parse.
+thousands of instructions costs only its conversion.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reportgen.core.hlo.model import HloComputationProto, HloInstructionProto, HloModule
 from reportgen.core.hlo.text import PhysicalDim, instruction_text, physical_dims, shape_text, window_text
-from reportgen.loaders.hlo import HloModule
-from reportgen.loaders.proto import hlo_pb2
 
 U64 = 1 << 64
 
@@ -36,14 +35,14 @@ xor""".split())
 _SKIPPED_CHILDREN = {"parameter", "tuple"}
 
 
-def hlo_category(instr: hlo_pb2.HloInstructionProto) -> str:
+def hlo_category(instr: HloInstructionProto) -> str:
     """XProf's category of an HLO instruction (its ToCategory)."""
     op = instr.opcode
     if op in _DATA_FORMATTING:
         return "data formatting"
     if op == "fusion":
         return _FUSION_CATEGORIES.get(instr.fusion_kind, "fusion")
-    if op == "convolution" and instr.HasField("window"):
+    if op == "convolution" and instr.window is not None:
         dims = instr.window.dimensions
         if any(d.base_dilation > 1 for d in dims):
             return "convolution base-dilated"
@@ -54,7 +53,7 @@ def hlo_category(instr: hlo_pb2.HloInstructionProto) -> str:
     return op
 
 
-def _convolution_semantics(instr: hlo_pb2.HloInstructionProto, dims: list[PhysicalDim]) -> None:
+def _convolution_semantics(instr: HloInstructionProto, dims: list[PhysicalDim]) -> None:
     numbers = instr.convolution_dimension_numbers
     role = {numbers.output_batch_dimension: "batch", numbers.output_feature_dimension: "feature"}
     role.update({d: "spatial" for d in numbers.output_spatial_dimensions})
@@ -86,10 +85,10 @@ class HloOp:
 
 class _Module:
     def __init__(self, module: HloModule):
-        proto = module.proto.hlo_module
-        self.instructions: dict[int, hlo_pb2.HloInstructionProto] = {}
-        self.by_name: dict[str, hlo_pb2.HloInstructionProto] = {}
-        self.computations: dict[int, hlo_pb2.HloComputationProto] = {}
+        proto = module.hlo.hlo_module
+        self.instructions: dict[int, HloInstructionProto] = {}
+        self.by_name: dict[str, HloInstructionProto] = {}
+        self.computations: dict[int, HloComputationProto] = {}
         self.computation_names: dict[int, str] = {}
         for computation in proto.computations:
             self.computations[computation.id] = computation
@@ -98,10 +97,10 @@ class _Module:
                 self.instructions[instr.id] = instr
                 self.by_name.setdefault(instr.name, instr)
 
-    def describe(self, instr: hlo_pb2.HloInstructionProto, depth: int = 0) -> HloOp:
+    def describe(self, instr: HloInstructionProto, depth: int = 0) -> HloOp:
         meta = instr.metadata
         layout = physical_dims(instr.shape)
-        if instr.opcode == "convolution" and instr.HasField("convolution_dimension_numbers"):
+        if instr.opcode == "convolution" and instr.convolution_dimension_numbers is not None:
             _convolution_semantics(instr, layout)
         fused: list[HloOp] = []
         if instr.opcode == "fusion" and instr.called_computation_ids and depth < 16:
@@ -120,7 +119,7 @@ class _Module:
             source_line=int(meta.source_line),
             shape=shape_text(instr.shape),
             layout=layout,
-            window=window_text(instr.window) if instr.HasField("window") else "",
+            window=window_text(instr.window) if instr.window is not None else "",
             fused=fused,
         )
 

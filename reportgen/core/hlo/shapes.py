@@ -6,9 +6,7 @@ Only what profiler tools show: the human-readable shape with its layout
 
 from __future__ import annotations
 
-from reportgen.loaders.proto import hlo_pb2
-
-PrimitiveType = hlo_pb2.PrimitiveType
+from reportgen.core.hlo.model import LayoutProto, PrimitiveType, ShapeProto
 
 # Bit width of each array element type (XLA primitive_util::BitWidth).
 _BIT_WIDTH = {
@@ -39,16 +37,16 @@ def type_name(element_type: int) -> str:
     if element_type == PrimitiveType.OPAQUE_TYPE:
         return "opaque"
     try:
-        return PrimitiveType.Name(element_type).lower()
+        return PrimitiveType(element_type).name.lower()
     except ValueError:
         return "invalid"
 
 
-def _is_array(shape: hlo_pb2.ShapeProto) -> bool:
+def _is_array(shape: ShapeProto) -> bool:
     return shape.element_type in _BIT_WIDTH
 
 
-def _dims_text(shape: hlo_pb2.ShapeProto) -> str:
+def _dims_text(shape: ShapeProto) -> str:
     dynamic = list(shape.is_dynamic_dimension)
     parts = []
     for i, d in enumerate(shape.dimensions):
@@ -61,7 +59,7 @@ def _dims_text(shape: hlo_pb2.ShapeProto) -> str:
     return ",".join(parts)
 
 
-def layout_text(layout: hlo_pb2.LayoutProto) -> str:
+def layout_text(layout: LayoutProto) -> str:
     """XLA `Layout::ToString`: `{1,0:T(8,128)(2,1)S(1)}`."""
     extras = []
     if layout.tiles:
@@ -84,7 +82,7 @@ def layout_text(layout: hlo_pb2.LayoutProto) -> str:
         extras.append(
             "SC" + "".join(f"({s.dimension}:{','.join(map(str, s.split_indices))})" for s in layout.split_configs)
         )
-    if layout.HasField("physical_shape"):
+    if layout.physical_shape is not None:
         extras.append(f"P({shape_text(layout.physical_shape)})")
     if layout.dynamic_shape_metadata_prefix_bytes > 0:
         extras.append(f"M({layout.dynamic_shape_metadata_prefix_bytes})")
@@ -92,7 +90,7 @@ def layout_text(layout: hlo_pb2.LayoutProto) -> str:
     return "{" + body + (":" + "".join(extras) if extras else "") + "}"
 
 
-def shape_text(shape: hlo_pb2.ShapeProto) -> str:
+def shape_text(shape: ShapeProto) -> str:
     """`ShapeUtil::HumanStringWithLayout`: e.g. `(f32[2]{0}, s32[])`."""
     if shape.element_type == PrimitiveType.TUPLE:
         parts = []
@@ -103,7 +101,7 @@ def shape_text(shape: hlo_pb2.ShapeProto) -> str:
             parts.append(text)
         return "(" + ", ".join(parts) + ")"
     result = f"{type_name(shape.element_type)}[{_dims_text(shape)}]"
-    if not _is_array(shape) or not shape.HasField("layout"):
+    if not _is_array(shape) or shape.layout is None:
         return result
     layout = layout_text(shape.layout)
     if len(shape.dimensions) == 0 and layout == "{}":
@@ -111,7 +109,7 @@ def shape_text(shape: hlo_pb2.ShapeProto) -> str:
     return result + layout
 
 
-def unpadded_byte_size(shape: hlo_pb2.ShapeProto, pointer_size: int = 8) -> int:
+def unpadded_byte_size(shape: ShapeProto, pointer_size: int = 8) -> int:
     """`ShapeUtil::ByteSizeOf` under the default layout (no tiling, no padding).
 
     Tuples count one pointer per element; tokens are empty; opaque values
@@ -133,7 +131,7 @@ def unpadded_byte_size(shape: hlo_pb2.ShapeProto, pointer_size: int = 8) -> int:
     return count * max(bits // 8, 1) if bits >= 8 else count * 1
 
 
-def subshape(shape: hlo_pb2.ShapeProto, shape_index) -> hlo_pb2.ShapeProto:
+def subshape(shape: ShapeProto, shape_index) -> ShapeProto:
     """The shape a logical buffer describes: XProf takes the tuple element named
     by the *last* index only (kept for parity with XProf)."""
     if len(shape_index):

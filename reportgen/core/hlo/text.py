@@ -2,7 +2,7 @@
 
 The op profile shows an op's HLO expression. For ops on a device op line the
 capture carries it (the event metadata's name); for the instructions inside
-a fusion it does not, so it is printed here from the HLO proto. The format
+a fusion it does not, so it is printed here from the module's instructions. The format
 follows XLA's default print options without metadata: result shape with
 layout, operand shapes and names, and the attributes most ops carry
 (dimensions, windows, dot and convolution dimension numbers, called
@@ -20,12 +20,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.loaders.proto import hlo_pb2
+from reportgen.core.hlo.model import (
+    ConvolutionDimensionNumbers,
+    HloInstructionProto,
+    LiteralProto,
+    PrimitiveType,
+    ShapeProto,
+    Window,
+)
 
-_TYPE_NAMES = {v: k.lower() for k, v in hlo_pb2.PrimitiveType.items()}
-_TYPE_NAMES[hlo_pb2.PrimitiveType.Value("OPAQUE_TYPE")] = "opaque"
-TUPLE = hlo_pb2.PrimitiveType.Value("TUPLE")
-TOKEN = hlo_pb2.PrimitiveType.Value("TOKEN")
+_TYPE_NAMES = {int(t): t.name.lower() for t in PrimitiveType}
+_TYPE_NAMES[PrimitiveType.OPAQUE_TYPE] = "opaque"
+TUPLE = PrimitiveType.TUPLE
+TOKEN = PrimitiveType.TOKEN
 # XLA prints constants with at most this many elements; larger ones as `{...}`.
 MAX_PRINTED_CONSTANT_ELEMENTS = 10
 
@@ -34,8 +41,8 @@ def element_type_name(element_type: int) -> str:
     return _TYPE_NAMES.get(element_type, "invalid")
 
 
-def _layout_text(shape: hlo_pb2.ShapeProto) -> str:
-    if not shape.HasField("layout"):
+def _layout_text(shape: ShapeProto) -> str:
+    if shape.layout is None:
         return ""
     layout = shape.layout
     extras = "".join("T(" + ",".join(str(d) for d in tile.dimensions) + ")" for tile in layout.tiles)
@@ -49,7 +56,7 @@ def _layout_text(shape: hlo_pb2.ShapeProto) -> str:
     return "{" + minor_to_major + (":" + extras if extras else "") + "}"
 
 
-def shape_text(shape: hlo_pb2.ShapeProto) -> str:
+def shape_text(shape: ShapeProto) -> str:
     """`f32[5,1024]{1,0:T(8,128)}`; tuples as `(a, b)`."""
     if shape.element_type == TUPLE:
         return "(" + ", ".join(shape_text(s) for s in shape.tuple_shapes) + ")"
@@ -77,7 +84,7 @@ def _float_text(value: float, single: bool) -> str:
     return repr(value)
 
 
-def _literal_values(literal: hlo_pb2.LiteralProto) -> list[str] | None:
+def _literal_values(literal: LiteralProto) -> list[str] | None:
     """The literal's elements as text in row-major order, or None when not readable."""
     element_type = literal.shape.element_type
     name = element_type_name(element_type)
@@ -117,7 +124,7 @@ def _nest(values: list[str], dims: list[int]) -> str:
     return "{ " + ", ".join(parts) + " }"
 
 
-def literal_text(literal: hlo_pb2.LiteralProto) -> str:
+def literal_text(literal: LiteralProto) -> str:
     shape = literal.shape
     if shape.element_type == TUPLE or math.prod(shape.dimensions) > MAX_PRINTED_CONSTANT_ELEMENTS:
         return "{...}"
@@ -132,7 +139,7 @@ def _dims(values) -> str:
     return "{" + ",".join(str(v) for v in values) + "}"
 
 
-def window_text(window: hlo_pb2.Window) -> str:
+def window_text(window: Window) -> str:
     """`size=3x3 stride=2x2 pad=1_1x1_1 …` as XLA prints a window (without braces)."""
     dims = window.dimensions
     if not dims:
@@ -151,7 +158,7 @@ def window_text(window: hlo_pb2.Window) -> str:
     return " ".join(parts)
 
 
-def dim_labels(numbers: hlo_pb2.ConvolutionDimensionNumbers) -> str:
+def dim_labels(numbers: ConvolutionDimensionNumbers) -> str:
     """XLA's `dim_labels=b01f_01io->b01f` for a convolution."""
 
     def labels(rank: int, first: tuple[int, str], second: tuple[int, str], spatial) -> str:
@@ -180,7 +187,7 @@ _TO_APPLY = {"reduce", "reduce-window", "all-reduce", "all-reduce-start", "reduc
              "select-and-scatter", "sort", "call"}
 
 
-def _attributes(instr: hlo_pb2.HloInstructionProto, computation_names: dict[int, str]) -> list[str]:
+def _attributes(instr: HloInstructionProto, computation_names: dict[int, str]) -> list[str]:
     op = instr.opcode
     attrs: list[str] = []
     called = [f"%{computation_names.get(c, c)}" for c in instr.called_computation_ids]
@@ -190,15 +197,15 @@ def _attributes(instr: hlo_pb2.HloInstructionProto, computation_names: dict[int,
         attrs.append(f"iota_dimension={instr.dimensions[0]}")
     elif op in _DIMENSIONS_ALWAYS or (instr.dimensions and op not in ("fusion", "custom-call")):
         attrs.append(f"dimensions={_dims(instr.dimensions)}")
-    if instr.HasField("window") and instr.window.dimensions:
+    if instr.window is not None and instr.window.dimensions:
         attrs.append("window={" + window_text(instr.window) + "}")
-    if op == "convolution" and instr.HasField("convolution_dimension_numbers"):
+    if op == "convolution" and instr.convolution_dimension_numbers is not None:
         attrs.append("dim_labels=" + dim_labels(instr.convolution_dimension_numbers))
     if instr.feature_group_count > 1:
         attrs.append(f"feature_group_count={instr.feature_group_count}")
     if instr.batch_group_count > 1:
         attrs.append(f"batch_group_count={instr.batch_group_count}")
-    if op == "dot" and instr.HasField("dot_dimension_numbers"):
+    if op == "dot" and instr.dot_dimension_numbers is not None:
         dnums = instr.dot_dimension_numbers
         for label, values in (("lhs_batch_dims", dnums.lhs_batch_dimensions),
                               ("lhs_contracting_dims", dnums.lhs_contracting_dimensions),
@@ -225,14 +232,14 @@ def _attributes(instr: hlo_pb2.HloInstructionProto, computation_names: dict[int,
     return attrs
 
 
-def instruction_text(instr: hlo_pb2.HloInstructionProto, instructions: dict[int, hlo_pb2.HloInstructionProto],
+def instruction_text(instr: HloInstructionProto, instructions: dict[int, HloInstructionProto],
                      computation_names: dict[int, str]) -> str:
     """The instruction as XLA prints it; `instructions` maps ids to the operands' protos."""
     op = instr.opcode
     if op == "parameter":
         operands = str(instr.parameter_number)
     elif op == "constant":
-        operands = literal_text(instr.literal) if instr.HasField("literal") else "{...}"
+        operands = literal_text(instr.literal) if instr.literal is not None else "{...}"
     else:
         parts = []
         for operand_id in instr.operand_ids:
@@ -258,9 +265,9 @@ class PhysicalDim:
         return -(-self.size // self.alignment) * self.alignment if self.alignment > 1 else self.size
 
 
-def physical_dims(shape: hlo_pb2.ShapeProto) -> list[PhysicalDim]:
+def physical_dims(shape: ShapeProto) -> list[PhysicalDim]:
     """Array dimensions major to minor with the first tile's padding (XLA tiles the most minor dimensions)."""
-    if shape.element_type in (TUPLE, TOKEN) or not shape.HasField("layout"):
+    if shape.element_type in (TUPLE, TOKEN) or shape.layout is None:
         return []
     rank = len(shape.dimensions)
     order = list(shape.layout.minor_to_major)[::-1] if len(shape.layout.minor_to_major) == rank else list(range(rank))

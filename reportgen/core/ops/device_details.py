@@ -23,17 +23,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from google.protobuf.message import DecodeError
 
 from reportgen.capture import KIND_BYTES, NO_STRING, HostCapture
 from reportgen.core.events import schema
 from reportgen.core.events.table import EventTable
+from reportgen.core.hlo.model import HloModule
 from reportgen.core.hlo.ops import HloOp, HloOpIndex
 from reportgen.core.ops.op_metrics import IDLE, OpMetricsDb
 from reportgen.core.ops.perf_env import plane_stats
 from reportgen.core.steps.events import device_timespans
-from reportgen.loaders.hlo import hlo_modules
-from reportgen.loaders.proto import op_stats_pb2
 
 KEY = ["hlo_module_id", "name"]
 OP_COLUMNS = [*KEY, "normalized_time_ps", "dma_stall_ps", "deduplicated_name", "source_file", "source_line",
@@ -66,15 +64,6 @@ class DeviceOpDetails:
     # TPU memory layout flags of the first TPU plane (XProf's PerfEnv has_merged_vmem / has_megacore).
     has_merged_vmem: bool = False
     has_megacore: bool = False
-
-
-def _breakdown_rows(raw: bytes) -> list[tuple[int, int, int]]:
-    """(memory space, operation type, bytes) of a serialized MemoryAccessBreakdown."""
-    try:
-        breakdown = op_stats_pb2.MemoryAccessBreakdown.FromString(raw)
-    except DecodeError:
-        return []
-    return [(m.memory_space, m.operation_type, m.bytes_accessed) for m in breakdown.memory_accessed]
 
 
 def _split_source(text: str) -> tuple[str, int]:
@@ -146,9 +135,9 @@ def _tpu_details(table: EventTable) -> tuple[pd.DataFrame, pd.DataFrame]:
     per_md = events.groupby([*KEY, "md"], sort=False)["occ"].sum().reset_index()
     rows = []
     for md in np.unique(per_md["md"]):
-        sid = raw_ids[md]
-        raw = strings[sid] if sid != NO_STRING else b""
-        for space, op_type, nbytes in _breakdown_rows(raw) if isinstance(raw, bytes) else []:
+        # (memory space, operation type, bytes) tuples, decoded by the loader (loaders/stat_protos.py).
+        breakdown_rows = table.capture.proto_stats.get(("memory_access_breakdown", int(raw_ids[md])), [])
+        for space, op_type, nbytes in breakdown_rows:
             rows.append((md, space, op_type, nbytes))
     if not rows:
         return ops, empty_memory()
@@ -175,10 +164,10 @@ def _gpu_details(device_db: OpMetricsDb, index: HloOpIndex) -> pd.DataFrame:
 
 
 def device_op_details(capture: HostCapture, device_db: OpMetricsDb, is_tpu: bool,
-                      table: EventTable | None = None) -> DeviceOpDetails:
-    """The details of one host's device ops (`device_db`: that host's device op DB; `table`: the
-    capture's shared event columns, when the caller has them)."""
-    index = HloOpIndex(hlo_modules(capture))
+                      modules: dict[int, HloModule], table: EventTable | None = None) -> DeviceOpDetails:
+    """The details of one host's device ops (`device_db`: that host's device op DB; `modules`: its
+    HLO modules; `table`: the capture's shared event columns, when the caller has them)."""
+    index = HloOpIndex(modules)
     if is_tpu:
         ops, memory = _tpu_details(table if table is not None else EventTable(capture))
     else:

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from google.protobuf.message import DecodeError
 
 from reportgen.capture import NO_STRING
 from reportgen.core.events import schema
@@ -26,10 +25,9 @@ from reportgen.core.events.grouping import Grouping
 from reportgen.core.events.nesting import line_parents, self_times
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import parse_tf_op_fullname
+from reportgen.core.hlo.model import HloInstructionProto, HloModule, instruction_provenance, program_key
 from reportgen.core.ops.op_metrics import OpMetricsDb, combine_dbs, metrics_frame, with_idle
 from reportgen.core.steps.events import device_timespans
-from reportgen.loaders.hlo import HloModule, instruction_provenance, program_key
-from reportgen.loaders.proto import hlo_pb2, op_stats_pb2
 
 
 def _plane_id(table: EventTable, plane: int) -> int:
@@ -47,7 +45,7 @@ popcnt power real reduce-precision remainder round-nearest-afz round-nearest-eve
 shift-right-arithmetic shift-right-logical sign sine sqrt subtract tan tanh xor""".split())
 
 
-def hlo_category(instruction: hlo_pb2.HloInstructionProto) -> str:
+def hlo_category(instruction: HloInstructionProto) -> str:
     """XProf's op category of an HLO instruction (op_stats.md §2.2; dilated
     convolutions are not told apart)."""
     opcode = instruction.opcode
@@ -274,19 +272,12 @@ def tpu_plane_op_metrics(table: EventTable, plane: int) -> OpMetricsDb:
 
 
 def core_details(table: EventTable, plane: int) -> dict | None:
-    """The plane's `core_details` stat (a serialized CoreDetails) as a dict, or None."""
+    """The plane's `core_details` stat (a CoreDetails, decoded by the loader) as a dict, or None."""
     stats = table.capture.stat_rows(table.capture.plane_stats, "core_details")
     sel = np.flatnonzero(stats.owner == plane)
     if len(sel) == 0:
         return None
-    raw = table.capture.string(int(stats.str_id[sel[0]]))
-    if not isinstance(raw, bytes):
-        return None
-    try:
-        details = op_stats_pb2.CoreDetails.FromString(raw)
-    except DecodeError:
-        return None
-    return {f.name: getattr(details, f.name) for f in details.DESCRIPTOR.fields}
+    return table.capture.proto_stats.get(("core_details", int(stats.str_id[sel[0]])))
 
 
 def _union_length(begin: np.ndarray, end: np.ndarray) -> int:

@@ -40,7 +40,7 @@ from reportgen.capture import KIND_REF, KIND_STR, NO_STRING
 from reportgen.core.events import schema
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import parse_tf_op_fullname
-from reportgen.loaders.hlo import HloModule, instruction_provenance, program_key
+from reportgen.core.hlo.model import HloModule, instruction_provenance, program_key
 
 MAX_KERNEL_REPORTS = 1000  # XProf's kMaxNumOfKernels
 

@@ -33,6 +33,7 @@ from reportgen.capture import HostCapture
 from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
+from reportgen.core.hlo.model import HloModule
 from reportgen.core.ops.device_ops import core_details, device_op_metrics_db
 from reportgen.core.ops.host_ops import host_op_metrics_db
 from reportgen.core.ops.kernel_reports import combine_host_reports, empty_reports, kernel_reports
@@ -42,7 +43,6 @@ from reportgen.core.ops.training import modules_show_training
 from reportgen.core.steps.events import device_step_events
 from reportgen.core.steps.step_db import StepDb, generic_step_db
 from reportgen.core.steps.tpu_steps import tpu_step_db
-from reportgen.loaders.hlo import HloModule, hlo_modules
 
 HARDWARE_RANK = {"UNKNOWN_HARDWARE": 0, "CPU_ONLY": 1, "GPU": 2, "TPU": 3}
 MAX_DEVICES_PER_HOST = 1000  # XProf's global core id = host id × 1000 + local core id
@@ -132,15 +132,13 @@ class RunOpStats(HostOpStats):
     hosts: list[str] = field(default_factory=list)
 
 
-def compute_host_op_stats(capture: HostCapture, table: EventTable | None = None, *,
-                          grouping: Grouping | None = None,
-                          modules: dict[int, HloModule] | None = None) -> HostOpStats:
-    """The host's OpStats. `table`, `grouping` and `modules` are the capture's event
-    table, its grouping and its HLO modules, when the caller already has them
+def compute_host_op_stats(capture: HostCapture, modules: dict[int, HloModule], table: EventTable | None = None, *,
+                          grouping: Grouping | None = None) -> HostOpStats:
+    """The host's OpStats. `modules` are the capture's HLO modules (`loaders.hlo.hlo_modules`);
+    `table` and `grouping` its event table and grouping, when the caller already has them
     (`HostContext` shares them between sections)."""
     table = table if table is not None else EventTable(capture)
     grouping = grouping if grouping is not None else group_events(table)
-    modules = modules if modules is not None else hlo_modules(capture)
     host_db = host_op_metrics_db(table, grouping.is_eager)
     device_db, device_planes, is_tpu = device_op_metrics_db(table, grouping, modules)
     if is_tpu:

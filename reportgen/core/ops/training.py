@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from reportgen.core.events.tf_op import JAX_OP_TYPE_RE, TF_OP_NAME_RE, TF_OP_TYPE_RE, name_scopes
 
 if TYPE_CHECKING:
-    from reportgen.loaders.hlo import HloModule
+    from reportgen.core.hlo.model import HloModule
 
 
 def _tf_gradients(op_name: str) -> bool:
@@ -49,7 +49,6 @@ def modules_show_training(modules: Mapping[int, HloModule]) -> bool:
     return is_training(
         (instruction.metadata.op_name, instruction.metadata.op_type)
         for module in modules.values()
-        for computation in module.proto.hlo_module.computations
+        for computation in module.hlo.hlo_module.computations
         for instruction in computation.instructions
-        if instruction.HasField("metadata")
     )

@@ -19,17 +19,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from reportgen.core.hlo.model import (
+    ALLOC,
+    FREE,
+    SHARE_WITH,
+    HloInstructionProto,
+    HloModule,
+    HloProto,
+    ShapeProto,
+    StackFrameIndexProto,
+)
 from reportgen.core.hlo.shapes import shape_text, subshape, unpadded_byte_size
-from reportgen.loaders.hlo import HloModule
-from reportgen.loaders.proto import hlo_pb2
 
 SMALL_BUFFER_BYTES = 16 * 1024
 MIB = float(1 << 20)
-ALLOC, FREE, SHARE_WITH = (
-    hlo_pb2.HeapSimulatorTrace.Event.ALLOC,
-    hlo_pb2.HeapSimulatorTrace.Event.FREE,
-    hlo_pb2.HeapSimulatorTrace.Event.SHARE_WITH,
-)
 
 
 class HeapSimulationError(ValueError):
@@ -82,8 +85,8 @@ class LogicalBuffer:
     shape_index: tuple[int, ...]
     allocation: Allocation
     offset: int
-    instruction: hlo_pb2.HloInstructionProto = field(repr=False)
-    shape: hlo_pb2.ShapeProto = field(repr=False)
+    instruction: HloInstructionProto = field(repr=False)
+    shape: ShapeProto = field(repr=False)
     unpadded_size: int = 0
 
     @property
@@ -221,7 +224,7 @@ BUFFER_COLUMNS = [
 ]
 
 
-# --- indexing the proto ---------------------------------------------------------------
+# --- indexing the module ---------------------------------------------------------------
 
 
 @dataclass
@@ -229,10 +232,10 @@ class _Index:
     allocations: dict[int, Allocation]  # by allocation index, ascending (XProf's iteration order)
     buffers: dict[int, LogicalBuffer]
     traces: list
-    stack_frames: hlo_pb2.StackFrameIndexProto
+    stack_frames: StackFrameIndexProto
 
 
-def _index(proto: hlo_pb2.HloProto) -> _Index:
+def _index(proto: HloProto) -> _Index:
     instructions = {}
     for computation in proto.hlo_module.computations:
         for instruction in computation.instructions:
@@ -404,7 +407,7 @@ def _simulate(index: _Index, trace_id: int, single_allocation: bool = True) -> _
 # --- the peak snapshot ----------------------------------------------------------------
 
 
-def _source(instruction: hlo_pb2.HloInstructionProto, frames: hlo_pb2.StackFrameIndexProto) -> tuple[str, int, str]:
+def _source(instruction: HloInstructionProto, frames: StackFrameIndexProto) -> tuple[str, int, str]:
     lines = []
     frame_id = instruction.metadata.stack_frame_id
     seen = set()
@@ -491,7 +494,7 @@ def _allocation_summary(index: _Index, allocation: Allocation) -> dict:
 
 def memory_colors(module: HloModule) -> list[int]:
     """The memory spaces a module allocates in; 0 (default memory) always first."""
-    colors = {ba.color for ba in module.proto.buffer_assignment.buffer_allocations}
+    colors = {ba.color for ba in module.hlo.buffer_assignment.buffer_allocations}
     return [0, *sorted(colors - {0})]
 
 
@@ -502,7 +505,7 @@ def memory_space_view(module: HloModule, memory_space: int = 0, single_allocatio
     works out of one buffer allocation (the memory viewer of TensorBoard 1.x,
     which read Cloud TPU's memory_viewer.json files, had no such check).
     """
-    index = _index(module.proto)
+    index = _index(module.hlo)
     error = None
     try:
         sim = _simulate(index, _trace_for_color(index, memory_space), single_allocation)
@@ -542,8 +545,8 @@ def memory_space_view(module: HloModule, memory_space: int = 0, single_allocatio
 
     return MemorySpaceView(
         module=module.display_name,
-        module_name=module.proto.hlo_module.name,
-        entry_computation_name=module.proto.hlo_module.entry_computation_name,
+        module_name=module.hlo.hlo_module.name,
+        entry_computation_name=module.hlo.hlo_module.entry_computation_name,
         memory_space=memory_space,
         heap_bytes=np.asarray(sim.heap, dtype=np.int64),
         unpadded_heap_bytes=np.asarray(sim.unpadded, dtype=np.int64),

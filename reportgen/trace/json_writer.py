@@ -28,6 +28,7 @@ import orjson
 # it also has the crc32_combine that zlib's Python module lacks.
 from isal import isal_zlib as _deflate
 
+from reportgen.kernels import wait_for_precompile
 from reportgen.trace.json_kernel import write_events
 from reportgen.trace.tables import TraceTables
 
@@ -74,6 +75,8 @@ class KernelArgs:
     """The compiled writer's table arguments, built once per host."""
 
     def __init__(self, tables: TraceTables):
+        # On a machine's first build the writer may be compiling in another process.
+        wait_for_precompile()
         cap = tables.capture
         ev = cap.events
         pool, pool_off = tables.pool.json_fragments()

@@ -155,3 +155,23 @@ def test_run_names_never_collide(tmp_path, capsys):
         assert (out / run / "index.html").is_file()
     assert (out / "index.html").is_file()
     assert_links_resolve(out)
+
+
+def test_build_from_capture_files(tmp_path):
+    """One capture file, or several, without a logdir around them: a run named after their folder."""
+    out = tmp_path / "site"
+    fast = SAMPLE / "tf_keras_fast" / "vm.xplane.pb"
+    slow = SAMPLE / "tf_keras_input_bound" / "vm.xplane.pb"
+    assert cli.main(["build", str(fast), str(slow), "-o", str(out), "-q", "--jobs", "1"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["runs"]) == ["tf_keras_fast", "tf_keras_input_bound"]
+    assert summary["runs"]["tf_keras_fast"]["hosts"] == ["vm"]
+    assert_links_resolve(out)
+
+
+def test_build_from_a_file_that_is_no_capture_names_it(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    proc = reportgen("build", str(notes), "-o", str(tmp_path / "site"))
+    assert proc.returncode == 1
+    assert f"{notes}: not a capture file" in proc.stderr and "Traceback" not in proc.stderr

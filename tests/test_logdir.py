@@ -10,7 +10,7 @@ import fsspec
 import pytest
 
 from reportgen.errors import NoCapturesError
-from reportgen.loaders.logdir import discover, natural_key, read_file
+from reportgen.loaders.logdir import discover, merge_same_folder, natural_key, read_file
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.build import BuildOptions, build_site
 from tests.conftest import LOGDIR, needs_shared
@@ -98,8 +98,35 @@ def test_no_captures_says_where_it_looked(tmp_path):
     assert str(missing) in str(err.value)
 
     a_file = tmp_path / "plugins" / "profile" / "run" / "vm.notes.txt"
-    with pytest.raises(NoCapturesError, match="not a directory"):
+    with pytest.raises(NoCapturesError, match="not a capture file"):
         discover(str(a_file))
+
+
+def test_one_capture_file_is_a_run_named_after_its_folder(sample_logdir, tmp_path):
+    path = sample_logdir / "plugins" / "profile" / "tf_keras_fast" / "vm.xplane.pb"
+    (run,) = discover(str(path))
+    assert (run.name, [h.host for h in run.hosts], run.hosts[0].path) == ("tf_keras_fast", ["vm"], str(path))
+    assert run.hosts[0].size == path.stat().st_size
+    with pytest.raises(NoCapturesError, match="not among --runs"):
+        discover(str(path), {"other"})
+
+
+def test_capture_files_of_one_folder_make_one_run(sample_logdir, tmp_path):
+    folder = tmp_path / "fit"
+    folder.mkdir()
+    source = (sample_logdir / "plugins" / "profile" / "tf_keras_fast" / "vm.xplane.pb").read_bytes()
+    for host in ("worker_10", "worker_2"):
+        (folder / f"{host}.xplane.pb").write_bytes(source)
+    gz = tmp_path / "other" / "chief.xplane.pb.gz"
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress(source))
+    runs = merge_same_folder([r for p in (folder / "worker_10.xplane.pb", gz, folder / "worker_2.xplane.pb")
+                              for r in discover(str(p))])
+    assert [(r.name, [h.host for h in r.hosts]) for r in runs] == [("fit", ["worker_2", "worker_10"]),
+                                                                  ("other", ["chief"])]
+    # A run folder given twice is two runs (the build suffixes the second name), as before.
+    twice = merge_same_folder(discover(str(folder)) + discover(str(folder)))
+    assert len(twice) == 2
 
 
 @pytest.fixture

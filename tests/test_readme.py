@@ -21,10 +21,15 @@ def test_quick_start_is_two_commands():
     assert install_and_test.endswith("&& pytest") and "[test]" in install_and_test
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_commands_in_order():
     script = (REPO / ".ci" / "run").read_text()
     assert script.startswith("#!/usr/bin/env bash\n")
     assert "set -euo pipefail" in script
-    command = re.search(r'^TEST_COMMAND="(.*)"$', script, re.M)
-    assert command and command.group(1) == _quick_start()[1]
+    build = re.search(r'^BUILD_COMMAND="(.*)"$', script, re.M)
+    test = re.search(r'^TEST_COMMAND="(.*)"$', script, re.M)
+    assert build and build.group(1) == _quick_start()[0]
+    assert test and test.group(1) == _quick_start()[1]
+    # Both run, in that order, in the one virtual environment.
+    assert 0 < script.index('bash -c "$BUILD_COMMAND"') < script.index('bash -c "$TEST_COMMAND"')
+    assert "reportgen --version" in script.split('bash -c "$TEST_COMMAND"', 1)[1]
     assert (REPO / ".ci" / "run").stat().st_mode & 0o111, ".ci/run is executable"

@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             trace_format=args.trace_format,
             log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
+            notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
         )
         try:
             report = build_site(locations, options)

@@ -80,7 +80,8 @@ def _estimate_bytes(tables: TraceTables, kernel: KernelArgs, rows: np.ndarray) -
     starts = np.concatenate([[0], np.flatnonzero(lines[1:] != lines[:-1]) + 1, [len(rows)]])
     estimate = np.empty(len(rows), dtype=np.int32)
     for a, b in zip(starts[:-1], starts[1:]):  # one turn per run of a line
-        sample = rows[a:b:max(1, (b - a) // SAMPLE_PER_LINE)][:SAMPLE_PER_LINE]
+        # Contiguous, as every batch the writer gets: one compiled specialization serves both.
+        sample = np.ascontiguousarray(rows[a:b:max(1, (b - a) // SAMPLE_PER_LINE)][:SAMPLE_PER_LINE])
         estimate[a:b] = int(np.ceil(measure_rows(sample, kernel) / len(sample)))
     return estimate
 

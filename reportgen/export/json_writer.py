@@ -30,6 +30,7 @@ from isal import isal_zlib as _deflate
 
 from reportgen.export.json_kernel import write_events
 from reportgen.export.tables import TraceTables
+from reportgen.kernels import wait_for_precompile
 
 BUFFER_BYTES = 8 << 20  # per batch; a batch that needs more gets extra buffers
 BATCH_EVENTS = 16384  # about 5 MB of JSON
@@ -74,6 +75,8 @@ class KernelArgs:
     """The compiled writer's table arguments, built once per host."""
 
     def __init__(self, tables: TraceTables):
+        # On a machine's first build the writer may be compiling in another process.
+        wait_for_precompile()
         cap = tables.capture
         ev = cap.events
         pool, pool_off = tables.pool.json_fragments()

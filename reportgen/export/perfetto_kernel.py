@@ -16,10 +16,10 @@ descriptors in the tests).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from reportgen.capture import KIND_DOUBLE, KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64
 from reportgen.export.tables import ROLE_HIDDEN
+from reportgen.kernels import kernel
 
 SEQUENCE_ID = 1
 SEQ_INCREMENTAL_STATE_CLEARED = 1
@@ -33,7 +33,7 @@ REC_BEGIN = 1
 REC_END = 2
 
 
-@njit(cache=True, inline="always")
+@kernel()
 def _varint(out, pos, v):
     v = np.uint64(v)
     while v >= np.uint64(0x80):
@@ -44,7 +44,7 @@ def _varint(out, pos, v):
     return pos + 1
 
 
-@njit(cache=True, inline="always")
+@kernel()
 def _varint_len(v):
     v = np.uint64(v)
     n = 1
@@ -54,7 +54,7 @@ def _varint_len(v):
     return n
 
 
-@njit(cache=True, inline="always")
+@kernel()
 def _fixed64(out, pos, v):
     v = np.uint64(v)
     for k in range(8):
@@ -62,7 +62,7 @@ def _fixed64(out, pos, v):
     return pos + 8
 
 
-@njit(cache=True, inline="always")
+@kernel()
 def _copy(out, pos, src, n):
     dst = out[pos:pos + n]  # views indexed by the loop counter copy without per-byte index wrapping
     for k in range(n):
@@ -70,7 +70,7 @@ def _copy(out, pos, src, n):
     return pos + n
 
 
-@njit(cache=True)
+@kernel()
 def slice_lanes(start, end):
     """Lanes for intervals sorted by (start asc, end desc): each lane is properly nested.
 
@@ -119,7 +119,7 @@ def slice_lanes(start, end):
     return rec_idx, rec_kind, rec_lane, lanes
 
 
-@njit(cache=True)
+@kernel()
 def encode_interned(field_key, sids, data, off, out):
     """Interned entries `{iid: sid + 1, name/str: text}` under field key bytes `field_key`; returns length."""
     pos = 0
@@ -137,7 +137,7 @@ def encode_interned(field_key, sids, data, off, out):
     return pos
 
 
-@njit(cache=True)
+@kernel()
 def _annotation(tmp, name_iid, kind, raw, sid):
     """A DebugAnnotation into tmp; returns its length (0 when the value is not written)."""
     if kind == KIND_STR or kind == KIND_REF:
@@ -164,14 +164,14 @@ def _annotation(tmp, name_iid, kind, raw, sid):
     return p
 
 
-@njit(cache=True)
+@kernel()
 def _put_annotation(te, q, ann, n):
     te[q] = 0x22  # debug_annotations
     q = _varint(te, q + 1, n)
     return _copy(te, q, ann, n)
 
 
-@njit(cache=True)
+@kernel()
 def _overridden(key, es_key, e0, e1):
     for j in range(e0, e1):
         if es_key[j] == key:
@@ -179,7 +179,7 @@ def _overridden(key, es_key, e0, e1):
     return False
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def write_packets(rec_row, rec_kind, rec_track, i0, i1, out,
                   ev_md, ev_start, ev_dur, name_sid, flow_id, flow_bits,
                   md_long_sid, md_stat_start, ms_key, ms_kind, ms_raw, ms_sid,

@@ -8,7 +8,6 @@ out together, once.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from reportgen.capture import HostCapture, StatTable
 from reportgen.export import schema
@@ -22,20 +21,14 @@ def first_per_owner(owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner[first], first
 
 
-@njit(cache=True)
-def stat_starts(owner, n_owners):
-    """Owner row → its first stat row (n_owners + 1 entries); -1 in [0] when owners are out of order."""
+def stat_starts(owner: np.ndarray, n_owners: int) -> np.ndarray:
+    """Owner row → its first stat row (n_owners + 1 entries); -1 in [0] when owners are out of order
+    (or out of range)."""
     starts = np.zeros(n_owners + 1, np.int64)
-    previous = -1
-    for i in range(len(owner)):
-        o = owner[i]
-        if o < previous:
-            starts[0] = -1
-            return starts
-        previous = o
-        starts[o + 1] += 1
-    for k in range(n_owners):
-        starts[k + 1] += starts[k]
+    if len(owner) and (owner[0] < 0 or owner[-1] >= n_owners or (owner[1:] < owner[:-1]).any()):
+        starts[0] = -1
+        return starts
+    np.cumsum(np.bincount(owner, minlength=n_owners), out=starts[1:])
     return starts
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import orjson
-from numba import njit
 
+from reportgen.kernels import kernel
 from reportgen.loaders.wire import ERR_BAD_WIRE_TYPE, ERR_LENGTH, ERR_TRUNCATED, OK, _skip, _varint
 
 ERR_UTF8 = 101
@@ -57,7 +57,7 @@ class TraceDecodeError(ValueError):
     """The bytes are not a Trace protobuf; the message says where."""
 
 
-@njit(cache=True)
+@kernel()
 def _utf8_ok(buf, start, end):
     """Strict UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF), as protobuf checks strings."""
     p = start
@@ -102,13 +102,13 @@ def _utf8_ok(buf, start, end):
     return True
 
 
-@njit(cache=True)
+@kernel()
 def _fail(err, code, pos):
     err[0] = code
     err[1] = pos
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _walk(buf, fill, ev_dev, ev_res, ev_name, ev_name_len, ev_ts, ev_dur, ev_arg0,
           arg_key, arg_key_len, arg_val, arg_val_len, dev_fields, counts, err):
     """Walk a Trace's bytes: count (fill=False) or fill the columns (fill=True, sized by the count).
@@ -389,14 +389,14 @@ _ARGS = np.frombuffer(b',"args":{', dtype=np.uint8)
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
-@njit(cache=True)
+@kernel()
 def _lit(out, pos, text):
     for k in range(len(text)):
         out[pos + k] = text[k]
     return pos + len(text)
 
 
-@njit(cache=True)
+@kernel()
 def _span(out, pos, src, start, end):
     for k in range(start, end):
         out[pos] = src[k]
@@ -404,7 +404,7 @@ def _span(out, pos, src, start, end):
     return pos
 
 
-@njit(cache=True)
+@kernel()
 def _uint(out, pos, v):
     n = 1
     probe = v
@@ -417,7 +417,7 @@ def _uint(out, pos, v):
     return pos + n
 
 
-@njit(cache=True)
+@kernel()
 def _string(out, pos, buf, start, length):
     """A JSON string, escaped as orjson escapes (quote, backslash, control characters; UTF-8 as is)."""
     out[pos] = 34
@@ -455,7 +455,7 @@ def _string(out, pos, buf, start, length):
     return pos + 1
 
 
-@njit(cache=True)
+@kernel()
 def _same(buf, a, b, n):
     for k in range(n):
         if buf[a + k] != buf[b + k]:
@@ -463,7 +463,7 @@ def _same(buf, a, b, n):
     return True
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _render(rows, buf, pid, tid, name_pos, name_len, dur_ps, ts_text, ts_off, dur_text, dur_off,
             arg_start, key_pos, key_len, value_pos, value_len, out):
     pos = 0

@@ -1,8 +1,10 @@
 """Find runs and host files in a TensorBoard log directory.
 
 Accepted inputs: a logdir (holding `plugins/profile/<run>/`), its
-`plugins/profile` folder, or one run folder. Paths go through fsspec, so
-local paths, `gs://…` (gcsfs) and `memory://…` behave the same.
+`plugins/profile` folder, one run folder, or one capture file
+(`<host>.xplane.pb[.gz]`, a run of that one host named after its folder).
+Paths go through fsspec, so local paths, `gs://…` (gcsfs) and `memory://…`
+behave the same.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class RunSource:
     name: str
     path: str
     hosts: list[HostFile] = field(default_factory=list)
+    from_file: bool = False  # made of a capture file given on its own
 
 
 def natural_key(text: str) -> list:
@@ -140,9 +143,7 @@ def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource
     if not fs.exists(root):
         raise NoCapturesError(f"{location}: no such file or directory")
     if not fs.isdir(root):
-        raise NoCapturesError(
-            f"{location}: not a directory (give a logdir, its plugins/profile folder or a run folder)"
-        )
+        return [_file_run(fs, root, location, only_runs)]
     looked = []
     candidates: list[str]
     profile_dir = _join(root, PROFILE_SUBDIR)
@@ -171,6 +172,43 @@ def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource
             f"per-tool files or timeline-<step>.json under {where})"
         )
     return sorted(runs, key=lambda r: natural_key(r.name))
+
+
+def _file_run(fs: fsspec.AbstractFileSystem, path: str, location: str, only_runs: set[str] | None) -> RunSource:
+    """One capture file given on its own: a run of that host, named after the file's folder."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    host = host_name(name)
+    if host is None:
+        raise NoCapturesError(
+            f"{location}: not a capture file (give a <host>.xplane.pb or .xplane.pb.gz file, a logdir, "
+            "its plugins/profile folder or a run folder)"
+        )
+    folder = path.rstrip("/").rsplit("/", 1)[0] if "/" in path.rstrip("/") else "."
+    run = folder.rstrip("/").rsplit("/", 1)[-1] if folder not in (".", "/", "") else host
+    if only_runs is not None and run not in only_runs:
+        raise NoCapturesError(f"{location}: its run, {run}, is not among --runs {','.join(sorted(only_runs))}")
+    info = fs.info(path)
+    checksum = store_checksum(fs, info) if _is_remote(fs) else None
+    hostfile = HostFile(host=host, path=_unstrip(fs, path), size=int(info.get("size") or 0), checksum=checksum)
+    return RunSource(name=run, path=_unstrip(fs, folder), hosts=[hostfile], from_file=True)
+
+
+def merge_same_folder(runs: list[RunSource]) -> list[RunSource]:
+    """Capture files given one by one from the same folder make one run, hosts in natural order
+    (a folder given twice stays two runs, as two logdirs with a run of the same name do)."""
+    merged: dict[str, RunSource] = {}
+    out = []
+    for run in runs:
+        same = merged.get(run.path) if run.from_file else None
+        if same is None:
+            if run.from_file:
+                merged[run.path] = run
+            out.append(run)
+            continue
+        known = {h.path for h in same.hosts}
+        same.hosts = sorted([*same.hosts, *(h for h in run.hosts if h.path not in known)],
+                            key=lambda h: natural_key(h.host))
+    return out
 
 
 def read_file(path: str) -> bytes:

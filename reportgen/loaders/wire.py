@@ -25,7 +25,8 @@ import mmap
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from reportgen.kernels import kernel
 
 # Error codes (0 = fine). A kernel reports the first error in err[0] and the
 # byte position of the field it was reading in err[1].
@@ -69,7 +70,7 @@ _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
 
-@njit(cache=True)
+@kernel()
 def _varint(buf, pos, end):
     """(value, new position). The position is negative on error:
     -ERR_TRUNCATED or -ERR_BAD_VARINT."""
@@ -87,7 +88,7 @@ def _varint(buf, pos, end):
     return result, -ERR_TRUNCATED
 
 
-@njit(cache=True)
+@kernel()
 def _skip(buf, pos, end, wire_type):
     """Position after a field's payload; negative (-error) on error."""
     if wire_type == 0:
@@ -107,7 +108,7 @@ def _skip(buf, pos, end, wire_type):
     return -ERR_BAD_WIRE_TYPE
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _split_fields(buf, start, end, fill, out, err):
     """Top-level fields of the message in buf[start:end]; returns their count.
 
@@ -164,7 +165,7 @@ def split_fields(buf: np.ndarray, start: int, end: int) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@kernel()
 def _find(keys, vals, params, plane, key, default):
     """Value stored for `key` in `plane`'s table, else `default`."""
     base = params[plane, T_BASE]
@@ -191,7 +192,7 @@ def _find(keys, vals, params, plane, key, default):
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _dedupe(buf, words, kind, raw, str_col, row, table, uniq, n_uniq):
     """Replace each string/bytes stat's range (position in raw, length in
     str_col) by the index of its unique value, from `row` on.
@@ -273,7 +274,7 @@ def _dedupe(buf, words, kind, raw, str_col, row, table, uniq, n_uniq):
     return row, n_uniq
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _grow_table(table, uniq, n_uniq):
     """A table twice the size holding the same unique values."""
     bigger = np.zeros(table.shape[0] * 2, dtype=table.dtype)
@@ -317,12 +318,12 @@ def dedupe_strings(buf: np.ndarray, kind: np.ndarray, raw: np.ndarray, str_col: 
 # which needs pos < end on entry.
 
 
-@njit(cache=True)
+@kernel()
 def _varint_error(pos, end):
     return ERR_TRUNCATED if pos >= end else ERR_BAD_VARINT
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _count_pass(buf, ranges, counts, err):
     """Validate the lines' and events' framing; count each line's events and
     stats (stats are skipped by length: `_fill_pass` checks their insides)."""
@@ -412,7 +413,7 @@ def _count_pass(buf, ranges, counts, err):
         counts[li, C_STATS] = n_stats
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, ev_dur, ev_occ,
                st_owner, st_key, st_kind, st_raw, st_str, emd, smd, empty_id):
     """Decode every XLine in `ranges` ([plane, payload start, end] per line).
@@ -799,7 +800,7 @@ def fill_lines(
     return cols
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _remap_strings(kind, str_col, mapping):
     """Unique-value indices of string/bytes stats → interned string ids."""
     for i in range(kind.shape[0]):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,10 +24,11 @@ from urllib.parse import quote
 
 from reportgen import __version__
 from reportgen.errors import NoCapturesError
-from reportgen.loaders.logdir import RunSource, discover
+from reportgen.loaders.logdir import RunSource, discover, merge_same_folder
 from reportgen.output.site import PageWriter, SiteTransaction, write_assets
 from reportgen.pipeline.cache import HostCache, default_cache_dir
 from reportgen.pipeline.host_stage import HostOutcome, HostTask
+from reportgen.pipeline.progress import BuildProgress
 from reportgen.pipeline.timings import Timings, peak_rss_bytes
 from reportgen.sections.base import HostSummary, RunContext
 from reportgen.sections.registry import SECTIONS
@@ -40,6 +40,7 @@ EXIT_FAILED = 1
 EXIT_PARTIAL = 2
 
 STAGING_FOLDER = ".staging"  # inside the temporary site: each host's own output folder
+FIRST_COMPILE_S = 10  # compiling the kernels of a first build, measured on 2 cores (bench/first_run.py)
 
 
 @dataclass
@@ -51,7 +52,8 @@ class BuildOptions:
     cache: bool = True  # reuse unchanged hosts' results from the last build
     cache_dir: str | None = None  # default: .<output name>.reportgen-cache beside the output folder
     scheduler: str | None = None  # a Dask scheduler address: the host stage runs on its workers
-    log: Callable[[str], None] | None = None  # one line per host (decoded or from the cache)
+    log: Callable[[str], None] | None = None  # -v: one line per stage and per host (decoded or from the cache)
+    notes: Callable[[str], None] | None = None  # where one-off notes go when there is no progress bar
     trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
 
 
@@ -93,20 +95,22 @@ def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
     return named
 
 
-def _progress(total: int, enabled: bool) -> Callable[[str], None]:
-    if not enabled:
-        return lambda _label: None
-    from tqdm import tqdm
+def _start_kernels(tasks: list[HostTask], options: BuildOptions, progress: BuildProgress):
+    """On a machine's first build: say that the kernels compile, once, and start
+    compiling the trace writer ahead in a child process (see `reportgen.kernels`)."""
+    from reportgen import kernels
 
-    bar = tqdm(total=total, unit="host", file=sys.stderr, leave=False)
-
-    def step(label: str) -> None:
-        bar.set_postfix_str(label, refresh=False)
-        bar.update(1)
-        if bar.n >= total:
-            bar.close()
-
-    return step
+    if kernels.CACHE_PROBLEM is not None:
+        progress.note(f"reportgen: warning: compiled kernels cannot be kept ({kernels.CACHE_PROBLEM}): they are "
+                      f"compiled in memory, about {FIRST_COMPILE_S} s on every build; set NUMBA_CACHE_DIR to a "
+                      "writable folder to keep them")
+        return None, True
+    if all(task.host.legacy for task in tasks) or not kernels.cold_modules():
+        return None, False
+    child = kernels.start_precompile() if options.trace_format in ("json", "both") else None
+    progress.note(f"reportgen: first build on this machine: compiling the capture decoder and trace writer, "
+                  f"about {FIRST_COMPILE_S} s, once (kept in {kernels.CACHE_DIR})")
+    return child, True
 
 
 def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCache | None:
@@ -134,11 +138,15 @@ def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
 
 
 def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cache: HostCache | None,
-               timings: Timings) -> tuple[list[HostOutcome], str]:
+               timings: Timings, progress: BuildProgress, jobs: int, compiling: bool,
+               ) -> tuple[list[HostOutcome], str]:
     """Every host's outcome, in task order (from the cache where possible), and where they ran."""
     from reportgen.pipeline import runners
 
-    step = _progress(len(tasks), options.progress)
+    progress.stage("hosts", len(tasks), "host")
+    if compiling:
+        progress.doing("compiling kernels (once)")
+    step = progress.step
     log = options.log or (lambda _line: None)
     outcomes: list[HostOutcome | None] = [None] * len(tasks)
     work = []
@@ -169,9 +177,9 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
         if work and options.scheduler:
             runner = "dask"
             runners.run_dask(work, options.scheduler, done)
-        elif len(work) > 1 and options.jobs > 1:
+        elif len(work) > 1 and jobs > 1:
             runner = "processes"
-            runners.run_pool(work, options.jobs, done)
+            runners.run_pool(work, jobs, done)
         elif work:
             runner = "serial"
             runners.run_serial(work, done)
@@ -202,24 +210,31 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         sources: list[RunSource] = []
         for location in locations:
             sources.extend(discover(location, options.runs))
+        sources = merge_same_folder(sources)
         named = _unique_run_names(sources)
         tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format)
                  for i, (name, host) in enumerate((name, host) for name, run in named for host in run.hosts)]
 
     transaction = SiteTransaction(Path(options.output))
     cache = None
+    progress = BuildProgress(bar=options.progress, log=options.log, notes=options.notes)
+    compiling = None
     try:
         site_dir = transaction.tmp
         cache = _open_cache(options, transaction)
         assets_future = _start_assets(site_dir, cache, timings)
+        with timings.stage("kernels"):
+            compiling, cold = _start_kernels(tasks, options, progress)
         staging = site_dir / STAGING_FOLDER
-        outcomes, runner = _run_hosts(tasks, staging, options, cache, timings)
+        # A child compiling kernels ahead is one of the N jobs while it runs.
+        jobs = max(1, options.jobs - 1) if compiling is not None else options.jobs
+        outcomes, runner = _run_hosts(tasks, staging, options, cache, timings, progress, jobs, cold)
         with timings.stage("outputs"):
             _place_outputs(outcomes, staging, site_dir)
         with timings.stage("assets (wait)"):
             assets = assets_future.result()
         summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
-                                                     options.log or (lambda _line: None))
+                                                     options.log or (lambda _line: None), progress)
         # What the site shows carries no path of the build machine.
         site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
         root = PageWriter(site_dir=site_dir, assets=assets)
@@ -254,6 +269,10 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     except BaseException:
         transaction.abort()
         raise
+    finally:
+        progress.close()
+        if compiling is not None:  # done by now, unless no host got as far as the trace export
+            compiling.wait()
     worker_rss = max((o.peak_rss for o in outcomes), default=0)
     return BuildReport(
         output=transaction.target,
@@ -273,7 +292,8 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
 
 
 def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site_dir: Path, assets,
-                 cache: HostCache | None, timings: Timings, log: Callable[[str], None]):
+                 cache: HostCache | None, timings: Timings, log: Callable[[str], None], progress: BuildProgress):
+    progress.stage("pages", len(named), "run")
     by_run: dict[str, list[tuple[HostTask, HostOutcome]]] = {}
     for task, outcome in zip(tasks, outcomes):
         by_run.setdefault(task.run, []).append((task, outcome))
@@ -309,6 +329,7 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
                     cache.store_run(key, site_dir / name, run_summary, row)
         summary[name] = run_summary
         rows.append(row)
+        progress.step(name)
     return summary, rows, all_errors
 
 

@@ -17,10 +17,11 @@ numpy arrays. Rules (docs/xprof/op_stats.md §1.2, §4.3, §4.5):
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from reportgen.kernels import kernel
 
 
-@njit(cache=True)
+@kernel()
 def line_parents(rows, new_line, start, end, skip):
     """Parent row (or -1) of each entry of `rows` (global event rows in stored
     order, line after line; `new_line[i]` marks the first row of a line).
@@ -46,7 +47,7 @@ def line_parents(rows, new_line, start, end, skip):
     return parent
 
 
-@njit(cache=True)
+@kernel()
 def replay_op_stack(line_break, ts, act_id, is_begin):
     """Replay sorted begin/end activities of host ops, one line at a time.
 
@@ -86,7 +87,7 @@ def replay_op_stack(line_break, ts, act_id, is_begin):
     return duration, children
 
 
-@njit(cache=True)
+@kernel()
 def propagate_groups(child_ptr, child_idx, parent_ptr, parent_idx, roots, root_level, is_root, force, group,
                      first_id):
     """XProf's CreateEventGroups over roots in processing order.
@@ -155,7 +156,7 @@ def propagate_groups(child_ptr, child_idx, parent_ptr, parent_idx, roots, root_l
     return given
 
 
-@njit(cache=True)
+@kernel()
 def nearest_ancestor(parent_ptr, parent_idx, node, flag):
     """First node (breadth-first over parents, the node itself first) with `flag` set, or -1."""
     n = len(flag)
@@ -179,7 +180,7 @@ def nearest_ancestor(parent_ptr, parent_idx, node, flag):
     return -1
 
 
-@njit(cache=True)
+@kernel()
 def nearest_source(child_ptr, child_idx, sources):
     """Multi-source breadth-first walk down the forest: for every node, the
     source (an index into `sources`) nearest above it, or -1."""
@@ -221,7 +222,7 @@ def self_times(parent: np.ndarray, duration: np.ndarray) -> np.ndarray:
     return duration - children.astype(np.int64)
 
 
-@njit(cache=True)
+@kernel()
 def inherit_down(parent, own, async_flag):
     """Descendant-of-a-stage flags along nesting parents (positions, parents first):
     desc[i] = async[i] or own[parent] or desc[parent]."""
@@ -236,7 +237,7 @@ def inherit_down(parent, own, async_flag):
     return desc
 
 
-@njit(cache=True)
+@kernel()
 def sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_types):
     """XProf's non-overlapping conversion and step breakdown in one sweep.
 
@@ -285,7 +286,7 @@ def sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_t
     return type_ps, present, span_ps
 
 
-@njit(cache=True)
+@kernel()
 def bucket_by_key(key, n_keys):
     """Counting sort of row numbers by key (stable): (order, start offsets per key)."""
     start = np.zeros(n_keys + 1, np.int64)

@@ -1,0 +1,83 @@
+"""Compiled kernels: cached per user (never in the package), the first build says so and
+compiles the trace writer ahead, and a machine with nowhere to cache still builds.
+
+Each test runs a first build in a fresh process with its own empty cache, as a
+new user would: these tests pay the full compile (about ten seconds each).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "reportgen"
+SAMPLE = PACKAGE / "sample"
+
+# Runs a build, then reports how the trace writer's kernel was obtained in this
+# process: compiled here (a miss) or loaded from the cache (a hit).
+BUILD_AND_REPORT = """
+import json, sys
+from reportgen.cli.main import main
+code = main(sys.argv[1:])
+from reportgen import kernels
+from reportgen.export import json_kernel
+stats = json_kernel.write_events.stats
+print(json.dumps({"exit": code, "cache_dir": str(kernels.CACHE_DIR), "problem": kernels.CACHE_PROBLEM,
+                  "writer_hits": sum(stats.cache_hits.values()), "writer_misses": sum(stats.cache_misses.values())}))
+"""
+
+
+def _first_build(home: str, site: Path, *extra: str) -> tuple[dict, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    env.update(HOME=home, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD_AND_REPORT, "build", str(SAMPLE), "-o", str(site), "--jobs", "1", *extra],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def _package_cache_files() -> set[Path]:
+    return {p for pattern in ("*.nbi", "*.nbc") for p in PACKAGE.rglob(pattern)}
+
+
+def test_first_build_caches_kernels_per_user_and_compiles_the_writer_ahead(tmp_path):
+    before = _package_cache_files()
+    home = tmp_path / "home"
+    home.mkdir()
+    report, stderr = _first_build(str(home), tmp_path / "site")
+    assert report["exit"] == 0 and report["problem"] is None
+    cache = home / ".cache" / "reportgen" / "kernels"
+    assert report["cache_dir"] == str(cache)
+    assert list(cache.rglob("*.nbi")), "the kernels are cached in the user's cache folder"
+    assert oct(cache.stat().st_mode & 0o777) == oct(0o700), "numba's cache files are pickles: private folder"
+    assert _package_cache_files() == before, "nothing is written into the installed package"
+    # Said once, in one line, with what, how long and where.
+    notes = [line for line in stderr.splitlines() if "first build on this machine" in line]
+    assert len(notes) == 1 and "once" in notes[0] and str(cache) in notes[0], stderr
+    # The writer was compiled by the child process, for exactly the types this build passes:
+    # this process loaded it from the cache instead of compiling it again.
+    assert report["writer_misses"] == 0 and report["writer_hits"] >= 1, report
+
+    again, stderr = _first_build(str(home), tmp_path / "site")
+    assert "first build on this machine" not in stderr
+    assert again["writer_misses"] == 0
+
+
+def test_no_writable_cache_folder_compiles_in_memory_with_one_warning(tmp_path):
+    before = _package_cache_files()
+    # Under a regular file: no one, root included, can create the folder.
+    report, stderr = _first_build("/dev/null/home", tmp_path / "site")
+    assert report["exit"] == 0
+    assert report["problem"] and report["problem"].startswith("/dev/null/home/.cache/reportgen/kernels")
+    warnings = [line for line in stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "NUMBA_CACHE_DIR" in warnings[0], stderr
+    assert "Traceback" not in stderr
+    assert (tmp_path / "site" / "index.html").is_file()
+    assert _package_cache_files() == before

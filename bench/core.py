@@ -34,9 +34,9 @@ t0 = time.perf_counter()
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.core.ops.op_stats import compute_host_op_stats
 from reportgen.loaders.hlo import hlo_modules
-from reportgen.sections.overview import overview_view
-from reportgen.sections.tf_stats import tf_stats_view
-from reportgen.sections.views import run_views
+from reportgen.core.tools.overview import overview_view
+from reportgen.core.tools.tf_stats import tf_stats_view
+from reportgen.core.ops.views import run_views
 t_import = time.perf_counter()
 c_import = time.process_time()
 path = sys.argv[1]

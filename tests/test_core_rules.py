@@ -335,8 +335,8 @@ def test_host_result_pickles():
 
 
 def test_tf_stats_tensorcore_utilization_is_the_share_of_an_ops_kernel_time_on_tensor_cores():
-    from reportgen.sections.overview import overview_view
-    from reportgen.sections.tf_stats import framework_op_stats_table
+    from reportgen.core.tools.overview import overview_view
+    from reportgen.core.tools.tf_stats import framework_op_stats_table
 
     space = SpaceBuilder()
     space.plane("/host:CPU").line(1, "python").event("train", 0, 1000 * US, _r=1, step_num=0)

@@ -14,6 +14,7 @@ import pytest
 
 from reportgen.core.ops.device_details import combine_device_op_details, device_op_details
 from reportgen.core.ops.device_records import hlo_op_records
+from reportgen.core.ops.device_run import DeviceRun
 from reportgen.core.ops.op_stats import combine_op_stats
 from reportgen.core.tools.hlo_stats import hlo_stats_table
 from reportgen.core.tools.op_profile import ProfileTotals, build_op_profile, xprof_json
@@ -21,7 +22,6 @@ from reportgen.core.tools.pod_viewer import hostnames_by_core, pod_stats
 from reportgen.core.tools.pod_viewer import xprof_json as pod_json
 from reportgen.core.tools.roofline import roofline_model
 from reportgen.loaders.hlo import hlo_modules
-from reportgen.sections.device_ops import DeviceRun
 from tests.conftest import ORACLE, RUNS, needs_shared
 from tests.decoded import decoded_hosts
 from tests.xprof_oracle import host_op_stats

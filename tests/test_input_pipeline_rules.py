@@ -17,12 +17,13 @@ from reportgen.core.tools.input_pipeline import (
     EMPTY_INTERSECT_WARNING,
     INCOMPLETE_STEP_WARNING,
     NO_STEP_WARNING,
+    HostInputPart,
     analyze_steps,
     step_warnings,
 )
 from reportgen.output.site import PageWriter
 from reportgen.sections.base import RunContext
-from reportgen.sections.input_pipeline import HostInputPart, InputPipelineSection
+from reportgen.sections.input_pipeline import InputPipelineSection
 
 MS = 1_000_000_000  # ps
 

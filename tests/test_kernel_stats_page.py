@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.core.tools.kernel_stats import XPROF_COLUMNS
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.build import BuildOptions, build_site
 from reportgen.pipeline.host_stage import host_context
-from reportgen.sections.kernel_stats import XPROF_COLUMNS, KernelStatsSection, compact_kernel_name
+from reportgen.sections.kernel_stats import KernelStatsSection, compact_kernel_name
 from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, ORACLE, host_files, needs_shared
 from tests.gpu_xspace import GpuSpace

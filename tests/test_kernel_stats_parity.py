@@ -56,7 +56,7 @@ def test_all_hosts_combined_match_xprof(host_reports):
 
 
 def test_column_labels_are_xprofs():
-    from reportgen.sections.kernel_stats import XPROF_COLUMNS
+    from reportgen.core.tools.kernel_stats import XPROF_COLUMNS
 
     oracle = json.loads((ORACLE / RUN / "kernel_stats.json").read_text())
     assert {c["id"]: c["label"] for c in oracle["cols"]} == XPROF_COLUMNS

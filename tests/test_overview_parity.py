@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from reportgen.sections.overview import overview_view
-from reportgen.sections.views import ALL_HOSTS, run_views
+from reportgen.core.ops.views import ALL_HOSTS, run_views
+from reportgen.core.tools.overview import overview_view
 from tests.conftest import needs_shared
 from tests.xprof_oracle import datatable_frame, host_op_stats, load_json, oracle_dirs
 

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from reportgen.core.ops.kernel_reports import kernel_time_by_op
-from reportgen.sections.tf_stats import csv_frame, framework_op_stats_table
-from reportgen.sections.views import ALL_HOSTS, run_views
+from reportgen.core.ops.views import ALL_HOSTS, run_views
+from reportgen.core.tools.tf_stats import framework_op_stats_table
+from reportgen.sections.tf_stats import csv_frame
 from tests.conftest import ORACLE, needs_shared
 from tests.xprof_oracle import datatable_frame, host_op_stats, load_json, oracle_dirs
 

@@ -16,7 +16,7 @@ import altair as alt
 import pandas as pd
 
 from reportgen.core.hlo.model import HloModule
-from reportgen.core.tools.memory_viewer import memory_colors, memory_space_view
+from reportgen.core.tools.memory_viewer import HostMemoryViewer, ModuleViews, memory_colors, memory_space_view
 from reportgen.legacy.tool_files import (
     CATEGORY_KEYS,
     LegacyHost,
@@ -31,7 +31,6 @@ from reportgen.legacy.tool_files import (
     LegacyTimeline,
 )
 from reportgen.sections.base import RunContext, Section
-from reportgen.sections.memory_viewer import HostMemoryViewer, ModuleViews
 from reportgen.sections.vega import vega_spec
 
 TABLE_ROWS = 500  # on the page; the CSV has every row

@@ -17,10 +17,13 @@ Energy is not read from captures (0).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from reportgen.core.events.tf_op import is_outside_compilation
+from reportgen.core.ops.device_run import DevicePart, DeviceRun, combine_device_parts
 from reportgen.core.ops.op_metrics import IDLE, safe_divide
 from reportgen.core.tools.roofline import roofline_metrics
 
@@ -102,4 +105,23 @@ def hlo_stats_table(records: pd.DataFrame, perf_env, hardware_type: str, total_t
     return table
 
 
-__all__ = ["COLUMNS", "hlo_op_name", "hlo_stats_table", "is_rematerialization"]
+
+
+@dataclass
+class HloStatsData:
+    run: DeviceRun  # the run's device ops, all hosts combined
+    table: pd.DataFrame  # hlo_stats_table()
+
+
+def hlo_stats_data(host_names: list[str], parts: dict[str, DevicePart]) -> HloStatsData | None:
+    """The run's HLO op stats; None when no op ran on a device."""
+    device = combine_device_parts(host_names, parts)
+    if device is None or not device.has_ops:
+        return None
+    env = device.op_stats.environment
+    table = hlo_stats_table(device.records, device.op_stats.perf_env, env.hardware_type,
+                            device.op_stats.device_db.total_time_ps)
+    return HloStatsData(run=device, table=table)
+
+
+__all__ = ["COLUMNS", "hlo_op_name", "hlo_stats_data", "hlo_stats_table", "HloStatsData", "is_rematerialization"]

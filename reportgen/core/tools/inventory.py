@@ -6,6 +6,8 @@ not counted twice), binned over the capture's time span.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -107,3 +109,25 @@ def line_activity(capture: HostCapture, bins: int = 100) -> pd.DataFrame:
     out["busy_ms"] = out["busy_ps"] / 1e9
     out["busy_percent"] = 100.0 * out["busy_ps"] / width
     return out.drop(columns="busy_ps")
+
+
+ACTIVITY_BINS = 100
+
+
+@dataclass
+class HostInventory:
+    lines: pd.DataFrame  # plane, line_id, line, events, first_ps, last_ps
+    activity: pd.DataFrame  # line label, bin, bin_start_ms, bin_end_ms, busy_percent
+    empty_planes: list[str]
+    csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
+
+
+def host_inventory(capture: HostCapture) -> HostInventory:
+    """The host's lines with events and their activity, and its planes without lines."""
+    lines = line_inventory(capture)
+    activity = line_activity(capture, ACTIVITY_BINS)
+    labels = lines["plane"] + " · " + lines["line"].astype(str)
+    activity = activity.assign(label=labels.to_numpy()[activity["line"].to_numpy().astype(int)])
+    planes_with_lines = set(lines["plane"])
+    empty = [p for p in capture.planes["name"] if p not in planes_with_lines]
+    return HostInventory(lines=lines, activity=activity, empty_planes=empty)

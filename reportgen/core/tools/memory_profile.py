@@ -12,7 +12,7 @@ event tables; nothing here loops over events in Python.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ import pandas as pd
 from reportgen.capture import KIND_INT64, HostCapture, StatTable
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
+from reportgen.core.host import HostContext
 
 ALLOCATION_EVENT, DEALLOCATION_EVENT = "MemoryAllocation", "MemoryDeallocation"
 ALLOCATION, DEALLOCATION = 1, 2
@@ -342,7 +343,41 @@ def memory_profiles(table: EventTable, grouping: Grouping | None = None) -> dict
     }
 
 
-__all__ = [
-    "NEAR_CAPACITY", "AllocatorProfile", "allocator_capacities", "data_type_string", "memory_profiles",
-    "out_of_memory_messages", "snapshot_table",
-]
+
+
+# --- the tool: every allocator of every host ------------------------------------------------------
+
+
+@dataclass
+class HostMemoryProfile:
+    profiles: dict[str, AllocatorProfile]
+    oom_messages: list[str] = field(default_factory=list)
+
+
+def host_memory_profile(host: HostContext) -> HostMemoryProfile | None:
+    """The host's allocators (None when it recorded no allocation) and its out-of-memory errors."""
+    profiles = memory_profiles(host.events, host.grouping)
+    if not profiles:
+        return None
+    return HostMemoryProfile(profiles=profiles, oom_messages=out_of_memory_messages(host.capture))
+
+
+def memory_profile_summary(hosts: dict[str, HostMemoryProfile]) -> dict:
+    """The memory profile's part of the run's `memory` block: every allocator, keyed `<host>/<memory id>`."""
+    profiles = {}
+    for host, part in hosts.items():
+        for memory_id, p in part.profiles.items():
+            profiles[f"{host}/{memory_id}"] = {
+                "peak_bytes": p.peak_bytes,
+                "peak_time_ms": p.peak_time_ps / 1e9,
+                "capacity_bytes": p.memory_capacity,
+                "fragmentation_percent": p.fragmentation_percent,
+                "allocations": p.allocations,
+                "deallocations": p.deallocations,
+            }
+    return {"profiles": profiles}
+
+
+__all__ = ["NEAR_CAPACITY", "allocator_capacities", "AllocatorProfile", "data_type_string", "host_memory_profile",
+           "HostMemoryProfile", "memory_profile_summary", "memory_profiles", "out_of_memory_messages",
+           "snapshot_table"]

@@ -30,6 +30,8 @@ from reportgen.core.hlo.model import (
     StackFrameIndexProto,
 )
 from reportgen.core.hlo.shapes import shape_text, subshape, unpadded_byte_size
+from reportgen.core.host import HostContext
+from reportgen.core.tools.memory_profile import NEAR_CAPACITY, allocator_capacities
 
 SMALL_BUFFER_BYTES = 16 * 1024
 MIB = float(1 << 20)
@@ -182,6 +184,20 @@ class MemorySpaceView:
     @property
     def peak_unpadded_bytes(self) -> int:
         return self.peak_unpadded_heap_bytes + self.indefinite_bytes
+
+    @property
+    def padding_mib(self) -> float:
+        """What the layouts' padding adds to the peak."""
+        return self.peak_heap_mib - self.peak_unpadded_heap_mib
+
+    @property
+    def temporary_mib(self) -> float:
+        """The peak without the allocations live for the whole program."""
+        return self.peak_heap_mib - to_mib(self.indefinite_allocation_bytes)
+
+    @property
+    def temporary_with_fragmentation_mib(self) -> float:
+        return to_mib(self.total_allocation_bytes - self.indefinite_allocation_bytes)
 
     @property
     def fragmentation_percent(self) -> float:
@@ -568,4 +584,94 @@ def memory_space_view(module: HloModule, memory_space: int = 0, single_allocatio
     )
 
 
-__all__ = ["HeapObject", "MemorySpaceView", "memory_colors", "memory_space_view", "to_mib"]
+
+
+# --- the tool: every module of every host -------------------------------------------------------
+
+OOM_TOP_BUFFERS = 5
+
+
+@dataclass
+class ModuleViews:
+    name: str  # display name: module(program id)
+    spaces: list[MemorySpaceView]
+    note: str = ""  # where the module comes from when not from an XSpace (older captures' files)
+
+
+@dataclass
+class HostMemoryViewer:
+    modules: dict[str, ModuleViews]
+    capacity_bytes: int = 0  # the largest allocator capacity recorded on this host (0: unknown)
+    errors: list[str] = field(default_factory=list)
+
+
+def host_memory_viewer(host: HostContext) -> HostMemoryViewer | None:
+    """Each of the host's HLO modules in each memory space it allocates in; None without modules."""
+    modules = host.hlo_modules
+    if not modules:
+        return None
+    views: dict[str, ModuleViews] = {}
+    for module in modules.values():
+        views[module.display_name] = ModuleViews(
+            module.display_name, [memory_space_view(module, space) for space in memory_colors(module)]
+        )
+    capacity = max(allocator_capacities(host.events).values(), default=0)
+    return HostMemoryViewer(modules=dict(sorted(views.items())), capacity_bytes=capacity)
+
+
+def memory_viewer_data(host_names: list[str], parts: dict[str, HostMemoryViewer]) -> dict | None:
+    """The run's modules (`host_names`: the run's host order) and the largest allocator capacity."""
+    # A module compiled on several hosts is the same program: the first host's copy is shown.
+    modules: dict[str, ModuleViews] = {}
+    capacity = 0
+    for host in host_names:
+        part = parts.get(host)
+        if part is None:
+            continue
+        capacity = max(capacity, part.capacity_bytes)
+        for name, views in part.modules.items():
+            modules.setdefault(name, views)
+    if not modules:
+        return None
+    return {"modules": dict(sorted(modules.items())), "capacity": capacity}
+
+
+def memory_viewer_summary(data: dict) -> dict:
+    """The memory viewer's part of the run's `memory` block of summary.json."""
+    modules = {}
+    for name, mv in data["modules"].items():
+        default = next((v for v in mv.spaces if v.memory_space == 0), None)
+        if default is not None:
+            modules[name] = {"peak_bytes": default.peak_bytes, "peak_unpadded_bytes": default.peak_unpadded_bytes}
+    return {"modules": modules}
+
+
+def near_capacity(view: MemorySpaceView, capacity: int) -> dict | None:
+    """The peak against the device's capacity when it comes within NEAR_CAPACITY of it, else None."""
+    if capacity <= 0 or view.peak_bytes < (1 - NEAR_CAPACITY) * capacity:
+        return None
+    top = [view.max_heap[i] for i in view.by_size[:OOM_TOP_BUFFERS]]
+    return {"peak": view.peak_bytes, "capacity": capacity, "percent": 100.0 * view.peak_bytes / capacity, "top": top}
+
+
+def heap_rows(view: MemorySpaceView) -> list[dict]:
+    """The buffers live at the peak, each with its size rank, expansion and lifetime span."""
+    by_size_rank = {i: rank for rank, i in enumerate(view.by_size)}
+    rows = []
+    whole_program = (0, max(len(view.heap_bytes) - 2, 0))
+    for i, o in enumerate(view.max_heap):
+        span = view.spans.get(o.logical_buffer_id)
+        if span is None and o.logical_buffer_id >= 0 and o.category != "Temporary" and len(view.heap_bytes) > 1:
+            span = whole_program  # parameters, outputs and constants live for the whole program
+        rows.append({
+            "order": i, "size_rank": by_size_rank.get(i, 0) + 1, "obj": o,
+            "expansion": o.size_bytes / o.unpadded_bytes if o.unpadded_bytes else None,
+            "extra": o.size_bytes - o.unpadded_bytes if o.logical_buffer_id >= 0 else 0,
+            "span": span,
+        })
+    return rows
+
+
+__all__ = ["heap_rows", "HeapObject", "host_memory_viewer", "HostMemoryViewer", "memory_colors", "memory_space_view",
+           "memory_viewer_data", "memory_viewer_summary", "MemorySpaceView", "ModuleViews", "near_capacity",
+           "to_mib"]

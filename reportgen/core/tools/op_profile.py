@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from reportgen.core.hlo.ops import HloOp
+from reportgen.core.ops.device_run import DevicePart, DeviceRun, combine_device_parts
 from reportgen.core.ops.op_metrics import IDLE, safe_divide
 from reportgen.core.ops.perf_env import PerfEnv
 
@@ -356,5 +357,65 @@ def walk(node: Node, path: tuple[str, ...] = ()):
         yield from walk(child, (*path, node.name))
 
 
-__all__ = ["CHILDREN_LIMIT", "GROUPINGS", "Metrics", "Node", "ProfileTotals", "Symbol", "build_op_profile",
+
+
+# --- the tool: the run's four trees -------------------------------------------------------------------
+
+
+@dataclass
+class OpProfileData:
+    run: DeviceRun  # the run's device ops, all hosts combined
+    trees: dict[tuple[str, bool], Node] = field(default_factory=dict)  # (grouping, exclude idle) → tree
+
+    @property
+    def device_type(self) -> str:
+        return self.run.op_stats.environment.device_type
+
+
+def build_trees(run: DeviceRun) -> dict[tuple[str, bool], Node]:
+    db = run.op_stats.device_db
+    totals = ProfileTotals(total_time_ps=db.total_time_ps, total_op_time_ps=db.total_op_time_ps)
+    return {
+        (group, exclude): build_op_profile(run.records, run.details.hlo, run.details.program_names,
+                                           run.op_stats.perf_env, totals, group, exclude)
+        for group in GROUPINGS for exclude in (False, True)
+    }
+
+
+def op_profile_data(host_names: list[str], parts: dict[str, DevicePart]) -> OpProfileData | None:
+    """The run's op profile: grouped by program and by category, with idle time and without."""
+    device = combine_device_parts(host_names, parts)
+    if device is None or device.records.empty:
+        return None
+    return OpProfileData(run=device, trees=build_trees(device))
+
+
+def headline_numbers(data: OpProfileData) -> dict:
+    """Headline numbers: the device's FLOPS and HBM bandwidth utilization over all its time."""
+    root = data.trees[("program", False)]
+    m = root.metrics
+    return {
+        "flops_utilization_percent": 100.0 * m.flops_utilization if m else 0.0,
+        "hbm_utilization_percent": 100.0 * m.bandwidth_utils[0] if m else 0.0,
+        "idle_percent": 100.0 * data.run.op_stats.device_db.idle_ratio,
+    }
+
+
+def op_profile_summary(data: OpProfileData) -> dict:
+    """The run's `op_profile` block of summary.json: FLOPS utilization and the time per category."""
+    by_category = data.trees[("category", False)]
+    total = by_category.metrics.raw_time if by_category.metrics else 0.0
+    # A tree of one op (e.g. idle time only) is that op itself, as XProf collapses it.
+    nodes = [by_category] if by_category.symbol is not None else by_category.children
+    categories = [{"name": c.symbol.category if c.symbol else c.name,
+                   "time_percent": round(100.0 * safe_divide(c.metrics.raw_time, total), 3)}
+                  for c in nodes if c.metrics is not None]
+    return {
+        "flops_utilization_percent": float(f'{headline_numbers(data)["flops_utilization_percent"]:.6g}'),
+        "categories": categories,
+    }
+
+
+__all__ = ["CHILDREN_LIMIT", "GROUPINGS", "Metrics", "Node", "OpProfileData", "ProfileTotals", "Symbol",
+           "build_op_profile", "headline_numbers", "op_profile_data", "op_profile_summary",
            "giga_to_gibi", "gibi_to_giga", "is_fusion", "walk", "xprof_json"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from reportgen.core.ops.device_run import DevicePart, DeviceRun, combine_device_parts
 from reportgen.core.ops.op_metrics import IDLE, safe_divide
 from reportgen.core.ops.perf_env import PerfEnv
 from reportgen.core.tools.op_profile import gibi_to_giga, giga_to_gibi
@@ -306,5 +307,30 @@ def roofline_model(records: pd.DataFrame, perf_env: PerfEnv, hardware_type: str,
     return RooflineModel(peaks=peaks, records=table, per_step_omitted=not per_step_known, ops=ops_frame)
 
 
-__all__ = ["COLUMNS", "FRACTION_COLUMNS", "MAX_RECORDS", "RooflineModel", "RooflinePeaks", "roofline_metrics",
-           "roofline_model", "roofline_peaks"]
+
+
+@dataclass
+class RooflineData:
+    run: DeviceRun  # the run's device ops, all hosts combined
+    model: RooflineModel
+
+
+def roofline_data(host_names: list[str], parts: dict[str, DevicePart]) -> RooflineData | None:
+    """The run's roofline model; None when no op ran on a device."""
+    device = combine_device_parts(host_names, parts)
+    if device is None or not device.has_ops:
+        return None
+    op_stats = device.op_stats
+    env = op_stats.environment
+    model = roofline_model(
+        device.records, op_stats.perf_env, env.hardware_type, env.device_type, env.device_core_count,
+        op_stats.device_db.total_time_ps, op_stats.step_db.step_numbers, op_stats.step_db.kind,
+        has_complete_steps_db=env.hardware_type == "TPU" or len(device.hosts) > 1,
+        has_merged_vmem=device.details.has_merged_vmem, has_megacore=device.details.has_megacore,
+        time_scale_multiplier=device.time_scale_multiplier,
+    )
+    return RooflineData(run=device, model=model)
+
+
+__all__ = ["COLUMNS", "FRACTION_COLUMNS", "MAX_RECORDS", "roofline_data", "roofline_metrics", "roofline_model",
+           "roofline_peaks", "RooflineData", "RooflineModel", "RooflinePeaks"]

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from reportgen.core.host import HostContext
 from reportgen.core.ops.device_details import DeviceOpDetails, combine_device_op_details
 from reportgen.core.ops.device_records import hlo_op_records, normalized_total_op_time_ps
 from reportgen.core.ops.op_metrics import IDLE, safe_divide
 from reportgen.core.ops.op_stats import HostOpStats, RunOpStats, combine_op_stats
-from reportgen.sections.base import HostContext, RunContext
 
 
 @dataclass
@@ -30,7 +30,7 @@ class DevicePart:
 class DeviceRun:
     op_stats: RunOpStats
     details: DeviceOpDetails
-    records: pd.DataFrame  # core.hlo_op_records columns, DB order, IDLE included
+    records: pd.DataFrame  # core.ops.device_records columns, DB order, IDLE included
     hosts: list[str]
 
     @property
@@ -57,8 +57,9 @@ def device_part(host: HostContext) -> DevicePart | None:
     return DevicePart(op_stats=host.op_stats, details=details)
 
 
-def combine_device_parts(run: RunContext, parts: dict[str, DevicePart]) -> DeviceRun | None:
-    hosts = [h for h in run.host_names if h in parts] + [h for h in parts if h not in run.host_names]
+def combine_device_parts(host_names: list[str], parts: dict[str, DevicePart]) -> DeviceRun | None:
+    """The run's hosts with a device (`host_names`: the run's host order), combined."""
+    hosts = [h for h in host_names if h in parts] + [h for h in parts if h not in host_names]
     if not hosts:
         return None
     op_stats = combine_op_stats([parts[h].op_stats for h in hosts])

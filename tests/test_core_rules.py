@@ -11,7 +11,7 @@ import pytest
 from reportgen.core.events.grouping import group_events
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
-from reportgen.core.ops.host_ops import host_op_metrics_db
+from reportgen.core.ops.host_db import host_op_metrics_db
 from reportgen.core.ops.op_stats import combine_op_stats, compute_host_op_stats, step_intersection
 from reportgen.core.steps.step_db import StepDb
 from reportgen.core.tools.input_pipeline import StepSummary, analyze_steps, classify_input

@@ -34,8 +34,8 @@ from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
 from reportgen.core.hlo.model import HloModule
-from reportgen.core.ops.device_ops import core_details, device_op_metrics_db
-from reportgen.core.ops.host_ops import host_op_metrics_db
+from reportgen.core.ops.device_db import core_details, device_op_metrics_db
+from reportgen.core.ops.host_db import host_op_metrics_db
 from reportgen.core.ops.kernel_reports import combine_host_reports, empty_reports, kernel_reports
 from reportgen.core.ops.op_metrics import OpMetricsDb, combine_dbs
 from reportgen.core.ops.perf_env import PerfEnv, perf_env, plane_stats

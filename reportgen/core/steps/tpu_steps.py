@@ -19,7 +19,7 @@ from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping
 from reportgen.core.events.nesting import line_parents, self_times
 from reportgen.core.events.table import EventTable
-from reportgen.core.ops.device_ops import tpu_op_metrics_frame
+from reportgen.core.ops.device_db import tpu_op_metrics_frame
 from reportgen.core.ops.op_metrics import with_idle
 from reportgen.core.steps.events import DEVICE_MARKER, StepEvents, combine_intersect, device_timespans
 from reportgen.core.steps.step_db import StepDb, empty_steps

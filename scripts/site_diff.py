@@ -95,7 +95,15 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.suffix != ".stderr"}
 
 
-def compare(before: Path, after: Path) -> int:
+def _first_difference(a: bytes, b: bytes, context: int) -> str:
+    """Where two texts first part ways, with `context` characters around it on each side."""
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    lo = max(0, at - context)
+    return (f"    at byte {at}:\n    before: {a[lo:at + context].decode(errors='replace')!r}\n"
+            f"    after:  {b[lo:at + context].decode(errors='replace')!r}")
+
+
+def compare(before: Path, after: Path, show: int = 0) -> int:
     left, right = _files(before), _files(after)
     missing, extra = sorted(left - right), sorted(right - left)
     differ, gzip_only = [], []
@@ -107,6 +115,8 @@ def compare(before: Path, after: Path) -> int:
             gzip_only.append(rel)
         else:
             differ.append(rel)
+            if show and not rel.endswith((".gz", ".png", ".pftrace")):
+                print(f"differ: {rel}\n{_first_difference(a, b, show)}")
     for label, paths in (("only in before", missing), ("only in after", extra), ("differ", differ),
                          ("gzip bytes differ, content equal", gzip_only)):
         for rel in paths:
@@ -128,10 +138,12 @@ def main() -> int:
     c = sub.add_parser("compare")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
+    c.add_argument("--show", type=int, default=0, metavar="CHARS",
+                   help="print where each differing text file first differs, with CHARS of context")
     args = parser.parse_args()
     if args.command == "build":
         return build(args.checkout.resolve(), args.out, args.python, args.extra)
-    return compare(args.before, args.after)
+    return compare(args.before, args.after, args.show)
 
 
 if __name__ == "__main__":

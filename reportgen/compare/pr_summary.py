@@ -22,7 +22,7 @@ from reportgen.compare.charts import breakdown_chart, elide, op_change_chart, st
 from reportgen.compare.model import Comparison
 from reportgen.compare.page import page_stem
 from reportgen.compare.sources import BuiltRun, BuiltSite
-from reportgen.core.tools.input_pipeline import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
 from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value, fmt_ratio, fmt_value
 from reportgen.sections.vega import vega_spec
 

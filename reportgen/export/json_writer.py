@@ -1,42 +1,29 @@
-"""Chrome trace JSON chunk files (gzip), written as a stream.
+"""Chrome trace JSON chunk files (gzip) of an XSpace host, written as a stream.
 
 A chunk is a complete document that opens alone in Perfetto UI or
 chrome://tracing: the header (`displayTimeUnit`, `metadata` with host and run),
 every process and thread name and sort order as metadata events, then the
-chunk's events. Batches of events are written by the compiled writer and
-compressed on a few threads, each batch into reusable buffers, while the
-calling thread writes the finished ones in order: memory stays at a few
-buffers whatever the number of events, and every core works.
-
-The file is one gzip member built the way pigz builds it: each batch is a
-raw deflate stream (ISA-L, level 1) ended with a sync flush, so that the
-pieces concatenate into one valid stream; the member's CRC-32 is combined
-from the batches' own. Readers see an ordinary `.json.gz`.
+chunk's events. Batches of events are written by the compiled writer into
+reusable buffers and compressed on a few threads by `gzip_stream.GzipStream`,
+while the calling thread writes the finished ones in order: memory stays at a
+few buffers whatever the number of events, and every core works.
 """
 
 from __future__ import annotations
 
-import struct
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import orjson
 
-# ISA-L's deflate: level 1 at ≈ 1 GB/s here, about 5× zlib's, with smaller output;
-# it also has the crc32_combine that zlib's Python module lacks.
-from isal import isal_zlib as _deflate
-
+from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.json_kernel import write_events
 from reportgen.export.tables import TraceTables
 from reportgen.kernels import wait_for_precompile
 
 BUFFER_BYTES = 8 << 20  # per batch; a batch that needs more gets extra buffers
 BATCH_EVENTS = 16384  # about 5 MB of JSON
-RENDER_THREADS = 2
-IN_FLIGHT = 6
-GZIP_LEVEL = 1
 
 
 @dataclass
@@ -112,84 +99,26 @@ def _render(rows: np.ndarray, lo: int, hi: int, buf: np.ndarray, args: tuple) ->
     return parts
 
 
-# A gzip member header: deflate, no name, no modification time (the files are
-# reproducible), no extra flags, OS unknown.
-GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-
-
-@dataclass
-class _Piece:
-    deflated: bytes  # raw deflate, ended with a sync flush
-    crc: int
-    size: int  # uncompressed bytes
-
-
-def _deflate_piece(parts: list) -> _Piece:
-    deflate = _deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, -15)
-    out = [deflate.compress(part) for part in parts]
-    out.append(deflate.flush(_deflate.Z_SYNC_FLUSH))
-    crc, size = 0, 0
-    for part in parts:
-        crc = _deflate.crc32(part, crc)
-        size += len(part)
-    return _Piece(b"".join(out), crc, size)
-
-
-def _render_piece(rows: np.ndarray, lo: int, hi: int, buf: np.ndarray, args: tuple) -> _Piece:
-    return _deflate_piece(_render(rows, lo, hi, buf, args))
-
-
-class _GzipMember:
-    """Writes deflate pieces in order as one gzip member."""
-
-    def __init__(self, out):
-        self.out = out
-        self.crc = 0
-        self.size = 0
-        out.write(GZIP_HEADER)
-
-    def write(self, piece: _Piece) -> None:
-        self.out.write(piece.deflated)
-        self.crc = _deflate.crc32_combine(self.crc, piece.crc, piece.size)
-        self.size += piece.size
-
-    def close(self) -> None:
-        self.out.write(_deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, -15).flush(_deflate.Z_FINISH))
-        self.out.write(struct.pack("<II", self.crc & 0xFFFFFFFF, self.size & 0xFFFFFFFF))
-
-
 def write_chunk(path: str, head: bytes, rows: np.ndarray, kernel: KernelArgs,
                 buffer_bytes: int = BUFFER_BYTES) -> WrittenChunk:
     """Write one chunk document holding `rows` (exported event rows) to `path` (gzip).
 
-    Batches of events are rendered and compressed by RENDER_THREADS threads (the
+    Batches of events are rendered and compressed on the gzip stream's threads (the
     compiled writer and ISA-L release the GIL) while this thread writes finished
-    batches in order; at most IN_FLIGHT batches exist at a time, so memory stays
+    batches in order; a batch's buffer is reused once it is written, so memory stays
     bounded.
     """
     free: list[np.ndarray] = []
-    with open(path, "wb") as out, ThreadPoolExecutor(max_workers=RENDER_THREADS) as pool:
-        member = _GzipMember(out)
-        member.write(_deflate_piece([head]))
-        pending: deque[tuple[np.ndarray, Future]] = deque()
-
-        def finish_oldest() -> None:
-            buf, future = pending.popleft()
-            member.write(future.result())
-            free.append(buf)
-
-        for lo in range(0, len(rows), BATCH_EVENTS):
-            if len(pending) >= IN_FLIGHT:
-                finish_oldest()
-            buf = free.pop() if free else np.empty(buffer_bytes, dtype=np.uint8)
-            pending.append((buf, pool.submit(_render_piece, rows, lo, min(lo + BATCH_EVENTS, len(rows)), buf,
-                                             kernel.args)))
-        while pending:
-            finish_oldest()
-        member.write(_deflate_piece([DOCUMENT_TAIL]))
-        member.close()
+    with open(path, "wb") as out:
+        with GzipStream(out) as gzip:
+            gzip.write(head)
+            for lo in range(0, len(rows), BATCH_EVENTS):
+                buf = free.pop() if free else np.empty(buffer_bytes, dtype=np.uint8)
+                gzip.submit(partial(_render, rows, lo, min(lo + BATCH_EVENTS, len(rows)), buf, kernel.args),
+                            done=partial(free.append, buf))
+            gzip.write(DOCUMENT_TAIL)
         size = out.tell()
-    return WrittenChunk(events=len(rows), json_bytes=member.size, file_bytes=size)
+    return WrittenChunk(events=len(rows), json_bytes=gzip.size, file_bytes=size)
 
 
 def measure_rows(rows: np.ndarray, kernel: KernelArgs) -> int:

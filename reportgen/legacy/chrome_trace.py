@@ -14,7 +14,7 @@ Three formats, one result (`ChromeTrace`, one input file's events):
   `devices` map, sorted by it), one thread per resource (tid = its key), `X`
   events with ts/dur in µs (picoseconds / 10^6, divided exactly), instant `i`
   events (scope `t`) where the duration is 0, and the event's `args` map as
-  its args. Its events stay columns (`loaders/trace_proto.py`) until written.
+  its args. Its events stay columns (`trace_proto.py`) until written.
 
 A `.tracetable` (the LevelDB table later `capture_tpu_profile` versions
 wrote) is not read: `TRACETABLE_NOTE` says so where its trace would be.
@@ -31,7 +31,9 @@ import pandas as pd
 from google.protobuf.message import DecodeError
 
 from reportgen.errors import CaptureError
+from reportgen.legacy.files import TRACE_PROTO_SUFFIX
 from reportgen.legacy.trace_proto import TraceDecodeError, TraceEventColumns, decode_trace_events
+from reportgen.loaders.logdir import file_name
 from reportgen.loaders.proto import trace_events_pb2
 
 try:  # ISA-L's inflate: about twice zlib's speed on large traces
@@ -42,9 +44,6 @@ except ImportError:  # pragma: no cover - isal is a dependency
 
     _inflate_error = zlib.error
 
-CHROME_JSON_SUFFIXES = (".trace.json.gz", ".trace.json")
-TRACE_PROTO_SUFFIX = ".trace"
-TRACETABLE_SUFFIX = ".tracetable"
 TRACETABLE_NOTE = "this capture's trace is in the .tracetable format, which reportgen does not read"
 
 @dataclass
@@ -105,10 +104,6 @@ class ChromeTrace:
         return orjson.dumps([self.events[i] for i in rows.tolist()])[1:-1]
 
 
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
 def _gunzip(path: str, data: bytes) -> bytes:
     if data[:2] != b"\x1f\x8b":
         raise CaptureError(path, "is named .gz but is not gzip data")
@@ -144,7 +139,7 @@ def parse_chrome_trace(path: str, data: bytes) -> ChromeTrace:
     if any("ph" not in e for e in rest):
         raise CaptureError(path, "is not a Chrome trace (an event has no 'ph' phase)")
     ts, dur = _times(path, rest)
-    return ChromeTrace(source=_name(path), head=head, meta=meta, events=rest, ts_us=ts, dur_us=dur)
+    return ChromeTrace(source=file_name(path), head=head, meta=meta, events=rest, ts_us=ts, dur_us=dur)
 
 
 def _times(path: str, events: list[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -176,13 +171,8 @@ def parse_trace_proto(path: str, data: bytes) -> ChromeTrace:
                              "args": {"name": resource.name}})
             meta.append({"ph": "M", "pid": did, "tid": rid, "name": "thread_sort_index",
                          "args": {"sort_index": rid}})
-    return ChromeTrace(source=_name(path), head={"displayTimeUnit": "ns", "metadata": {"highres-ticks": True}},
+    return ChromeTrace(source=file_name(path), head={"displayTimeUnit": "ns", "metadata": {"highres-ticks": True}},
                        meta=meta, ts_us=columns.ts_us, dur_us=columns.dur_us, columns=columns)
-
-
-def is_trace_source(name: str) -> bool:
-    """A file that holds a timeline (and feeds the trace export)."""
-    return name.endswith((*CHROME_JSON_SUFFIXES, TRACE_PROTO_SUFFIX, TRACETABLE_SUFFIX))
 
 
 def read_trace(path: str, data: bytes) -> ChromeTrace:

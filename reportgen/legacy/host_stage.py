@@ -13,21 +13,12 @@ from typing import Any
 
 from reportgen import __version__
 from reportgen.errors import CaptureError
-from reportgen.legacy.chrome_trace import is_trace_source
+from reportgen.legacy.files import is_timeline
 from reportgen.legacy.sections import legacy_parts
-from reportgen.legacy.tool_files import TIMELINE_PATTERN, decode_legacy_host
+from reportgen.legacy.tool_files import decode_legacy_host
 from reportgen.legacy.trace_export import export_legacy_trace
-from reportgen.loaders.logdir import HostFile, read_file
+from reportgen.loaders.logdir import HostFile, file_name, read_file
 from reportgen.sections.base import HostSummary
-
-
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _is_timeline(path: str) -> bool:
-    name = _name(path)
-    return bool(TIMELINE_PATTERN.match(name)) or is_trace_source(name)
 
 
 def process_legacy_host(host: HostFile, shown_path: str, run: str, site_dir: str,
@@ -40,18 +31,18 @@ def process_legacy_host(host: HostFile, shown_path: str, run: str, site_dir: str
     errors: list[CaptureError] = []
     files = []
     for path in host.legacy:
-        if _is_timeline(path):
+        if is_timeline(file_name(path)):
             continue
         try:
             files.append((path, read_file(path)))
         except OSError as exc:
             errors.append(CaptureError(path, f"cannot be read ({exc.strerror or exc})"))
     decoded = decode_legacy_host(host.host, files, errors)
-    timelines = [p for p in host.legacy if _is_timeline(p)]
+    timelines = [p for p in host.legacy if is_timeline(file_name(p))]
     trace_part, timeline = export_legacy_trace(host.host, run, timelines, site_dir, trace_format,
                                                generator=f"reportgen {__version__}", errors=errors)
     bad = {e.path for e in errors}
-    decoded.files = [_name(p) for p in host.legacy if p not in bad]
+    decoded.files = [file_name(p) for p in host.legacy if p not in bad]
     if timeline is not None:
         decoded.timeline = timeline
     overview = decoded.overview

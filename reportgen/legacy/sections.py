@@ -15,31 +15,25 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reportgen.core.hlo.model import HloModule
-from reportgen.core.tools.memory_viewer import HostMemoryViewer, ModuleViews, memory_colors, memory_space_view
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.legacy.memory_viewer import legacy_memory_viewer
+from reportgen.legacy.step_stats import LegacyTimeline
 from reportgen.legacy.tool_files import (
-    CATEGORY_KEYS,
     LegacyHost,
     LegacyInputPipeline,
     LegacyKernelStats,
     LegacyMemoryProfile,
-    LegacyMemoryViewer,
     LegacyOpProfile,
     LegacyOverview,
     LegacyPodViewer,
     LegacyTfStats,
-    LegacyTimeline,
 )
 from reportgen.sections.base import RunContext, Section
+from reportgen.sections.charts import step_chart
 from reportgen.sections.vega import vega_spec
 
 TABLE_ROWS = 500  # on the page; the CSV has every row
 
-CATEGORY_LABELS = {
-    "device_compute": "Device compute", "device_to_device": "Device to device",
-    "device_collectives": "Device collectives", "host_compute": "Host compute", "kernel_launch": "Kernel launch",
-    "input": "Input", "output": "Output", "compile": "Compilation", "other": "Other",
-}
 
 # What each tool page misses for a run with no XSpace, by tool.
 MISSING = {
@@ -60,25 +54,12 @@ MISSING = {
 }
 
 
-def step_chart(steps: pd.DataFrame) -> dict | None:
-    """Stacked step-time bars by category (ms)."""
+def _step_chart(steps: pd.DataFrame) -> dict | None:
+    """The stacked step chart of the categories the file has time in."""
     present = [k for k in CATEGORY_KEYS if k in steps and float(steps[k].abs().sum()) > 0]
     if steps.empty or not present:
         return None
-    long = steps.melt(id_vars=["step"], value_vars=present, var_name="category", value_name="ms")
-    long["category"] = long["category"].map(CATEGORY_LABELS)
-    chart = (
-        alt.Chart(long)
-        .mark_bar()
-        .encode(
-            x=alt.X("step:N", title="Step", sort=None),
-            y=alt.Y("ms:Q", title="Time (ms)", stack="zero"),
-            color=alt.Color("category:N", title="Category"),
-            tooltip=[alt.Tooltip("step:N"), alt.Tooltip("category:N"), alt.Tooltip("ms:Q", format=",.3f")],
-        )
-        .properties(width=800, height=260)
-    )
-    return vega_spec(chart)
+    return step_chart(steps.rename(columns={"step": "step_name"}), {k: CATEGORY_LABELS[k] for k in present})
 
 
 def timeline_chart(steps: pd.DataFrame) -> dict | None:
@@ -157,7 +138,7 @@ class LegacyOverviewSection(LegacySection):
     def panel(self, host: str, o: LegacyOverview, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__steps.csv", o.steps)
         page.write_csv(f"data/{self.slug}/{_safe(host)}__top_ops.csv", o.top_ops)
-        return {"o": o, "chart": step_chart(o.steps), "top_ops": _table(o.top_ops, f"top-{_safe(host)}"),
+        return {"o": o, "chart": _step_chart(o.steps), "top_ops": _table(o.top_ops, f"top-{_safe(host)}"),
                 "breakdown": [(CATEGORY_LABELS[k], v) for k, v in (o.breakdown_ms or {}).items() if v]}
 
 
@@ -174,7 +155,7 @@ class LegacyInputPipelineSection(LegacySection):
 
     def panel(self, host: str, p: LegacyInputPipeline, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__input_ops.csv", p.input_ops)
-        return {"p": p, "chart": step_chart(p.steps), "ops": _table(p.input_ops, f"inops-{_safe(host)}"),
+        return {"p": p, "chart": _step_chart(p.steps), "ops": _table(p.input_ops, f"inops-{_safe(host)}"),
                 "host_ms": {k: v / 1e3 for k, v in p.host_us.items()}}
 
 
@@ -350,38 +331,6 @@ LEGACY_SECTIONS: list[Section] = [
     LegacyPodViewerSection(),
     LegacyTimelineSection(),
 ]
-
-
-MEMORY_VIEWER_NOTE = (
-    "From the Cloud TPU capture's {source}: XLA's HloProto (the module and its buffer assignment with the "
-    "heap-simulator trace) in JSON form, replayed as the memory viewer replays an XSpace capture's modules. "
-    "What this format cannot provide: the program id (the module is named without one), the device's memory "
-    "capacity (so no out-of-memory check), the other programs of the run (the file holds one module), and "
-    "source locations beyond what the instructions' metadata names."
-)
-RELAXED_NOTE = (
-    " XProf's memory viewer refuses this module today ({error}); TensorBoard's memory viewer of the day, which "
-    "read these files, replayed the trace without that check, and so does this page: its numbers are that replay's."
-)
-SINGLE_ALLOCATION_CHECK = "single buffer allocation"
-
-
-def legacy_memory_viewer(m: LegacyMemoryViewer) -> HostMemoryViewer:
-    """The memory viewer's per-host part for a Cloud TPU memory_viewer.json."""
-    name = m.hlo.hlo_module.name or m.source.removesuffix(".memory_viewer.json")
-    module = HloModule(program_id=0, name=name, hlo=m.hlo)
-    note = MEMORY_VIEWER_NOTE.format(source=m.source)
-    views = []
-    for space in memory_colors(module):
-        view = memory_space_view(module, space)
-        if view.error and SINGLE_ALLOCATION_CHECK in view.error:
-            refused = view.error.removeprefix("Failed to process heap simulator trace: ")
-            view = memory_space_view(module, space, single_allocation=False)
-            if RELAXED_NOTE.format(error=refused) not in note:
-                note += RELAXED_NOTE.format(error=refused)
-        view.module = name  # no program id in this format: the module keeps its own name
-        views.append(view)
-    return HostMemoryViewer(modules={name: ModuleViews(name, views, note=note)})
 
 
 def legacy_parts(decoded: LegacyHost) -> dict[str, Any]:

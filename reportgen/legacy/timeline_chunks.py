@@ -21,6 +21,7 @@ from the files' complete (`X`) events per process and thread.
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,15 +29,10 @@ import orjson
 import pandas as pd
 
 from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS
+from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.host_export import ChunkRecord, HostExport
 from reportgen.legacy.chrome_trace import ChromeTrace
 
-try:  # ISA-L's deflate when installed (as the XSpace writer), else zlib's: same gzip stream
-    from isal import isal_zlib as _deflate
-except ImportError:  # pragma: no cover - isal is a dependency
-    import zlib as _deflate
-
-GZIP_LEVEL = 1
 BATCH_EVENTS = 16384  # events serialized per orjson call
 SIZE_SAMPLE = 1024  # events serialized to estimate a file's JSON bytes per event
 ACTIVITY_COLUMNS = ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]
@@ -206,22 +202,21 @@ class ChromeTraceExport:
 
     @staticmethod
     def _write(path: Path, head: bytes, trace: ChromeTrace, rows: np.ndarray) -> tuple[int, int, int]:
-        """Stream one chunk: header, then the events in batches, gzip level 1."""
-        deflate = _deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, 31)  # wbits 31: a gzip stream
-        total = len(head) + len(DOCUMENT_TAIL)
+        """Stream one chunk: header, then the events in batches (serialized and deflated on the
+        gzip stream's threads), then the tail."""
         separator = b",\n" if head.endswith(b"}") else b"\n"  # after the metadata events, if any
+
+        def batch(lo: int, first: bool) -> list[bytes]:
+            return [(separator if first else b",\n") + trace.to_json(rows[lo:lo + BATCH_EVENTS])]
+
         with open(path, "wb") as out:
-            out.write(deflate.compress(head))
-            for lo in range(0, len(rows), BATCH_EVENTS):
-                body = trace.to_json(rows[lo:lo + BATCH_EVENTS])
-                part = separator + body
-                out.write(deflate.compress(part))
-                total += len(part)
-                separator = b",\n"
-            out.write(deflate.compress(DOCUMENT_TAIL))
-            out.write(deflate.flush())
+            with GzipStream(out) as gzip:
+                gzip.write(head)
+                for lo in range(0, len(rows), BATCH_EVENTS):
+                    gzip.submit(partial(batch, lo, lo == 0))
+                gzip.write(DOCUMENT_TAIL)
             size = out.tell()
-        return len(rows), total, size
+        return len(rows), gzip.size, size
 
     def _add_activity(self, trace: ChromeTrace, complete: np.ndarray, ts: np.ndarray, end: np.ndarray) -> None:
         """Busy intervals per trace row from the file's complete (X) events, merged per row."""

@@ -32,37 +32,15 @@ import re
 from dataclasses import dataclass, field
 
 import pandas as pd
-from google.protobuf import json_format
 
-from reportgen.core.hlo.model import HloProto
+from reportgen.core.steps.categories import CATEGORY_KEYS
 from reportgen.errors import CaptureError
-from reportgen.legacy.chrome_trace import (
-    CHROME_JSON_SUFFIXES,
-    TRACE_PROTO_SUFFIX,
-    TRACETABLE_SUFFIX,
-    ChromeTrace,
-    is_trace_source,
-    parse_chrome_trace,
-)
-from reportgen.loaders.hlo import plain_hlo
-from reportgen.loaders.proto import hlo_pb2
+from reportgen.legacy.chrome_trace import parse_chrome_trace
+from reportgen.legacy.files import TIMELINE_PATTERN, is_trace_source
+from reportgen.legacy.memory_viewer import LegacyMemoryViewer, memory_viewer_from_json
+from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
+from reportgen.loaders.logdir import file_name
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
-
-# Tool files by suffix, best source first: a protobuf result is richer than
-# the Cloud TPU JSON one (per-step breakdowns, every input op).
-TOOL_SUFFIXES: dict[str, tuple[str, ...]] = {
-    "overview": (".overview_page.pb", ".overview_page.json"),
-    "input_pipeline": (".input_pipeline.pb", ".input_pipeline.json"),
-    "tf_stats": (".tensorflow_stats.pb",),
-    "kernel_stats": (".kernel_stats.pb",),
-    "pod_viewer": (".pod_viewer.json",),
-    "op_profile": (".op_profile.json",),
-    "memory_profile": (".memory_profile.json.gz", ".memory_profile.json"),
-    "memory_viewer": (".memory_viewer.json",),
-    # The trace: a Trace proto is the richest (picosecond times), a .tracetable cannot be read.
-    "trace": (TRACE_PROTO_SUFFIX, *CHROME_JSON_SUFFIXES, TRACETABLE_SUFFIX),
-}
-TIMELINE_PATTERN = re.compile(r"^timeline-(\d+)\.json(\.gz)?$")
 
 # Step-time categories of XProf's generic (GPU/CPU) breakdown, in ms.
 STEP_COLUMNS = {
@@ -77,8 +55,6 @@ STEP_COLUMNS = {
     "host_compile_ms": "compile",
     "unknown_time_ms": "other",
 }
-CATEGORY_KEYS = ("device_compute", "device_to_device", "device_collectives", "host_compute",
-                 "kernel_launch", "input", "output", "compile", "other")
 
 
 @dataclass
@@ -167,19 +143,6 @@ class LegacyPodViewer:
 
 
 @dataclass
-class LegacyTimeline:
-    sources: list[str]
-    ops: pd.DataFrame  # device, op, op_type, occurrences, total_us, avg_us, percent
-    steps: pd.DataFrame  # step, start_us, end_us, step_time_ms, ops
-
-
-@dataclass
-class LegacyMemoryViewer:
-    source: str
-    hlo: HloProto = field(repr=False)  # module and buffer assignment, ids resolved by name
-
-
-@dataclass
 class LegacyHost:
     """Everything the per-tool files of one host hold; None = no such file."""
 
@@ -201,10 +164,6 @@ class LegacyHost:
             if source is not None and source.device_type:
                 return source.device_type
         return "CPU/GPU (step stats)" if self.timeline is not None else "unknown"
-
-
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _input_bound(statement: str) -> str | None:
@@ -586,113 +545,6 @@ def memory_profile_from_json(name: str, data: bytes) -> LegacyMemoryProfile:
     return LegacyMemoryProfile(source=name, allocators=allocators)
 
 
-# --- ProfilerHook timelines ----------------------------------------------------
-
-
-TIMELINE_OP_COLUMNS = ["device", "op", "op_type", "occurrences", "total_us", "avg_us", "percent_of_device"]
-
-
-def timeline_step(name: str) -> int | None:
-    """The step number in a ProfilerHook file name (`timeline-<step>.json[.gz]`)."""
-    match = TIMELINE_PATTERN.match(name)
-    return int(match.group(1)) if match else None
-
-
-class TimelineSteps:
-    """The op table (time per op and op type, by device) and one step per file,
-    accumulated file by file: only each file's per-op totals are kept."""
-
-    def __init__(self):
-        self._totals: list[pd.DataFrame] = []
-        self._steps: list[tuple] = []
-        self._sources: list[str] = []
-
-    @property
-    def sources(self) -> list[str]:
-        return list(self._sources)
-
-    def add(self, trace: ChromeTrace) -> None:
-        step = timeline_step(trace.source)
-        step = len(self._steps) if step is None else step
-        self._sources.append(trace.source)
-        events = pd.DataFrame(trace.events)
-        if events.empty or "ph" not in events:
-            self._steps.append((step, 0.0, 0.0, 0.0, 0))
-            return
-        devices = {e.get("pid"): (e.get("args") or {}).get("name", str(e.get("pid")))
-                   for e in trace.meta if e.get("name") == "process_name"}
-        ops = events[events["ph"] == "X"].copy()
-        if ops.empty:
-            self._steps.append((step, 0.0, 0.0, 0.0, 0))
-            return
-        ops["ts"] = ops["ts"].astype(float)
-        ops["dur"] = ops["dur"].astype(float)
-        args = ops["args"] if "args" in ops else pd.Series([{}] * len(ops), index=ops.index)
-        ops["op"] = [(a if isinstance(a, dict) else {}).get("name", n) for a, n in zip(args, ops["name"])]
-        ops["op_type"] = [(a if isinstance(a, dict) else {}).get("op", n) for a, n in zip(args, ops["name"])]
-        ops["device"] = ops["pid"].map(devices).fillna(ops["pid"].astype(str))
-        self._totals.append(ops.groupby(["device", "op", "op_type"], sort=False)["dur"]
-                            .agg(occurrences="size", total_us="sum").reset_index())
-        start, end = ops["ts"].min(), (ops["ts"] + ops["dur"]).max()
-        self._steps.append((step, start, end, (end - start) / 1e3, len(ops)))
-
-    def result(self) -> LegacyTimeline:
-        if self._totals:
-            table = (pd.concat(self._totals, ignore_index=True)
-                     .groupby(["device", "op", "op_type"], sort=False)[["occurrences", "total_us"]].sum()
-                     .reset_index())
-            table["avg_us"] = table["total_us"] / table["occurrences"]
-            device_total = table.groupby("device")["total_us"].transform("sum")
-            table["percent_of_device"] = 100 * table["total_us"] / device_total.where(device_total > 0, 1)
-            table = table.sort_values(["device", "total_us"], ascending=[True, False], ignore_index=True)
-        else:
-            table = pd.DataFrame(columns=TIMELINE_OP_COLUMNS)
-        step_frame = pd.DataFrame(self._steps, columns=["step", "start_us", "end_us", "step_time_ms", "ops"])
-        return LegacyTimeline(sources=list(self._sources), ops=table[TIMELINE_OP_COLUMNS],
-                              steps=step_frame.sort_values("step", ignore_index=True))
-
-
-def timeline_from_chrome_traces(files: list[tuple[str, bytes]]) -> LegacyTimeline:
-    """Op table (time per op and op type, by device) and one step per file."""
-    steps = TimelineSteps()
-    for name, data in files:
-        steps.add(parse_chrome_trace(name, data))
-    return steps.result()
-
-
-# --- Cloud TPU memory viewer -----------------------------------------------------
-
-
-def memory_viewer_from_json(name: str, data: bytes) -> LegacyMemoryViewer:
-    """`capture_tpu_profile`'s memory_viewer.json: an HloProto in proto3 JSON.
-
-    Fields the HLO schema subset does not declare (the older layout `format`,
-    `maxSparseElements`, the buffer's `computationName`, …) are skipped. The
-    file's buffers name their defining instruction (`definedAt.instructionName`);
-    the replay looks instructions up by id, so ids are resolved from the names
-    here (and numbered afresh when the file's ids are missing or repeated).
-    """
-    proto = hlo_pb2.HloProto()
-    try:
-        json_format.Parse(data, proto, ignore_unknown_fields=True)
-    except json_format.ParseError as exc:
-        raise CaptureError(name, f"is not an HloProto in JSON form ({exc})") from exc
-    if not proto.buffer_assignment.logical_buffers:
-        raise CaptureError(name, "holds no buffer assignment (no logical buffers)")
-    instructions = [i for c in proto.hlo_module.computations for i in c.instructions]
-    if len({i.id for i in instructions}) != len(instructions):
-        for number, instruction in enumerate(instructions):
-            instruction.id = number
-    by_name = {}
-    for instruction in instructions:
-        by_name.setdefault(instruction.name, instruction.id)
-    for buffer in proto.buffer_assignment.logical_buffers:
-        located = buffer.defined_at
-        if located.instruction_name in by_name:
-            located.instruction_id = by_name[located.instruction_name]
-    return LegacyMemoryViewer(source=name, hlo=plain_hlo(proto))
-
-
 DECODERS = {
     ".overview_page.pb": ("overview", overview_from_pb),
     ".overview_page.json": ("overview", overview_from_json),
@@ -718,10 +570,10 @@ def decode_legacy_host(host: str, files: list[tuple[str, bytes]],
     cannot be decoded raises CaptureError naming it, or, given `errors`, is
     added there and left out while the others are decoded.
     """
-    result = LegacyHost(host=host, files=[_name(n) for n, _ in files])
+    result = LegacyHost(host=host, files=[file_name(n) for n, _ in files])
     timelines = TimelineSteps()
     for path, data in files:
-        name = _name(path)
+        name = file_name(path)
         try:
             if TIMELINE_PATTERN.match(name):
                 timelines.add(parse_chrome_trace(path, data))

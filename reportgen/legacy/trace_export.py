@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from reportgen.errors import CaptureError
 from reportgen.export.host_export import FORMATS
-from reportgen.legacy.chrome_trace import TRACETABLE_NOTE, TRACETABLE_SUFFIX, read_trace
+from reportgen.legacy.chrome_trace import TRACETABLE_NOTE, read_trace
+from reportgen.legacy.files import TIMELINE_PATTERN, TRACETABLE_SUFFIX, timeline_step
+from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
 from reportgen.legacy.timeline_chunks import ChromeTraceExport
-from reportgen.legacy.tool_files import TIMELINE_PATTERN, LegacyTimeline, TimelineSteps, timeline_step
-from reportgen.loaders.logdir import read_file
+from reportgen.loaders.logdir import file_name, read_file
 from reportgen.sections.trace import TraceHostPart
 
 NO_PFTRACE = ("No .pftrace for this host: its timeline came as Chrome trace events from an older profiler, and the "
@@ -32,10 +33,6 @@ KINDS = {
               "one thread per resource, instant events where the duration is 0)",
     ".trace.json.gz": "Chrome trace JSON",
 }
-
-
-def _name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _kind(names: list[str]) -> str:
@@ -54,7 +51,7 @@ def _read(path: str):
         raise CaptureError(path, f"cannot be read ({exc.strerror or exc})") from exc
     trace = read_trace(path, data)
     if trace.count == 0:
-        what = "step file" if timeline_step(_name(path)) is not None else "timeline"
+        what = "step file" if timeline_step(file_name(path)) is not None else "timeline"
         raise CaptureError(path, f"holds no trace events (a {what} with nothing but metadata in it)")
     return trace
 
@@ -81,7 +78,7 @@ def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, tr
     steps = TimelineSteps()
     exported: list[str] = []
     for path in readable:
-        name = _name(path)
+        name = file_name(path)
         try:
             trace = _read(path)
         except CaptureError as exc:
@@ -107,7 +104,7 @@ def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, tr
             not_produced.append({"host": host, "format": "pftrace",
                                  "reason": "timeline from an older profiler's Chrome trace events: JSON chunks only"})
     else:
-        tables = ", ".join(_name(p) for p in paths)
+        tables = ", ".join(file_name(p) for p in paths)
         notes.append(f"{TRACETABLE_NOTE[0].upper()}{TRACETABLE_NOTE[1:]} ({tables}).")
         not_produced.append({"host": host, "format": "json.gz", "reason": TRACETABLE_NOTE})
     timeline = steps.result() if steps.sources else None

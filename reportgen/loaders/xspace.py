@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError
 from reportgen.capture import NO_STRING, HostCapture, StatTable
 from reportgen.errors import CaptureError
 from reportgen.loaders import wire
+from reportgen.loaders.logdir import file_name
 from reportgen.loaders.proto import xplane_pb2
 from reportgen.loaders.stat_protos import decode_stat_protos
 
@@ -66,7 +67,7 @@ def decode_xspace(path: str, data: bytes, host: str | None = None) -> HostCaptur
 
 
 def _host_name(path: str) -> str:
-    name = path.rstrip("/").rsplit("/", 1)[-1]
+    name = file_name(path)
     for suffix in (".xplane.pb.gz", ".xplane.pb"):
         if name.endswith(suffix):
             return name[: -len(suffix)]

@@ -60,7 +60,7 @@ from typing import Any
 
 import fsspec
 
-from reportgen.loaders.logdir import HostFile, store_checksum
+from reportgen.loaders.logdir import HostFile, file_name, store_checksum
 from reportgen.pipeline.host_stage import (
     CONTENT_HASH,
     HostOutcome,
@@ -111,7 +111,7 @@ def legacy_fingerprint(host: HostFile) -> str:
     """An older profiler's host is several per-tool files: the key covers each one's name and content."""
     digest = hashlib.new(CONTENT_HASH)
     for path in host.legacy:
-        digest.update(path.rstrip("/").rsplit("/", 1)[-1].encode() + b"\0" + hash_file(path).encode() + b"\0")
+        digest.update(file_name(path).encode() + b"\0" + hash_file(path).encode() + b"\0")
     return f"legacy-{CONTENT_HASH}:{digest.hexdigest()}"
 
 

@@ -27,7 +27,7 @@ from reportgen.core.host import HostContext
 from reportgen.errors import CaptureError
 from reportgen.legacy.host_stage import process_legacy_host
 from reportgen.loaders.hlo import hlo_modules
-from reportgen.loaders.logdir import HostFile, read_file
+from reportgen.loaders.logdir import HostFile, file_name, read_file
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.timings import peak_rss_bytes
 from reportgen.sections.base import HostSummary
@@ -52,7 +52,7 @@ class HostTask:
         The site is published and shared; the build machine's folders are not
         part of it.
         """
-        return f"{self.run}/{self.host.path.rstrip('/').rsplit('/', 1)[-1]}"
+        return f"{self.run}/{file_name(self.host.path)}"
 
 
 @dataclass
@@ -137,7 +137,7 @@ def _without_local_paths(message: str, host: HostFile, shown: str) -> str:
 def _file_error(exc: CaptureError, host: HostFile, shown: str) -> dict:
     """One bad file of an older profiler's host, named as the site and the terminal name it."""
     local = f"{exc.path}: {exc.problem}"
-    return {"path": f"{shown.rsplit('/', 1)[0]}/{exc.path.rstrip('/').rsplit('/', 1)[-1]}",
+    return {"path": f"{shown.rsplit('/', 1)[0]}/{file_name(exc.path)}",
             "message": _without_local_paths(local, host, shown), "local_message": local}
 
 
@@ -240,7 +240,7 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
         bad = exc.path if host.legacy and exc.path in host.legacy else host.path
         outcome.local_error = f"{bad}: {exc.problem}"
         if bad != host.path:
-            outcome.path = f"{task.run}/{bad.rstrip('/').rsplit('/', 1)[-1]}"
+            outcome.path = f"{task.run}/{file_name(bad)}"
     except Exception as exc:  # a bug must not take the other hosts down with it
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
         outcome.local_error = f"{host.path}: internal error while processing this host: {detail}"

@@ -25,6 +25,7 @@ from reportgen.core.tools.input_pipeline import (
     input_pipeline_summary,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.sections.charts import step_chart
 from reportgen.sections.input_pipeline_charts import (
     category_chart,
     input_ops_csv,
@@ -33,7 +34,6 @@ from reportgen.sections.input_pipeline_charts import (
     iterators_table,
     latency_chart,
     pipelines_table,
-    step_breakdown_chart,
     steps_csv,
 )
 from reportgen.sections.vega import vega_spec
@@ -90,7 +90,7 @@ def _view_panel(view: InputPipelineView, key: str) -> dict:
         "step_summaries": [("Step time", a.step_time)] + [
             (view.labels[k], s) for k, s in (a.tpu_breakdown if a.tpu else a.categories).items() if k in view.labels],
         "step_rows": view.steps.to_dict("records"),
-        "step_chart": step_breakdown_chart(view.steps, view.labels) if has_steps else None,
+        "step_chart": step_chart(view.steps, view.labels) if has_steps else None,
         "input_chart": input_percent_chart(view.steps, view.has_core_range) if has_steps else None,
         "host_rows": host.ops.to_dict("records"),
         "host_table_id": f"input-ops-{key}",

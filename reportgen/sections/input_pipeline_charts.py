@@ -53,30 +53,6 @@ def _step_axis(steps: pd.DataFrame) -> tuple[pd.DataFrame, alt.X]:
     return frame, alt.X("Step:N", sort=alt.SortField("order"), title="Step")
 
 
-def step_breakdown_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict:
-    """Step time per step, stacked by category (XProf's step-time graph)."""
-    frame, x = _step_axis(steps)
-    wide = frame[["Step", "order", "step_time_ms", *labels]].rename(columns=labels)
-    order = list(labels.values())
-    tooltip = [alt.Tooltip("Step:N"), alt.Tooltip("step_time_ms:Q", title="Step time (ms)", format=",.2f"),
-               alt.Tooltip("Category:N"), alt.Tooltip("ms:Q", title="This category (ms)", format=",.2f")]
-    chart = (
-        alt.Chart(wide)
-        .transform_fold(order, as_=["Category", "ms"])
-        .transform_calculate(cat_order=f"indexof({order!r}, datum.Category)")
-        .mark_bar()
-        .encode(
-            x=x,
-            y=alt.Y("ms:Q", stack="zero", title="Time (ms)"),
-            color=alt.Color("Category:N", sort=order, scale=alt.Scale(domain=order), title="Category"),
-            order=alt.Order("cat_order:Q"),
-            tooltip=tooltip,
-        )
-        .properties(width=max(300, min(1100, 40 * len(wide))), height=300)
-    )
-    return vega_spec(chart)
-
-
 def input_percent_chart(steps: pd.DataFrame, with_range: bool) -> dict:
     """The share of each step spent waiting for input; with several cores, the range over cores."""
     frame, x = _step_axis(steps)

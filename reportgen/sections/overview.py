@@ -8,42 +8,13 @@ with several hosts, for all hosts combined.
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.ops.views import ALL_HOSTS
 from reportgen.core.tools.overview import OverviewView, overview_summary, overview_views
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.vega import vega_spec
-
-
-def step_time_chart(view: OverviewView) -> dict | None:
-    steps = view.steps
-    if steps.empty:
-        return None
-    labels = view.category_labels
-    wide = steps.rename(columns=labels).rename(columns={"step_name": "Step", "step_time_ms": "Step time"})
-    wide["order"] = range(len(wide))
-    order = list(labels.values())
-    tooltip = [alt.Tooltip("Step:N"), alt.Tooltip("Step time:Q", title="Step time (ms)", format=",.2f"),
-               alt.Tooltip("Category:N"), alt.Tooltip("ms:Q", title="This category (ms)", format=",.2f")]
-    tooltip += [alt.Tooltip(f"{label}:Q", title=f"{label} (ms)", format=",.2f") for label in order]
-    chart = (
-        alt.Chart(wide)
-        .transform_fold(order, as_=["Category", "ms"])
-        .transform_calculate(cat_order=f"indexof({order!r}, datum.Category)")
-        .mark_bar()
-        .encode(
-            x=alt.X("Step:N", sort=alt.SortField("order"), title="Step"),
-            y=alt.Y("ms:Q", stack="zero", title="Time (ms)"),
-            color=alt.Color("Category:N", sort=order, scale=alt.Scale(domain=order), title="Category"),
-            order=alt.Order("cat_order:Q"),
-            tooltip=tooltip,
-        )
-        .properties(width=max(300, min(1100, 40 * len(wide))), height=300)
-    )
-    return vega_spec(chart)
+from reportgen.sections.charts import step_chart
 
 
 class OverviewSection(Section):
@@ -69,7 +40,7 @@ class OverviewSection(Section):
                                                "step_time_ms": "Step time (ms)"})
             frame = frame.rename(columns={k: f"{v} (ms)" for k, v in view.category_labels.items()})
             frames.append(frame.assign(Host=label)[["Host", *frame.columns]])
-            rendered.append({"view": view, "chart": step_time_chart(view),
+            rendered.append({"view": view, "chart": step_chart(view.steps, view.category_labels),
                              "step_rows": view.steps.to_dict("records")})
         csv = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         page.write_csv("data/overview/steps.csv", csv)

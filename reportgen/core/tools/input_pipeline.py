@@ -46,23 +46,9 @@ from reportgen.core.ops.op_metrics import OpMetricsDb
 from reportgen.core.ops.op_stats import HostOpStats, RunOpStats
 from reportgen.core.ops.views import run_views
 from reportgen.core.steps import events as et
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS, GENERIC_CATEGORIES
 from reportgen.core.steps.step_db import DEFAULT_GPU_CORE, StepDb
 from reportgen.core.steps.tpu_details import SPARSE_CORE_ID_MIN, tpu_step_details
-
-# Generic categories: (key, XProf label, event types summed).
-GENERIC_CATEGORIES = [
-    ("device_compute", "Device compute", (et.DEVICE_COMPUTE_16, et.DEVICE_COMPUTE_32)),
-    ("device_to_device", "Device to device", (et.DEVICE_TO_DEVICE, et.DEVICE_WAIT_DEVICE)),
-    ("device_collectives", "Device collective communication", (et.DEVICE_COLLECTIVES,)),
-    ("host_compute", "Host compute", (et.HOST_COMPUTE,)),
-    ("kernel_launch", "Kernel launch", (et.HOST_PREPARE,)),
-    ("input", "Input", (et.HOST_WAIT_INPUT, et.HOST_TO_DEVICE, et.DEVICE_WAIT_HOST)),
-    ("output", "Output", (et.DEVICE_TO_HOST,)),
-    ("compile", "Compilation", (et.HOST_COMPILE,)),
-    ("other", "All others", (et.UNKNOWN_TIME,)),
-]
-CATEGORY_KEYS = [k for k, _, _ in GENERIC_CATEGORIES]
-CATEGORY_LABELS = {k: label for k, label, _ in GENERIC_CATEGORIES}
 
 HIGHLY_INPUT_BOUND = 20.0
 MODERATELY_INPUT_BOUND = 5.0
@@ -183,8 +169,8 @@ def generic_step_frame(step_db: StepDb) -> pd.DataFrame:
         "step_name": [n if n else str(k) for n, k in zip(core["name"], core["step_num"])],
         "step_time_ms": core["duration_ps"].to_numpy(np.float64) / 1e9,
     })
-    for key, _, types in GENERIC_CATEGORIES:
-        out[key] = sum(core[f"t{t}"].to_numpy(np.float64) for t in types) / 1e9
+    for category in GENERIC_CATEGORIES:
+        out[category.key] = sum(core[f"t{t}"].to_numpy(np.float64) for t in category.event_types) / 1e9
     return out
 
 

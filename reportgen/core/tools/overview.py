@@ -23,9 +23,8 @@ from reportgen.core.ops.kernel_reports import kernel_time_by_op
 from reportgen.core.ops.op_metrics import IDLE, framework_op_db, safe_divide
 from reportgen.core.ops.op_stats import HostOpStats, RunOpStats
 from reportgen.core.ops.views import run_views
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
 from reportgen.core.tools.input_pipeline import (
-    CATEGORY_KEYS,
-    CATEGORY_LABELS,
     InputTimeBreakdown,
     StepAnalysis,
     analyze_steps,

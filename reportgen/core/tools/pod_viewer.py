@@ -20,21 +20,12 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats, combine_op_stats
-from reportgen.core.steps import events as ev
+from reportgen.core.steps.categories import GENERIC_CATEGORIES
 from reportgen.core.steps.step_db import StepDb
 
 # XProf's generic step-breakdown events: (id, name, event types folded into it).
 BREAKDOWN_EVENTS: list[tuple[int, str, tuple[int, ...]]] = [
-    (1, "Device compute", (ev.DEVICE_COMPUTE_32, ev.DEVICE_COMPUTE_16)),
-    (2, "Device to device", (ev.DEVICE_TO_DEVICE, ev.DEVICE_WAIT_DEVICE)),
-    (3, "Device collective communication", (ev.DEVICE_COLLECTIVES,)),
-    (4, "Host compute", (ev.HOST_COMPUTE,)),
-    (5, "Kernel launch", (ev.HOST_PREPARE,)),
-    (6, "Input", (ev.HOST_WAIT_INPUT, ev.HOST_TO_DEVICE, ev.DEVICE_WAIT_HOST)),
-    (7, "Output", (ev.DEVICE_TO_HOST,)),
-    (8, "Compilation", (ev.HOST_COMPILE,)),
-    (9, "All others", (ev.UNKNOWN_TIME,)),
-]
+    (c.xprof_id, c.label, c.event_types) for c in GENERIC_CATEGORIES]
 BREAKDOWN_NAMES = [name for _, name, _ in BREAKDOWN_EVENTS]
 RECORD_COLUMNS = ["step_num", "core", "host_name", "total_duration_us", *BREAKDOWN_NAMES, "bottleneck"]
 

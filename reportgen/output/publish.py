@@ -3,8 +3,11 @@
 The site is built locally first (a complete folder); this module uploads it
 file by file from disk, so memory stays bounded by the files in flight:
 
-- every object gets its Content-Type and Cache-Control (see `webtypes`);
-- uploads run in parallel, each retried on transient failures;
+- every object gets its Content-Type and Cache-Control (see `web_types`);
+- uploads run in parallel through gcsfs's public API (`put_file`: one request
+  for a small file, a resumable upload streamed from disk for a large one);
+  every request is retried on transient failures by gcsfs's own policy
+  (exponential backoff, six attempts): there is no second retry loop here;
 - files go out in phases (assets and data, tool pages, run index pages, the
   site index, summary.json), each phase complete before the next starts, so
   a reader who enters by an index page never follows a link to an object
@@ -21,17 +24,15 @@ service account of a Google Cloud machine). With STORAGE_EMULATOR_HOST set
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
-import uuid
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from reportgen.output.web_types import cache_control, content_type, publish_phase
 
@@ -41,13 +42,10 @@ if TYPE_CHECKING:
 GCS_SCHEMES = ("gs://", "gcs://")
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 READ_WRITE_SCOPE = "https://www.googleapis.com/auth/devstorage.read_write"
-# Files up to this size go in one multipart request; larger ones stream from
-# disk in resumable chunks (a multiple of 256 KiB, as GCS requires).
-SINGLE_REQUEST_LIMIT = 5 * 2**20
+# Files gcsfs does not send in one request stream from disk in resumable
+# chunks of this size (a multiple of 256 KiB, as GCS requires).
 RESUMABLE_CHUNK = 8 * 2**20
 DEFAULT_JOBS = 16
-DEFAULT_ATTEMPTS = 3
-RETRY_DELAY_S = 0.5
 
 NO_CREDENTIALS_HELP = (
     "no Google Cloud credentials found. Sign in with "
@@ -180,11 +178,11 @@ def check_site(site_dir: Path) -> None:
         raise PublishError(f"{site_dir}: not a site built by reportgen (no reportgen summary.json)")
 
 
-async def _check_destination(fs: GCSFileSystem, dest: Destination) -> None:
+def _check_destination(fs: GCSFileSystem, dest: Destination) -> None:
     """Refuse a prefix that holds objects but no reportgen site: publishing deletes stale objects."""
     fs.invalidate_cache(dest.path())
     try:
-        raw = await fs._cat_file(dest.path("summary.json"))
+        raw = fs.cat_file(dest.path("summary.json"))
     except FileNotFoundError:
         raw = None
     if raw is not None:
@@ -192,7 +190,7 @@ async def _check_destination(fs: GCSFileSystem, dest: Destination) -> None:
             return
     else:
         try:
-            listing = await fs._ls(dest.path(), detail=False)
+            listing = fs.ls(dest.path(), detail=False)
         except FileNotFoundError:
             listing = []
         if not listing:
@@ -203,123 +201,70 @@ async def _check_destination(fs: GCSFileSystem, dest: Destination) -> None:
     )
 
 
-def is_transient(exc: BaseException) -> bool:
-    """Worth another attempt: network trouble, timeouts, 408/429/5xx answers."""
-    from gcsfs.retry import is_retriable
+def upload_file(fs: GCSFileSystem, dest: Destination, site_dir: Path, relative: str) -> int:
+    """Upload one site file with its content type and cache policy; returns its size.
 
-    return is_retriable(exc) or isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError))
-
-
-async def with_retries(
-    call: Callable[[], Awaitable[Any]], attempts: int = DEFAULT_ATTEMPTS, delay_s: float = RETRY_DELAY_S
-) -> Any:
-    """Await `call()`, again after a growing pause while it fails transiently."""
-    for attempt in range(attempts):
-        try:
-            return await call()
-        except Exception as exc:
-            if attempt == attempts - 1 or not is_transient(exc):
-                raise
-            await asyncio.sleep(delay_s * 2**attempt)
-    raise AssertionError("unreachable")
-
-
-async def _upload_one_request(fs: GCSFileSystem, dest: Destination, relative: str, data: bytes) -> None:
-    """A multipart upload with the object's metadata stated in full.
-
-    gcsfs' own small-file upload cannot set contentType in the metadata part;
-    stating it there keeps parameters such as `charset=utf-8` on every server.
+    gcsfs sends the content type as the upload's media type; servers may keep only its main type
+    (the emulator drops `; charset=utf-8`), so a type with parameters is also stated on the object
+    itself, before the file counts as published.
     """
-    media_type = content_type(relative)
-    metadata = {"name": dest.key(relative), "contentType": media_type, "cacheControl": cache_control(relative)}
-    boundary = f"reportgen-{uuid.uuid4().hex}"
-    body = b"".join(
-        [
-            f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".encode(),
-            json.dumps(metadata).encode(),
-            f"\r\n--{boundary}\r\nContent-Type: {media_type}\r\n\r\n".encode(),
-            data,
-            f"\r\n--{boundary}--\r\n".encode(),
-        ]
-    )
-    await fs._call(
-        "POST",
-        f"{fs._location}/upload/storage/v1/b/{quote(dest.bucket, safe='')}/o",
-        uploadType="multipart",
-        headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},
-        data=body,
-        json_out=True,
-    )
-
-
-async def upload_file(fs: GCSFileSystem, dest: Destination, site_dir: Path, relative: str) -> int:
-    """Upload one site file with its metadata; returns its size."""
     local = site_dir / relative
-    size = local.stat().st_size
-    if size <= SINGLE_REQUEST_LIMIT:
-        await _upload_one_request(fs, dest, relative, local.read_bytes())
-    else:
-        await fs._put_file(
-            str(local),
-            dest.path(relative),
-            content_type=content_type(relative),
-            fixed_key_metadata={"cache_control": cache_control(relative)},
-            chunksize=RESUMABLE_CHUNK,
-        )
-    return size
+    media_type = content_type(relative)
+    path = dest.path(relative)
+    fs.put_file(str(local), path, content_type=media_type,
+                fixed_key_metadata={"cache_control": cache_control(relative)}, chunksize=RESUMABLE_CHUNK)
+    if ";" in media_type:
+        fs.setxattrs(path, content_type=media_type)
+    return local.stat().st_size
 
 
-async def _publish(
-    fs: GCSFileSystem,
-    dest: Destination,
-    site_dir: Path,
-    files: list[str],
-    jobs: int,
-    attempts: int,
-    on_done: Callable[[str], None],
-) -> tuple[int, int]:
-    await _check_destination(fs, dest)
-    limit = asyncio.Semaphore(max(1, jobs))
+def _publish(fs: GCSFileSystem, dest: Destination, site_dir: Path, files: list[str], jobs: int,
+             on_done: Callable[[str], None]) -> tuple[int, int]:
+    _check_destination(fs, dest)
     total = 0
 
-    async def one(relative: str) -> None:
-        nonlocal total
-        async with limit:
-            try:
-                size = await with_retries(lambda: upload_file(fs, dest, site_dir, relative), attempts)
-            except FileNotFoundError as exc:
-                raise PublishError(f"{dest.url}: bucket {dest.bucket} not found") from exc
-            except PublishError:
-                raise
-            except Exception as exc:
-                raise PublishError(f"{dest.url}: uploading {relative} failed: {exc}") from exc
-        total += size  # after the await: `total += await …` would read `total` before it
-        on_done(relative)
+    def one(relative: str) -> int:
+        try:
+            return upload_file(fs, dest, site_dir, relative)
+        except FileNotFoundError as exc:
+            raise PublishError(f"{dest.url}: bucket {dest.bucket} not found") from exc
+        except Exception as exc:
+            raise PublishError(f"{dest.url}: uploading {relative} failed: {exc}") from exc
 
     phases: dict[int, list[str]] = {}
     for relative in files:
         phases.setdefault(publish_phase(relative), []).append(relative)
-    for phase in sorted(phases):
-        # Every upload of a phase finishes (or fails) before anything of the
-        # next starts; a failure stops before the index pages go out.
-        results = await asyncio.gather(*(one(r) for r in phases[phase]), return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-    return total, await _delete_stale(fs, dest, set(files))
+    # gcsfs's calls are thread-safe (they run on its event loop): threads keep `jobs` uploads in flight.
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="reportgen-publish") as pool:
+        for phase in sorted(phases):
+            # Every upload of a phase finishes (or fails) before anything of the
+            # next starts; a failure stops before the index pages go out.
+            futures = {pool.submit(one, relative): relative for relative in phases[phase]}
+            failure = None
+            for future in as_completed(futures):
+                relative = futures[future]
+                try:
+                    total += future.result()
+                except PublishError as exc:
+                    failure = failure or exc
+                    continue
+                on_done(relative)
+            if failure is not None:
+                raise failure
+    return total, _delete_stale(fs, dest, set(files))
 
 
-async def _delete_stale(fs: GCSFileSystem, dest: Destination, keep: set[str]) -> int:
+def _delete_stale(fs: GCSFileSystem, dest: Destination, keep: set[str]) -> int:
     fs.invalidate_cache(dest.path())
     root = dest.path()
     try:
-        existing = await fs._find(root)
+        existing = fs.find(root)
     except FileNotFoundError:
         existing = []
     offset = len(root) + 1 if dest.prefix else len(dest.bucket) + 1
     stale = [path for path in existing if path[offset:] not in keep]
     if stale:
-        await fs._rm(stale)
+        fs.rm(stale)
     return len(stale)
 
 
@@ -329,12 +274,9 @@ def publish_site(
     *,
     fs: GCSFileSystem | None = None,
     jobs: int = DEFAULT_JOBS,
-    attempts: int = DEFAULT_ATTEMPTS,
     on_done: Callable[[str], None] | None = None,
 ) -> PublishReport:
     """Upload a built site to `url` (gs://BUCKET/PREFIX). Raises PublishError."""
-    from fsspec.asyn import sync
-
     started = time.perf_counter()
     site_dir = Path(site_dir)
     check_site(site_dir)
@@ -348,7 +290,7 @@ def publish_site(
         if on_done is not None:
             on_done(relative)
 
-    total, deleted = sync(fs.loop, _publish, fs, dest, site_dir, files, jobs, attempts, done)
+    total, deleted = _publish(fs, dest, site_dir, files, jobs, done)
     return PublishReport(
         url=dest.url, objects=len(files), bytes=total, deleted=deleted,
         seconds=time.perf_counter() - started, order=order,
@@ -357,12 +299,10 @@ def publish_site(
 
 def open_destination(url: str) -> GCSFileSystem:
     """Connect and check `url` before a long build: bad URL, no credentials, foreign prefix."""
-    from fsspec.asyn import sync
-
     dest = parse_destination(url)
     fs = gcs_filesystem()
     try:
-        sync(fs.loop, _check_destination, fs, dest)
+        _check_destination(fs, dest)
     except PublishError:
         raise
     except FileNotFoundError as exc:

@@ -225,10 +225,10 @@ def test_gpu_xla_ops_take_text_source_and_contents_from_their_hlo_module():
     from reportgen.core.tools.hlo_stats import hlo_stats_table
     from reportgen.loaders.hlo import hlo_modules
     from reportgen.loaders.xspace import decode_xspace
-    from tests.gpu_xspace import GpuSpace
+    from tests.xspace import gpu_space
 
-    space = GpuSpace()
-    space.plane("/host:metadata", plane_id=99).metadata_id("jit_g(7)", {"Hlo Proto": _gpu_hlo_module(),
+    space = gpu_space()
+    space.plane("/host:metadata", plane_id=99).metadata("jit_g(7)", stats={"Hlo Proto": _gpu_hlo_module(),
                                                                         "program_id": 7})
     line = space.gpu(0).line(1, "Stream #1")
     for i in range(2):

@@ -15,7 +15,7 @@ from reportgen.pipeline.host_stage import host_context
 from reportgen.sections.kernel_stats import KernelStatsSection, compact_kernel_name
 from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, ORACLE, host_files, needs_shared
-from tests.gpu_xspace import GpuSpace
+from tests.xspace import gpu_space
 
 CSV = "data/kernel_stats/kernel_stats.csv"
 
@@ -79,7 +79,7 @@ def test_tpu_and_cpu_hosts_have_no_kernel_stats():
 
 
 def test_capture_text_is_escaped_and_single_host_has_no_selector(tmp_path):
-    space = GpuSpace("onehost")
+    space = gpu_space("onehost")
     line = space.gpu(0).line(1, "Stream #1")
     evil = "<script>alert(1)</script>"
     line.event(evil, 0, 5000, stats={"kernel_details": "regs:1", "tf_op": '<img src=x onerror="boom()">:'})

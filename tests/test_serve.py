@@ -58,6 +58,7 @@ def test_refuses_a_folder_that_is_not_a_site(tmp_path):
 
 
 def test_command_line_exit_codes_match_the_build():
-    from reportgen.pipeline import build, cli
+    from reportgen.cli import common as cli
+    from reportgen.pipeline import build
 
     assert (cli.EXIT_OK, cli.EXIT_FAILED) == (build.EXIT_OK, build.EXIT_FAILED)

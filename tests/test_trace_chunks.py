@@ -9,7 +9,8 @@ import pytest
 
 from reportgen.export.chunks import plan_chunks
 from reportgen.export.host_export import export_host
-from tests.trace_capture import Space, named_events, read_chunk
+from tests.chrome_json import named_events, read_chunk
+from tests.xspace import Space
 
 NS = 1000  # ps
 

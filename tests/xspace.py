@@ -208,3 +208,10 @@ def memory_event(line: Line, kind: str, offset_ps: int, *, allocator="bfc", heap
         fragmentation=fragmentation, peak_bytes_in_use=peak, requested_bytes=requested, allocation_bytes=allocated,
         addr=address, **extra,
     )
+
+
+def host_space(host: str = "testhost") -> Space:
+    """A space with its `/host:CPU` plane (id 0) already there, lines or not."""
+    space = Space((host,))
+    space.host_plane()
+    return space

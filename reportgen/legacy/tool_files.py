@@ -1,6 +1,6 @@
-"""Per-tool files written by older profilers, decoded into plain tables.
+"""Per-tool files written by older profilers, decoded into plain tables (`decode_legacy_host`).
 
-Three generations are read:
+Two generations of tool files are read:
 
 - TF 2.2-2.3 (`<host>.overview_page.pb`, `.input_pipeline.pb`,
   `.tensorflow_stats.pb`, `.kernel_stats.pb`): XProf's result protos, decoded
@@ -9,16 +9,13 @@ Three generations are read:
 - Cloud TPU 1.9 `capture_tpu_profile` (`<host>.overview_page.json`,
   `.input_pipeline.json`, `.op_profile.json`, `.pod_viewer.json`): Google-Charts DataTables whose
   `p` properties carry the summary numbers as strings;
-- `tf.train.ProfilerHook` (`timeline-<step>.json`): Chrome-trace step stats,
-  one step per file.
+- Cloud TPU's `<host>.memory_viewer.json`: decoded by `memory_viewer.py`.
 
 Timelines (`timeline-<step>.json`, `<host>.trace.json.gz`, Cloud TPU
-`<host>.trace`) are read by `loaders/chrome_trace.py`, one file at a time, in
-the host stage that exports them (`reportgen/legacy/trace_export.py`); the op table
-of ProfilerHook steps is accumulated from them here (`TimelineSteps`). The
-Cloud TPU `<host>.memory_viewer.json` is an `xla.HloProto` (module and
-buffer assignment) in its JSON form, read into the HLO schema the XSpace
-memory viewer replays.
+`<host>.trace`) are read by `chrome_trace.py`, one file at a time, in the host
+stage that exports them (`trace_export.py`); the op table of ProfilerHook steps
+is accumulated from them (`step_stats.py`). ProfilerHook steps given here (the
+files of a host without a trace export) build the same table.
 
 Each file becomes one picklable result holding only what the file holds;
 `None` fields are what that format cannot provide.

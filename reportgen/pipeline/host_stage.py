@@ -1,10 +1,11 @@
-"""The per-host stage: read one host file, decode it, run every section's `host_part`.
+"""The per-host stage: read one host file, decode it and its HLO modules, run every section's `host_part`.
 
 This is the unit of work that runs in a worker process or on a Dask worker.
 Its result, `HostOutcome`, is what travels back: the host's summary, each
 section's small per-host part, the stage timings, and the list of files the
 sections wrote into the host's own output folder (see
-`reportgen/sections/base.py`). The decoded capture never leaves the worker.
+`reportgen/core/host.py`). The decoded capture never leaves the worker.
+Hosts of older profilers go through `reportgen.legacy.host_stage` instead.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Per-op details of the device op database that the op tools need beyond `OpMetricsDb`.
 
-The device op metrics DB (`core.device_op_metrics`) holds times, flops and
+The device op metrics DB (`core.ops.device_db`) holds times, flops and
 bytes per op. The op profile, HLO op stats and roofline also read, per op
 (docs/xprof/op_stats.md §4.1, §4.5):
 
@@ -10,7 +10,7 @@ bytes per op. The op profile, HLO op stats and roofline also read, per op
   metadata stat, per occurrence, times the occurrences);
 * the deduplicated name, the source line and stack;
 * from the HLO modules: the HLO text, shape and layout, and a fusion's inner
-  instructions (`core.hlo_ops`).
+  instructions (`core.hlo.ops`).
 
 They are computed per host where the capture is decoded, keyed like the op
 DB by (`hlo_module_id`, `name`), and combined over hosts by

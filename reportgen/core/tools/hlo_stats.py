@@ -4,7 +4,7 @@ From `op_stats_to_hlo_stats.cc` (the 2.24 release's columns): the device op
 DB sorted by self time (then name), ops that never ran (IDLE) left out; times
 in µs; the self-time share of the whole device time and its running total
 (percent); model and measured FLOP rates, memory bandwidths and the
-bound-by resource as the roofline computes them (`core.roofline`).
+bound-by resource as the roofline computes them (`core.tools.roofline`).
 
     table = hlo_stats_table(records, perf_env, hardware_type, total_time_ps)
 

@@ -291,7 +291,7 @@ def _finish_duplicates(node: Node) -> None:
 def build_op_profile(records: pd.DataFrame, hlo: dict, program_names: dict[int, str], perf_env: PerfEnv,
                      totals: ProfileTotals, group_by: str = "program", exclude_idle: bool = False,
                      limit: int = CHILDREN_LIMIT) -> Node:
-    """One op profile tree (`records`: `core.hlo_op_records.hlo_op_records()` of the device DB)."""
+    """One op profile tree (`records`: `core.ops.device_records.hlo_op_records()` of the device DB)."""
     if group_by not in GROUPINGS:
         group_by = "program"
     if records.empty:

@@ -83,7 +83,7 @@ POOL_START_SCRIPT = r"""
 import json, time
 from concurrent.futures import ProcessPoolExecutor
 t0 = time.perf_counter()
-from reportgen.hostrunners import pool_context
+from reportgen.pipeline.runners import pool_context
 imported = time.perf_counter() - t0
 t = time.perf_counter()
 with ProcessPoolExecutor(max_workers=2, mp_context=pool_context()) as pool:
@@ -98,7 +98,7 @@ print(json.dumps({"import": imported, "first": first, "later": later}))
 
 RESULT_SIZE_SCRIPT = r"""
 import json, pickle, sys, tempfile
-from reportgen.hoststage import HostTask, process_host
+from reportgen.pipeline.host_stage import HostTask, process_host
 from reportgen.loaders.logdir import HostFile
 path = sys.argv[1]
 task = HostTask(index=0, run="run", host=HostFile(host="host", path=path, size=0))

@@ -32,10 +32,11 @@ OURS = r"""
 import sys, time, json
 t0 = time.perf_counter()
 from reportgen.loaders.xspace import decode_xspace
-from reportgen.core.op_stats import compute_host_op_stats
-from reportgen.sections.overview import overview_view
-from reportgen.sections.tf_stats import tf_stats_view
-from reportgen.sections.views import run_views
+from reportgen.core.ops.op_stats import compute_host_op_stats
+from reportgen.loaders.hlo import hlo_modules
+from reportgen.core.tools.overview import overview_view
+from reportgen.core.tools.tf_stats import tf_stats_view
+from reportgen.core.ops.views import run_views
 t_import = time.perf_counter()
 c_import = time.process_time()
 path = sys.argv[1]
@@ -43,7 +44,7 @@ with open(path, "rb") as f:
     data = f.read()
 capture = decode_xspace(path, data, host="host")
 t_decode = time.perf_counter()
-stats = compute_host_op_stats(capture)
+stats = compute_host_op_stats(capture, hlo_modules(capture))
 t_core = time.perf_counter()
 overview = overview_view("host", run_views({"host": stats}, ["host"], overview_steps=True)["host"])
 tf = tf_stats_view("host", run_views({"host": stats}, ["host"], overview_steps=False)["host"])

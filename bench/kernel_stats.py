@@ -37,7 +37,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from reportgen.loaders.xspace import decode_xspace  # noqa: E402
-from reportgen.sections.base import HostContext, HostSummary, RunContext  # noqa: E402
+from reportgen.pipeline.host_stage import host_context  # noqa: E402
+from reportgen.sections.base import HostSummary, RunContext  # noqa: E402
 from reportgen.sections.kernel_stats import KernelStatsSection  # noqa: E402
 
 DEFAULT_LOGDIR = REPO.parent / "shared" / "captures" / "logdir"
@@ -94,7 +95,7 @@ def time_reportgen(paths: list[Path], repeat: int) -> dict:
         t = time.perf_counter()
         parts = {}
         for capture in captures:
-            part = section.host_part(HostContext("bench", capture.host, capture, ""))
+            part = section.host_part(host_context("bench", capture, ""))
             if part is not None:
                 parts[capture.host] = part
         summaries = [HostSummary(c.host, c.path, c.size_bytes, 0, 0, 0, 0, "", 0) for c in captures]

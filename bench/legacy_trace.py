@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from reportgen.loaders.chrome_trace import read_trace
+from reportgen.legacy.chrome_trace import read_trace
+from reportgen.legacy.timeline_chunks import ChromeTraceExport
 from reportgen.loaders.proto import trace_events_pb2 as tpb
-from reportgen.trace.chrome_json import ChromeTraceExport
 
 NAMES = [f"fusion.{i}" for i in range(300)] + ['while/body "q"\\x', "conv\u00e9\t1"]
 

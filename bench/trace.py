@@ -43,7 +43,7 @@ import json, os, resource, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
 from reportgen.loaders.logdir import read_file
 from reportgen.loaders.xspace import decode_xspace
-from reportgen.trace.export import export_host
+from reportgen.export.host_export import export_host
 
 def status(key):
     for line in open("/proc/self/status"):

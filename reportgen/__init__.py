@@ -1,3 +1,11 @@
-"""reportgen: TensorFlow / JAX profiler captures to a static web site."""
+"""reportgen: TensorFlow / JAX profiler captures to a static web site, every number computed as XProf does.
+
+Data flows one way: `loaders` (files to plain data) → `core` (the numbers) → `sections` (charts, CSVs,
+template data) → `templates` and `output` (the site). `pipeline` runs that flow per host and per run,
+`cli` is the command line, `compare` reads built sites back, `export` writes the trace export and `legacy`
+holds older profilers' formats from file to page. `capture.py` is the decoded capture every layer reads,
+`kernels.py` declares the compiled (numba) kernels, `errors.py` the errors that name a file.
+See ARCHITECTURE.md.
+"""
 
 __version__ = "0.1.0"

@@ -1,5 +1,5 @@
 import sys
 
-from reportgen.cli import main
+from reportgen.cli.main import main
 
 sys.exit(main())

@@ -103,6 +103,8 @@ class HostCapture:
     stat_metadata:  plane, id, name
     plane_stats:    StatTable, owner = plane row
     strings:        interned strings (bytes values stay `bytes`)
+    proto_stats:    proto-valued stats decoded into plain Python (`core_details`,
+                    `memory_access_breakdown`), by (stat name, string id)
     """
 
     path: str
@@ -121,6 +123,9 @@ class HostCapture:
     plane_stats: StatTable
     strings: list
     _string_index: dict = field(default_factory=dict, repr=False)
+    # Bytes stats that hold serialized protos, decoded by the loader (loaders/stat_protos.py):
+    # {(stat name, value's string id): plain value}.
+    proto_stats: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self._string_index:

@@ -138,12 +138,12 @@ def is_cached(dispatcher) -> bool:
 # whose presence in the cache says that the module was compiled here.
 BUILD_KERNELS = {
     "reportgen.loaders.wire": "_fill_pass",
-    "reportgen.core.nesting": "line_parents",
-    "reportgen.trace.json_kernel": "write_events",
+    "reportgen.core.events.nesting": "line_parents",
+    "reportgen.export.json_kernel": "write_events",
 }
 # Those compiled ahead in a child process on a machine's first build: module →
 # its function that compiles them for the argument types a build passes.
-PRECOMPILED = {"reportgen.trace.json_kernel": "precompile"}
+PRECOMPILED = {"reportgen.export.json_kernel": "precompile"}
 PRECOMPILE_LOCK = ".precompiling.lock"
 _waited = False
 

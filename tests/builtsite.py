@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from reportgen.loaders.proto import xplane_pb2
+from tests.xspace import Space
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_PROFILE = REPO / "reportgen" / "sample" / "plugins" / "profile"
@@ -35,23 +35,15 @@ ENV_VALUE = "environment-value-p2x7w"
 
 def xss_xspace() -> bytes:
     """A small but valid capture: one CPU plane, one line of nested events."""
-    space = xplane_pb2.XSpace()
-    space.hostnames.append(XSS_HOST)
-    plane = space.planes.add(id=1, name=XSS_PLANE)
-    for md_id, name in ((1, XSS_OP), (2, "op-plain"), (3, XSS_LINE)):
-        plane.event_metadata[md_id].id = md_id
-        plane.event_metadata[md_id].name = name
-        plane.event_metadata[md_id].display_name = name
-    plane.stat_metadata[1].id = 1
-    plane.stat_metadata[1].name = XSS_OP
-    line = plane.lines.add(id=1, display_id=1, name=XSS_LINE, display_name=XSS_LINE, timestamp_ns=1_000_000)
+    space = Space((XSS_HOST,))
+    plane = space.plane(XSS_PLANE, 1)
+    t0 = 1_000_000 * 1000  # the lines' timestamp, in ps
+    line = plane.line(1, XSS_LINE, display_name=XSS_LINE, display_id=1, timestamp_ns=1_000_000)
     for i in range(20):
-        event = line.events.add(metadata_id=1 + i % 2, offset_ps=i * 1_000_000, duration_ps=900_000)
-        event.stats.add(metadata_id=1, str_value=XSS_OP)
-    plane.lines.add(id=2, name="second line", timestamp_ns=1_000_000).events.add(
-        metadata_id=3, offset_ps=0, duration_ps=5_000_000
-    )
-    return space.SerializeToString()
+        name = (XSS_OP, "op-plain")[i % 2]
+        line.event(name, t0 + i * 1_000_000, 900_000, display_name=name, stats=[(XSS_OP, XSS_OP)])
+    plane.line(2, "second line", timestamp_ns=1_000_000).event(XSS_LINE, t0, 5_000_000, display_name=XSS_LINE)
+    return space.serialize()
 
 
 def make_logdir(root: Path) -> Path:
@@ -83,7 +75,7 @@ def built_site() -> BuiltSite:
     """Build once per session (shared by every test module that asks)."""
     global _built
     if _built is None:
-        from reportgen.cli import main
+        from reportgen.cli.main import main
 
         root = Path(tempfile.mkdtemp(prefix="reportgen-tests-"))
         atexit.register(shutil.rmtree, root, True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reportgen.publish import site_files
-from tests.gpu_xspace import GpuSpace
+from reportgen.output.publish import site_files
+from tests.xspace import gpu_space
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "reportgen" / "sample" / "plugins" / "profile"
@@ -38,8 +38,8 @@ def pod_runs() -> dict[str, dict[str, Path | bytes]]:
 
 def small_capture(i: int) -> bytes:
     """A real XSpace file, kept small: one host plane, two threads, a few events (`i` varies them)."""
-    space = GpuSpace(hostname=f"host{i}")
-    line = space.host.line(2, "worker")
+    space = gpu_space(f"host{i}")
+    line = space.host_plane().line(2, "worker")
     for k in range(1, 4):
         line.event(f"op{k}", k * 1_000_000, i * 1000 + k)
     return space.serialize()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen import cli
+from reportgen.cli import main as cli
 from reportgen.loaders.proto import xplane_pb2 as pb
 from tests.clirun import reportgen, unreadable_file_runner
 from tests.conftest import REPO

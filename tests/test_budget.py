@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.budget import EXIT_BUDGET_EXCEEDED, BudgetError, Regression, load_budget
-from reportgen.cli import main
+from reportgen.cli.main import main
+from reportgen.compare.budget import EXIT_BUDGET_EXCEEDED, BudgetError, Regression, load_budget
 from tests.builtsite import XSS_RUN
 from tests.comparesite import BASELINE, CANDIDATE, copy_of_built_site
 

@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-import reportgen.buildcache as buildcache
-from reportgen.build import BuildOptions, build_site
-from reportgen.cli import main
-from reportgen.hoststage import package_fingerprint
+import reportgen.pipeline.cache as buildcache
+from reportgen.cli.main import main
+from reportgen.pipeline.build import BuildOptions, build_site
+from reportgen.pipeline.host_stage import PACKAGE, package_fingerprint
 from tests.logdirs import assert_same_site, make_logdir, small_capture
 
 
@@ -100,7 +100,7 @@ def test_no_cache_forces_every_host_and_a_code_change_invalidates_the_cache(tmp_
 
 def test_the_code_fingerprint_follows_every_module(tmp_path):
     package = tmp_path / "pkg"
-    shutil.copytree(buildcache.__file__.rsplit("/", 1)[0] + "/sections", package / "sections")
+    shutil.copytree(PACKAGE / "sections", package / "sections")
     before = package_fingerprint(package, ("*.py",))
     assert package_fingerprint(package, ("*.py",)) == before
     module = package / "sections" / "inventory.py"

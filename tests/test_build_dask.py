@@ -9,65 +9,25 @@ through gcsfs configured by environment variables).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
-from reportgen.cli import main
+from reportgen.cli.main import main
+from reportgen.pipeline.build import BuildOptions, build_site
+from tests.conftest import GCS_BUCKET as BUCKET
 from tests.logdirs import assert_same_site, make_logdir, pod_runs, site_bytes
 
 distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (the test extra has it)")
 
 REPO = Path(__file__).resolve().parent.parent
-BUCKET = "captures"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def emulator():
-    """A GCS emulator, or None when gcp-storage-emulator is not installed."""
-    try:
-        import gcp_storage_emulator  # noqa: F401
-    except ImportError:
-        yield None
-        return
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port),
-         "--in-memory", "--default-bucket", BUCKET],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{endpoint}/storage/v1/b", timeout=1).read()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, "the storage emulator did not start"
-                time.sleep(0.1)
-        yield endpoint
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def _gcs_env(endpoint: str | None) -> dict[str, str]:
+def _gcs_env(endpoint: str) -> dict[str, str]:
     """gcsfs aimed at the emulator, anonymously, for any process started with it."""
-    if endpoint is None:
-        return {}
     return {"STORAGE_EMULATOR_HOST": endpoint, "FSSPEC_GCS_TOKEN": "anon", "FSSPEC_GS_TOKEN": "anon",
             "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
 
@@ -78,11 +38,14 @@ def _dask_command(*args: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, emulator):
+def cluster(tmp_path_factory, request):
     folder = tmp_path_factory.mktemp("dask")
     scheduler_file = folder / "scheduler.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-           **_gcs_env(emulator)}
+    try:  # workers that can read gs:// from the emulator, when it is installed
+        gcs = _gcs_env(request.getfixturevalue("gcs_emulator"))
+    except pytest.skip.Exception:
+        gcs = {}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **gcs}
     logs = []
     processes = []
 
@@ -153,11 +116,10 @@ def test_dask_results_feed_the_rebuild_cache(cluster, logdir, local, tmp_path):
     assert_same_site(local.output, tmp_path / "site")
 
 
-def test_workers_read_host_files_from_a_gcs_logdir(cluster, emulator, logdir, local, tmp_path):
-    if emulator is None:
-        pytest.skip("gcp-storage-emulator is not installed (the test extra has it)")
-    from reportgen.publish import gcs_filesystem
+def test_workers_read_host_files_from_a_gcs_logdir(cluster, gcs_emulator, logdir, local, tmp_path):
+    from reportgen.output.publish import gcs_filesystem
 
+    emulator = gcs_emulator
     fs = gcs_filesystem(emulator)
     for path in sorted((logdir / "plugins" / "profile").rglob("*.xplane.pb")):
         fs.pipe(f"{BUCKET}/logs/{path.relative_to(logdir).as_posix()}", path.read_bytes())

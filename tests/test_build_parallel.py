@@ -7,9 +7,9 @@ import io
 import pandas as pd
 import pytest
 
-from reportgen.build import EXIT_PARTIAL, BuildOptions, build_site
 from reportgen.loaders.xspace import decode_xspace
-from reportgen.sections.base import HostContext
+from reportgen.pipeline.build import EXIT_PARTIAL, BuildOptions, build_site
+from reportgen.pipeline.host_stage import host_context
 from tests.logdirs import FAST, assert_same_site, make_logdir, pod_runs, site_bytes
 
 
@@ -58,7 +58,7 @@ def test_host_stage_outputs_reach_the_site_and_a_failed_host_leaves_none(builds)
 
 def test_host_outputs_stay_inside_the_run_folder(tmp_path):
     capture = decode_xspace(str(FAST), FAST.read_bytes(), host="vm")
-    ctx = HostContext(run="r", host="vm", capture=capture, site_dir=str(tmp_path))
+    ctx = host_context("r", capture, str(tmp_path))
     for bad in ("../escape.csv", "/abs.csv", "a//b.csv", "a/./b.csv", ""):
         with pytest.raises(ValueError):
             ctx.output_path(bad)

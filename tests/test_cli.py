@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reportgen import __version__, cli
+from reportgen import __version__
+from reportgen.cli import main as cli
 from reportgen.loaders.xspace import decode_xspace
 from tests.clirun import reportgen, sample_site_build
 from tests.conftest import REPO
@@ -134,7 +135,7 @@ def test_no_command_prints_help_and_fails():
 
 
 def test_exit_codes_agree():
-    from reportgen import build
+    from reportgen.pipeline import build
 
     assert (build.EXIT_OK, cli.EXIT_FAILED, build.EXIT_FAILED, build.EXIT_PARTIAL) == (0, 1, 1, 2)
 

@@ -11,15 +11,15 @@ from urllib.parse import unquote, urlsplit
 import pandas as pd
 import pytest
 
-from reportgen.cli import main
+from reportgen.cli.main import main
 from reportgen.compare import BuiltSite, RunNotFoundError, RunRef, RunResolver, compare_runs
-from reportgen.formatting import fmt_value
+from reportgen.output.formatting import fmt_value
 from tests.browser import chromium, console_errors, needs_browser
 from tests.builtsite import XSS_RUN, built_site
 from tests.comparesite import BASELINE, CANDIDATE, PAGE, copy_of_built_site, keyed_rows, read_tables
-from tests.gpu_xspace import GpuSpace
 from tests.htmlscan import scan_html
 from tests.sitecheck import assert_links_resolve
+from tests.xspace import gpu_space
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +244,7 @@ def test_capture_text_on_the_page_stays_text(site, tmp_path):
 
 
 def _gpu_capture(kernels: dict[str, int]) -> bytes:
-    space = GpuSpace("gpuhost")
+    space = gpu_space("gpuhost")
     line = space.gpu(0).line(1, "Stream #1")
     offset = 0
     for name, duration_ns in kernels.items():

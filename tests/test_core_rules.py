@@ -8,21 +8,22 @@ import math
 import numpy as np
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.grouping import group_events
-from reportgen.core.host_op_metrics import host_op_metrics_db
-from reportgen.core.op_stats import combine_op_stats, compute_host_op_stats, step_intersection
-from reportgen.core.step_analysis import StepSummary, analyze_steps, classify_input
-from reportgen.core.step_db import StepDb
-from reportgen.core.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
+from reportgen.core.events.grouping import group_events
+from reportgen.core.events.table import EventTable
+from reportgen.core.events.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
+from reportgen.core.ops.host_db import host_op_metrics_db
+from reportgen.core.ops.op_stats import combine_op_stats, compute_host_op_stats, step_intersection
+from reportgen.core.steps.step_db import StepDb
+from reportgen.core.tools.input_pipeline import StepSummary, analyze_steps, classify_input
+from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.proto import hlo_pb2
-from tests.xspace_builder import SpaceBuilder
+from tests.xspace import Space
 
 US = 1_000_000  # ps
 
 
-def _host_db(space: SpaceBuilder):
-    table = EventTable(space.capture())
+def _host_db(space: Space):
+    table = EventTable(space.capture(sort_lines=True))
     grouping = group_events(table)
     return host_op_metrics_db(table, grouping.is_eager)
 
@@ -49,7 +50,7 @@ def test_tf_op_names_parse_like_xprof(fullname, expected):
 
 
 def test_self_time_excludes_nested_ops_and_idle_is_per_thread():
-    space = SpaceBuilder()
+    space = Space()
     host = space.plane("/host:CPU")
     host.line(1).event("outer:MatMul", 0, 100 * US).event("inner:Relu", 10 * US, 30 * US) \
         .event("later:Relu", 50 * US, 10 * US).event("user annotation", 60 * US, 5 * US)
@@ -70,7 +71,7 @@ def test_self_time_excludes_nested_ops_and_idle_is_per_thread():
 def test_an_end_pops_the_op_stack_down_to_its_own_begin():
     """A [0,10] and C [2,10] overlap without nesting in B's favour: A's end
     discards C, whose end then finds nothing (XProf's OpStack)."""
-    space = SpaceBuilder()
+    space = Space()
     space.plane("/host:CPU").line(1).event("a:MatMul", 0, 10 * US).event("c:Relu", 2 * US, 8 * US) \
         .event("b:Add", 10 * US, 2 * US)
     db = _host_db(space)
@@ -80,7 +81,7 @@ def test_an_end_pops_the_op_stack_down_to_its_own_begin():
 
 
 def test_tf_op_stat_adds_an_op_on_the_same_span():
-    space = SpaceBuilder()
+    space = Space()
     space.plane("/host:CPU").line(1).event("MemoryAllocation", 5 * US, 0, tf_op="scope/conv:Conv2D") \
         .event("scope/conv:Conv2D", 0, 10 * US)
     db = _host_db(space)
@@ -88,7 +89,7 @@ def test_tf_op_stat_adds_an_op_on_the_same_span():
 
 
 def _two_step_capture():
-    space = SpaceBuilder()
+    space = Space()
     host = space.plane("/host:CPU")
     py = host.line(1, "python")
     worker = host.line(2, "tf_Compute")
@@ -99,7 +100,7 @@ def _two_step_capture():
         worker.event("FunctionRun", start + 30 * US, 60 * US, _r=1, _ct=1, _c=10 + k)
         worker.event("dense/MatMul:MatMul", start + 40 * US, 40 * US)
     worker.event("stray:Add", 150 * US, 10 * US)
-    return space.capture()
+    return space.capture(sort_lines=True)
 
 
 def test_grouping_follows_roots_nesting_and_context_links():
@@ -115,13 +116,13 @@ def test_grouping_follows_roots_nesting_and_context_links():
     assert [g.step_names.get(int(r)) for r in np.flatnonzero(names == "train")] == ["train 3", "train 4"]
 
 
-def _groups(space: SpaceBuilder, name: str) -> list[int]:
-    table = EventTable(space.capture())
+def _groups(space: Space, name: str) -> list[int]:
+    table = EventTable(space.capture(sort_lines=True))
     return list(group_events(table).group_id[table.names == name])
 
 
 def test_context_links_carry_the_step_to_other_threads():
-    space = SpaceBuilder()
+    space = Space()
     host = space.plane("/host:CPU")
     host.line(1, "python").event("train", 0, 1000, _r=1, step_num=1).event("FunctionRun", 10, 500, _pt=1, _p=42)
     worker = host.line(2, "tf_Compute")
@@ -132,14 +133,14 @@ def test_context_links_carry_the_step_to_other_threads():
 
 
 def test_a_root_nested_in_a_root_of_its_level_opens_no_group():
-    space = SpaceBuilder()
+    space = Space()
     space.plane("/host:CPU").line(1, "python").event("train", 0, 1000, _r=1).event("FunctionRun", 10, 100, _r=1) \
         .event("train", 2000, 1000, _r=1)
     assert _groups(space, "train") == [0, 1] and _groups(space, "FunctionRun") == [0]
 
 
 def test_captures_grouped_by_the_profiler_keep_their_group_ids():
-    space = SpaceBuilder()
+    space = Space()
     host = space.plane("/host:CPU")
     host.stat_id("group_id")
     host.line(1).event("train", 0, 1000, _r=1).event("MemoryAllocation", 5, 1, group_id=41)
@@ -148,7 +149,7 @@ def test_captures_grouped_by_the_profiler_keep_their_group_ids():
 
 
 def test_tf_loop_ops_disable_grouping():
-    space = SpaceBuilder()
+    space = Space()
     space.plane("/host:CPU").line(1, "python").event("train", 0, 1000, _r=1).event("WhileOp-EvalCond", 10, 10)
     assert _groups(space, "train") == [-1]
 
@@ -156,7 +157,7 @@ def test_tf_loop_ops_disable_grouping():
 def test_batching_events_are_roots_at_the_level_preprocessing_gives_them():
     """`ProcessBatch` is a level-2 root (its stored `_r` overridden), so it
     groups the level-1 `BatchingSessionRun` events it encloses."""
-    space = SpaceBuilder()
+    space = Space()
     line = space.plane("/host:CPU").line(1, "batch")
     line.event("ProcessBatch", 0, 1000, _r=1).event("BatchingSessionRun", 10, 100)
     line.event("BatchingSessionRun", 2000, 100)
@@ -167,14 +168,14 @@ def test_batching_events_are_roots_at_the_level_preprocessing_gives_them():
 def test_stat_columns_read_the_first_or_the_last_of_duplicates():
     """XProf's GetStat sees an event's first copy of a stat; converters that walk
     every stat keep the last. Metadata stats are never an event's."""
-    space = SpaceBuilder()
+    space = Space()
     plane = space.plane("/host:CPU")
     plane.line(1).event("op", 0, 10, group_id=1).event("other", 20, 10)
-    event = plane.plane.lines[0].events[0]
+    event = plane.proto.lines[0].events[0]
     plane.add_stats(event, {"group_id": 2, "tf_op": "a:A"})
     plane.add_stats(event, {"tf_op": "b:B"})
-    plane.add_stats(plane.plane.event_metadata[plane.metadata_id("other")], {"group_id": 7})
-    table = EventTable(space.capture())
+    plane.add_stats(plane.proto.event_metadata[plane.metadata("other")], {"group_id": 7})
+    table = EventTable(space.capture(sort_lines=True))
     assert list(table.int_stat("group_id")[0]) == [1, 0] and list(table.int_stat("group_id", last=True)[0]) == [2, 0]
     assert list(table.int_stat("group_id")[1]) == [True, False]
     assert list(table.strings(table.str_stat("tf_op"))) == ["a:A", ""]
@@ -182,7 +183,7 @@ def test_stat_columns_read_the_first_or_the_last_of_duplicates():
 
 
 def test_step_breakdown_with_priorities_and_unknown_time():
-    stats = compute_host_op_stats(_two_step_capture())
+    stats = compute_host_op_stats(_two_step_capture(), {})
     steps = stats.step_db.steps
     assert list(steps["name"]) == ["train 3", "train 4"]
     assert list(steps["duration_ps"]) == [100 * US] * 2
@@ -196,12 +197,12 @@ def test_step_breakdown_with_priorities_and_unknown_time():
 
 
 def test_overlapping_spans_go_to_the_higher_priority_type():
-    space = SpaceBuilder()
+    space = Space()
     py = space.plane("/host:CPU").line(1, "python")
     py.event("train", 0, 100 * US, _r=1, step_num=1)
     py.event("work:MatMul", 10 * US, 50 * US)
     py.event("IteratorGetNextAsOptional", 30 * US, 50 * US)  # overlaps the MatMul
-    a = analyze_steps(compute_host_op_stats(space.capture()).step_db, "CPU_ONLY")
+    a = analyze_steps(compute_host_op_stats(space.capture(sort_lines=True), {}).step_db, "CPU_ONLY")
     step = a.steps.iloc[0]
     assert step["input"] == pytest.approx(0.050)
     assert step["host_compute"] == pytest.approx(0.020)
@@ -241,8 +242,8 @@ def test_step_intersection_aligns_hosts_by_overlap():
 
 
 def test_combined_hosts_sum_cores_and_renumber_steps():
-    a = compute_host_op_stats(_two_step_capture())
-    b = compute_host_op_stats(_two_step_capture())
+    a = compute_host_op_stats(_two_step_capture(), {})
+    b = compute_host_op_stats(_two_step_capture(), {})
     run = combine_op_stats([a, b])
     assert run.step_db.step_numbers == [0, 1]
     assert sorted(set(run.step_db.steps["core"])) == [1, 1001]
@@ -253,7 +254,7 @@ def test_combined_hosts_sum_cores_and_renumber_steps():
 def test_gpu_kernels_join_the_launching_step_and_derive_the_steps_line():
     """A GPU capture saved without grouping: kernels take the step of the host
     thread that launched them (correlation id) and form the device step."""
-    space = SpaceBuilder()
+    space = Space()
     host = space.plane("/host:CPU")
     py = host.line(1, "python")
     gpu = space.plane("/device:GPU:0", plane_id=1).line(7, "Stream #7(Compute)")
@@ -261,7 +262,7 @@ def test_gpu_kernels_join_the_launching_step_and_derive_the_steps_line():
         py.event("train", start, 500 * US, _r=1, step_num=k)
         py.event("cudaLaunchKernel", start + 10 * US, 5 * US, correlation_id=100 + k)
         gpu.event("volta_sgemm", start + 100 * US, 300 * US, correlation_id=100 + k)
-    stats = compute_host_op_stats(space.capture())
+    stats = compute_host_op_stats(space.capture(sort_lines=True), {})
     steps = stats.step_db.steps
     assert list(steps["name"]) == ["", ""]  # device steps: XProf does not name them
     # With a device, only device step events count: the step is the kernels' span.
@@ -286,9 +287,9 @@ def _hlo_proto(module: str, instructions: list[tuple[str, str, str, str]]) -> by
 
 
 def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launches():
-    space = SpaceBuilder()
+    space = Space()
     meta = space.plane("/host:metadata")
-    md = meta.plane.event_metadata[meta.metadata_id("jit_f(7)")]
+    md = meta.proto.event_metadata[meta.metadata("jit_f(7)")]
     meta.add_stats(md, {"Hlo Proto": _hlo_proto("jit_f", [("fusion.1", "fusion", "kLoop", "jit(f)/mul"),
                                                           ("dot.2", "dot", "", "jit(f)/dot_general")]),
                         "program_id": 7})
@@ -299,7 +300,8 @@ def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launch
     stream.event("gemm", 20 * US, 30 * US, hlo_op="while::dot.2", program_id=7, correlation_id=3)
     stream.event("other_kernel", 60 * US, 5 * US, hlo_op="not_in_module", program_id=7, correlation_id=4)
     stream.event("fusion_again", 70 * US, 5 * US, hlo_op="fusion.1", program_id=7, correlation_id=5)
-    db = compute_host_op_stats(space.capture()).device_db
+    capture = space.capture(sort_lines=True)
+    db = compute_host_op_stats(capture, hlo_modules(capture)).device_db
     fusion = _op(db, "fusion.1")
     # Two consecutive launches are one execution; the later launch is another.
     assert fusion["occurrences"] == 2 and fusion["time_ps"] == 20 * US
@@ -313,10 +315,10 @@ def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launch
 @pytest.mark.parametrize("planes", [["/host:CPU"], ["Task Environment"], ["/host:CPU", "/device:GPU:0"],
                                     ["/device:TPU:0"]])
 def test_captures_without_events_give_empty_results(planes):
-    space = SpaceBuilder()
+    space = Space()
     for i, name in enumerate(planes):
         space.plane(name, plane_id=i)
-    stats = compute_host_op_stats(space.capture())
+    stats = compute_host_op_stats(space.capture(sort_lines=True), {})
     assert len(stats.step_db) == 0
     assert stats.host_db.total_op_time_ps == 0 and stats.device_db.total_op_time_ps == 0
     a = analyze_steps(stats.step_db, stats.environment.hardware_type, stats.host_db)
@@ -326,25 +328,25 @@ def test_captures_without_events_give_empty_results(planes):
 def test_host_result_pickles():
     import pickle
 
-    stats = compute_host_op_stats(_two_step_capture())
+    stats = compute_host_op_stats(_two_step_capture(), {})
     copy = pickle.loads(pickle.dumps(stats))
     assert copy.step_db.step_numbers == stats.step_db.step_numbers
     assert copy.host_db.metrics.equals(stats.host_db.metrics)
 
 
 def test_tf_stats_tensorcore_utilization_is_the_share_of_an_ops_kernel_time_on_tensor_cores():
-    from reportgen.sections.overview import overview_view
-    from reportgen.sections.tf_stats import framework_op_stats_table
+    from reportgen.core.tools.overview import overview_view
+    from reportgen.core.tools.tf_stats import framework_op_stats_table
 
-    space = SpaceBuilder()
+    space = Space()
     space.plane("/host:CPU").line(1, "python").event("train", 0, 1000 * US, _r=1, step_num=0)
     gpu = space.plane("/device:GPU:0", plane_id=1)
-    gpu.add_stats(gpu.plane, {"device_vendor": "Nvidia"})
+    gpu.add_stats(gpu.proto, {"device_vendor": "Nvidia"})
     stream = gpu.line(7, "Stream #7(Compute)")
     stream.event("volta_h884gemm", 0, 300 * US, tf_op="d/MatMul:MatMul", kernel_details="regs:8")
     stream.event("sgemm", 400 * US, 100 * US, tf_op="d/MatMul:MatMul", kernel_details="regs:8")
     stream.event("relu_kernel", 600 * US, 50 * US, tf_op="d/Relu:Relu", kernel_details="regs:8")
-    run = combine_op_stats([compute_host_op_stats(space.capture())])
+    run = combine_op_stats([compute_host_op_stats(space.capture(sort_lines=True), {})])
     table = framework_op_stats_table(run, exclude_idle=True).set_index("operation")
     assert table.loc["d/MatMul", "gpu_tensorcore_utilization"] == pytest.approx(0.75)
     assert table.loc["d/Relu", "gpu_tensorcore_utilization"] == 0.0

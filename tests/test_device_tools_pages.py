@@ -8,18 +8,53 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
-from reportgen.core.hlo_stats import COLUMNS as HLO_COLUMNS
-from reportgen.core.roofline import COLUMNS as ROOFLINE_COLUMNS
-from reportgen.sections import SECTIONS
+from reportgen.core.tools.hlo_stats import COLUMNS as HLO_COLUMNS
+from reportgen.core.tools.roofline import COLUMNS as ROOFLINE_COLUMNS
+from reportgen.pipeline.build import BuildOptions, build_site
 from reportgen.sections.op_profile import CSV_COLUMNS
+from reportgen.sections.registry import SECTIONS
 from tests.browser import console_errors, needs_browser, start_chromium
 from tests.builtsite import built_site
 from tests.conftest import LOGDIR, ORACLE, needs_shared
-from tests.tpu_xspace import XSS_OP, write_tpu_run
+from tests.xspace import Space
 
 DEVICE_PAGES = ("op_profile", "hlo_stats", "roofline_model")
+# The small TPU capture's op names and framework ops are HTML/JS payloads, so every page that
+# shows them proves they are escaped.
+XSS_OP = '</script><script>alert("op")</script>"<!--'
+PROGRAM_ID = 7
 SHARED_RUNS = {"tpu_inference_2", "gpu_multi_worker"}
+
+
+def tpu_space(hostname: str = "tpuhost", steps: int = 3) -> Space:
+    """One TensorCore with steps, two ops and peak capabilities."""
+    space = Space((hostname,))
+    space.plane("/host:CPU", 0).line(1, "python").event("main", 0, 10)
+    name = hostname.encode()
+    plane = space.plane("/device:TPU:0", 5, stats={
+        "core_details": bytes([0x0A, len(name)]) + name,  # CoreDetails.hostname
+        "peak_teraflops_per_second": 100.0, "peak_hbm_bw_gigabytes_per_second": 1000.0,
+        "device_type_string": "TPU test",
+    })
+    step_line = plane.line(1, "Steps")
+    op_line = plane.line(2, "XLA Ops")
+    for op, symbol, category, flops in ((XSS_OP, 1, "loop fusion", 1000), ("copy.1", 2, "data formatting", 0)):
+        plane.metadata(op, program_id=PROGRAM_ID, symbol_id=symbol, hlo_category=category, flops=flops,
+                       bytes_accessed=100, tf_op=XSS_OP + ":")
+    for i in range(steps):
+        base = i * 1_000_000
+        step_line.event(str(i), base, 900_000)
+        op_line.event(XSS_OP, base + 10_000, 500_000)
+        op_line.event("copy.1", base + 600_000, 200_000)
+    return space
+
+
+def write_tpu_run(logdir: Path, run: str = "tpu_small", hostname: str = "tpuhost") -> Path:
+    """A logdir run folder holding the capture; returns the logdir."""
+    space = tpu_space(hostname)
+    space.capture(hostname, sort_lines=True)  # sorts the lines as saved captures are
+    space.write(logdir / "plugins" / "profile" / run, hostname)
+    return logdir
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +70,7 @@ def site(tmp_path_factory) -> Path:
     # Only the sections under test (and the run page): the other tools' pages are tested elsewhere.
     sections = [s for s in SECTIONS if s.slug in ("inventory", *DEVICE_PAGES, "pod_viewer")]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("reportgen.build.SECTIONS", sections)
+        patch.setattr("reportgen.pipeline.build.SECTIONS", sections)
         report = build_site(locations, BuildOptions(output=str(root / "site"), runs=runs, jobs=1))
     assert report.exit_code == 0
     return root / "site"
@@ -243,7 +278,7 @@ def test_op_profile_works_in_the_single_file_report(site, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from reportgen.singlefile import compose
+    from reportgen.output.single_file import compose
 
     document, _report = compose(site)
     path = tmp_path / "report.html"

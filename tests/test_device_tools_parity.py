@@ -12,15 +12,16 @@ from functools import cache
 
 import pytest
 
-from reportgen.core.device_op_details import combine_device_op_details, device_op_details
-from reportgen.core.hlo_op_records import hlo_op_records
-from reportgen.core.hlo_stats import hlo_stats_table
-from reportgen.core.op_profile import ProfileTotals, build_op_profile, xprof_json
-from reportgen.core.op_stats import combine_op_stats
-from reportgen.core.pod_stats import hostnames_by_core, pod_stats
-from reportgen.core.pod_stats import xprof_json as pod_json
-from reportgen.core.roofline import roofline_model
-from reportgen.sections.device_ops import DeviceRun
+from reportgen.core.ops.device_details import combine_device_op_details, device_op_details
+from reportgen.core.ops.device_records import hlo_op_records
+from reportgen.core.ops.device_run import DeviceRun
+from reportgen.core.ops.op_stats import combine_op_stats
+from reportgen.core.tools.hlo_stats import hlo_stats_table
+from reportgen.core.tools.op_profile import ProfileTotals, build_op_profile, xprof_json
+from reportgen.core.tools.pod_viewer import hostnames_by_core, pod_stats
+from reportgen.core.tools.pod_viewer import xprof_json as pod_json
+from reportgen.core.tools.roofline import roofline_model
+from reportgen.loaders.hlo import hlo_modules
 from tests.conftest import ORACLE, RUNS, needs_shared
 from tests.decoded import decoded_hosts
 from tests.xprof_oracle import host_op_stats
@@ -34,7 +35,8 @@ def device_run(run: str) -> DeviceRun:
     captures = decoded_hosts(run)
     stats = host_op_stats(run)
     parts = [stats[c.host] for c in captures]
-    details = [device_op_details(c, p.device_db, p.environment.hardware_type == "TPU") for c, p in zip(captures, parts)]
+    details = [device_op_details(c, p.device_db, p.environment.hardware_type == "TPU", hlo_modules(c))
+               for c, p in zip(captures, parts)]
     op_stats = combine_op_stats(parts)
     combined = combine_device_op_details(details)
     return DeviceRun(op_stats=op_stats, details=combined, records=hlo_op_records(op_stats.device_db, combined),

@@ -6,15 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reportgen.core.device_op_details import READ, WRITE, DeviceOpDetails
-from reportgen.core.hlo_op_records import hlo_op_records
-from reportgen.core.hlo_ops import HloOp
-from reportgen.core.hlo_text import instruction_text, literal_text, physical_dims, shape_text
-from reportgen.core.op_metrics import OpMetricsDb, metrics_frame
-from reportgen.core.op_profile import ProfileTotals, build_op_profile, walk
-from reportgen.core.perf_env import PerfEnv
-from reportgen.core.pod_stats import BREAKDOWN_NAMES, bottleneck
-from reportgen.core.roofline import roofline_metrics
+from reportgen.core.hlo.ops import HloOp
+from reportgen.core.hlo.text import instruction_text, literal_text, physical_dims, shape_text
+from reportgen.core.ops.device_details import READ, WRITE, DeviceOpDetails
+from reportgen.core.ops.device_records import hlo_op_records
+from reportgen.core.ops.op_metrics import OpMetricsDb, metrics_frame
+from reportgen.core.ops.perf_env import PerfEnv
+from reportgen.core.tools.op_profile import ProfileTotals, build_op_profile, walk
+from reportgen.core.tools.pod_viewer import BREAKDOWN_NAMES, bottleneck
+from reportgen.core.tools.roofline import roofline_metrics
+from reportgen.loaders.hlo import to_plain
 from reportgen.loaders.proto import hlo_pb2
 
 PERF = PerfEnv(peak_tera_flops_per_second=100.0, peak_bws_giga_bytes_per_second=[1000.0, 2000.0, 2000.0])
@@ -143,21 +144,22 @@ def _shape(element: str, dims: list[int], minor_to_major=None, tiles=(), memory_
 
 
 def test_shapes_and_layouts_print_as_xla():
-    assert shape_text(_shape("F32", [2, 3], [1, 0], [(8, 128)], 5)) == "f32[2,3]{1,0:T(8,128)S(5)}"
-    assert shape_text(_shape("BF16", [], [], [(128,)])) == "bf16[]{:T(128)}"
-    assert shape_text(_shape("S32", [4])) == "s32[4]"
+    assert shape_text(to_plain(_shape("F32", [2, 3], [1, 0], [(8, 128)], 5))) == "f32[2,3]{1,0:T(8,128)S(5)}"
+    assert shape_text(to_plain(_shape("BF16", [], [], [(128,)]))) == "bf16[]{:T(128)}"
+    assert shape_text(to_plain(_shape("S32", [4]))) == "s32[4]"
     tup = hlo_pb2.ShapeProto(element_type=hlo_pb2.PrimitiveType.Value("TUPLE"))
     tup.tuple_shapes.extend([_shape("F32", [1], [0]), _shape("PRED", [])])
-    assert shape_text(tup) == "(f32[1]{0}, pred[])"
-    dims = physical_dims(_shape("F32", [5, 3, 100], [2, 1, 0], [(8, 128)]))
+    assert shape_text(to_plain(tup)) == "(f32[1]{0}, pred[])"
+    dims = physical_dims(to_plain(_shape("F32", [5, 3, 100], [2, 1, 0], [(8, 128)])))
     assert [(d.dimension, d.size, d.padded) for d in dims] == [(0, 5, 5), (1, 3, 8), (2, 100, 128)]
 
 
 def test_constants_and_convolutions_print_as_xla():
     lit = hlo_pb2.LiteralProto(shape=_shape("F32", [3]), f32s=[1.0, 0.5, -2.25])
-    assert literal_text(lit) == "{1, 0.5, -2.25}"
-    assert literal_text(hlo_pb2.LiteralProto(shape=_shape("S32", [2, 2]), s32s=[1, 2, 3, 4])) == "{ {1, 2}, {3, 4} }"
-    assert literal_text(hlo_pb2.LiteralProto(shape=_shape("F32", [11]), f32s=[0.0] * 11)) == "{...}"
+    assert literal_text(to_plain(lit)) == "{1, 0.5, -2.25}"
+    square = hlo_pb2.LiteralProto(shape=_shape("S32", [2, 2]), s32s=[1, 2, 3, 4])
+    assert literal_text(to_plain(square)) == "{ {1, 2}, {3, 4} }"
+    assert literal_text(to_plain(hlo_pb2.LiteralProto(shape=_shape("F32", [11]), f32s=[0.0] * 11))) == "{...}"
     lhs = hlo_pb2.HloInstructionProto(name="x", opcode="parameter", id=1, shape=_shape("F32", [1, 8, 8, 3]))
     rhs = hlo_pb2.HloInstructionProto(name="w", opcode="parameter", id=2, shape=_shape("F32", [3, 3, 3, 16]))
     conv = hlo_pb2.HloInstructionProto(name="conv", opcode="convolution", id=3, operand_ids=[1, 2],
@@ -172,7 +174,7 @@ def test_constants_and_convolutions_print_as_xla():
     dn.kernel_spatial_dimensions.extend([0, 1])
     dn.output_batch_dimension, dn.output_feature_dimension = 0, 3
     dn.output_spatial_dimensions.extend([1, 2])
-    text = instruction_text(conv, {1: lhs, 2: rhs}, {})
+    text = instruction_text(to_plain(conv), {1: to_plain(lhs), 2: to_plain(rhs)}, {})
     assert text == ("%conv = f32[1,8,8,16] convolution(f32[1,8,8,3] %x, f32[3,3,3,16] %w), "
                     "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f")
 
@@ -218,22 +220,24 @@ def _gpu_hlo_module() -> bytes:
 
 
 def test_gpu_xla_ops_take_text_source_and_contents_from_their_hlo_module():
-    from reportgen.core.device_op_details import device_op_details
-    from reportgen.core.hlo_stats import hlo_stats_table
-    from reportgen.core.op_stats import compute_host_op_stats
+    from reportgen.core.ops.device_details import device_op_details
+    from reportgen.core.ops.op_stats import compute_host_op_stats
+    from reportgen.core.tools.hlo_stats import hlo_stats_table
+    from reportgen.loaders.hlo import hlo_modules
     from reportgen.loaders.xspace import decode_xspace
-    from tests.gpu_xspace import GpuSpace
+    from tests.xspace import gpu_space
 
-    space = GpuSpace()
-    space.plane("/host:metadata", plane_id=99).metadata_id("jit_g(7)", {"Hlo Proto": _gpu_hlo_module(),
+    space = gpu_space()
+    space.plane("/host:metadata", plane_id=99).metadata("jit_g(7)", stats={"Hlo Proto": _gpu_hlo_module(),
                                                                         "program_id": 7})
     line = space.gpu(0).line(1, "Stream #1")
     for i in range(2):
         line.event("loop_multiply_kernel", i * 10_000, 4000, stats={"kernel_details": "regs:2",
                                                                    "hlo_op": "fusion.1", "program_id": 7})
     capture = decode_xspace("host.xplane.pb", space.serialize(), host="host")
-    op_stats = compute_host_op_stats(capture)
-    details = device_op_details(capture, op_stats.device_db, is_tpu=False)
+    modules = hlo_modules(capture)
+    op_stats = compute_host_op_stats(capture, modules)
+    details = device_op_details(capture, op_stats.device_db, is_tpu=False, modules=modules)
     records = hlo_op_records(op_stats.device_db, details)
     fusion = records[records["name"] == "fusion.1"].iloc[0]
     expression = "%fusion.1 = f32[4]{0} fusion(f32[4]{0} %p0), kind=kLoop, calls=%fused_computation"

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from reportgen.loaders.hlo import (
-    hlo_modules,
-    instruction_provenance,
-    module_display_name,
-    program_key,
-    sorted_module_names,
-)
+from reportgen.core.hlo.model import instruction_provenance, module_display_name, program_key, sorted_module_names
+from reportgen.loaders.hlo import hlo_modules
 from tests.hlo_builder import sample_module
-from tests.memory_xspace import SpaceBuilder
+from tests.xspace import Space
 
 
 def _capture(entries, stat_name="Hlo Proto"):
-    b = SpaceBuilder()
-    b.plane("/host:CPU").line("t").event("op", 1, 1)
+    b = Space(("host",))
+    b.plane("/host:CPU").line(name="t").event("op", 1, 1)
     meta = b.plane("/host:metadata")
     for md_id, name, stats in entries:
-        meta.event_id(name, md_id=md_id, **{stat_name if k == "hlo" else k: v for k, v in stats.items()})
+        meta.metadata(name, md_id=md_id, **{stat_name if k == "hlo" else k: v for k, v in stats.items()})
     return b.capture()
 
 
@@ -31,7 +26,7 @@ def test_modules_are_keyed_by_the_program_id_in_their_name():
     assert list(modules) == [77]
     module = modules[77]
     assert module.name == "jit_a" and module.display_name == "jit_a(77)"
-    assert module.proto.buffer_assignment.heap_simulator_traces[0].events[0].buffer_id == 11
+    assert module.hlo.buffer_assignment.heap_simulator_traces[0].events[0].buffer_id == 11
 
 
 def test_legacy_stat_name_is_accepted():
@@ -67,8 +62,8 @@ def test_first_module_of_a_program_id_wins():
 
 
 def test_no_metadata_plane_no_modules():
-    b = SpaceBuilder()
-    b.plane("/host:CPU").line("t").event("op", 1, 1)
+    b = Space(("host",))
+    b.plane("/host:CPU").line(name="t").event("op", 1, 1)
     assert hlo_modules(b.capture()) == {}
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.core.hlo import model
+from reportgen.loaders.hlo import plain_hlo
 from reportgen.loaders.proto import hlo_pb2, op_stats_pb2, trace_events_pb2
+from tests.hlo_builder import sample_module
 
 PROTO_DIR = Path(hlo_pb2.__file__).parent
 
@@ -42,6 +46,41 @@ def test_core_details_fields_are_xprofs():
                       "local_chip_id": (4, uint32), "global_chip_id": (5, uint32), "global_core_id": (6, uint32),
                       "is_sparse_core": (7, boolean)}
     assert op_stats_pb2.DESCRIPTOR.package == "reportgen.xprof"
+
+
+def _messages(descriptor) -> list:
+    return [descriptor, *(m for nested in descriptor.nested_types for m in _messages(nested))]
+
+
+def test_core_dataclasses_mirror_every_message_of_the_proto():
+    """core/hlo/model.py: one dataclass per message (map entries aside), the same fields in the same order,
+    None-when-unset exactly for the message fields it lists; enums by the same numbers."""
+    messages = [m for top in hlo_pb2.DESCRIPTOR.message_types_by_name.values() for m in _messages(top)
+                if not m.GetOptions().map_entry]
+    names = {m.full_name.removeprefix("reportgen.xla.") for m in messages}
+    assert names == set(model.MESSAGES)
+    for descriptor in messages:
+        name = descriptor.full_name.removeprefix("reportgen.xla.")
+        cls = model.MESSAGES[name]
+        assert [f.name for f in dataclasses.fields(cls)] == [f.name for f in descriptor.fields], name
+        message_fields = {f.name for f in descriptor.fields if f.message_type is not None and not f.is_repeated}
+        assert model.OPTIONAL_FIELDS.get(name, frozenset()) <= message_fields, name
+    assert {t.name: int(t) for t in model.PrimitiveType} == dict(hlo_pb2.PrimitiveType.items())
+    kinds = hlo_pb2.HeapSimulatorTrace.Event
+    assert (model.ALLOC, model.FREE, model.SHARE_WITH) == (kinds.ALLOC, kinds.FREE, kinds.SHARE_WITH)
+
+
+def test_plain_modules_hold_the_protos_values_and_none_for_unset_optional_fields():
+    proto = sample_module("jit_plain")
+    plain = plain_hlo(proto)
+    instruction = proto.hlo_module.computations[0].instructions[0]
+    mirrored = plain.hlo_module.computations[0].instructions[0]
+    assert (mirrored.name, mirrored.opcode, mirrored.id) == (instruction.name, instruction.opcode, instruction.id)
+    assert mirrored.shape.dimensions == list(instruction.shape.dimensions)
+    assert mirrored.window is None and not instruction.HasField("window")
+    assert mirrored.metadata.op_name == instruction.metadata.op_name  # always an object, as proto3 reads it
+    assert [lb.id for lb in plain.buffer_assignment.logical_buffers] == \
+        [lb.id for lb in proto.buffer_assignment.logical_buffers]
 
 
 def test_package_is_our_own():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reportgen.core.input_advice import RECOMMENDATIONS, link_segments, plain_text, summary_next_step
-from reportgen.core.input_ops import (
+from reportgen.core.input.advice import RECOMMENDATIONS, link_segments, plain_text, summary_next_step
+from reportgen.core.input.input_ops import (
     ADVANCED_FILE_READ,
     DEMANDED_FILE_READ,
     ENQUEUE,
@@ -18,13 +18,13 @@ from reportgen.core.input_ops import (
     input_op_category,
     split_input_time,
 )
-from reportgen.core.op_metrics import IDLE, combine_dbs
-from reportgen.core.op_stats import compute_host_op_stats
-from tests.xspace_maker import XSpaceMaker
+from reportgen.core.ops.op_metrics import IDLE, combine_dbs
+from reportgen.core.ops.op_stats import compute_host_op_stats
+from tests.xspace import Space, host_space
 
 
-def host_db(space: XSpaceMaker):
-    return compute_host_op_stats(space.decode()).host_db
+def host_db(space: Space):
+    return compute_host_op_stats(space.capture(), {}).host_db
 
 
 def ops_by_name(db) -> pd.DataFrame:
@@ -32,8 +32,8 @@ def ops_by_name(db) -> pd.DataFrame:
 
 
 def test_input_categories_and_order():
-    space = XSpaceMaker()
-    line = space.line("t")
+    space = host_space()
+    line = space.host_plane().line(name="t")
     line.event("Iterator::Root::Prefetch::TFRecord", 0, 10)
     line.event("Iterator::Root::TFRecord", 20, 30)
     line.event("Iterator::Root::Map", 60, 20)
@@ -62,16 +62,16 @@ def test_input_categories_and_order():
 
 
 def test_enqueue_ratio_splits_the_input_time():
-    space = XSpaceMaker()
-    line = space.line("t")
+    space = host_space()
+    line = space.host_plane().line(name="t")
     for start, duration in ((0, 10), (100, 10), (200, 20)):
         line.event("in/q:InfeedEnqueueTuple", start, duration)
     db = host_db(space)
     assert (db.host_infeed_enq_duration_ps, db.host_infeed_enq_start_diff_ps) == (20, 200)
     assert enqueue_ratio(db) == pytest.approx(0.1)
     # Without infeed enqueues, the generic path takes the steps' host-to-device share.
-    assert enqueue_ratio(host_db(XSpaceMaker()), 2.0, 8.0, generic=True) == pytest.approx(0.25)
-    assert enqueue_ratio(host_db(XSpaceMaker()), 2.0, 8.0, generic=False) == 0.0
+    assert enqueue_ratio(host_db(host_space()), 2.0, 8.0, generic=True) == pytest.approx(0.25)
+    assert enqueue_ratio(host_db(host_space()), 2.0, 8.0, generic=False) == 0.0
     split = split_input_time({ENQUEUE: 100.0, DEMANDED_FILE_READ: 10.0, ADVANCED_FILE_READ: 0.0,
                               PREPROCESSING: 30.0}, 0.25)
     assert split.by_key() == pytest.approx({"demanded_file_read": 75.0, "advanced_file_read": 0.0,
@@ -81,8 +81,8 @@ def test_enqueue_ratio_splits_the_input_time():
 
 
 def test_combining_hosts_adds_records():
-    space = XSpaceMaker()
-    space.line("t").event("Iterator::Root", 0, 10)
+    space = host_space()
+    space.host_plane().line(name="t").event("Iterator::Root", 0, 10)
     db = host_db(space)
     both = combine_dbs([db, db], update_num_cores=False)
     root = ops_by_name(both).loc["Iterator::Root"]
@@ -91,8 +91,8 @@ def test_combining_hosts_adds_records():
 
 
 def test_no_input_ops_gives_an_empty_table_and_zero_split():
-    space = XSpaceMaker()
-    space.line("t").event("model/MatMul:MatMul", 0, 10)
+    space = host_space()
+    space.host_plane().line(name="t").event("model/MatMul:MatMul", 0, 10)
     analysis = input_op_analysis(host_db(space))
     assert analysis.ops.empty and list(analysis.ops.columns)[0] == "op_name"
     assert set(analysis.breakdown.by_key().values()) == {0.0}
@@ -102,8 +102,8 @@ def test_no_input_ops_gives_an_empty_table_and_zero_split():
 def test_stage_ids_share_the_op_map_with_metadata_ids():
     """XProf keys named ops by metadata id and stages by stage id in one map, first sight
     winning: an event whose metadata id equals an earlier stage id is taken for that stage."""
-    space = XSpaceMaker()
-    line = space.line("t")
+    space = host_space()
+    line = space.host_plane().line(name="t")
     line.event("Stage", 0, 4, _ipl_stage_id=2, _ipl_stage_cat="preprocessing")  # metadata id 1
     line.event("model/MatMul:MatMul", 10, 100)  # metadata id 2
     ops = ops_by_name(host_db(space))
@@ -113,8 +113,8 @@ def test_stage_ids_share_the_op_map_with_metadata_ids():
 
 
 def test_a_stage_id_seen_first_as_a_metadata_id_takes_that_op():
-    space = XSpaceMaker()
-    line = space.line("t")
+    space = host_space()
+    line = space.host_plane().line(name="t")
     line.event("model/MatMul:MatMul", 0, 10)  # metadata id 1
     line.event("Stage", 20, 4, _ipl_stage_id=1, _ipl_stage_cat="read")
     line.event("Uncategorised", 30, 2, _ipl_stage_id=7)  # a stage without a category is no op

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
-from reportgen.core.input_ops import INPUT_OP_COLUMNS
+from reportgen.core.input.input_ops import INPUT_OP_COLUMNS
+from reportgen.pipeline.build import BuildOptions, build_site
 from tests.browser import chromium, console_errors, needs_browser
-from tests.xspace_maker import XSpaceMaker
+from tests.xspace import Space, host_space
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "reportgen" / "sample"
@@ -19,7 +19,7 @@ NASTY = '<script>alert("x")</script>'
 US = 1_000_000
 
 
-def write_run(logdir: Path, run: str, space: XSpaceMaker) -> None:
+def write_run(logdir: Path, run: str, space: Space) -> None:
     folder = logdir / "plugins" / "profile" / run
     folder.mkdir(parents=True)
     (folder / f"{space.host}.xplane.pb").write_bytes(space.proto.SerializeToString())
@@ -28,12 +28,12 @@ def write_run(logdir: Path, run: str, space: XSpaceMaker) -> None:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     logdir = tmp_path_factory.mktemp("logdir")
-    nasty = XSpaceMaker(host="h<i>1")
-    nasty.line("python").event("Iterator::Root", 0, 80 * US, id=1).event(
+    nasty = host_space("h<i>1")
+    nasty.host_plane().line(name="python").event("Iterator::Root", 0, 80 * US, id=1).event(
         f"Iterator::Root::{NASTY}", 1 * US, 70 * US, id=2, parent_id=1, name=NASTY)
     write_run(logdir, "nasty", nasty)
-    plain = XSpaceMaker()
-    plain.line("python").event("model/MatMul:MatMul", 0, 10 * US)
+    plain = host_space()
+    plain.host_plane().line(name="python").event("model/MatMul:MatMul", 0, 10 * US)
     write_run(logdir, "plain", plain)
     out = tmp_path_factory.mktemp("site") / "site"
     report = build_site([str(SAMPLE), str(logdir)], BuildOptions(output=str(out), jobs=1))

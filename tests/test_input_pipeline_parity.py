@@ -9,9 +9,9 @@ import math
 
 import pytest
 
-from reportgen.core.input_advice import RECOMMENDATIONS
-from reportgen.sections.input_pipeline import InputPipelineView, input_view
-from reportgen.sections.views import ALL_HOSTS, run_views
+from reportgen.core.input.advice import RECOMMENDATIONS
+from reportgen.core.ops.views import ALL_HOSTS, run_views
+from reportgen.core.tools.input_pipeline import InputPipelineView, input_view
 from tests.conftest import needs_shared
 from tests.xprof_oracle import datatable_frame, host_op_stats, load_json, oracle_dirs
 

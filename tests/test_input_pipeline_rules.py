@@ -7,22 +7,23 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reportgen.core import step_events as et
-from reportgen.core.op_metrics import OpMetricsDb
-from reportgen.core.op_stats import Diagnostics, HostOpStats, RunEnvironment
-from reportgen.core.perf_env import PerfEnv
-from reportgen.core.step_analysis import (
+from reportgen.core.input.tf_data import TfDataStats
+from reportgen.core.ops.op_metrics import OpMetricsDb
+from reportgen.core.ops.op_stats import Diagnostics, HostOpStats, RunEnvironment
+from reportgen.core.ops.perf_env import PerfEnv
+from reportgen.core.steps import events as et
+from reportgen.core.steps.step_db import TYPE_COLUMNS, StepDb, empty_steps
+from reportgen.core.tools.input_pipeline import (
     EMPTY_INTERSECT_WARNING,
     INCOMPLETE_STEP_WARNING,
     NO_STEP_WARNING,
+    HostInputPart,
     analyze_steps,
     step_warnings,
 )
-from reportgen.core.step_db import TYPE_COLUMNS, StepDb, empty_steps
-from reportgen.core.tf_data import TfDataStats
+from reportgen.output.site import PageWriter
 from reportgen.sections.base import RunContext
-from reportgen.sections.input_pipeline import HostInputPart, InputPipelineSection
-from reportgen.site import PageWriter
+from reportgen.sections.input_pipeline import InputPipelineSection
 
 MS = 1_000_000_000  # ps
 

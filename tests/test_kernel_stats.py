@@ -12,8 +12,10 @@ import math
 
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.kernel_stats import (
+from reportgen.core.events.table import EventTable
+from reportgen.core.events.tf_op import parse_tf_op_fullname
+from reportgen.core.hlo.model import HloModule
+from reportgen.core.ops.kernel_reports import (
     LaunchParams,
     combine_host_reports,
     is_einsum_tensor_core_eligible,
@@ -22,18 +24,17 @@ from reportgen.core.kernel_stats import (
     kernel_stats_table,
     parse_kernel_details,
 )
-from reportgen.core.tf_op import parse_tf_op_fullname
-from reportgen.loaders.hlo import HloModule
+from reportgen.loaders.hlo import plain_hlo
 from reportgen.loaders.proto import hlo_pb2
 from reportgen.loaders.xspace import decode_xspace
-from tests.gpu_xspace import GpuSpace, Ref
+from tests.xspace import Ref, Space, gpu_space
 
 
-def decode(space: GpuSpace, host: str = "testhost") -> EventTable:
+def decode(space: Space, host: str = "testhost") -> EventTable:
     return EventTable(decode_xspace(f"{host}.xplane.pb", space.serialize(), host=host))
 
 
-def table_of(space: GpuSpace, **kwargs):
+def table_of(space: Space, **kwargs):
     return kernel_stats_table(kernel_reports(decode(space), **kwargs))
 
 
@@ -131,7 +132,7 @@ def test_einsum_eligibility(equation, eligible):
 # --- which events count ------------------------------------------------------------------
 
 def test_only_kernel_events_of_gpu_streams_count():
-    space = GpuSpace()
+    space = gpu_space()
     gpu = space.gpu(0)
     stream = gpu.line(10, "Stream #10(Compute)")
     stream.event("sub_ns", 0, 999, stats={"kernel_details": "regs:1"})  # counted, as 0 ns
@@ -149,7 +150,7 @@ def test_only_kernel_events_of_gpu_streams_count():
     gpu.line(0xDEADBEF0, "Derived id stored unsigned").event("derived_u32", 0, 5000,
                                                              stats={"kernel_details": "regs:1"})
     # Host events never count, even with kernel_details (CUPTI launch records carry one).
-    space.host_thread.event("host_launch", 10_000, 5000, stats={"kernel_details": "regs:1"})
+    space.host_plane().lines[0].event("host_launch", 10_000, 5000, stats={"kernel_details": "regs:1"})
     rows = rows_by_name(table_of(space))
     assert set(rows) == {"sub_ns", "one_ns", "ref_kd", "dup_kd2"}
     assert rows["sub_ns"]["total_duration_us"] == 0.0 and rows["sub_ns"]["occurrences"] == 1
@@ -158,7 +159,7 @@ def test_only_kernel_events_of_gpu_streams_count():
 
 
 def test_no_gpu_plane_means_no_reports():
-    space = GpuSpace()
+    space = gpu_space()
     space.plane("/device:TPU:0").line(1, "XLA Ops").event("fusion", 0, 5000, stats={"kernel_details": "regs:1"})
     assert kernel_reports(decode(space)).empty
 
@@ -166,7 +167,7 @@ def test_no_gpu_plane_means_no_reports():
 # --- TensorCore flags -----------------------------------------------------------------------
 
 def test_tensor_core_use_depends_on_vendor():
-    space = GpuSpace()
+    space = gpu_space()
     kernels = ["volta_h884gemm", "sm90_xmma_gemm_bf16", "xmma_mfma", "some_mfma_kernel", "ck_gemm_xdl",
                "attn_fwd_kernel", "wmma_k"]
     for ordinal, vendor in enumerate(["Nvidia", "AMD", "", "amd"]):
@@ -182,7 +183,7 @@ def test_tensor_core_use_depends_on_vendor():
 
 
 def test_op_eligibility_of_kernels():
-    space = GpuSpace()
+    space = gpu_space()
     line = space.gpu(0).line(1, "Stream #1")
     cases = [
         ("k_matmul", {"tf_op": "model/dense/MatMul:MatMul"}, True, "model/dense/MatMul"),
@@ -202,7 +203,7 @@ def test_op_eligibility_of_kernels():
 
 
 def test_xla_kernels_take_their_op_from_hlo_metadata():
-    space = GpuSpace()
+    space = gpu_space()
     line = space.gpu(0).line(1, "Stream #1")
     line.event("fusion_kernel", 0, 5000, stats={"kernel_details": "regs:2", "hlo_op": "fusion.1::dot.3",
                                                 "program_id": 7})
@@ -214,7 +215,7 @@ def test_xla_kernels_take_their_op_from_hlo_metadata():
         instruction = computation.instructions.add()
         instruction.name = name
         instruction.metadata.op_name = op_name
-    rows = rows_by_name(table_of(space, modules={7: HloModule(7, "jit_f", proto)}))
+    rows = rows_by_name(table_of(space, modules={7: HloModule(7, "jit_f", plain_hlo(proto))}))
     assert rows["fusion_kernel"]["op_name"] == "jit(f)/dot_general:"
     assert rows["fusion_kernel"]["is_op_tensor_core_eligible"]
     # The HLO op name replaces the tf_op one; eligibility from the tf_op stays.
@@ -227,7 +228,7 @@ def test_xla_kernels_take_their_op_from_hlo_metadata():
 # --- aggregation, order, totals -------------------------------------------------------------
 
 def test_merging_across_planes_and_ordering():
-    space = GpuSpace()
+    space = gpu_space()
     first = space.gpu(0).line(1, "Stream #1")
     first.event("kA", 0, 5000, stats={"kernel_details": "regs:8 occ_pct:25"})
     first.event("kA", 10_000, 3000, stats={"kernel_details": "regs:8 occ_pct:75"})
@@ -251,7 +252,7 @@ def test_merging_across_planes_and_ordering():
 
 
 def test_totals_average_and_shared_memory_wrap():
-    space = GpuSpace()
+    space = gpu_space()
     line = space.gpu(0).line(1, "Stream #1")
     line.event("avg", 0, 1000, stats={"kernel_details": "regs:1"})
     line.event("avg", 10_000, 2000, stats={"kernel_details": "regs:1"})
@@ -266,7 +267,7 @@ def test_totals_average_and_shared_memory_wrap():
 
 
 def test_equal_totals_break_ties_on_the_key():
-    space = GpuSpace()
+    space = gpu_space()
     line = space.gpu(0).line(1, "Stream #1")
     launches = [
         ("tie", "regs:2 grid:1,1,2", None), ("tie", "regs:1 grid:1,1,2", None),
@@ -303,8 +304,8 @@ def test_equal_totals_break_ties_on_the_key():
 
 # --- hosts -------------------------------------------------------------------------------------
 
-def many_kernels_host(host: str, offset: int) -> GpuSpace:
-    space = GpuSpace(host)
+def many_kernels_host(host: str, offset: int) -> Space:
+    space = gpu_space(host)
     line = space.gpu(0).line(1, "Stream #1")
     start = 0
     for i in range(1200):

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
+from reportgen.core.tools.kernel_stats import XPROF_COLUMNS
 from reportgen.loaders.xspace import decode_xspace
-from reportgen.sections.base import HostContext
-from reportgen.sections.kernel_stats import XPROF_COLUMNS, KernelStatsSection, compact_kernel_name
+from reportgen.pipeline.build import BuildOptions, build_site
+from reportgen.pipeline.host_stage import host_context
+from reportgen.sections.kernel_stats import KernelStatsSection, compact_kernel_name
 from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, ORACLE, host_files, needs_shared
-from tests.gpu_xspace import GpuSpace
+from tests.xspace import gpu_space
 
 CSV = "data/kernel_stats/kernel_stats.csv"
 
@@ -74,11 +75,11 @@ def test_tpu_and_cpu_hosts_have_no_kernel_stats():
     for run in ("tpu_inference_2", "tf_keras_fast"):
         path = host_files(run)[0]
         capture = decode_xspace(str(path), path.read_bytes())
-        assert section.host_part(HostContext(run, capture.host, capture, "")) is None
+        assert section.host_part(host_context(run, capture, "")) is None
 
 
 def test_capture_text_is_escaped_and_single_host_has_no_selector(tmp_path):
-    space = GpuSpace("onehost")
+    space = gpu_space("onehost")
     line = space.gpu(0).line(1, "Stream #1")
     evil = "<script>alert(1)</script>"
     line.event(evil, 0, 5000, stats={"kernel_details": "regs:1", "tf_op": '<img src=x onerror="boom()">:'})

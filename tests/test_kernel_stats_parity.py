@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.kernel_stats import combine_host_reports, kernel_reports, kernel_stats_table
+from reportgen.core.events.table import EventTable
+from reportgen.core.ops.kernel_reports import combine_host_reports, kernel_reports, kernel_stats_table
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import ORACLE, host_files, needs_shared
 
@@ -56,7 +56,7 @@ def test_all_hosts_combined_match_xprof(host_reports):
 
 
 def test_column_labels_are_xprofs():
-    from reportgen.sections.kernel_stats import XPROF_COLUMNS
+    from reportgen.core.tools.kernel_stats import XPROF_COLUMNS
 
     oracle = json.loads((ORACLE / RUN / "kernel_stats.json").read_text())
     assert {c["id"]: c["label"] for c in oracle["cols"]} == XPROF_COLUMNS

@@ -22,10 +22,10 @@ SAMPLE = PACKAGE / "sample"
 # process: compiled here (a miss) or loaded from the cache (a hit).
 BUILD_AND_REPORT = """
 import json, sys
-from reportgen.cli import main
+from reportgen.cli.main import main
 code = main(sys.argv[1:])
 from reportgen import kernels
-from reportgen.trace import json_kernel
+from reportgen.export import json_kernel
 stats = json_kernel.write_events.stats
 print(json.dumps({"exit": code, "cache_dir": str(kernels.CACHE_DIR), "problem": kernels.CACHE_PROBLEM,
                   "writer_hits": sum(stats.cache_hits.values()), "writer_misses": sum(stats.cache_misses.values())}))

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import EXIT_OK, EXIT_PARTIAL, BuildOptions, build_site
 from reportgen.errors import CaptureError
-from reportgen.loaders.legacy import decode_legacy_host
+from reportgen.legacy.tool_files import decode_legacy_host
 from reportgen.loaders.logdir import discover
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
+from reportgen.pipeline.build import EXIT_OK, EXIT_PARTIAL, BuildOptions, build_site
 from tests.clirun import reportgen
 from tests.conftest import CAPTURES, REPO
 from tests.sitecheck import assert_links_resolve

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import reportgen.legacy_trace as legacy_trace
-from reportgen.build import EXIT_OK, EXIT_PARTIAL, BuildOptions, build_site
+import reportgen.legacy.trace_export as legacy_trace
 from reportgen.errors import CaptureError
-from reportgen.loaders.chrome_trace import TRACETABLE_NOTE, parse_chrome_trace, parse_trace_proto
+from reportgen.legacy.chrome_trace import TRACETABLE_NOTE, parse_chrome_trace, parse_trace_proto
+from reportgen.legacy.timeline_chunks import ChromeTraceExport, plan_time_chunks
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 from reportgen.loaders.proto import trace_events_pb2 as tpb
-from reportgen.trace.chrome_json import ChromeTraceExport, plan_time_chunks
+from reportgen.pipeline.build import EXIT_OK, EXIT_PARTIAL, BuildOptions, build_site
 from tests.browser import chromium, console_errors, needs_browser
 from tests.clirun import reportgen
 from tests.conftest import CAPTURES, LOGDIR

@@ -10,9 +10,9 @@ import pytest
 from google.protobuf.message import DecodeError
 
 from reportgen.errors import CaptureError
-from reportgen.loaders.chrome_trace import parse_trace_proto
+from reportgen.legacy.chrome_trace import parse_trace_proto
+from reportgen.legacy.trace_proto import TraceDecodeError, decode_trace_events, ps_to_us
 from reportgen.loaders.proto import trace_events_pb2 as tpb
-from reportgen.loaders.trace_proto import TraceDecodeError, decode_trace_events, ps_to_us
 from tests.tftrace import chrome_events_of
 
 U64_MAX = 2**64 - 1

@@ -9,10 +9,10 @@ import uuid
 import fsspec
 import pytest
 
-from reportgen.build import BuildOptions, build_site
 from reportgen.errors import NoCapturesError
 from reportgen.loaders.logdir import discover, merge_same_folder, natural_key, read_file
 from reportgen.loaders.xspace import decode_xspace
+from reportgen.pipeline.build import BuildOptions, build_site
 from tests.conftest import LOGDIR, needs_shared
 
 SAMPLE_RUNS = ["tf_keras_fast", "tf_keras_input_bound"]

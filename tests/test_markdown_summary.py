@@ -9,10 +9,10 @@ from pathlib import Path
 import markdown
 import pytest
 
-from reportgen import markdown_summary
-from reportgen.cli import main
+from reportgen.cli.main import main
 from reportgen.compare import BuiltSite, compare_runs
-from reportgen.markdown_summary import build_summary, md_code, md_escape
+from reportgen.compare import pr_summary as markdown_summary
+from reportgen.compare.pr_summary import build_summary, md_code, md_escape
 from tests.builtsite import XSS_LINE, XSS_OP, XSS_RUN
 from tests.comparesite import BASELINE, CANDIDATE, PAGE, copy_of_built_site
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.build import BuildOptions, build_site
+from reportgen.pipeline.build import BuildOptions, build_site
 from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, ORACLE, needs_shared
 from tests.hlo_builder import sample_module
-from tests.memory_xspace import SpaceBuilder, memory_event
+from tests.xspace import Space, memory_event
 
 EVIL = "<script>alert(1)</script>"
 MODULE = "jit_sample(7)"
@@ -20,21 +20,21 @@ MODULE = "jit_sample(7)"
 
 def risky_capture() -> bytes:
     """An allocator at 96% of its capacity, an op name with markup, and one HLO module."""
-    b = SpaceBuilder()
-    line = b.plane("/host:CPU").line("tf_Compute")
+    b = Space(("host",))
+    line = b.plane("/host:CPU").line(name="tf_Compute")
     memory_event(line, "MemoryAllocation", 100, allocator="GPU_0_bfc", heap=96_000, free=4_000, requested=90_000,
                  allocated=96_000, address=0x10, peak=96_000, tf_op=EVIL, region_type="output", data_type=1,
                  shape="[24000]")
     memory_event(line, "MemoryDeallocation", 200, allocator="GPU_0_bfc", heap=0, free=100_000, requested=90_000,
                  allocated=96_000, address=0x10, peak=96_000)
-    b.plane("/host:metadata").event_id("jit_sample(7)", md_id=7, **{"Hlo Proto": sample_module().SerializeToString()})
-    return b.bytes()
+    b.plane("/host:metadata").metadata("jit_sample(7)", md_id=7, **{"Hlo Proto": sample_module().SerializeToString()})
+    return b.serialize()
 
 
 def plain_capture() -> bytes:
-    b = SpaceBuilder()
-    b.plane("/host:CPU").line("python").event("train", 0, 10, _r=1)
-    return b.bytes()
+    b = Space(("host",))
+    b.plane("/host:CPU").line(name="python").event("train", 0, 10, _r=1)
+    return b.serialize()
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from functools import cache
 
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.memory_profile import ALLOCATION, memory_profiles
+from reportgen.core.events.table import EventTable
+from reportgen.core.tools.memory_profile import ALLOCATION, memory_profiles
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import LOGDIR, ORACLE, RUNS, needs_shared
 

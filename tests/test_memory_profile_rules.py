@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.core.events import EventTable
-from reportgen.core.memory_profile import (
+from reportgen.core.events.table import EventTable
+from reportgen.core.tools.memory_profile import (
     UNUSED_PREALLOCATED,
     allocator_capacities,
     data_type_string,
     out_of_memory_messages,
 )
-from reportgen.core.memory_profile import memory_profiles as profiles_of_table
-from tests.memory_xspace import Ref, SpaceBuilder, memory_event
+from reportgen.core.tools.memory_profile import memory_profiles as profiles_of_table
+from tests.xspace import Ref, Space, memory_event
 
 
 def memory_profiles(capture):
@@ -34,27 +34,28 @@ def test_data_type_names_follow_tensorflow():
 
 def _stepped_capture():
     """Two `train` steps on the Python thread; allocations nested in them, one outside."""
-    b = SpaceBuilder()
+    b = Space(("host",))
     host = b.plane("/host:CPU")
-    line = host.line("python", timestamp_ns=1_000)
-    memory_event(line, "MemoryAllocation", 10, heap=MIB, free=10 * MIB, requested=MIB, allocated=MIB,
+    line = host.line(name="python", timestamp_ns=1_000)
+    t0 = 1_000_000  # the line's timestamp in ps: events are placed by absolute time, offsets stay as below
+    memory_event(line, "MemoryAllocation", t0 + 10, heap=MIB, free=10 * MIB, requested=MIB, allocated=MIB,
                  address=0x10, peak=MIB, tf_op="before", region_type="output", data_type=1, shape="[1]")
-    line.event("train", 100, 1000, _r=1, step_num=7)
-    memory_event(line, "MemoryAllocation", 200, heap=3 * MIB, free=8 * MIB, requested=2 * MIB,
+    line.event("train", t0 + 100, 1000, _r=1, step_num=7)
+    memory_event(line, "MemoryAllocation", t0 + 200, heap=3 * MIB, free=8 * MIB, requested=2 * MIB,
                  allocated=2 * MIB, address=0x20, peak=3 * MIB, tf_op="a", region_type="temp", data_type=1,
                  shape="[2]")
-    memory_event(line, "MemoryDeallocation", 300, heap=MIB, free=10 * MIB, requested=2 * MIB, allocated=2 * MIB,
+    memory_event(line, "MemoryDeallocation", t0 + 300, heap=MIB, free=10 * MIB, requested=2 * MIB, allocated=2 * MIB,
                  address=0x20, peak=3 * MIB)
-    line.event("train", 2000, 1000, _r=1, step_num=8)
-    memory_event(line, "MemoryAllocation", 2100, heap=2 * MIB, stack=MIB // 2, free=8 * MIB, requested=MIB,
+    line.event("train", t0 + 2000, 1000, _r=1, step_num=8)
+    memory_event(line, "MemoryAllocation", t0 + 2100, heap=2 * MIB, stack=MIB // 2, free=8 * MIB, requested=MIB,
                  allocated=MIB, address=0x30, peak=3 * MIB, tf_op="b", region_type="output", data_type=14,
                  shape="[3]", fragmentation=0.25)
-    memory_event(line, "MemoryAllocation", 2200, heap=3 * MIB, stack=MIB // 2, free=7 * MIB, requested=MIB,
+    memory_event(line, "MemoryAllocation", t0 + 2200, heap=3 * MIB, stack=MIB // 2, free=7 * MIB, requested=MIB,
                  allocated=MIB, address=0x40, peak=3 * MIB, tf_op="b", region_type="output", data_type=14,
                  shape="[3]", fragmentation=0.5)
-    memory_event(line, "MemoryDeallocation", 2300, heap=2 * MIB, stack=MIB // 2, free=8 * MIB, requested=MIB,
+    memory_event(line, "MemoryDeallocation", t0 + 2300, heap=2 * MIB, stack=MIB // 2, free=8 * MIB, requested=MIB,
                  allocated=MIB, address=0x99, peak=3 * MIB)
-    memory_event(line, "MemoryAllocation", 5000, heap=MIB, free=10 * MIB, requested=MIB, allocated=MIB,
+    memory_event(line, "MemoryAllocation", t0 + 5000, heap=MIB, free=10 * MIB, requested=MIB, allocated=MIB,
                  address=0x50, peak=3 * MIB, tf_op="after")
     return b.capture()
 
@@ -103,8 +104,8 @@ def test_breakdown_at_peak_merges_equal_rows_and_adds_special_rows():
 
 
 def test_unmatched_deallocation_before_peak_counts_against_unmapped_bytes():
-    b = SpaceBuilder()
-    line = b.plane("/host:CPU").line("t")
+    b = Space(("host",))
+    line = b.plane("/host:CPU").line(name="t")
     memory_event(line, "MemoryDeallocation", 5, heap=MIB, allocated=MIB, address=0x1, peak=2 * MIB)
     memory_event(line, "MemoryAllocation", 10, heap=2 * MIB, requested=MIB, allocated=MIB, address=0x2,
                  peak=2 * MIB, tf_op="x")
@@ -130,8 +131,8 @@ def _reference_sample(in_use, limit=1000):
 def test_large_timelines_are_sampled_like_xprof():
     rng = np.random.default_rng(1)
     heap = rng.integers(1, 1000, size=2500) * 1024
-    b = SpaceBuilder()
-    line = b.plane("/host:CPU").line("t")
+    b = Space(("host",))
+    line = b.plane("/host:CPU").line(name="t")
     for i, h in enumerate(heap):
         memory_event(line, "MemoryAllocation", 10 * (i + 1), heap=int(h), allocated=1, address=i + 1)
     p = memory_profiles(b.capture())["bfc"]
@@ -142,10 +143,10 @@ def test_large_timelines_are_sampled_like_xprof():
 
 
 def test_memory_ids_from_allocator_names_and_device_indices():
-    b = SpaceBuilder()
+    b = Space(("host",))
     host = b.plane("/host:CPU")
     host.stat_id("GPU_0_bfc")
-    line = host.line("t")
+    line = host.line(name="t")
     line.event("MemoryAllocation", 1, 1, allocator_name=Ref("GPU_0_bfc"), bytes_allocated=5, allocation_bytes=5)
     line.event("MemoryAllocation", 2, 1, index_on_host=3, bytes_allocated=7, allocation_bytes=7)
     line.event("MemoryAllocation", 3, 1, bytes_allocated=1)
@@ -155,13 +156,13 @@ def test_memory_ids_from_allocator_names_and_device_indices():
 
 
 def test_out_of_memory_is_flagged_near_capacity_and_on_failed_allocations():
-    b = SpaceBuilder()
-    line = b.plane("/host:CPU").line("t")
+    b = Space(("host",))
+    line = b.plane("/host:CPU").line(name="t")
     memory_event(line, "MemoryAllocation", 1, allocator="near", heap=95, free=5, allocated=95, requested=95)
     memory_event(line, "MemoryAllocation", 1, allocator="roomy", heap=50, free=50, allocated=50, requested=50)
     memory_event(line, "MemoryAllocation", 1, allocator="failed", heap=10, free=90, allocated=10, requested=10)
     memory_event(line, "MemoryAllocation", 2, allocator="failed", heap=10, free=90, allocated=0, requested=64)
-    b.space.warnings.append("Allocator ran out of memory trying to allocate 64B")
+    b.proto.warnings.append("Allocator ran out of memory trying to allocate 64B")
     capture = b.capture()
     p = memory_profiles(capture)
     assert p["near"].near_capacity and p["near"].out_of_memory
@@ -171,23 +172,23 @@ def test_out_of_memory_is_flagged_near_capacity_and_on_failed_allocations():
 
 
 def test_no_host_plane_or_no_memory_events_means_no_profile():
-    b = SpaceBuilder()
-    b.plane("/device:GPU:0").line("s").event("MemoryAllocation", 1, 1, bytes_allocated=1)
+    b = Space(("host",))
+    b.plane("/device:GPU:0").line(name="s").event("MemoryAllocation", 1, 1, bytes_allocated=1)
     assert memory_profiles(b.capture()) == {}
-    b = SpaceBuilder()
-    b.plane("/host:CPU").line("t").event("op", 1, 1)
+    b = Space(("host",))
+    b.plane("/host:CPU").line(name="t").event("op", 1, 1)
     assert memory_profiles(b.capture()) == {}
 
 
 def test_stats_are_read_as_the_converter_walks_them():
     """The last copy of a duplicated stat wins; metadata stats are not the event's."""
-    b = SpaceBuilder()
+    b = Space(("host",))
     host = b.plane("/host:CPU")
-    host.event_id("MemoryAllocation", bytes_available=999)
-    line = host.line("t")
+    host.metadata("MemoryAllocation", bytes_available=999)
+    line = host.line(name="t")
     memory_event(line, "MemoryAllocation", 5, heap=MIB, allocated=MIB, tf_op="first")
     line.event("MemoryDeallocation", 9, 1, allocator_name="bfc", bytes_allocated=0, tf_op="x")
-    event = line.line.events[0]
+    event = line.proto.events[0]
     for name, value in (("bytes_allocated", 2 * MIB), ("tf_op", "second")):
         stat = event.stats.add()
         stat.metadata_id = host.stat_id(name)

@@ -7,8 +7,9 @@ from functools import cache
 
 import pytest
 
-from reportgen.core.memory_viewer import memory_space_view
-from reportgen.loaders.hlo import hlo_modules, sorted_module_names
+from reportgen.core.hlo.model import sorted_module_names
+from reportgen.core.tools.memory_viewer import memory_space_view
+from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import ORACLE, host_files, needs_shared
 

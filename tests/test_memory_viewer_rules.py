@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from reportgen.core.memory_viewer import memory_colors, memory_space_view
-from reportgen.core.xla_shapes import shape_text, unpadded_byte_size
-from reportgen.loaders.hlo import HloModule
+from reportgen.core.hlo.model import HloModule
+from reportgen.core.hlo.shapes import shape_text, unpadded_byte_size
+from reportgen.core.tools.memory_viewer import memory_colors, memory_space_view
+from reportgen.loaders.hlo import plain_hlo, to_plain
 from reportgen.loaders.proto import hlo_pb2
 from tests.hlo_builder import F32, array, sample_module
 
@@ -13,7 +14,7 @@ MIB = float(1 << 20)
 
 def view(space: int = 0):
     proto = sample_module()
-    return memory_space_view(HloModule(7, proto.hlo_module.name, proto), space)
+    return memory_space_view(HloModule(7, proto.hlo_module.name, plain_hlo(proto)), space)
 
 
 def test_heap_simulation_timeline_and_peak():
@@ -70,7 +71,7 @@ def test_memory_space_without_trace_keeps_only_whole_program_buffers():
         if lb.id == 10:
             lb.color = 1
     proto.buffer_assignment.buffer_allocations[0].color = 1
-    module = HloModule(7, "jit_sample", proto)
+    module = HloModule(7, "jit_sample", plain_hlo(proto))
     assert memory_colors(module) == [0, 1]
     v = memory_space_view(module, 1)
     assert len(v.heap_bytes) == 0 and v.peak_heap_bytes == 0
@@ -82,7 +83,7 @@ def test_inconsistent_trace_is_reported_not_raised():
     proto = sample_module()
     proto.buffer_assignment.heap_simulator_traces[0].events.add(kind=hlo_pb2.HeapSimulatorTrace.Event.FREE,
                                                                  buffer_id=12)
-    v = memory_space_view(HloModule(7, "jit_sample", proto), 0)
+    v = memory_space_view(HloModule(7, "jit_sample", plain_hlo(proto)), 0)
     assert v.error and "freed multiple times" in v.error
 
 
@@ -90,22 +91,23 @@ def test_shape_text_matches_xla_printing():
     shape = hlo_pb2.ShapeProto()
     array(shape, F32, [100, 128], tiles=[(8, 128), (2, 1)])
     shape.layout.memory_space = 1
-    assert shape_text(shape) == "f32[100,128]{1,0:T(8,128)(2,1)S(1)}"
+    assert shape_text(to_plain(shape)) == "f32[100,128]{1,0:T(8,128)(2,1)S(1)}"
     tup = hlo_pb2.ShapeProto(element_type=hlo_pb2.TUPLE)
     for _ in range(6):
         array(tup.tuple_shapes.add(), F32, [2])
-    assert shape_text(tup) == "(" + ", ".join(["f32[2]{0}"] * 5) + ", /*index=5*/f32[2]{0})"
+    assert shape_text(to_plain(tup)) == "(" + ", ".join(["f32[2]{0}"] * 5) + ", /*index=5*/f32[2]{0})"
     scalar = hlo_pb2.ShapeProto(element_type=hlo_pb2.S32)
     scalar.layout.SetInParent()
-    assert shape_text(scalar) == "s32[]"
+    assert shape_text(to_plain(scalar)) == "s32[]"
     no_layout = hlo_pb2.ShapeProto(element_type=hlo_pb2.BF16, dimensions=[3], is_dynamic_dimension=[True])
-    assert shape_text(no_layout) == "bf16[<=3]"
+    assert shape_text(to_plain(no_layout)) == "bf16[<=3]"
 
 
 def test_unpadded_sizes_ignore_layout_padding():
     shape = hlo_pb2.ShapeProto()
     array(shape, F32, [100, 128], tiles=[(8, 128)])
-    assert unpadded_byte_size(shape) == 51200
-    assert unpadded_byte_size(hlo_pb2.ShapeProto(element_type=hlo_pb2.TUPLE, tuple_shapes=[shape, shape])) == 16
-    assert unpadded_byte_size(hlo_pb2.ShapeProto(element_type=hlo_pb2.PRED, dimensions=[10])) == 10
-    assert unpadded_byte_size(hlo_pb2.ShapeProto(element_type=hlo_pb2.TOKEN)) == 0
+    assert unpadded_byte_size(to_plain(shape)) == 51200
+    pair = hlo_pb2.ShapeProto(element_type=hlo_pb2.TUPLE, tuple_shapes=[shape, shape])
+    assert unpadded_byte_size(to_plain(pair)) == 16
+    assert unpadded_byte_size(to_plain(hlo_pb2.ShapeProto(element_type=hlo_pb2.PRED, dimensions=[10]))) == 10
+    assert unpadded_byte_size(to_plain(hlo_pb2.ShapeProto(element_type=hlo_pb2.TOKEN))) == 0

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from reportgen.sections.overview import overview_view
-from reportgen.sections.views import ALL_HOSTS, run_views
+from reportgen.core.ops.views import ALL_HOSTS, run_views
+from reportgen.core.tools.overview import overview_view
 from tests.conftest import needs_shared
 from tests.xprof_oracle import datatable_frame, host_op_stats, load_json, oracle_dirs
 
@@ -152,7 +152,7 @@ POD_CATEGORIES = {"1": "device_compute", "2": "device_to_device", "3": "device_c
 def test_every_step_matches_pod_viewer(run, host, folder):
     """Before the overview's first/last rule, the step database is XProf's
     (pod_viewer shows every step, per core)."""
-    from reportgen.core.step_analysis import generic_step_frame
+    from reportgen.core.tools.input_pipeline import generic_step_frame
 
     pod = load_json(folder, "pod_viewer")["podStatsSequence"]["podStatsMap"]
     parts = host_op_stats(run)

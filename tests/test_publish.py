@@ -2,66 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import posixpath
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from reportgen.cli import main
-from reportgen.publish import PublishError, gcs_filesystem, publish_site, with_retries
-from reportgen.webtypes import IMMUTABLE, REVALIDATE, SHORT
+from reportgen.cli.main import main
+from reportgen.output.publish import PublishError, gcs_filesystem, publish_site
+from reportgen.output.web_types import IMMUTABLE, REVALIDATE, SHORT
 from tests.builtsite import XSS_RUN, built_site, make_logdir
+from tests.conftest import GCS_BUCKET as BUCKET
 from tests.htmlscan import scan_html
 
-BUCKET = "reports"
 REPO = Path(__file__).resolve().parent.parent
 
 pytest.importorskip("gcp_storage_emulator", reason="pip install gcp-storage-emulator (the `test` extra)")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def emulator():
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port", str(port),
-         "--in-memory", "--default-bucket", BUCKET],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            urllib.request.urlopen(f"{endpoint}/storage/v1/b", timeout=1).read()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("the storage emulator did not start")
-            time.sleep(0.1)
-    try:
-        yield endpoint
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def fs(emulator):
-    return gcs_filesystem(emulator)
+def fs(gcs_emulator):
+    return gcs_filesystem(gcs_emulator)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +110,8 @@ def test_a_prefix_holding_other_files_is_refused(built, fs):
     assert list(_objects(fs, "someone/else")) == ["notes.txt"]
 
 
-def test_publish_command_uses_the_emulator_from_the_environment(built, emulator, fs, monkeypatch, capsys):
+def test_publish_command_uses_the_emulator_from_the_environment(built, gcs_emulator, fs, monkeypatch, capsys):
+    emulator = gcs_emulator
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", emulator.removeprefix("http://"))
     assert main(["publish", str(built.site), f"gs://{BUCKET}/cli"]) == 0
     assert "published" in capsys.readouterr().out
@@ -155,7 +120,8 @@ def test_publish_command_uses_the_emulator_from_the_environment(built, emulator,
     assert "not a site built by reportgen" in capsys.readouterr().err
 
 
-def test_build_straight_to_gcs(tmp_path, emulator, fs, monkeypatch, capsys):
+def test_build_straight_to_gcs(tmp_path, gcs_emulator, fs, monkeypatch, capsys):
+    emulator = gcs_emulator
     logdir = make_logdir(tmp_path)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", emulator)
     code = main(["build", str(logdir / "plugins" / "profile" / XSS_RUN), "-o", f"gs://{BUCKET}/built", "-q",
@@ -200,31 +166,3 @@ def test_bad_destinations_are_refused(built):
             publish_site(built.site, url)
 
 
-def test_transient_failures_are_retried_and_others_are_not():
-    from gcsfs.retry import HttpError
-
-    calls = []
-
-    async def flaky():
-        calls.append(1)
-        if len(calls) < 3:
-            raise HttpError({"code": 503, "message": "backend unavailable"})
-        return "done"
-
-    assert asyncio.run(with_retries(flaky, attempts=3, delay_s=0)) == "done"
-    assert len(calls) == 3
-
-    calls.clear()
-
-    async def forbidden():
-        calls.append(1)
-        raise OSError("Forbidden: reports/x")
-
-    with pytest.raises(OSError, match="Forbidden"):
-        asyncio.run(with_retries(forbidden, attempts=3, delay_s=0))
-    assert len(calls) == 1
-
-    calls.clear()
-    with pytest.raises(HttpError):
-        asyncio.run(with_retries(flaky, attempts=2, delay_s=0))  # fails on both attempts
-    assert len(calls) == 2

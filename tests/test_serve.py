@@ -52,12 +52,13 @@ def test_serves_the_site_and_stops_cleanly_on_ctrl_c(built):
 
 
 def test_refuses_a_folder_that_is_not_a_site(tmp_path):
-    from reportgen.cli import main
+    from reportgen.cli.main import main
 
     assert main(["serve", str(tmp_path)]) == 1
 
 
 def test_command_line_exit_codes_match_the_build():
-    from reportgen import build, cli
+    from reportgen.cli import common as cli
+    from reportgen.pipeline import build
 
     assert (cli.EXIT_OK, cli.EXIT_FAILED) == (build.EXIT_OK, build.EXIT_FAILED)

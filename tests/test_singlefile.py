@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reportgen.singlefile import MAX_INLINE_FILE, compose, page_order
-from reportgen.site import Assets, PageWriter, _environment
+from reportgen.output.single_file import MAX_INLINE_FILE, compose, page_order
+from reportgen.output.site import Assets, PageWriter, _environment
 from tests.browser import chromium, console_errors
 from tests.builtsite import XSS_HOST, XSS_LINE, XSS_RUN, built_site
 from tests.htmlscan import scan_html

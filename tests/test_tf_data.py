@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reportgen.core.events import EventTable
-from reportgen.core.nesting import line_parents
-from reportgen.core.tf_data import (
+from reportgen.core.events.nesting import line_parents
+from reportgen.core.events.table import EventTable
+from reportgen.core.input.tf_data import (
     DEVICE,
     HOST,
     SUMMARY_FAST,
@@ -15,8 +15,8 @@ from reportgen.core.tf_data import (
     SUMMARY_SLOW,
     bottleneck_analysis,
 )
-from reportgen.core.tf_data import tf_data_stats as _tf_data_stats
-from reportgen.core.tf_data_advice import (
+from reportgen.core.input.tf_data import tf_data_stats as _tf_data_stats
+from reportgen.core.input.tf_data_advice import (
     OTHER,
     PARALLEL_TRANSFORMATION,
     SEQUENTIAL_TRANSFORMATION,
@@ -24,11 +24,11 @@ from reportgen.core.tf_data_advice import (
     concrete_advice,
     explain_long_name,
 )
-from reportgen.core.tf_data_graph import iterator_tree, pipeline_iterators
+from reportgen.core.input.tf_data_graph import iterator_tree, pipeline_iterators
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import needs_shared
 from tests.decoded import decoded_hosts
-from tests.xspace_maker import U, XSpaceMaker
+from tests.xspace import Space, U, host_space
 
 US = 1_000_000  # ps
 
@@ -45,10 +45,10 @@ def nesting_parents(line, begin, end, skip):
                         np.asarray(end, np.int64), np.asarray(skip, bool))
 
 
-def synchronous_pipeline() -> XSpaceMaker:
+def synchronous_pipeline() -> Space:
     """Root → Map → TensorSlice on one thread, two executions."""
-    space = XSpaceMaker()
-    line = space.line("python")
+    space = host_space()
+    line = space.host_plane().line(name="python")
     for base, (root, mapped, source) in ((0, (100, 80, 10)), (1000, (20, 18, 1))):
         line.event("IteratorGetNextOp::DoCompute", (base - 1) * US if base else 0, (root + 2) * US, id=99)
         line.event("Iterator::Root", (base + 1) * US, root * US, id=1)
@@ -58,7 +58,7 @@ def synchronous_pipeline() -> XSpaceMaker:
 
 
 def test_nesting_and_self_time_on_one_thread():
-    stats = tf_data_stats(synchronous_pipeline().decode(), "h")
+    stats = tf_data_stats(synchronous_pipeline().capture(), "h")
     assert [p.name for p in stats.pipelines] == ["Host:0"]
     pipeline = stats.pipelines[0]
     assert pipeline.type == HOST and pipeline.id == 1
@@ -78,21 +78,21 @@ def test_nesting_and_self_time_on_one_thread():
     assert totals.loc[2, "self_time_ps"] == (70 + 17) * US and totals.loc[2, "bottleneck_count"] == 2
 
 
-def prefetch_pipeline() -> XSpaceMaker:
+def prefetch_pipeline() -> Space:
     """Root → Prefetch on the consumer thread, Map → TensorSlice produced on another thread.
 
     Execution 1 (100 µs) waits for its element (the producer overlaps it);
     execution 2 (10 µs) finds its element ready (produced before it started).
     """
-    space = XSpaceMaker()
-    consumer = space.line("consumer")
+    space = host_space()
+    consumer = space.host_plane().line(name="consumer")
     consumer.event("Iterator::Root", 0, 100 * US, id=1)
     consumer.event("Iterator::Root::Prefetch", 10 * US, 80 * US, id=2, parent_id=1)
     consumer.event("PrefetchConsume", 80 * US, 5 * US, element_id=7)
     consumer.event("Iterator::Root", 300 * US, 10 * US, id=1)
     consumer.event("Iterator::Root::Prefetch", 301 * US, 8 * US, id=2, parent_id=1)
     consumer.event("PrefetchConsume", 302 * US, 1 * US, element_id=8)
-    producer = space.line("producer")
+    producer = space.host_plane().line(name="producer")
     producer.event("PrefetchProduce", 20 * US, 50 * US, element_id=7)
     producer.event("Iterator::Root::Prefetch::Map", 22 * US, 46 * US, id=3, parent_id=2)
     producer.event("Iterator::Root::Prefetch::Map::TensorSlice", 30 * US, 10 * US, id=4, parent_id=3)
@@ -105,7 +105,7 @@ def prefetch_pipeline() -> XSpaceMaker:
 
 
 def test_producer_links_critical_path_and_bottleneck():
-    stats = tf_data_stats(prefetch_pipeline().decode(), "h")
+    stats = tf_data_stats(prefetch_pipeline().capture(), "h")
     pipeline = stats.pipelines[0]
     slowest = pipeline.slowest.set_index("id")
     assert slowest.loc[2, "self_time_ps"] == (80 - 46) * US  # the produced Map overlaps the wait
@@ -123,7 +123,7 @@ def test_producer_links_critical_path_and_bottleneck():
 
 
 def test_iterator_tree_marks_critical_path_and_bottleneck():
-    stats = tf_data_stats(prefetch_pipeline().decode(), "h")
+    stats = tf_data_stats(prefetch_pipeline().capture(), "h")
     pipeline = stats.pipelines[0]
     tree = iterator_tree(stats, pipeline)
     assert tree["name"].tolist() == ["Root", "Prefetch", "Map", "TensorSlice"]
@@ -135,13 +135,13 @@ def test_iterator_tree_marks_critical_path_and_bottleneck():
 
 
 def test_uint64_ids_stay_distinct():
-    space = XSpaceMaker()
-    line = space.line("python")
+    space = host_space()
+    line = space.host_plane().line(name="python")
     big = 2**63
     line.event("Iterator::Root", 0, 100 * US, id=U(big + 1))
     line.event("Iterator::Root::Batch", 1 * US, 90 * US, id=U(big + 2), parent_id=U(big + 1))
     line.event("Iterator::Root::Batch::Range", 2 * US, 60 * US, id=U(big + 3), parent_id=U(big + 2))
-    stats = tf_data_stats(space.decode(), "h")
+    stats = tf_data_stats(space.capture(), "h")
     assert len(stats.iterators) == 3
     pipeline = stats.pipelines[0]
     assert stats.iterators[pipeline.bottleneck_id].name == "Range"
@@ -149,12 +149,12 @@ def test_uint64_ids_stay_distinct():
 
 
 def test_device_pipelines_are_left_out_of_the_analysis():
-    space = XSpaceMaker()
-    space.line("consumer").event("Iterator::Prefetch", 0, 100 * US, id=10).event(
+    space = host_space()
+    space.host_plane().line(name="consumer").event("Iterator::Prefetch", 0, 100 * US, id=10).event(
         "PrefetchConsume", 90 * US, 1 * US, element_id=1)
-    space.line("producer").event("PrefetchProduce", 5 * US, 80 * US, element_id=1).event(
+    space.host_plane().line(name="producer").event("PrefetchProduce", 5 * US, 80 * US, element_id=1).event(
         "Iterator::Prefetch::Generator", 6 * US, 70 * US, id=11, parent_id=10)
-    stats = tf_data_stats(space.decode(), "h")
+    stats = tf_data_stats(space.capture(), "h")
     assert [(p.name, p.type) for p in stats.pipelines] == [("Device:0", DEVICE)]
     assert stats.pipelines[0].bottleneck_id == 11  # the generator, reached through the produce link
     analysis = bottleneck_analysis([stats])
@@ -162,18 +162,18 @@ def test_device_pipelines_are_left_out_of_the_analysis():
 
 
 def test_summary_thresholds_and_host_order():
-    slow = tf_data_stats(synchronous_pipeline().decode(), "slow-host")
-    fast_space = XSpaceMaker()
-    fast_space.line("python").event("Iterator::Root", 0, 30 * US, id=5).event(
+    slow = tf_data_stats(synchronous_pipeline().capture(), "slow-host")
+    fast_space = host_space()
+    fast_space.host_plane().line(name="python").event("Iterator::Root", 0, 30 * US, id=5).event(
         "Iterator::Root::Range", 1 * US, 20 * US, id=6, parent_id=5)
-    fast = tf_data_stats(fast_space.decode(), "fast-host")
+    fast = tf_data_stats(fast_space.capture(), "fast-host")
     both = bottleneck_analysis([fast, slow])
     assert [c.host for c in both.candidates] == ["slow-host", "fast-host"]
     assert both.is_input_bound and both.summary == SUMMARY_SLOW
     assert both.top.iterator_long_name == "Iterator::Root::Map"
     only_fast = bottleneck_analysis([fast])
     assert not only_fast.is_input_bound and only_fast.summary == SUMMARY_FAST
-    assert bottleneck_analysis([tf_data_stats(XSpaceMaker().decode(), "empty")]).summary == SUMMARY_NONE
+    assert bottleneck_analysis([tf_data_stats(host_space().capture(), "empty")]).summary == SUMMARY_NONE
 
 
 def test_async_events_are_not_nested():
@@ -204,9 +204,9 @@ def test_advice():
     assert rows[1]["api"] == "dataset.map(f).batch(n)"
 
 
-def _map_and_batch_space() -> XSpaceMaker:
-    space = XSpaceMaker()
-    space.line("python").event("Iterator::Root", 0, 100 * US, id=1).event(
+def _map_and_batch_space() -> Space:
+    space = host_space()
+    space.host_plane().line(name="python").event("Iterator::Root", 0, 100 * US, id=1).event(
         "Iterator::Root::MapAndBatch", 1 * US, 98 * US, id=2, parent_id=1, parallelism=1, autotune="false",
         name="fused(MapDataset:3,BatchDatasetV2:4)")
     return space

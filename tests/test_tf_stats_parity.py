@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reportgen.core.kernel_stats import kernel_time_by_op
-from reportgen.sections.tf_stats import csv_frame, framework_op_stats_table
-from reportgen.sections.views import ALL_HOSTS, run_views
+from reportgen.core.ops.kernel_reports import kernel_time_by_op
+from reportgen.core.ops.views import ALL_HOSTS, run_views
+from reportgen.core.tools.tf_stats import framework_op_stats_table
 from tests.conftest import ORACLE, needs_shared
 from tests.xprof_oracle import datatable_frame, host_op_stats, load_json, oracle_dirs
 
@@ -71,15 +71,3 @@ def test_gpu_tensorcore_utilization_on_the_gpu_run():
         oracle = datatable_frame(load_json(folder, "framework_op_stats")[mode])
         ours = _tables("gpu_multi_worker", None)[mode]
         assert list(ours["gpu_tensorcore_utilization"]) == list(oracle["gpu_tensorcore_utilization"].astype(float))
-
-
-@needs_shared
-def test_csv_labels_and_percentages():
-    ours = _tables("tf_keras_input_bound", None)[0]
-    frame = csv_frame(ours, has_gpu=False)
-    assert list(frame.columns)[:4] == ["Rank", "Host/device", "Operation Type", "Operation Name"]
-    assert "GPU TensorCore utilization" not in frame.columns
-    idle = frame[frame["Operation Name"] == "IDLE"].iloc[0]
-    assert idle["Total self-time on Host (%)"] == pytest.approx(100 * ours.loc[idle.name,
-                                                                                "host_total_self_time_percent"])
-    assert 0 < idle["Total self-time on Host (%)"] <= 100

@@ -7,9 +7,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from reportgen.trace.chunks import plan_chunks
-from reportgen.trace.export import export_host
-from tests.trace_capture import Space, named_events, read_chunk
+from reportgen.export.chunks import plan_chunks
+from reportgen.export.host_export import export_host
+from tests.chrome_json import named_events, read_chunk
+from tests.xspace import Space
 
 NS = 1000  # ps
 

@@ -7,8 +7,9 @@ import math
 import orjson
 import pytest
 
-from reportgen.trace.export import export_host
-from tests.trace_capture import Space, named_events, read_chunk
+from reportgen.export.host_export import export_host
+from tests.chrome_json import named_events, read_chunk
+from tests.xspace import Ref, Space, U
 
 NS = 1000
 
@@ -51,8 +52,8 @@ def test_names_times_and_args(tmp_path):
     line.event("op_with_md", 2 * NS + 1, 0, shared=2)  # zero duration; event stat overrides metadata stat
     line.event("%fusion = f32[8] fusion(x)", 3 * NS, 1_500_000, display_name="fusion")
     line.event("x" * 10_050, 4 * NS, NS, display_name="long")
-    line.event("big", 5 * NS, NS, big=("uint", 2**60), small=("uint", 7), neg=-3, d=1.25, nan=float("nan"),
-               text='quote " and \\ and é\n', ref=("ref", "referenced name"), blob=b"\x00\x01",
+    line.event("big", 5 * NS, NS, big=U(2**60), small=U(7), neg=-3, d=1.25, nan=float("nan"),
+               text='quote " and \\ and é\n', ref=Ref("referenced name"), blob=b"\x00\x01",
                _p=1, _pt=2, program_id=3, kernel_details="hidden", flops=1)
     line.event("renamed", 6 * NS, NS, step_name="train 7")
     line.event("MemoryAllocation", 7 * NS, 0)  # internal: dropped
@@ -76,12 +77,12 @@ def test_flows_follow_xprof(tmp_path):
     space = Space()
     host = space.plane("/host:CPU")
     launches = host.line(1, "python")
-    launches.event("cudaLaunchKernel", 0, NS, correlation_id=("uint", 41))
+    launches.event("cudaLaunchKernel", 0, NS, correlation_id=U(41))
     launches.event("producer", 2 * NS, NS, _pt=15, _p=9)
     host.line(2, "pool").event("consumer", 3 * NS, NS, _ct=15, _c=9)
     host.line(3, "other").event("consumer2", 4 * NS, NS, _ct=15, _c=9)
     gpu = space.plane("/device:GPU:0", plane_id=0)
-    gpu.line(5, "Stream #5").event("kernel", 10 * NS, NS, correlation_id=("uint", 41))
+    gpu.line(5, "Stream #5").event("kernel", 10 * NS, NS, correlation_id=U(41))
     _, events = _export(space, tmp_path)
     by_name = {e["name"]: e for e in events}
     launch, kernel = by_name["cudaLaunchKernel"], by_name["kernel"]
@@ -108,7 +109,7 @@ def test_async_events_and_counters(tmp_path):
     space = Space()
     tpu = space.plane("/device:TPU:0", plane_id=0)
     flow = (5 << 2) | 3  # flow id 5, in-out, generic category
-    tpu.line(4, "Async XLA Ops").event("async-copy", 10 * NS, 5 * NS, _a=1, flow=("uint", flow))
+    tpu.line(4, "Async XLA Ops").event("async-copy", 10 * NS, 5 * NS, _a=1, flow=U(flow))
     counters = tpu.line(9, "_counters_")
     counters.event("HBM", 0, 0, value=0.5)
     counters.event("HBM", 2 * NS, 0, value=0.75, label="not numeric")

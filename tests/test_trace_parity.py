@@ -24,12 +24,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from reportgen.export import schema
+from reportgen.export.flows import is_grouped
+from reportgen.export.host_export import export_host
 from reportgen.loaders.xspace import decode_xspace
-from reportgen.trace import schema
-from reportgen.trace.export import export_host
-from reportgen.trace.flows import is_grouped
+from tests.chrome_json import track_names
 from tests.conftest import ORACLE, host_files, needs_shared
-from tests.trace_capture import track_names
 
 ORACLE_RUNS = sorted(p.name for p in ORACLE.iterdir() if (p / "trace_viewer@.json.gz").exists()) \
     if ORACLE.exists() else []

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.export.host_export import export_host
 from reportgen.loaders.xspace import decode_xspace
-from reportgen.trace.export import export_host
-from tests.trace_capture import Space, named_events, read_chunk
+from tests.chrome_json import named_events, read_chunk
+from tests.xspace import Space
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
 unknown_fields = pytest.importorskip("google.protobuf.unknown_fields")

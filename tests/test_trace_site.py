@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.cli import main
+from reportgen.cli.main import main
 from tests.browser import console_errors, start_chromium
 
 MANIFEST_KEYS = {"host", "file", "format", "first_us", "last_us", "first_step", "last_step", "events", "bytes"}

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 from altair.vegalite.v6.schema import core as vl_core
 
-from reportgen.cli import main
+from reportgen.cli.main import main
 from tests.clirun import sample_site_build
 from tests.conftest import CAPTURES, LOGDIR, needs_shared
 from tests.sitecheck import html_pages

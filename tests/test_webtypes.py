@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.webtypes import IMMUTABLE, REVALIDATE, SHORT, cache_control, content_type, publish_phase
+from reportgen.output.web_types import IMMUTABLE, REVALIDATE, SHORT, cache_control, content_type, publish_phase
 
 
 @pytest.mark.parametrize(

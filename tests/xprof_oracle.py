@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from reportgen.core.op_stats import HostOpStats, compute_host_op_stats
+from reportgen.core.ops.op_stats import HostOpStats, compute_host_op_stats
+from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import ORACLE, host_files
 
@@ -34,7 +35,7 @@ def host_op_stats(run: str) -> dict[str, HostOpStats]:
     out = {}
     for path in host_files(run):
         capture = decode_xspace(str(path), path.read_bytes())
-        out[capture.host] = compute_host_op_stats(capture)
+        out[capture.host] = compute_host_op_stats(capture, hlo_modules(capture))
     return out
 
 

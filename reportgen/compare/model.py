@@ -15,7 +15,7 @@ import pandas as pd
 
 from reportgen.compare.sources import BuiltRun
 from reportgen.compare.welch import WelchResult, welch_t_test
-from reportgen.core.step_analysis import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
 
 TF_STATS_CSV = "tf_stats/framework_op_stats.csv"
 KERNEL_STATS_CSV = "kernel_stats/kernel_stats.csv"

@@ -23,7 +23,7 @@ from reportgen.compare.model import Comparison
 from reportgen.compare.welch import ALPHA
 
 # The site's template environment renders the index block alone (no page around it).
-from reportgen.site import OutputNotASiteError, PageWriter, _environment, is_replaceable, write_assets
+from reportgen.output.site import OutputNotASiteError, PageWriter, _environment, is_replaceable, write_assets
 
 FOLDER = "compare"
 MANIFEST = "comparisons.json"

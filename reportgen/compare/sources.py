@@ -195,8 +195,8 @@ class RunResolver:
         return self._sites[location]
 
     def _build(self, location: str, runs: set[str] | None) -> BuiltSite:
-        from reportgen.build import BuildOptions, build_site
         from reportgen.errors import NoCapturesError
+        from reportgen.pipeline.build import BuildOptions, build_site
 
         output = self.scratch / f"site-{len(self._sites) + 1}"
         try:

@@ -1,45 +1,21 @@
-"""Aggregates shared by every tool: XProf's OpStats layer.
+"""Every number reportgen shows, computed the way XProf computes it, from plain data only.
 
-Entry points (see each module's docstring for the rules it follows):
+Core reads what the loaders made (`reportgen.capture.HostCapture` columns, `core.hlo.model` dataclasses)
+and never imports protobuf or the loaders. `host.HostContext` is one decoded host while it is in memory:
+its shared analyses (event table, step grouping, OpStats, device op details) are computed once, on first use.
 
-* `op_stats.compute_host_op_stats(capture[, EventTable, …]) -> HostOpStats` — once per host
-  (sections get it as `HostContext.op_stats`): host and device op metrics
-  databases, the step database, run environment (`environment`, also the
-  index pages' device facts), peak capabilities, GPU kernel stats,
-  diagnostics. Picklable, so it travels from worker processes.
-* `op_stats.combine_op_stats([HostOpStats, …]) -> RunOpStats` — hosts merged
-  as XProf merges them (step intersection, global core ids host×1000+core).
-  `op_stats.drop_incomplete_steps` applies XProf 2.24.2's overview rule first.
-* `step_analysis.analyze_steps(step_db, hardware_type, host_db, core_details)`
-  — XProf's input-pipeline analysis: per-step category times (generic, or
-  TPU via `tpu_step_details`), summaries, the input-bound classification and
-  statements, and the host-side input ops (`input_ops.input_op_analysis` on
-  the host DB) — for the overview, input pipeline and pod viewer.
-* `tf_data.tf_data_stats(EventTable, host)` + `bottleneck_analysis` — the
-  tf.data bottleneck analysis (`HostContext.events` is the shared table).
-* `op_metrics.OpMetricsDb`, `framework_op_db`, `combine_dbs` — op tables
-  (DataFrames keyed by hlo_module_id and name, with an IDLE row).
-* `kernel_stats.kernel_reports`, `kernel_time_by_op` — the kernel stats DB
-  and its per-op view (TensorCore use of framework ops).
-* `device_op_details.device_op_details(capture, device_db, is_tpu)` — per host
-  (`HostContext.device_op_details`): what the op tools read beyond the device
-  op DB (normalized time, memory traffic by memory space, source, HLO text,
-  fusion contents via `hlo_ops`/`hlo_text`); `hlo_op_records` joins it to the
-  DB. From those records: `op_profile.build_op_profile` (the op tree),
-  `hlo_stats.hlo_stats_table`, `roofline.roofline_model`; from the step DB:
-  `pod_stats.pod_stats` (the pod viewer).
-
-Lower layers, for tools that need more than OpStats. Each is built once per
-host and shared: sections get them from `HostContext` (`events`, `grouping`,
-`hlo_modules`).
-
-* `events.EventTable` — per-event columns and stat lookup (`int_stat`,
-  `str_stat`, `double_stat`; XProf's GetStat by default, `last=True` for
-  converters that walk every stat);
-* `grouping.group_events(table) -> Grouping` — the step group of every event;
-* `step_events` (typed step spans and markers), `nesting` (the compiled
-  per-line kernels), `tf_op` (framework op names), `model` (training or
-  inference);
-* HLO modules come from `reportgen.loaders.hlo.hlo_modules` (instructions by
-  name, their framework op), the schema from `loaders/proto/hlo.proto`.
+* `events/` — the capture as per-event columns (`table.EventTable`), XSpace names (`schema`), framework op
+  names (`tf_op`), the compiled per-line kernels (`nesting`) and the step grouping of every event (`grouping`).
+* `steps/` — step events and the step database (`step_db`; TPU steps in `tpu_steps`, `tpu_details`).
+* `ops/` — XProf's OpStats layer: op metrics databases (`op_metrics`, `host_db`, `device_db`), the host's
+  result and the run's combination (`op_stats`, per-host and combined `views`), peak capabilities
+  (`perf_env`), training or inference (`training`), the GPU kernel stats DB (`kernel_reports`) and what the
+  device op tools share (`device_details`, `device_records`, `device_run`).
+* `input/` — input-pipeline building blocks: host-side input ops, tf.data statistics, their graph and advice.
+* `hlo/` — HLO modules as dataclasses (`model`), printed as XLA prints them (`text`, `shapes`) and described
+  for the op tools (`ops`).
+* `tools/` — one converter per tool, as XProf's `op_stats_to_<tool>`: `overview`, `input_pipeline`,
+  `tf_stats`, `kernel_stats`, `op_profile`, `hlo_stats`, `roofline`, `memory_profile`, `memory_viewer`,
+  `pod_viewer`, `inventory`. Each computes every number its page and its summary.json block show; the
+  sections only turn them into charts, CSVs and template data.
 """

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import fsspec
 
 from reportgen.errors import NoCapturesError
-from reportgen.loaders.legacy import TIMELINE_PATTERN, TOOL_SUFFIXES
+from reportgen.legacy.files import TIMELINE_PATTERN, TOOL_SUFFIXES
 
 HOST_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 PROFILE_SUBDIR = "plugins/profile"
@@ -39,6 +39,11 @@ class RunSource:
     path: str
     hosts: list[HostFile] = field(default_factory=list)
     from_file: bool = False  # made of a capture file given on its own
+
+
+def file_name(path: str) -> str:
+    """The last part of a local path or URL: `gs://bucket/logs/run/vm.xplane.pb` → `vm.xplane.pb`."""
+    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def natural_key(text: str) -> list:
@@ -71,7 +76,7 @@ def _host_files(fs: fsspec.AbstractFileSystem, folder: str) -> list[HostFile]:
     hosts: dict[str, HostFile] = {}
     infos = [info for info in fs.ls(folder, detail=True) if info.get("type") == "file"]
     for info in infos:
-        name = info["name"].rstrip("/").rsplit("/", 1)[-1]
+        name = file_name(info["name"])
         host = host_name(name)
         if host is None:
             continue
@@ -93,7 +98,7 @@ def _legacy_hosts(fs: fsspec.AbstractFileSystem, infos: list[dict]) -> list[Host
     found: dict[str, dict[str, tuple[int, dict]]] = {}  # host → tool → (rank, info)
     timelines = []
     for info in infos:
-        name = info["name"].rstrip("/").rsplit("/", 1)[-1]
+        name = file_name(info["name"])
         if TIMELINE_PATTERN.match(name):
             timelines.append(info)
             continue
@@ -158,7 +163,7 @@ def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource
         looked.append(root)
     runs = []
     for folder in candidates:
-        name = folder.rstrip("/").rsplit("/", 1)[-1]
+        name = file_name(folder)
         if only_runs is not None and name not in only_runs:
             continue
         hosts = _host_files(fs, folder)
@@ -176,7 +181,7 @@ def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource
 
 def _file_run(fs: fsspec.AbstractFileSystem, path: str, location: str, only_runs: set[str] | None) -> RunSource:
     """One capture file given on its own: a run of that host, named after the file's folder."""
-    name = path.rstrip("/").rsplit("/", 1)[-1]
+    name = file_name(path)
     host = host_name(name)
     if host is None:
         raise NoCapturesError(
@@ -184,7 +189,7 @@ def _file_run(fs: fsspec.AbstractFileSystem, path: str, location: str, only_runs
             "its plugins/profile folder or a run folder)"
         )
     folder = path.rstrip("/").rsplit("/", 1)[0] if "/" in path.rstrip("/") else "."
-    run = folder.rstrip("/").rsplit("/", 1)[-1] if folder not in (".", "/", "") else host
+    run = file_name(folder) if folder not in (".", "/", "") else host
     if only_runs is not None and run not in only_runs:
         raise NoCapturesError(f"{location}: its run, {run}, is not among --runs {','.join(sorted(only_runs))}")
     info = fs.info(path)

@@ -23,7 +23,9 @@ from google.protobuf.message import DecodeError
 from reportgen.capture import NO_STRING, HostCapture, StatTable
 from reportgen.errors import CaptureError
 from reportgen.loaders import wire
+from reportgen.loaders.logdir import file_name
 from reportgen.loaders.proto import xplane_pb2
+from reportgen.loaders.stat_protos import decode_stat_protos
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -65,7 +67,7 @@ def decode_xspace(path: str, data: bytes, host: str | None = None) -> HostCaptur
 
 
 def _host_name(path: str) -> str:
-    name = path.rstrip("/").rsplit("/", 1)[-1]
+    name = file_name(path)
     for suffix in (".xplane.pb.gz", ".xplane.pb"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
@@ -249,7 +251,7 @@ def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, 
         md_rows, columns=["plane", "id", "name", "display_name", "name_id", "display_name_id", "child_ids"]
     )
     stat_metadata = pd.DataFrame(smd_rows, columns=["plane", "id", "name"])
-    return HostCapture(
+    capture = HostCapture(
         path=path,
         host=host,
         size_bytes=len(data),
@@ -267,3 +269,5 @@ def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, 
         strings=intern.values,
         _string_index=intern.index,
     )
+    capture.proto_stats = decode_stat_protos(capture)
+    return capture

@@ -12,119 +12,20 @@ The combined data then feeds `summary()` (its block in summary.json) and
 `render()` (its pages and CSV downloads). Sections never read captures in
 `combine`/`render`, and never touch another section's data.
 
-Files written by the per-host stage
------------------------------------
-A section that must write files while the capture is in memory (the trace
-export streams its chunks) writes them with `host.open_output(relpath)` (or
-`host.output_path(relpath)` for writers that want a file name), `relpath`
-being relative to the run's folder of the site, e.g.
-`trace/<host>/chunk-001.json.gz` for `<site>/<run>/trace/<host>/…`.
-
-The host stage may run in a worker process, on another machine (Dask) or
-not at all (its result comes from the rebuild cache), so these files never
-go straight into the site:
-
-* they are written into a folder of their own for this host, laid out like
-  the site (`host.site_dir` is its root; never assume it is the site);
-* when the stage succeeds, the build moves them into the site (same machine:
-  a rename), keeps them in the rebuild cache with the host's result, and
-  restores them from there on a cache hit;
-* on a Dask worker the folder is worker-local scratch space: its files travel
-  back to the client as (relative path, bytes) with the host's result and
-  the client writes them. They cost memory and network once per build, so
-  keep them to what the site needs (compressed);
-* when the stage fails, its files are discarded with it.
-
-Two hosts must not write the same path (put the host name in it); the host
-stage never reads or changes files outside its own folder.
+The per-host stage gets a `reportgen.core.host.HostContext`: the decoded capture,
+its shared analyses, and the host's own output folder for files written while
+the capture is in memory (see that module's notes).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
+
+from reportgen.core.host import HostContext
 
 if TYPE_CHECKING:
-    from reportgen.capture import HostCapture
-    from reportgen.site import PageWriter
-
-
-@dataclass
-class HostContext:
-    """What a section sees of one host while its capture is in memory.
-
-    The host's shared analyses are computed on first use and kept, so that
-    a capture is read into an event table, grouped and its HLO modules parsed
-    once per build, whichever sections ask for them.
-    """
-
-    run: str
-    host: str
-    capture: HostCapture
-    # Root of this host's own output folder, laid out like the site (see the
-    # module notes); write through open_output()/output_path().
-    site_dir: str
-    trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
-
-    def output_path(self, relpath: str) -> str:
-        """Local path for `<run>/<relpath>` in this host's output folder (parent folders made)."""
-        parts = relpath.replace("\\", "/").split("/")
-        if relpath.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise ValueError(f"output path must be relative and plain, not {relpath!r}")
-        path = os.path.join(self.site_dir, self.run, *parts)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        return path
-
-    def open_output(self, relpath: str, mode: str = "wb") -> IO:
-        """Open `<run>/<relpath>` of the site for writing (see the module notes)."""
-        if not mode.startswith(("w", "x")):
-            raise ValueError("outputs are opened for writing only")
-        return open(self.output_path(relpath), mode)
-
-    @cached_property
-    def events(self):
-        """The capture's per-event columns and stat lookup (`reportgen.core.events.EventTable`),
-        shared by the core and every section that reads events, so stat columns are extracted once."""
-        from reportgen.core.events import EventTable
-
-        return EventTable(self.capture)
-
-    @cached_property
-    def grouping(self):
-        """The step group of every event (`reportgen.core.grouping.Grouping`)."""
-        from reportgen.core.grouping import group_events
-
-        return group_events(self.events)
-
-    @cached_property
-    def hlo_modules(self):
-        """The capture's HLO modules by program id (`reportgen.loaders.hlo.hlo_modules`)."""
-        from reportgen.loaders.hlo import hlo_modules
-
-        return hlo_modules(self.capture)
-
-    @cached_property
-    def op_stats(self):
-        """The host's core result (`reportgen.core.op_stats.HostOpStats`), computed once
-        and shared by every section; its `environment` is the host's run environment."""
-        from reportgen.core.op_stats import compute_host_op_stats
-
-        return compute_host_op_stats(self.capture, self.events, grouping=self.grouping,
-                                     modules=self.hlo_modules)
-
-    @cached_property
-    def device_op_details(self):
-        """Details of the host's device ops for the op tools (`reportgen.core.device_op_details`),
-        computed once and shared; None when the host has no GPU or TPU."""
-        from reportgen.core.device_op_details import device_op_details
-
-        op_stats = self.op_stats
-        if not op_stats.environment.has_device:
-            return None
-        return device_op_details(self.capture, op_stats.device_db, op_stats.environment.hardware_type == "TPU",
-                                 self.events)
+    from reportgen.output.site import PageWriter
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""HLO op stats page: XProf's hlo_stats table, one row per device op (see `reportgen/core/hlo_stats.py`).
+"""HLO op stats page: XProf's hlo_stats table, one row per device op (see `reportgen/core/tools/hlo_stats.py`).
 
 A chart of self time by HLO category and by bound-by resource sits above the
 sortable, filterable table. Runs without device ops get no page.
@@ -6,14 +6,12 @@ sortable, filterable table. Runs without device ops get no page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import altair as alt
 import pandas as pd
 
-from reportgen.core.hlo_stats import COLUMNS, hlo_stats_table
+from reportgen.core.ops.device_run import DevicePart, device_part
+from reportgen.core.tools.hlo_stats import COLUMNS, HloStatsData, hlo_stats_data
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
 from reportgen.sections.vega import vega_spec
 
 CSV_PATH = "data/hlo_stats/hlo_stats.csv"
@@ -22,12 +20,6 @@ SHOWN = ["rank", "program_id", "category", "hlo_op_name", "tf_op_name", "occurre
          "total_self_time", "total_self_time_percent", "cumulative_total_self_time_percent", "model_flop_rate",
          "normalized_flop_rate", "measured_memory_bw", "hbm_bw", "operational_intensity", "bound_by",
          "dma_stall_percent", "hlo_rematerialization", "outside_compilation", "source_info"]
-
-
-@dataclass
-class HloStatsData:
-    run: DeviceRun
-    table: pd.DataFrame
 
 
 def category_chart(table: pd.DataFrame) -> dict:
@@ -62,13 +54,7 @@ class HloStatsSection(Section):
         return device_part(host)
 
     def combine(self, run: RunContext, parts: dict[str, DevicePart]) -> HloStatsData | None:
-        device = combine_device_parts(run, parts)
-        if device is None or not device.has_ops:
-            return None
-        env = device.op_stats.environment
-        table = hlo_stats_table(device.records, device.op_stats.perf_env, env.hardware_type,
-                                device.op_stats.device_db.total_time_ps)
-        return HloStatsData(run=device, table=table)
+        return hlo_stats_data(run.host_names, parts)
 
     def render(self, data: HloStatsData, page) -> None:
         page.write_csv(CSV_PATH, csv_frame(data.table))

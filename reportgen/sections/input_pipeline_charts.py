@@ -5,8 +5,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from reportgen.core.input_ops import BREAKDOWN, INPUT_OP_COLUMNS, InputOpAnalysis
-from reportgen.core.tf_data import HOST, SLOW_CALL_THRESHOLD_PS, InputPipeline, TfDataStats
+from reportgen.core.input.input_ops import BREAKDOWN, INPUT_OP_COLUMNS, InputOpAnalysis
+from reportgen.core.input.tf_data import HOST, SLOW_CALL_THRESHOLD_PS, InputPipeline, TfDataStats
 from reportgen.sections.vega import vega_spec
 
 ROLE_COLORS = {"bottleneck": "#cf222e", "critical path": "#f2a33a", "not blocking": "#8c959f"}
@@ -51,30 +51,6 @@ def category_chart(breakdown_us: dict[str, float]) -> alt.Chart:
 def _step_axis(steps: pd.DataFrame) -> tuple[pd.DataFrame, alt.X]:
     frame = steps.assign(Step=steps["step_name"].astype(str), order=range(len(steps)))
     return frame, alt.X("Step:N", sort=alt.SortField("order"), title="Step")
-
-
-def step_breakdown_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict:
-    """Step time per step, stacked by category (XProf's step-time graph)."""
-    frame, x = _step_axis(steps)
-    wide = frame[["Step", "order", "step_time_ms", *labels]].rename(columns=labels)
-    order = list(labels.values())
-    tooltip = [alt.Tooltip("Step:N"), alt.Tooltip("step_time_ms:Q", title="Step time (ms)", format=",.2f"),
-               alt.Tooltip("Category:N"), alt.Tooltip("ms:Q", title="This category (ms)", format=",.2f")]
-    chart = (
-        alt.Chart(wide)
-        .transform_fold(order, as_=["Category", "ms"])
-        .transform_calculate(cat_order=f"indexof({order!r}, datum.Category)")
-        .mark_bar()
-        .encode(
-            x=x,
-            y=alt.Y("ms:Q", stack="zero", title="Time (ms)"),
-            color=alt.Color("Category:N", sort=order, scale=alt.Scale(domain=order), title="Category"),
-            order=alt.Order("cat_order:Q"),
-            tooltip=tooltip,
-        )
-        .properties(width=max(300, min(1100, 40 * len(wide))), height=300)
-    )
-    return vega_spec(chart)
 
 
 def input_percent_chart(steps: pd.DataFrame, with_range: bool) -> dict:

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from urllib.parse import quote
 
 import altair as alt
 import pandas as pd
 
-from reportgen.core.inventory import line_activity, line_inventory
+from reportgen.core.tools.inventory import HostInventory, host_inventory
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices
 from reportgen.sections.vega import vega_spec
 
-ACTIVITY_BINS = 100
-
-
 HOST_CSV_COLUMNS = ["plane", "line_id", "line", "events", "first_ms", "last_ms"]
-
-
-@dataclass
-class HostInventory:
-    lines: pd.DataFrame  # plane, line_id, line, events, first_ps, last_ps
-    activity: pd.DataFrame  # line label, bin, bin_start_ms, bin_end_ms, busy_percent
-    empty_planes: list[str]
-    csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
 
 
 def host_csv_path(host: str) -> str:
@@ -52,19 +40,13 @@ class InventorySection(Section):
     listed = False
 
     def host_part(self, host: HostContext) -> HostInventory:
-        capture = host.capture
-        lines = line_inventory(capture)
-        activity = line_activity(capture, ACTIVITY_BINS)
-        labels = lines["plane"] + " · " + lines["line"].astype(str)
-        activity = activity.assign(label=labels.to_numpy()[activity["line"].to_numpy().astype(int)])
-        planes_with_lines = set(lines["plane"])
-        empty = [p for p in capture.planes["name"] if p not in planes_with_lines]
+        inventory = host_inventory(host.capture)
         # Written here, while the host is at hand, through the host-stage output
         # contract (it also works when this stage runs on a Dask worker).
-        csv = host_csv_path(host.host)
-        with host.open_output(csv) as handle:
-            with_ms(lines)[HOST_CSV_COLUMNS].to_csv(handle, index=False)
-        return HostInventory(lines=lines, activity=activity, empty_planes=empty, csv=csv)
+        inventory.csv = host_csv_path(host.host)
+        with host.open_output(inventory.csv) as handle:
+            with_ms(inventory.lines)[HOST_CSV_COLUMNS].to_csv(handle, index=False)
+        return inventory
 
     def combine(self, run: RunContext, parts: dict[str, HostInventory]) -> dict:
         return {"run": run, "hosts": parts}

@@ -1,6 +1,6 @@
 """GPU kernel stats page: the kernels with the most time, one row per kernel–op pair.
 
-Numbers are XProf's kernel_stats tool (see `reportgen/core/kernel_stats.py`).
+Numbers are XProf's kernel_stats tool (`reportgen/core/tools/kernel_stats.py`).
 A run gets the page when a host has GPU planes; CPU-only and TPU runs get
 none (XProf does not offer the tool there either).
 """
@@ -8,69 +8,28 @@ none (XProf does not offer the tool there either).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.kernel_stats import (
-    MAX_KERNEL_REPORTS,
-    combine_host_reports,
-    gpu_planes,
-    kernel_stats_table,
+from reportgen.core.ops.kernel_reports import MAX_KERNEL_REPORTS
+from reportgen.core.tools.kernel_stats import (
+    XPROF_COLUMNS,
+    HostKernelStats,
+    KernelStatsData,
+    host_kernel_stats,
+    kernel_stats_data,
+    kernel_stats_summary,
+    tensor_core_percent,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 
-# XProf's column ids and labels (kernel_stats.md §3), in its order.
-XPROF_COLUMNS = {
-    "rank": "Rank",
-    "kernel_name": "Kernel Name",
-    "registers_per_thread": "Registers per thread",
-    "shmem_bytes": "Shared Mem bytes",
-    "block_dim": "Block dim",
-    "grid_dim": "Grid dim",
-    "occupancy_pct": "Theoretical Occupancy %",
-    "is_op_tensor_core_eligible": "Op is TensorCore eligible",
-    "is_kernel_using_tensor_core": "Kernel uses TensorCore",
-    "op_name": "Op Name",
-    "occurrences": "Occurrences",
-    "total_duration_us": "Total Duration (\u03bcs)",
-    "avg_duration_us": "Avg Duration (\u03bcs)",
-    "min_duration_us": "Min Duration (\u03bcs)",
-    "max_duration_us": "Max Duration (\u03bcs)",
-}
 CSV_PATH = "data/kernel_stats/kernel_stats.csv"
 PIE_SLICES = 10
 SHORT_NAME_CHARS = 120  # compacted kernel names in the table; the full name is a click away
 LEGEND_NAME_CHARS = 120
-
-
-@dataclass
-class HostKernelStats:
-    reports: pd.DataFrame  # the host's kernel stats DB (core.kernel_stats.REPORT_COLUMNS)
-    gpu_planes: int
-    xla_kernel_events: int  # kernel events with an `hlo_op` stat (op names from the HLO modules)
-
-
-@dataclass
-class KernelStatsView:
-    """One selectable view: a host, or all hosts combined."""
-
-    key: str
-    label: str
-    table: pd.DataFrame  # core.kernel_stats.kernel_stats_table(), plus `host` when combined
-    show_host: bool = False
-
-
-@dataclass
-class KernelStatsData:
-    hosts: list[str]
-    combined: pd.DataFrame  # the run's table: XProf's multi-host combination (one host: that host's)
-    views: list[KernelStatsView] = field(default_factory=list)
-    gpu_planes: int = 0
-    xla_kernel_events: int = 0
 
 
 def elide(text: str, limit: int) -> str:
@@ -126,13 +85,6 @@ def compact_kernel_name(name: str, limit: int) -> str:
             break
         text = folded
     return elide(shown(text), limit)
-
-
-def tensor_core_percent(table: pd.DataFrame) -> float:
-    total = float(table["total_duration_us"].sum())
-    if total <= 0:
-        return 0.0
-    return 100.0 * float(table.loc[table["is_kernel_using_tensor_core"], "total_duration_us"].sum()) / total
 
 
 def top_kernels(table: pd.DataFrame, slices: int = PIE_SLICES) -> pd.DataFrame:
@@ -206,43 +158,13 @@ class KernelStatsSection(Section):
     title = "GPU kernel stats"
 
     def host_part(self, host: HostContext) -> HostKernelStats | None:
-        table = host.events
-        planes = gpu_planes(table)
-        if len(planes) == 0:
-            return None
-        has_hlo_op = table.stat_present("hlo_op")
-        return HostKernelStats(
-            reports=host.op_stats.kernel_reports,
-            gpu_planes=len(planes),
-            xla_kernel_events=int(np.count_nonzero(has_hlo_op & np.isin(table.plane, planes))),
-        )
+        return host_kernel_stats(host)
 
     def combine(self, run: RunContext, parts: dict[str, HostKernelStats]) -> KernelStatsData | None:
-        hosts = [h for h in run.host_names if h in parts] or list(parts)
-        if not hosts:
-            return None
-        per_host = {h: parts[h].reports for h in hosts}
-        combined = kernel_stats_table(combine_host_reports(per_host))
-        views = []
-        if len(hosts) > 1:
-            views.append(KernelStatsView("all", f"All {len(hosts)} hosts", combined, show_host=True))
-        for index, host in enumerate(hosts, start=1):
-            views.append(KernelStatsView(f"host-{index}", host, kernel_stats_table(per_host[host])))
-        return KernelStatsData(
-            hosts=hosts,
-            combined=combined,
-            views=views,
-            gpu_planes=sum(parts[h].gpu_planes for h in hosts),
-            xla_kernel_events=sum(parts[h].xla_kernel_events for h in hosts),
-        )
+        return kernel_stats_data(run.host_names, parts)
 
     def summary(self, data: KernelStatsData) -> dict:
-        table = data.combined
-        return {
-            "kernels": int(len(table)),
-            "total_us": round(float(table["total_duration_us"].sum()), 3),
-            "tensor_core_percent": round(tensor_core_percent(table), 2),
-        }
+        return kernel_stats_summary(data)
 
     def render(self, data: KernelStatsData, page) -> None:
         page.write_csv(CSV_PATH, csv_frame(data.combined))

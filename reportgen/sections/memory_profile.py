@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.memory_profile import (
+from reportgen.core.tools.memory_profile import (
     ALLOCATION,
     NEAR_CAPACITY,
     AllocatorProfile,
-    memory_profiles,
-    out_of_memory_messages,
+    HostMemoryProfile,
+    host_memory_profile,
+    memory_profile_summary,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec, with_datasets
@@ -40,12 +40,6 @@ FREE_SHOWN_UP_TO = 10  # × the peak in use
 def safe_file_part(text: str) -> str:
     """A name usable in a file name and a URL path segment without surprises."""
     return re.sub(r"[^A-Za-z0-9._()-]", "_", text) or "_"
-
-
-@dataclass
-class HostMemoryProfile:
-    profiles: dict[str, AllocatorProfile]
-    oom_messages: list[str] = field(default_factory=list)
 
 
 def _shows_free(profile: AllocatorProfile) -> bool:
@@ -167,28 +161,14 @@ class MemoryProfileSection(Section):
     summary_key = "memory"
 
     def host_part(self, host: HostContext) -> HostMemoryProfile | None:
-        profiles = memory_profiles(host.events, host.grouping)
-        if not profiles:
-            return None
-        return HostMemoryProfile(profiles=profiles, oom_messages=out_of_memory_messages(host.capture))
+        return host_memory_profile(host)
 
     def combine(self, run: RunContext, parts: dict[str, HostMemoryProfile]) -> dict | None:
         ordered = {h: parts[h] for h in run.host_names if h in parts}
         return {"hosts": ordered} if ordered else None
 
     def summary(self, data: dict) -> dict:
-        profiles = {}
-        for host, part in data["hosts"].items():
-            for memory_id, p in part.profiles.items():
-                profiles[f"{host}/{memory_id}"] = {
-                    "peak_bytes": p.peak_bytes,
-                    "peak_time_ms": p.peak_time_ps / 1e9,
-                    "capacity_bytes": p.memory_capacity,
-                    "fragmentation_percent": p.fragmentation_percent,
-                    "allocations": p.allocations,
-                    "deallocations": p.deallocations,
-                }
-        return {"profiles": profiles}
+        return memory_profile_summary(data["hosts"])
 
     def render(self, data: dict, page) -> None:
         panels = []

@@ -1,15 +1,23 @@
-"""The memory viewer page: each HLO module's working space and the buffers live at its peak."""
+"""The memory viewer page: each HLO module's working space and the buffers live at its peak
+(numbers from `reportgen.core.tools.memory_viewer`)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.memory_profile import NEAR_CAPACITY, allocator_capacities
-from reportgen.core.memory_viewer import BUFFER_COLUMNS, MemorySpaceView, memory_colors, memory_space_view, to_mib
+from reportgen.core.tools.memory_profile import NEAR_CAPACITY
+from reportgen.core.tools.memory_viewer import (
+    BUFFER_COLUMNS,
+    HostMemoryViewer,
+    MemorySpaceView,
+    heap_rows,
+    host_memory_viewer,
+    memory_viewer_data,
+    memory_viewer_summary,
+    near_capacity,
+)
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.memory_profile import safe_file_part
 from reportgen.sections.vega import vega_spec
@@ -17,22 +25,7 @@ from reportgen.sections.vega import vega_spec
 # Working-space curves longer than this are reduced to the maximum per bucket
 # (the peak always survives), so a page stays light for huge modules.
 MAX_CURVE_POINTS = 4000
-OOM_TOP_BUFFERS = 5
 SPACE_NAMES = {0: "default (HBM / device) memory", 1: "alternate memory (e.g. VMEM)", 5: "host memory"}
-
-
-@dataclass
-class ModuleViews:
-    name: str  # display name: module(program id)
-    spaces: list[MemorySpaceView]
-    note: str = ""  # where the module comes from when not from an XSpace (older captures' files)
-
-
-@dataclass
-class HostMemoryViewer:
-    modules: dict[str, ModuleViews]
-    capacity_bytes: int = 0  # the largest allocator capacity recorded on this host (0: unknown)
-    errors: list[str] = field(default_factory=list)
 
 
 def space_label(space: int) -> str:
@@ -157,52 +150,19 @@ def buffers_chart(view: MemorySpaceView, by_size: bool) -> dict:
     return vega_spec(chart, {"buffers": rows})
 
 
-def _oom(view: MemorySpaceView, capacity: int) -> dict | None:
-    if capacity <= 0 or view.peak_bytes < (1 - NEAR_CAPACITY) * capacity:
-        return None
-    top = [view.max_heap[i] for i in view.by_size[:OOM_TOP_BUFFERS]]
-    return {"peak": view.peak_bytes, "capacity": capacity, "percent": 100.0 * view.peak_bytes / capacity, "top": top}
-
-
 class MemoryViewerSection(Section):
     slug = "memory_viewer"
     title = "Memory viewer"
     summary_key = "memory"
 
     def host_part(self, host: HostContext) -> HostMemoryViewer | None:
-        modules = host.hlo_modules
-        if not modules:
-            return None
-        views: dict[str, ModuleViews] = {}
-        for module in modules.values():
-            views[module.display_name] = ModuleViews(
-                module.display_name, [memory_space_view(module, space) for space in memory_colors(module)]
-            )
-        capacity = max(allocator_capacities(host.events).values(), default=0)
-        return HostMemoryViewer(modules=dict(sorted(views.items())), capacity_bytes=capacity)
+        return host_memory_viewer(host)
 
     def combine(self, run: RunContext, parts: dict[str, HostMemoryViewer]) -> dict | None:
-        # A module compiled on several hosts is the same program: the first host's copy is shown.
-        modules: dict[str, ModuleViews] = {}
-        capacity = 0
-        for host in run.host_names:
-            part = parts.get(host)
-            if part is None:
-                continue
-            capacity = max(capacity, part.capacity_bytes)
-            for name, views in part.modules.items():
-                modules.setdefault(name, views)
-        if not modules:
-            return None
-        return {"modules": dict(sorted(modules.items())), "capacity": capacity}
+        return memory_viewer_data(run.host_names, parts)
 
     def summary(self, data: dict) -> dict:
-        modules = {}
-        for name, mv in data["modules"].items():
-            default = next((v for v in mv.spaces if v.memory_space == 0), None)
-            if default is not None:
-                modules[name] = {"peak_bytes": default.peak_bytes, "peak_unpadded_bytes": default.peak_unpadded_bytes}
-        return {"modules": modules}
+        return memory_viewer_summary(data)
 
     def render(self, data: dict, page) -> None:
         modules = []
@@ -215,17 +175,17 @@ class MemoryViewerSection(Section):
             spaces = []
             for s_index, view in enumerate(mv.spaces):
                 key = f"m{m_index}s{s_index}"
-                oom = _oom(view, data["capacity"])
+                oom = near_capacity(view, data["capacity"])
                 entry = {
                     "key": key, "view": view, "label": space_label(view.memory_space),
                     "chart": working_space_spec(view) if len(view.heap_bytes) > 1 else None,
                     "by_order": buffers_chart(view, by_size=False) if view.max_heap else None,
                     "by_size": buffers_chart(view, by_size=True) if view.max_heap else None,
-                    "rows": _rows(view), "oom": oom,
+                    "rows": heap_rows(view), "oom": oom,
                     "peak_mib": view.peak_heap_mib, "unpadded_mib": view.peak_unpadded_heap_mib,
-                    "padding_mib": view.peak_heap_mib - view.peak_unpadded_heap_mib,
-                    "temp_mib": view.peak_heap_mib - to_mib(view.indefinite_allocation_bytes),
-                    "temp_frag_mib": to_mib(view.total_allocation_bytes - view.indefinite_allocation_bytes),
+                    "padding_mib": view.padding_mib,
+                    "temp_mib": view.temporary_mib,
+                    "temp_frag_mib": view.temporary_with_fragmentation_mib,
                 }
                 spaces.append(entry)
                 if oom:
@@ -235,18 +195,3 @@ class MemoryViewerSection(Section):
                         capacity=data["capacity"], near_capacity_percent=100 * NEAR_CAPACITY)
 
 
-def _rows(view: MemorySpaceView) -> list[dict]:
-    by_size_rank = {i: rank for rank, i in enumerate(view.by_size)}
-    rows = []
-    whole_program = (0, max(len(view.heap_bytes) - 2, 0))
-    for i, o in enumerate(view.max_heap):
-        span = view.spans.get(o.logical_buffer_id)
-        if span is None and o.logical_buffer_id >= 0 and o.category != "Temporary" and len(view.heap_bytes) > 1:
-            span = whole_program  # parameters, outputs and constants live for the whole program
-        rows.append({
-            "order": i, "size_rank": by_size_rank.get(i, 0) + 1, "obj": o,
-            "expansion": o.size_bytes / o.unpadded_bytes if o.unpadded_bytes else None,
-            "extra": o.size_bytes - o.unpadded_bytes if o.logical_buffer_id >= 0 else 0,
-            "span": span,
-        })
-    return rows

@@ -10,14 +10,19 @@ TPU get no page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pandas as pd
 
-from reportgen.core.op_metrics import safe_divide
-from reportgen.core.op_profile import GROUPINGS, Node, ProfileTotals, build_op_profile, walk
+from reportgen.core.ops.device_run import DevicePart, device_part
+from reportgen.core.ops.op_metrics import safe_divide
+from reportgen.core.tools.op_profile import (
+    Node,
+    OpProfileData,
+    headline_numbers,
+    op_profile_data,
+    op_profile_summary,
+    walk,
+)
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
 
 CSV_PATH = "data/op_profile/op_profile.csv"
 PATH_SEPARATOR = " > "
@@ -25,26 +30,6 @@ CSV_COLUMNS = ["Path", "Name", "Category", "Time (%)", "FLOPS utilization (%)", 
                "On-chip read bandwidth utilization (%)", "On-chip write bandwidth utilization (%)", "Occurrences",
                "Total time (us)", "Avg. time (us)", "Program id", "Framework op", "HLO expression"]
 SHOW_CHOICES = [10, 25, 50, 100]
-
-
-@dataclass
-class OpProfileData:
-    run: DeviceRun
-    trees: dict[tuple[str, bool], Node] = field(default_factory=dict)  # (grouping, exclude idle) → tree
-
-    @property
-    def device_type(self) -> str:
-        return self.run.op_stats.environment.device_type
-
-
-def build_trees(run: DeviceRun) -> dict[tuple[str, bool], Node]:
-    db = run.op_stats.device_db
-    totals = ProfileTotals(total_time_ps=db.total_time_ps, total_op_time_ps=db.total_op_time_ps)
-    return {
-        (group, exclude): build_op_profile(run.records, run.details.hlo, run.details.program_names,
-                                           run.op_stats.perf_env, totals, group, exclude)
-        for group in GROUPINGS for exclude in (False, True)
-    }
 
 
 class _Symbols:
@@ -132,17 +117,6 @@ def csv_frame(root: Node, program_names: dict[int, str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CSV_COLUMNS)
 
 
-def overview_numbers(data: OpProfileData) -> dict:
-    """Headline numbers: the device's FLOPS and HBM bandwidth utilization over all its time."""
-    root = data.trees[("program", False)]
-    m = root.metrics
-    return {
-        "flops_utilization_percent": 100.0 * m.flops_utilization if m else 0.0,
-        "hbm_utilization_percent": 100.0 * m.bandwidth_utils[0] if m else 0.0,
-        "idle_percent": 100.0 * data.run.op_stats.device_db.idle_ratio,
-    }
-
-
 class OpProfileSection(Section):
     slug = "op_profile"
     title = "Op profile"
@@ -151,23 +125,10 @@ class OpProfileSection(Section):
         return device_part(host)
 
     def combine(self, run: RunContext, parts: dict[str, DevicePart]) -> OpProfileData | None:
-        device = combine_device_parts(run, parts)
-        if device is None or device.records.empty:
-            return None
-        return OpProfileData(run=device, trees=build_trees(device))
+        return op_profile_data(run.host_names, parts)
 
     def summary(self, data: OpProfileData) -> dict:
-        by_category = data.trees[("category", False)]
-        total = by_category.metrics.raw_time if by_category.metrics else 0.0
-        # A tree of one op (e.g. idle time only) is that op itself, as XProf collapses it.
-        nodes = [by_category] if by_category.symbol is not None else by_category.children
-        categories = [{"name": c.symbol.category if c.symbol else c.name,
-                       "time_percent": round(100.0 * safe_divide(c.metrics.raw_time, total), 3)}
-                      for c in nodes if c.metrics is not None]
-        return {
-            "flops_utilization_percent": float(f'{overview_numbers(data)["flops_utilization_percent"]:.6g}'),
-            "categories": categories,
-        }
+        return op_profile_summary(data)
 
     def render(self, data: OpProfileData, page) -> None:
         page.write_csv(CSV_PATH, csv_frame(data.trees[("program", False)], data.run.details.program_names))
@@ -178,7 +139,7 @@ class OpProfileSection(Section):
             "op_profile.html",
             "op_profile.html",
             payload=page_payload(data),
-            numbers=overview_numbers(data),
+            numbers=headline_numbers(data),
             device_type=env.device_type,
             hardware_type=env.hardware_type,
             hosts=data.run.hosts,

@@ -1,5 +1,5 @@
 """Pod viewer page: for a chosen step, a stacked column per worker/core with that step's time
-breakdown, and the bottleneck of each (XProf's pod_viewer; see `reportgen/core/pod_stats.py`).
+breakdown, and the bottleneck of each (XProf's pod_viewer; see `reportgen/core/tools/pod_viewer.py`).
 
 All hosts are combined as XProf combines them (steps aligned across hosts,
 global core ids = host × 1000 + core), so one host and many hosts read the
@@ -10,59 +10,15 @@ breakdown empty. Runs without steps get no page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import altair as alt
 import pandas as pd
 
-from reportgen.core.op_stats import HostOpStats, combine_op_stats
-from reportgen.core.pod_stats import BREAKDOWN_NAMES, PodStats, bottleneck_of, hostnames_by_core, pod_stats
+from reportgen.core.ops.op_stats import HostOpStats
+from reportgen.core.tools.pod_viewer import BREAKDOWN_NAMES, PodStats, PodViewerData, pod_viewer_data
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 
 CSV_PATH = "data/pod_viewer/pod_stats.csv"
-
-
-@dataclass
-class PodViewerData:
-    stats: PodStats
-    hosts: list[str]
-    breakdown: pd.DataFrame  # step_num, core, label, host, part, us (long form, what the chart stacks)
-    columns: pd.DataFrame  # step_num, core, label, host, total_us, bottleneck (one row per column)
-    parts: list[str]  # the stacked parts in legend order
-
-
-def core_label(core: int, host: str, multi_host: bool) -> str:
-    """A column's label: the core, and with several hosts which host it is on (host names may repeat)."""
-    if not multi_host:
-        return f"core {core}"
-    return f"host {core // 1000} ({host}) core {core % 1000}"
-
-
-def _frames(stats: PodStats, multi_host: bool) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    r = stats.records
-    labels = [core_label(int(c), h, multi_host) for c, h in zip(r["core"], r["host_name"])]
-    columns = pd.DataFrame({"step_num": r["step_num"].to_numpy(), "core": r["core"].to_numpy(), "label": labels,
-                            "host": r["host_name"].to_numpy(), "total_us": r["total_duration_us"].to_numpy(),
-                            "bottleneck": r["bottleneck"].to_numpy()})
-    if stats.step_kind == "tpu":
-        cats = stats.tpu_category_us
-        parts = (cats.groupby("category")["us"].sum().sort_values(ascending=False).index.tolist()
-                 if len(cats) else [])
-        long = cats.rename(columns={"category": "part"}).merge(columns[["step_num", "core", "label", "host"]],
-                                                               on=["step_num", "core"])
-        wide = cats.pivot_table(index=["step_num", "core"], columns="category", values="us", aggfunc="sum",
-                                fill_value=0.0)
-        names = list(wide.columns)
-        best = bottleneck_of(wide.to_numpy(), names) if len(wide) else []
-        by_column = dict(zip(wide.index, best))
-        columns["bottleneck"] = [by_column.get((s, c), "") for s, c in zip(columns["step_num"], columns["core"])]
-    else:
-        parts = list(BREAKDOWN_NAMES)
-        long = r.melt(id_vars=["step_num", "core"], value_vars=parts, var_name="part", value_name="us")
-        long = long.merge(columns[["step_num", "core", "label", "host"]], on=["step_num", "core"])
-    long = long[long["us"] > 0]
-    return long[["step_num", "core", "label", "host", "part", "us"]], columns, parts
 
 
 def pod_chart(data: PodViewerData) -> dict:
@@ -109,15 +65,7 @@ class PodViewerSection(Section):
         return host.op_stats
 
     def combine(self, run: RunContext, parts: dict[str, HostOpStats]) -> PodViewerData | None:
-        hosts = [h for h in run.host_names if h in parts] + [h for h in parts if h not in run.host_names]
-        ordered = [parts[h] for h in hosts]
-        combined = combine_op_stats(ordered)
-        names = hostnames_by_core([(p.environment.hostnames[0], p.core_details) for p in ordered])
-        stats = pod_stats(combined.step_db, names, combined.environment.device_type)
-        if stats.records.empty:
-            return None
-        breakdown, columns, stacked = _frames(stats, len(hosts) > 1)
-        return PodViewerData(stats=stats, hosts=hosts, breakdown=breakdown, columns=columns, parts=stacked)
+        return pod_viewer_data(run.host_names, parts)
 
     def render(self, data: PodViewerData, page) -> None:
         page.write_csv(CSV_PATH, csv_frame(data.stats))

@@ -1,5 +1,5 @@
 """Roofline page: each device op's FLOP rate against its operational intensity, under the
-device's compute and memory roofs (XProf's roofline_model; see `reportgen/core/roofline.py`).
+device's compute and memory roofs (XProf's roofline_model; see `reportgen/core/tools/roofline.py`).
 
 The chart plots ops with FLOPs (an op without any has no place on the log
 axes; the table lists it). Runs without device ops get no page.
@@ -7,17 +7,15 @@ axes; the table lists it). Runs without device ops get no page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from reportgen.core.op_metrics import safe_divide
-from reportgen.core.op_profile import gibi_to_giga
-from reportgen.core.roofline import COLUMNS, FRACTION_COLUMNS, RooflineModel, roofline_model
+from reportgen.core.ops.device_run import DevicePart, device_part
+from reportgen.core.ops.op_metrics import safe_divide
+from reportgen.core.tools.op_profile import gibi_to_giga
+from reportgen.core.tools.roofline import COLUMNS, FRACTION_COLUMNS, RooflineData, RooflineModel, roofline_data
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.device_ops import DevicePart, DeviceRun, combine_device_parts, device_part
 from reportgen.sections.vega import vega_spec
 
 CSV_PATH = "data/roofline_model/roofline_model.csv"
@@ -26,12 +24,6 @@ TABLE_COLUMNS = ["rank", "category", "operation", "occurrences", "total_time", "
                  "hbm_operational_intensity", "bound_by", "roofline_efficiency", "compute_efficiency",
                  "max_mem_bw_utilization", "optimal_flop_rate", "total_time_per_core", "source_info"]
 PERCENT_SHOWN = {"total_self_time_percent", "roofline_efficiency", "compute_efficiency", "max_mem_bw_utilization"}
-
-
-@dataclass
-class RooflineData:
-    run: DeviceRun
-    model: RooflineModel
 
 
 def roof_lines(model: RooflineModel, x_min: float, x_max: float) -> pd.DataFrame:
@@ -111,19 +103,7 @@ class RooflineSection(Section):
         return device_part(host)
 
     def combine(self, run: RunContext, parts: dict[str, DevicePart]) -> RooflineData | None:
-        device = combine_device_parts(run, parts)
-        if device is None or not device.has_ops:
-            return None
-        op_stats = device.op_stats
-        env = op_stats.environment
-        model = roofline_model(
-            device.records, op_stats.perf_env, env.hardware_type, env.device_type, env.device_core_count,
-            op_stats.device_db.total_time_ps, op_stats.step_db.step_numbers, op_stats.step_db.kind,
-            has_complete_steps_db=env.hardware_type == "TPU" or len(device.hosts) > 1,
-            has_merged_vmem=device.details.has_merged_vmem, has_megacore=device.details.has_megacore,
-            time_scale_multiplier=device.time_scale_multiplier,
-        )
-        return RooflineData(run=device, model=model)
+        return roofline_data(run.host_names, parts)
 
     def render(self, data: RooflineData, page) -> None:
         model = data.model

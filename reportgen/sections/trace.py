@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import altair as alt
 
 from reportgen import __version__
+from reportgen.export.host_export import HostExport, export_host
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices
 from reportgen.sections.vega import vega_spec
-from reportgen.trace.export import HostExport, export_host
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
 

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import altair as alt
 import pandas as pd
+
+# Charts embed their data in the page on purpose (the site works offline and
+# from file://); the sections size that data, so Altair's 5,000-row guard,
+# meant for notebooks, does not apply.
+alt.data_transformers.disable_max_rows()
 
 Datasets = dict[str, "pd.DataFrame | list[dict]"]
 

@@ -1,0 +1,148 @@
+"""`reportgen build`: logdirs to a site (and, on request, a single file, a bucket, a budget check)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from reportgen.cli.common import EXAMPLES, fail, sample_logdir
+from reportgen.errors import NoCapturesError
+from reportgen.output.publish import PublishError, is_gcs_url, open_destination, publish_site
+
+
+def add_parser(sub) -> None:
+    build = sub.add_parser(
+        "build",
+        help="build the site for one or more logdirs",
+        description="Read every run and host under LOGDIR (a TensorBoard logdir, its plugins/profile "
+        "folder or one run folder; local path or fsspec URL such as gs://…) and write the site.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    build.add_argument("logdirs", nargs="*", metavar="LOGDIR", help="default: the bundled sample")
+    build.add_argument(
+        "-o", "--output", metavar="DIR|gs://BUCKET/PREFIX",
+        help="output folder, or a GCS location to publish to (default: site/, or none with --single-file)",
+    )
+    build.add_argument(
+        "--single-file", metavar="FILE",
+        help="also write one self-contained HTML file with every page (no trace)",
+    )
+    build.add_argument("--runs", metavar="NAME,...", help="only these runs (comma-separated names)")
+    build.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+        help="hosts processed in parallel (default: the number of cores)",
+    )
+    build.add_argument("--budget", metavar="FILE",
+                       help="after building, check the runs against the budgets of FILE (TOML; see "
+                       "`reportgen check --help`): exit status 3 when one is exceeded")
+    build.add_argument(
+        "--scheduler", metavar="tcp://HOST:8786",
+        help="run the per-host stage on this Dask cluster (pip install 'reportgen[dask]'); the workers read "
+        "the host files from LOGDIR's URL themselves, so give a location they can reach (gs://…)",
+    )
+    build.add_argument(
+        "--no-cache", action="store_true",
+        help="recompute every host (by default hosts whose files did not change are reused from the last build)",
+    )
+    build.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="keep the rebuild cache in DIR (default: .NAME.reportgen-cache beside the output folder NAME); "
+        "only this user may write to it: cache entries are Python pickles",
+    )
+    build.add_argument(
+        "--trace-format", choices=("json", "perfetto", "both"), default="json",
+        help="trace export: chunked Chrome JSON (gzip), one Perfetto .pftrace per host, or both (default: json)",
+    )
+    build.add_argument("--timings", action="store_true", help="print the time each build stage took, and peak memory")
+    build.add_argument("-v", "--verbose", action="store_true", help="one line per host: decoded or from the cache")
+    build.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
+
+
+def run(args: argparse.Namespace) -> int:
+    # The build machinery (pandas, numba, Altair) is imported here, not at the top, so that
+    # --help, --version, `serve` and `publish` answer at once.
+    from reportgen.errors import SchedulerError
+    from reportgen.output.site import OutputNotASiteError
+    from reportgen.pipeline.build import BuildOptions, build_site
+    from reportgen.pipeline.timings import format_timings
+
+    budget = None
+    if args.budget:
+        from reportgen.compare.budget import BudgetError, load_budget
+
+        try:  # before the build: a broken budget file should not cost a long build
+            budget = load_budget(args.budget)
+        except BudgetError as exc:
+            return fail(str(exc))
+
+    locations = args.logdirs or [sample_logdir()]
+    runs = {r.strip() for r in args.runs.split(",") if r.strip()} if args.runs else None
+    remote = args.output is not None and is_gcs_url(args.output)
+    fs = None
+    if remote:
+        try:  # before the build: a missing credential should not cost a long build
+            fs = open_destination(args.output)
+        except PublishError as exc:
+            return fail(str(exc))
+    with tempfile.TemporaryDirectory(prefix="reportgen-") as scratch:
+        # A site that is only published or folded into one file is built in scratch space.
+        local = args.output if args.output is not None and not remote else None
+        if local is None and not remote and not args.single_file:
+            local = "site"
+        options = BuildOptions(
+            output=local or str(Path(scratch) / "site"),
+            runs=runs,
+            jobs=max(1, args.jobs),
+            progress=not args.quiet and not args.verbose and sys.stderr.isatty(),
+            cache=not args.no_cache,
+            cache_dir=args.cache_dir,
+            scheduler=args.scheduler,
+            trace_format=args.trace_format,
+            log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
+            notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
+        )
+        try:
+            report = build_site(locations, options)
+        except (NoCapturesError, OutputNotASiteError, SchedulerError) as exc:
+            return fail(str(exc))
+        except OSError as exc:
+            return fail(f"cannot write the site: {exc}")
+        for warning in report.warnings:
+            print(f"reportgen: warning: {warning}", file=sys.stderr)
+        for error in report.errors:
+            print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
+        over_budget = None
+        if budget is not None:
+            from reportgen.cli.check import check_built_site
+
+            over_budget = check_built_site(report.output, budget, jobs=options.jobs)
+        if args.timings:
+            print(format_timings(report.timings, report.seconds, report.peak_rss), file=sys.stderr)
+        written = [str(report.output)] if local else []
+        if args.single_file:
+            from reportgen.output.single_file import write_single_file
+
+            try:
+                single = write_single_file(report.output, args.single_file)
+            except OSError as exc:
+                return fail(f"cannot write {args.single_file}: {exc}")
+            written.append(f"{single.output} ({single.bytes / 2**20:.1f} MiB)")
+        if remote:
+            try:
+                published = publish_site(report.output, args.output, fs=fs)
+            except PublishError as exc:
+                return fail(str(exc))
+            written.append(published.url)
+    if not args.quiet:
+        print(
+            f"reportgen: {report.runs} run{'s' if report.runs != 1 else ''}, "
+            f"{report.hosts} host{'s' if report.hosts != 1 else ''}, {report.events:,} events "
+            f"in {report.seconds:.1f} s → {', '.join(written)}"
+            + (f" ({len(report.errors)} input{'s' if len(report.errors) != 1 else ''} could not be read)"
+               if report.errors else "")
+        )
+    return over_budget if over_budget is not None else report.exit_code

@@ -1,0 +1,282 @@
+"""`reportgen summary`: a pull-request comment (GitHub-flavoured Markdown) or JSON.
+
+Headline numbers of each run of a built site, and with `--compare A B` the
+comparison of two runs: verdict, bottleneck before and after, the top
+changes in a small table. Charts are PNG files written next to the Markdown,
+referenced by file name, ready to attach. Every capture string is escaped so
+that it reads as text wherever the Markdown is rendered: no HTML, no links,
+no mentions or emoji from an op name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import altair as alt
+import pandas as pd
+
+from reportgen.compare.charts import breakdown_chart, elide, op_change_chart, step_times_chart
+from reportgen.compare.model import Comparison
+from reportgen.compare.page import page_stem
+from reportgen.compare.sources import BuiltRun, BuiltSite
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value, fmt_ratio, fmt_value
+from reportgen.sections.vega import vega_spec
+
+MAX_CHARS = 65_000  # GitHub's limit for a comment body
+NAME_CHARS = 100  # capture names are cut to this length in tables
+TOP_OPS = 10
+SUMMARY_SCHEMA = 1
+
+# Characters that Markdown (CommonMark/GFM and Python-Markdown alike) honours a
+# backslash escape for; the others that could start markup become entities.
+_BACKSLASH = set("\\`*_{}[]()#+-.!|")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "~": "&#126;", "$": "&#36;", "@": "&#64;", ":": "&#58;",
+             '"': "&quot;"}
+
+
+def md_escape(text: object, limit: int | None = None) -> str:
+    """Capture text as literal Markdown text (one line, cut to `limit` characters)."""
+    text = re.sub(r"\s+", " ", str(text)).strip()
+    if limit is not None:
+        text = elide(text, limit)
+    return "".join("\\" + ch if ch in _BACKSLASH else _ENTITIES.get(ch, ch) for ch in text)
+
+
+def md_code(text: object, limit: int | None = NAME_CHARS) -> str:
+    """A capture name in monospace. Not a code span: those cannot hold escapes, and a
+    name may hold backticks. GitHub does not turn mentions or emoji in <code> into links."""
+    return f"<code>{md_escape(text, limit)}</code>"
+
+
+def _table(header: list[str], align: list[str], rows: list[list[str]]) -> str:
+    marks = {"l": "---", "r": "--:", "c": ":-:"}
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks[a] for a in align) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _link(text: str, url: str) -> str:
+    return f"[{text}]({url})"
+
+
+def _url(base: str, *parts: str) -> str:
+    return base.rstrip("/") + "/" + "/".join(quote(p) for p in parts)
+
+
+@dataclass
+class Chart:
+    file: str  # written next to the Markdown
+    title: str
+    spec: dict
+
+
+@dataclass
+class SummaryDocument:
+    markdown: str
+    data: dict
+    charts: list[Chart] = field(default_factory=list)
+
+
+def _run_headline(run: BuiltRun) -> dict:
+    overview = run.block.get("overview") or {}
+    step = overview.get("step_time_ms") or {}
+    bottleneck = (run.block.get("input_pipeline") or {}).get("bottleneck") or {}
+    ops = run.table("tf_stats/framework_op_stats.csv")
+    top = None
+    if ops is not None and len(ops):
+        ops = ops[ops["Operation Type"] != "IDLE"].sort_values("Total self-time (us)", ascending=False, kind="stable")
+        if len(ops):
+            row = ops.iloc[0]
+            top = {"side": row["Host/device"], "type": str(row["Operation Type"]), "name": str(row["Operation Name"]),
+                   "self_us": float(row["Total self-time (us)"])}
+    return {
+        "steps": overview.get("steps"),
+        "step_time_ms": step.get("average"),
+        "step_time_sd_ms": step.get("standard_deviation"),
+        "input_percent": overview.get("input_percent"),
+        "input_bound": overview.get("input_bound"),
+        "device_type": overview.get("device_type"),
+        "bottleneck_iterator": bottleneck.get("iterator"),
+        "top_op": top,
+    }
+
+
+def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
+    rows = []
+    for run in runs:
+        breakdown = (run.block.get("overview") or {}).get("breakdown_ms") or {}
+        for order, key in enumerate(CATEGORY_KEYS):
+            value = breakdown.get(key)
+            if value:
+                rows.append({"Run": run.name, "Category": CATEGORY_LABELS[key], "ms": value, "order": order})
+    if not rows:
+        return None
+    categories = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS if any(r["Category"] == CATEGORY_LABELS[k] for r in rows)]
+    return vega_spec(
+        alt.Chart(pd.DataFrame(rows), title="Average step time by category")
+        .mark_bar()
+        .encode(y=alt.Y("Run:N", sort=[r.name for r in runs], title=None, axis=alt.Axis(labelLimit=360)),
+                x=alt.X("ms:Q", stack="zero", title="Average step time (ms)"),
+                color=alt.Color("Category:N", sort=categories, scale=alt.Scale(domain=categories)),
+                order=alt.Order("order:Q"))
+        .properties(width=600, height=max(40, 28 * len(runs)))
+    )
+
+
+def _comparison_markdown(c: Comparison, top: int, compare_url: str | None) -> list[str]:
+    parts = []
+    step = c.step_time
+    if step.delta is None:
+        parts.append("The step time cannot be compared: a run has no steps.")
+    else:
+        ratio = (f"**{fmt_ratio(c.speedup)} faster** per step" if step.delta < 0
+                 else f"**{fmt_ratio(c.slowdown)} slower** per step" if step.delta > 0
+                 else "**no change** in step time")
+        sentence = (f"{ratio}: {fmt_value(step.candidate, 'ms')} against {fmt_value(step.baseline, 'ms')} "
+                    f"({fmt_delta(step.delta, 'ms')}, {fmt_change_pct(step.delta_percent)})")
+        result = c.test.result
+        if result is not None:
+            sentence += (f", {'beyond' if result.significant else 'within'} the runs' own noise "
+                         f"(Welch's t-test on per-step times, {fmt_p_value(result.p_value)}).")
+        else:
+            sentence += f"; whether beyond noise cannot be judged ({md_escape(c.test.reason)})."
+        parts.append(sentence)
+    parts.append("")
+    ip = c.input_pipeline
+    bottleneck = [f"Input-bound: {md_escape(c.classification[0] or '–')} → {md_escape(c.classification[1] or '–')}"]
+    if ip.baseline_bottleneck or ip.candidate_bottleneck:
+        before = md_code((ip.baseline_bottleneck or {}).get("iterator", "–"))
+        after = md_code((ip.candidate_bottleneck or {}).get("iterator", "–"))
+        bottleneck.append(f"tf.data bottleneck: {before} → {after}")
+    parts += ["; ".join(bottleneck) + ".", ""]
+    rows = [[md_escape(ch.label), fmt_value(ch.baseline, ch.unit), fmt_value(ch.candidate, ch.unit),
+             fmt_delta(ch.delta, ch.unit), fmt_change_pct(ch.delta_percent)]
+            for ch in [*c.headline, *c.breakdown, *c.memory]]
+    parts += [_table(["Figure", "Baseline", "Candidate", "Change", "Change (%)"], list("lrrrr"), rows), ""]
+    ops = c.ops.reindex(c.ops["delta_us"].abs().sort_values(ascending=False, kind="stable").index).head(top)
+    if len(ops):
+        parts += [f"**Ops that changed most** (total self time over the capture, top {len(ops)} of {len(c.ops)})", ""]
+        op_rows = [[md_escape(r.side), md_code(r.name), md_escape(r.type, 40), fmt_value(r.self_us_baseline, "us"),
+                    fmt_value(r.self_us_candidate, "us"), fmt_delta(r.delta_us, "us"), md_escape(r.status)]
+                   for r in ops.itertuples()]
+        parts += [_table(["Side", "Op", "Type", "Baseline", "Candidate", "Change", ""], list("lllrrrl"), op_rows), ""]
+    if c.kernels is not None and len(c.kernels):
+        kernels = c.kernels.head(top)
+        parts += [f"**GPU kernels that changed most** (top {len(kernels)} of {len(c.kernels)})", ""]
+        k_rows = [[md_code(r.kernel), md_code(r.op, 60), fmt_value(r.total_us_baseline, "us"),
+                   fmt_value(r.total_us_candidate, "us"), fmt_delta(r.delta_us, "us"), md_escape(r.status)]
+                  for r in kernels.itertuples()]
+        parts += [_table(["Kernel", "Op", "Baseline", "Candidate", "Change", ""], list("llrrrl"), k_rows), ""]
+    if compare_url:
+        parts += [_link("Full comparison", compare_url), ""]
+    return parts
+
+
+def _runs_markdown(runs: list[BuiltRun], headlines: dict[str, dict], site_url: str | None) -> list[str]:
+    rows = []
+    for run in runs:
+        h = headlines[run.name]
+        name = md_code(run.name)
+        if site_url:
+            name = _link(name, _url(site_url, run.folder, "index.html"))
+        step = "–" if h["step_time_ms"] is None else (
+            f"{fmt_value(h['step_time_ms'], 'ms')} ± {fmt_value(h['step_time_sd_ms'], 'ms')}")
+        top = h["top_op"]
+        rows.append([name, "–" if h["steps"] is None else str(h["steps"]), step,
+                     fmt_value(h["input_percent"], "percent"), md_escape(h["input_bound"] or "–"),
+                     md_code(h["bottleneck_iterator"]) if h["bottleneck_iterator"] else "–",
+                     f"{md_code(top['name'], 60)} ({fmt_value(top['self_us'], 'us')})" if top else "–"])
+    return [_table(["Run", "Steps", "Step time (avg ± σ)", "Input", "Input-bound", "tf.data bottleneck",
+                    "Top op by self time"], list("lrrrlll"), rows), ""]
+
+
+def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_url: str | None = None,
+                  chart_stem: str = "summary", with_charts: bool = True) -> SummaryDocument:
+    """The Markdown, its JSON twin and its charts (not written yet; without charts, the
+    Markdown refers to none)."""
+    runs = [site.run(name) for name in site.run_names]
+    headlines = {run.name: _run_headline(run) for run in runs}
+    compare_url = None
+    if comparison is not None and site_url and not site.temporary:
+        stem = page_stem(comparison.baseline.name, comparison.candidate.name)
+        in_site = all(r.site is site for r in (comparison.baseline, comparison.candidate))
+        if in_site and Path(site.location, "compare", f"{stem}.html").is_file():
+            compare_url = _url(site_url, "compare", f"{stem}.html")
+    charts: list[Chart] = []
+    if not with_charts:
+        pass
+    elif comparison is not None:
+        for suffix, title, spec in (("breakdown", "Step-time breakdown", breakdown_chart(comparison)),
+                                    ("steps", "Step times", step_times_chart(comparison)),
+                                    ("ops", "Ops that changed most", _largest_op_chart(comparison))):
+            if spec is not None:
+                charts.append(Chart(f"{chart_stem}-{suffix}.png", title, spec))
+    else:
+        spec = _runs_breakdown_chart(runs)
+        if spec is not None:
+            charts.append(Chart(f"{chart_stem}-breakdown.png", "Step-time breakdown", spec))
+
+    def render(top: int) -> str:
+        title = "## Profile summary"
+        if comparison is not None:
+            title = f"## Profile comparison: {md_code(comparison.baseline.name)} → {md_code(comparison.candidate.name)}"
+        parts = [title, ""]
+        if comparison is not None:
+            parts += _comparison_markdown(comparison, top, compare_url)
+        if charts:
+            parts += [f"![{md_escape(chart.title)}]({quote(chart.file)})" for chart in charts] + [""]
+        parts += [f"### Runs ({len(runs)})", ""] if comparison is not None else []
+        parts += _runs_markdown(runs, headlines, site_url)
+        if site_url:
+            parts += [_link("Full report", _url(site_url, "index.html")), ""]
+        parts.append(f"<sub>{md_escape(site.summary.get('generator', 'reportgen'))}; numbers follow XProf's "
+                     "definitions.</sub>")
+        return "\n".join(parts) + "\n"
+
+    markdown = render(TOP_OPS)
+    top = TOP_OPS
+    while len(markdown) > MAX_CHARS and top > 1:
+        top //= 2
+        markdown = render(top)
+    if len(markdown) > MAX_CHARS:
+        markdown = markdown[: MAX_CHARS - 40].rsplit("\n", 1)[0] + "\n\n(summary cut to fit a comment)\n"
+    data = {
+        "schema": SUMMARY_SCHEMA,
+        "generator": site.summary.get("generator"),
+        "runs": headlines,
+        "comparison": comparison.as_dict(top=TOP_OPS) if comparison is not None else None,
+        "links": {"site": _url(site_url, "index.html") if site_url else None, "comparison": compare_url},
+        "charts": [chart.file for chart in charts],
+    }
+    return SummaryDocument(markdown, data, charts)
+
+
+def _largest_op_chart(comparison: Comparison) -> dict | None:
+    """The op-change chart of the side (device or host) whose ops changed most."""
+    ops = comparison.ops
+    if ops.empty:
+        return None
+    totals = ops.assign(size=ops["delta_us"].abs()).groupby("side")["size"].sum()
+    return op_change_chart(comparison, str(totals.idxmax()))
+
+
+def write_charts(document: SummaryDocument, folder: Path) -> list[Path]:
+    """The charts as PNG files in `folder` (vl-convert renders them offline)."""
+    import vl_convert
+
+    from reportgen.output.site import VEGA_LITE_VERSION
+
+    written = []
+    for chart in document.charts:
+        png = vl_convert.vegalite_to_png(chart.spec, vl_version=VEGA_LITE_VERSION, scale=2)
+        path = folder / chart.file
+        path.write_bytes(png)
+        written.append(path)
+    return written
+
+
+__all__ = ["MAX_CHARS", "SummaryDocument", "build_summary", "md_code", "md_escape", "write_charts"]

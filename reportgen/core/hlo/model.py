@@ -1,0 +1,429 @@
+"""HLO modules as plain Python: the part of XLA's `HloProto` the tools read, one dataclass per message.
+
+The loaders parse a capture's serialized HLO protos once per host and hand
+core these objects (`reportgen.loaders.hlo`): nothing in core touches
+protobuf. Each class mirrors the XLA message of the same name in
+`loaders/proto/hlo.proto`: the same fields, in the same order, with proto3's
+values (0, "", empty lists) for fields the file does not set. A message field
+is always an object (its defaults when unset), except the few that tools ask
+"is it there?" of, which are None when absent: an instruction's `literal`,
+`window`, `convolution_dimension_numbers` and `dot_dimension_numbers`, a
+shape's `layout` and a layout's `physical_shape`. Enums are plain ints
+(`PrimitiveType` names them). tests/test_hlo_proto.py keeps these classes and
+the `.proto` in step.
+
+`HloModule` is one compiled program of the capture: its program id, its name
+and its `HloProto`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from functools import cached_property
+
+
+class PrimitiveType(IntEnum):
+    """XLA's element types (xla_data.proto), by their numbers."""
+
+    PRIMITIVE_TYPE_INVALID = 0
+    PRED = 1
+    S1 = 30
+    S2 = 26
+    S4 = 21
+    S8 = 2
+    S16 = 3
+    S32 = 4
+    S64 = 5
+    U1 = 31
+    U2 = 27
+    U4 = 22
+    U8 = 6
+    U16 = 7
+    U32 = 8
+    U64 = 9
+    F16 = 10
+    F32 = 11
+    BF16 = 16
+    F64 = 12
+    F8E5M2 = 19
+    F8E4M3 = 28
+    F8E4M3FN = 20
+    F8E4M3B11FNUZ = 23
+    F8E3M4 = 29
+    F8E5M2FNUZ = 24
+    F8E4M3FNUZ = 25
+    F4E2M1FN = 32
+    F8E8M0FNU = 33
+    C64 = 15
+    C128 = 18
+    TUPLE = 13
+    OPAQUE_TYPE = 14
+    TOKEN = 17
+    BUFFER = 34
+
+
+# HeapSimulatorTrace.Event.Kind
+ALLOC, FREE, SHARE_WITH = 0, 1, 2
+
+
+# --- xla_data.proto ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TileProto:
+    dimensions: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SplitConfigProto:
+    dimension: int = 0
+    split_indices: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LayoutProto:
+    minor_to_major: list[int] = field(default_factory=list)
+    tiles: list[TileProto] = field(default_factory=list)
+    element_size_in_bits: int = 0
+    memory_space: int = 0
+    dim_level_types: list[int] = field(default_factory=list)
+    physical_shape: ShapeProto | None = None
+    index_primitive_type: int = 0
+    pointer_primitive_type: int = 0
+    dim_unique: list[bool] = field(default_factory=list)
+    dim_ordered: list[bool] = field(default_factory=list)
+    dynamic_shape_metadata_prefix_bytes: int = 0
+    tail_padding_alignment_in_elements: int = 0
+    split_configs: list[SplitConfigProto] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ShapeProto:
+    element_type: int = 0
+    dimensions: list[int] = field(default_factory=list)
+    tuple_shapes: list[ShapeProto] = field(default_factory=list)
+    layout: LayoutProto | None = None
+    is_dynamic_dimension: list[bool] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProgramShapeProto:
+    parameters: list[ShapeProto] = field(default_factory=list)
+    result: ShapeProto = field(default_factory=ShapeProto)
+    parameter_names: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OpMetadata:
+    op_type: str = ""
+    op_name: str = ""
+    source_file: str = ""
+    source_line: int = 0
+    size_of_generated_code_in_bytes: int = 0
+    size_of_memory_working_set_in_bytes: int = 0
+    deduplicated_name: str = ""
+    stack_frame_id: int = 0
+    scheduling_name: str = ""
+    source_end_line: int = 0
+    source_column: int = 0
+    source_end_column: int = 0
+
+
+@dataclass(slots=True)
+class LiteralProto:
+    shape: ShapeProto = field(default_factory=ShapeProto)
+    preds: list[bool] = field(default_factory=list)
+    u8s: bytes = b""
+    s32s: list[int] = field(default_factory=list)
+    s64s: list[int] = field(default_factory=list)
+    u32s: list[int] = field(default_factory=list)
+    u64s: list[int] = field(default_factory=list)
+    f32s: list[float] = field(default_factory=list)
+    f64s: list[float] = field(default_factory=list)
+    tuple_literals: list[LiteralProto] = field(default_factory=list)
+    f16s: bytes = b""
+    bf16s: bytes = b""
+    s8s: bytes = b""
+    u16s: bytes = b""
+    s16s: bytes = b""
+
+
+@dataclass(slots=True)
+class WindowDimension:
+    size: int = 0
+    stride: int = 0
+    padding_low: int = 0
+    padding_high: int = 0
+    window_dilation: int = 0
+    base_dilation: int = 0
+    window_reversal: bool = False
+
+
+@dataclass(slots=True)
+class Window:
+    dimensions: list[WindowDimension] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ConvolutionDimensionNumbers:
+    kernel_input_feature_dimension: int = 0
+    kernel_output_feature_dimension: int = 0
+    kernel_spatial_dimensions: list[int] = field(default_factory=list)
+    input_batch_dimension: int = 0
+    input_feature_dimension: int = 0
+    output_batch_dimension: int = 0
+    output_feature_dimension: int = 0
+    input_spatial_dimensions: list[int] = field(default_factory=list)
+    output_spatial_dimensions: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DotDimensionNumbers:
+    lhs_contracting_dimensions: list[int] = field(default_factory=list)
+    rhs_contracting_dimensions: list[int] = field(default_factory=list)
+    lhs_batch_dimensions: list[int] = field(default_factory=list)
+    rhs_batch_dimensions: list[int] = field(default_factory=list)
+
+
+# --- hlo.proto ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class HloInstructionProto:
+    name: str = ""
+    opcode: str = ""
+    shape: ShapeProto = field(default_factory=ShapeProto)
+    metadata: OpMetadata = field(default_factory=OpMetadata)
+    literal: LiteralProto | None = None
+    parameter_number: int = 0
+    fusion_kind: str = ""
+    tuple_index: int = 0
+    dimensions: list[int] = field(default_factory=list)
+    window: Window | None = None
+    convolution_dimension_numbers: ConvolutionDimensionNumbers | None = None
+    custom_call_target: str = ""
+    dot_dimension_numbers: DotDimensionNumbers | None = None
+    id: int = 0
+    operand_ids: list[int] = field(default_factory=list)
+    control_predecessor_ids: list[int] = field(default_factory=list)
+    called_computation_ids: list[int] = field(default_factory=list)
+    backend_config: bytes = b""
+    feature_group_count: int = 0
+    batch_group_count: int = 0
+    comparison_direction: str = ""
+    async_execution_thread: str = ""
+
+
+@dataclass(slots=True)
+class HloComputationProto:
+    name: str = ""
+    instructions: list[HloInstructionProto] = field(default_factory=list)
+    program_shape: ProgramShapeProto = field(default_factory=ProgramShapeProto)
+    id: int = 0
+    root_id: int = 0
+    is_fusion_computation: bool = False
+    execution_thread: str = ""
+
+
+@dataclass(slots=True)
+class InstructionSequence:
+    instruction_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class HloScheduleProto:
+    sequences: dict[int, InstructionSequence] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class FileLocation:
+    file_name_id: int = 0
+    function_name_id: int = 0
+    line: int = 0
+    column: int = 0
+
+
+@dataclass(slots=True)
+class StackFrame:
+    file_location_id: int = 0
+    parent_frame_id: int = 0
+
+
+@dataclass(slots=True)
+class StackFrameIndexProto:
+    file_names: list[str] = field(default_factory=list)
+    function_names: list[str] = field(default_factory=list)
+    file_locations: list[FileLocation] = field(default_factory=list)
+    stack_frames: list[StackFrame] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class HloModuleProto:
+    name: str = ""
+    entry_computation_name: str = ""
+    computations: list[HloComputationProto] = field(default_factory=list)
+    host_program_shape: ProgramShapeProto = field(default_factory=ProgramShapeProto)
+    id: int = 0
+    entry_computation_id: int = 0
+    schedule: HloScheduleProto = field(default_factory=HloScheduleProto)
+    stack_frame_index: StackFrameIndexProto = field(default_factory=StackFrameIndexProto)
+
+
+@dataclass(slots=True)
+class BufferLocation:
+    """LogicalBufferProto.Location."""
+
+    instruction_name: str = ""
+    shape_index: list[int] = field(default_factory=list)
+    instruction_id: int = 0
+
+
+@dataclass(slots=True)
+class LogicalBufferProto:
+    id: int = 0
+    size: int = 0
+    defined_at: BufferLocation = field(default_factory=BufferLocation)
+    color: int = 0
+
+
+@dataclass(slots=True)
+class AssignedBuffer:
+    """BufferAllocationProto.Assigned."""
+
+    logical_buffer_id: int = 0
+    offset: int = 0
+    size: int = 0
+
+
+@dataclass(slots=True)
+class BufferAllocationProto:
+    index: int = 0
+    size: int = 0
+    is_thread_local: bool = False
+    is_entry_computation_parameter: bool = False
+    parameter_number: int = 0
+    maybe_live_out: bool = False
+    color: int = 0
+    assigned: list[AssignedBuffer] = field(default_factory=list)
+    parameter_shape_index: list[int] = field(default_factory=list)
+    is_tuple: bool = False
+    is_constant: bool = False
+
+
+@dataclass(slots=True)
+class HeapSimulatorEvent:
+    """HeapSimulatorTrace.Event; `kind` is ALLOC, FREE or SHARE_WITH."""
+
+    kind: int = ALLOC
+    buffer_id: int = 0
+    computation_name: str = ""
+    instruction_name: str = ""
+    share_with_canonical_id: int = 0
+
+
+@dataclass(slots=True)
+class HeapSimulatorTrace:
+    events: list[HeapSimulatorEvent] = field(default_factory=list)
+    whole_module_simulation: bool = False
+    buffer_allocation_index: int = 0
+
+
+@dataclass(slots=True)
+class BufferAlias:
+    """BufferAssignmentProto.BufferAlias."""
+
+    source_buffer_id: int = 0
+    location: BufferLocation = field(default_factory=BufferLocation)
+
+
+@dataclass(slots=True)
+class BufferAssignmentProto:
+    logical_buffers: list[LogicalBufferProto] = field(default_factory=list)
+    buffer_aliases: list[BufferAlias] = field(default_factory=list)
+    buffer_allocations: list[BufferAllocationProto] = field(default_factory=list)
+    heap_simulator_traces: list[HeapSimulatorTrace] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class HloProto:
+    hlo_module: HloModuleProto = field(default_factory=HloModuleProto)
+    buffer_assignment: BufferAssignmentProto = field(default_factory=BufferAssignmentProto)
+
+
+# --- compiled programs --------------------------------------------------------------------------
+
+_U64 = 1 << 64
+
+
+@dataclass
+class HloModule:
+    """One compiled program: its (unsigned) program id, XLA module name and HLO."""
+
+    program_id: int
+    name: str  # hlo.hlo_module.name
+    hlo: HloProto = field(repr=False)
+
+    @property
+    def display_name(self) -> str:
+        """XProf's module-list name (`HloModuleNameWithProgramId`)."""
+        return module_display_name(self.name, self.program_id)
+
+    @cached_property
+    def instructions(self) -> dict[str, HloInstructionProto]:
+        """Every instruction by name, over all computations (the first of a name wins)."""
+        found: dict[str, HloInstructionProto] = {}
+        for computation in self.hlo.hlo_module.computations:
+            for instruction in computation.instructions:
+                found.setdefault(instruction.name, instruction)
+        return found
+
+
+def module_display_name(name: str, program_id: int) -> str:
+    return f"{name}({program_id % _U64})"
+
+
+def program_key(program_id: int) -> int:
+    """The key of a program id in a host's modules (an int64 stat holds the uint64's bit pattern)."""
+    return program_id % _U64
+
+
+def instruction_provenance(instruction: HloInstructionProto) -> str:
+    """`op_name:op_type` of the framework op an instruction was lowered from (its
+    OpMetadata), or '' when the metadata names neither."""
+    metadata = instruction.metadata
+    if not metadata.op_name and not metadata.op_type:
+        return ""
+    return f"{metadata.op_name}:{metadata.op_type}"
+
+
+def sorted_module_names(modules: dict[int, HloModule]) -> list[str]:
+    """Module-list names in XProf's order (plain string sort)."""
+    return sorted(m.display_name for m in modules.values())
+
+
+# The message classes by the name of the message they mirror (the loader's converter and the schema test).
+MESSAGES: dict[str, type] = {
+    "TileProto": TileProto, "SplitConfigProto": SplitConfigProto, "LayoutProto": LayoutProto,
+    "ShapeProto": ShapeProto, "ProgramShapeProto": ProgramShapeProto, "OpMetadata": OpMetadata,
+    "LiteralProto": LiteralProto, "WindowDimension": WindowDimension, "Window": Window,
+    "ConvolutionDimensionNumbers": ConvolutionDimensionNumbers, "DotDimensionNumbers": DotDimensionNumbers,
+    "HloInstructionProto": HloInstructionProto, "HloComputationProto": HloComputationProto,
+    "HloScheduleProto.InstructionSequence": InstructionSequence, "HloScheduleProto": HloScheduleProto,
+    "StackFrameIndexProto.FileLocation": FileLocation, "StackFrameIndexProto.StackFrame": StackFrame,
+    "StackFrameIndexProto": StackFrameIndexProto, "HloModuleProto": HloModuleProto,
+    "LogicalBufferProto.Location": BufferLocation, "LogicalBufferProto": LogicalBufferProto,
+    "BufferAllocationProto.Assigned": AssignedBuffer, "BufferAllocationProto": BufferAllocationProto,
+    "HeapSimulatorTrace.Event": HeapSimulatorEvent, "HeapSimulatorTrace": HeapSimulatorTrace,
+    "BufferAssignmentProto.BufferAlias": BufferAlias, "BufferAssignmentProto": BufferAssignmentProto,
+    "HloProto": HloProto,
+}
+# Message fields that are None when the proto does not set them (see the module notes).
+OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
+    "HloInstructionProto": frozenset({"literal", "window", "convolution_dimension_numbers", "dot_dimension_numbers"}),
+    "ShapeProto": frozenset({"layout"}),
+    "LayoutProto": frozenset({"physical_shape"}),
+}
+
+__all__ = ["ALLOC", "FREE", "SHARE_WITH", "HloModule", "HloProto", "MESSAGES", "OPTIONAL_FIELDS", "PrimitiveType",
+           "instruction_provenance", "module_display_name", "program_key", "sorted_module_names"]

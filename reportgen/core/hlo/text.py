@@ -1,0 +1,282 @@
+"""HLO instructions as text, the way XLA prints them (`%name = shape opcode(operands), attributes`).
+
+The op profile shows an op's HLO expression. For ops on a device op line the
+capture carries it (the event metadata's name); for the instructions inside
+a fusion it does not, so it is printed here from the module's instructions. The format
+follows XLA's default print options without metadata: result shape with
+layout, operand shapes and names, and the attributes most ops carry
+(dimensions, windows, dot and convolution dimension numbers, called
+computations, small constants). Attributes not listed here are left out.
+
+Shapes keep their layout (`{3,2,1,0:T(8,128)S(5)}`); `physical_dims` tells
+how a tiled layout pads each dimension, which is what makes an op's memory
+footprint larger than its logical shape.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from reportgen.core.hlo.model import (
+    ConvolutionDimensionNumbers,
+    HloInstructionProto,
+    LiteralProto,
+    PrimitiveType,
+    ShapeProto,
+    Window,
+)
+
+_TYPE_NAMES = {int(t): t.name.lower() for t in PrimitiveType}
+_TYPE_NAMES[PrimitiveType.OPAQUE_TYPE] = "opaque"
+TUPLE = PrimitiveType.TUPLE
+TOKEN = PrimitiveType.TOKEN
+# XLA prints constants with at most this many elements; larger ones as `{...}`.
+MAX_PRINTED_CONSTANT_ELEMENTS = 10
+
+
+def element_type_name(element_type: int) -> str:
+    return _TYPE_NAMES.get(element_type, "invalid")
+
+
+def _layout_text(shape: ShapeProto) -> str:
+    if shape.layout is None:
+        return ""
+    layout = shape.layout
+    extras = "".join("T(" + ",".join(str(d) for d in tile.dimensions) + ")" for tile in layout.tiles)
+    if layout.element_size_in_bits:
+        extras += f"E({layout.element_size_in_bits})"
+    if layout.memory_space:
+        extras += f"S({layout.memory_space})"
+    minor_to_major = ",".join(str(d) for d in layout.minor_to_major)
+    if not minor_to_major and not extras:
+        return ""
+    return "{" + minor_to_major + (":" + extras if extras else "") + "}"
+
+
+def shape_text(shape: ShapeProto) -> str:
+    """`f32[5,1024]{1,0:T(8,128)}`; tuples as `(a, b)`."""
+    if shape.element_type == TUPLE:
+        return "(" + ", ".join(shape_text(s) for s in shape.tuple_shapes) + ")"
+    name = element_type_name(shape.element_type)
+    if shape.element_type == TOKEN:
+        return name + "[]"
+    dims = []
+    for i, d in enumerate(shape.dimensions):
+        dynamic = i < len(shape.is_dynamic_dimension) and shape.is_dynamic_dimension[i]
+        dims.append(("<=" if dynamic else "") + str(d))
+    return f"{name}[{','.join(dims)}]" + _layout_text(shape)
+
+
+def _float_text(value: float, single: bool) -> str:
+    """Shortest text that reads back as the same float (XLA's RoundTripFpToString)."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    cast = np.float32 if single else np.float64
+    for digits in range(6, 18):
+        text = f"{value:.{digits}g}"
+        if cast(float(text)) == cast(value):
+            return text
+    return repr(value)
+
+
+def _literal_values(literal: LiteralProto) -> list[str] | None:
+    """The literal's elements as text in row-major order, or None when not readable."""
+    element_type = literal.shape.element_type
+    name = element_type_name(element_type)
+    if literal.preds:
+        return ["true" if v else "false" for v in literal.preds]
+    for field in ("s32s", "s64s", "u32s", "u64s"):
+        values = getattr(literal, field)
+        if len(values):
+            return [str(int(v)) for v in values]
+    if len(literal.f32s):
+        return [_float_text(float(v), True) for v in literal.f32s]
+    if len(literal.f64s):
+        return [_float_text(float(v), False) for v in literal.f64s]
+    packed = {"s8s": "<i1", "u8s": "<u1", "s16s": "<i2", "u16s": "<u2", "f16s": "<f2"}
+    for field, dtype in packed.items():
+        raw = getattr(literal, field)
+        if raw:
+            values = np.frombuffer(raw, dtype=dtype)
+            if field == "f16s":
+                return [_float_text(float(v), True) for v in values]
+            return [str(int(v)) for v in values]
+    if literal.bf16s:
+        bits = np.frombuffer(literal.bf16s, dtype="<u2").astype(np.uint32) << 16
+        return [_float_text(float(v), True) for v in bits.view(np.float32)]
+    if name == "pred" or math.prod(literal.shape.dimensions) == 0:
+        return []
+    return None
+
+
+def _nest(values: list[str], dims: list[int]) -> str:
+    if not dims:
+        return values[0]
+    if len(dims) == 1:
+        return "{" + ", ".join(values) + "}"
+    step = math.prod(dims[1:])
+    parts = [_nest(values[i * step:(i + 1) * step], dims[1:]) for i in range(dims[0])]
+    return "{ " + ", ".join(parts) + " }"
+
+
+def literal_text(literal: LiteralProto) -> str:
+    shape = literal.shape
+    if shape.element_type == TUPLE or math.prod(shape.dimensions) > MAX_PRINTED_CONSTANT_ELEMENTS:
+        return "{...}"
+    values = _literal_values(literal)
+    dims = list(shape.dimensions)
+    if values is None or len(values) != math.prod(dims):
+        return "{...}"
+    return _nest(values, dims)
+
+
+def _dims(values) -> str:
+    return "{" + ",".join(str(v) for v in values) + "}"
+
+
+def window_text(window: Window) -> str:
+    """`size=3x3 stride=2x2 pad=1_1x1_1 …` as XLA prints a window (without braces)."""
+    dims = window.dimensions
+    if not dims:
+        return ""
+    parts = ["size=" + "x".join(str(d.size) for d in dims)]
+    if any(d.stride != 1 for d in dims):
+        parts.append("stride=" + "x".join(str(d.stride) for d in dims))
+    if any(d.padding_low or d.padding_high for d in dims):
+        parts.append("pad=" + "x".join(f"{d.padding_low}_{d.padding_high}" for d in dims))
+    if any(d.base_dilation not in (0, 1) for d in dims):
+        parts.append("lhs_dilate=" + "x".join(str(d.base_dilation) for d in dims))
+    if any(d.window_dilation not in (0, 1) for d in dims):
+        parts.append("rhs_dilate=" + "x".join(str(d.window_dilation) for d in dims))
+    if any(d.window_reversal for d in dims):
+        parts.append("rhs_reversal=" + "x".join("1" if d.window_reversal else "0" for d in dims))
+    return " ".join(parts)
+
+
+def dim_labels(numbers: ConvolutionDimensionNumbers) -> str:
+    """XLA's `dim_labels=b01f_01io->b01f` for a convolution."""
+
+    def labels(rank: int, first: tuple[int, str], second: tuple[int, str], spatial) -> str:
+        out = ["?"] * rank
+        for index, label in (first, second):
+            if 0 <= index < rank:
+                out[index] = label
+        for i, d in enumerate(spatial):
+            if 0 <= d < rank:
+                out[d] = str(i)
+        return "".join(out)
+
+    rank = len(numbers.input_spatial_dimensions) + 2
+    lhs = labels(rank, (numbers.input_batch_dimension, "b"), (numbers.input_feature_dimension, "f"),
+                 numbers.input_spatial_dimensions)
+    rhs = labels(rank, (numbers.kernel_input_feature_dimension, "i"), (numbers.kernel_output_feature_dimension, "o"),
+                 numbers.kernel_spatial_dimensions)
+    out = labels(rank, (numbers.output_batch_dimension, "b"), (numbers.output_feature_dimension, "f"),
+                 numbers.output_spatial_dimensions)
+    return f"{lhs}_{rhs}->{out}"
+
+
+# Opcodes whose `dimensions` attribute XLA prints even when empty.
+_DIMENSIONS_ALWAYS = {"broadcast", "transpose", "reduce", "reverse", "concatenate", "sort"}
+_TO_APPLY = {"reduce", "reduce-window", "all-reduce", "all-reduce-start", "reduce-scatter", "map", "scatter",
+             "select-and-scatter", "sort", "call"}
+
+
+def _attributes(instr: HloInstructionProto, computation_names: dict[int, str]) -> list[str]:
+    op = instr.opcode
+    attrs: list[str] = []
+    called = [f"%{computation_names.get(c, c)}" for c in instr.called_computation_ids]
+    if op == "get-tuple-element":
+        attrs.append(f"index={instr.tuple_index}")
+    if op == "iota" and instr.dimensions:
+        attrs.append(f"iota_dimension={instr.dimensions[0]}")
+    elif op in _DIMENSIONS_ALWAYS or (instr.dimensions and op not in ("fusion", "custom-call")):
+        attrs.append(f"dimensions={_dims(instr.dimensions)}")
+    if instr.window is not None and instr.window.dimensions:
+        attrs.append("window={" + window_text(instr.window) + "}")
+    if op == "convolution" and instr.convolution_dimension_numbers is not None:
+        attrs.append("dim_labels=" + dim_labels(instr.convolution_dimension_numbers))
+    if instr.feature_group_count > 1:
+        attrs.append(f"feature_group_count={instr.feature_group_count}")
+    if instr.batch_group_count > 1:
+        attrs.append(f"batch_group_count={instr.batch_group_count}")
+    if op == "dot" and instr.dot_dimension_numbers is not None:
+        dnums = instr.dot_dimension_numbers
+        for label, values in (("lhs_batch_dims", dnums.lhs_batch_dimensions),
+                              ("lhs_contracting_dims", dnums.lhs_contracting_dimensions),
+                              ("rhs_batch_dims", dnums.rhs_batch_dimensions),
+                              ("rhs_contracting_dims", dnums.rhs_contracting_dimensions)):
+            if len(values) or label.endswith("contracting_dims"):
+                attrs.append(f"{label}={_dims(values)}")
+    if op == "compare" and instr.comparison_direction:
+        attrs.append(f"direction={instr.comparison_direction}")
+    if op == "fusion":
+        attrs.append(f"kind={instr.fusion_kind}")
+        if called:
+            attrs.append(f"calls={called[0]}")
+    elif op == "while" and len(called) == 2:
+        attrs.extend([f"condition={called[1]}", f"body={called[0]}"])
+    elif op == "conditional" and called:
+        attrs.append("branch_computations={" + ", ".join(called) + "}")
+    elif op in _TO_APPLY and len(called) == 1:
+        attrs.append(f"to_apply={called[0]}")
+    elif called:
+        attrs.append("calls=" + (called[0] if len(called) == 1 else "{" + ", ".join(called) + "}"))
+    if op == "custom-call" and instr.custom_call_target:
+        attrs.append(f'custom_call_target="{instr.custom_call_target}"')
+    return attrs
+
+
+def instruction_text(instr: HloInstructionProto, instructions: dict[int, HloInstructionProto],
+                     computation_names: dict[int, str]) -> str:
+    """The instruction as XLA prints it; `instructions` maps ids to the operands' protos."""
+    op = instr.opcode
+    if op == "parameter":
+        operands = str(instr.parameter_number)
+    elif op == "constant":
+        operands = literal_text(instr.literal) if instr.literal is not None else "{...}"
+    else:
+        parts = []
+        for operand_id in instr.operand_ids:
+            operand = instructions.get(operand_id)
+            parts.append(f"{shape_text(operand.shape)} %{operand.name}" if operand is not None else "%?")
+        operands = ", ".join(parts)
+    text = f"%{instr.name} = {shape_text(instr.shape)} {op}({operands})"
+    attrs = _attributes(instr, computation_names)
+    return text + (", " + ", ".join(attrs) if attrs else "")
+
+
+@dataclass
+class PhysicalDim:
+    """One dimension in memory order (major to minor): its size and the tile size it is padded to."""
+
+    dimension: int  # logical dimension number
+    size: int
+    alignment: int  # 1 when the layout does not tile this dimension
+    semantics: str = ""  # batch / feature / spatial for convolutions, else ""
+
+    @property
+    def padded(self) -> int:
+        return -(-self.size // self.alignment) * self.alignment if self.alignment > 1 else self.size
+
+
+def physical_dims(shape: ShapeProto) -> list[PhysicalDim]:
+    """Array dimensions major to minor with the first tile's padding (XLA tiles the most minor dimensions)."""
+    if shape.element_type in (TUPLE, TOKEN) or shape.layout is None:
+        return []
+    rank = len(shape.dimensions)
+    order = list(shape.layout.minor_to_major)[::-1] if len(shape.layout.minor_to_major) == rank else list(range(rank))
+    tile = list(shape.layout.tiles[0].dimensions) if shape.layout.tiles else []
+    align = [1] * rank
+    for k in range(1, min(len(tile), rank) + 1):
+        align[rank - k] = max(1, int(tile[-k]))
+    return [PhysicalDim(d, int(shape.dimensions[d]), align[i]) for i, d in enumerate(order)]
+
+
+__all__ = ["PhysicalDim", "dim_labels", "element_type_name", "instruction_text", "literal_text", "physical_dims",
+           "shape_text", "window_text"]

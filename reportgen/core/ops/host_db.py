@@ -1,0 +1,178 @@
+"""Host op metrics database from the `/host:CPU` plane (docs/xprof/op_stats.md §4.3).
+
+Framework ops on host threads are events whose name parses as a TF/JAX op,
+tf.data iterator or memcpy (user TraceMes are not ops), input-pipeline stage
+events (`_ipl_stage_id` + `_ipl_stage_cat`), and any event's `tf_op` stat.
+Per thread (line), their begin/end activities are replayed on XProf's op
+stack to get self time; each thread's span minus its op time is its IDLE
+time. Threads are summed, so the host total time is the sum of per-thread
+spans.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reportgen.capture import NO_STRING
+from reportgen.core.events.nesting import replay_op_stack
+from reportgen.core.events.table import EventTable
+from reportgen.core.events.tf_op import UNKNOWN, is_infeed_enqueue_type, parse_tf_op_fullname
+from reportgen.core.ops.op_metrics import IDLE, OpMetricsDb, combine_dbs, metrics_frame
+
+
+def _op_catalog(table: EventTable, rows: np.ndarray):
+    """Per event row: op index into a catalog of (hlo_module_id, name, type), or -1.
+
+    Returns (op_of_event, op_of_tf_op_stat, catalog DataFrame)."""
+    catalog: dict[tuple[int, str, str], int] = {}
+
+    def index(key: tuple[int, str, str]) -> int:
+        if key not in catalog:
+            catalog[key] = len(catalog)
+        return catalog[key]
+
+    # Ops named by their metadata: one parse per metadata row.
+    md_op = np.full(len(table.md_names), -1, np.int64)
+    for md in np.unique(table.md[rows]):
+        name = table.md_names[md]
+        if not name:
+            continue
+        op = table.md_tf_op[md]
+        if op.category != UNKNOWN:
+            md_op[md] = index((0, op.name, op.type))
+    op_of_event = md_op[table.md[rows]]
+
+    # Input-pipeline stages are keyed by stage id, named after the event. XProf keeps stage ids and
+    # metadata ids in one map (first sight wins), so an event whose metadata id equals a stage id
+    # seen earlier is taken for that stage, and the other way round.
+    stage_id, has_stage = table.int_stat("_ipl_stage_id", uint_ok=False)
+    staged = has_stage[rows]
+    if staged.any():
+        has_cat = table.stat_present("_ipl_stage_cat")[rows]
+        metadata_id = table.capture.events["metadata_id"].to_numpy(np.int64)[rows]
+        key = np.where(staged, stage_id[rows], metadata_id)
+        named = table.names[rows] != ""
+        defines = np.flatnonzero((staged & has_cat & named) | (~staged & (op_of_event >= 0)))
+        first = pd.DataFrame({"key": key[defines], "pos": defines}).drop_duplicates("key")
+        pos = first["pos"].to_numpy(np.int64)
+        cats = table.strings(table.str_stat("_ipl_stage_cat")[rows][pos])
+        names = table.names[rows][pos]
+        key_op = [index((int(key[p]), str(names[i]), str(cats[i]))) if staged[p] else int(op_of_event[p])
+                  for i, p in enumerate(pos)]
+        found = pd.Index(first["key"].to_numpy(np.int64)).get_indexer(key)
+        key_op = np.asarray(key_op + [-1], np.int64)  # found == -1 reads the trailing -1
+        op_of_event = key_op[found]
+
+    # A `tf_op` stat adds a second op activity on the same span.
+    tf_op_ids = table.str_stat("tf_op")[rows]
+    op_of_stat = np.full(len(rows), -1, np.int64)
+    with_stat = np.flatnonzero(tf_op_ids != NO_STRING)
+    if len(with_stat):
+        unique, inverse = np.unique(tf_op_ids[with_stat], return_inverse=True)
+        op_of_unique = np.full(len(unique), -1, np.int64)
+        for i, sid in enumerate(unique):
+            text = str(table.capture.string(int(sid)))
+            if text:
+                op = parse_tf_op_fullname(text)
+                op_of_unique[i] = index((0, op.name, op.type))
+        op_of_stat[with_stat] = op_of_unique[inverse]
+
+    keys = list(catalog)
+    frame = pd.DataFrame(keys, columns=["hlo_module_id", "name", "category"]) if keys else pd.DataFrame(
+        {"hlo_module_id": [], "name": [], "category": []})
+    return op_of_event, op_of_stat, frame
+
+
+def host_op_metrics_db(table: EventTable, is_eager: np.ndarray) -> OpMetricsDb:
+    """`is_eager`: per event 1/0 where grouping marked it, -1 elsewhere (XProf's `is_eager` stat)."""
+    plane = table.host_plane
+    if plane is None:
+        return OpMetricsDb()
+    lines = table.lines_of_plane(plane)
+    lines = lines[~table.derived_lines[lines]]
+    if len(lines) == 0:
+        return OpMetricsDb()
+    rows = table.events_of_lines(lines)
+    op_of_event, op_of_stat, catalog = _op_catalog(table, rows)
+    eager_of_event = is_eager[rows] == 1
+
+    # Activities: for each event, [begin, end] of its own op then of its tf_op stat.
+    parts = []
+    for slot, ops, is_eager in ((0, op_of_event, eager_of_event), (2, op_of_stat, np.zeros(len(rows), bool))):
+        sel = np.flatnonzero(ops >= 0)
+        r = rows[sel]
+        for is_begin, ts in ((True, table.start[r]), (False, table.end[r])):
+            parts.append(pd.DataFrame({
+                "line": table.line[r], "ts": ts, "order": 4 * sel + slot + (0 if is_begin else 1),
+                "act": 2 * sel + slot // 2, "begin": is_begin, "op": ops[sel], "eager": is_eager[sel],
+            }))
+    acts = pd.concat(parts, ignore_index=True)
+    completed = pd.DataFrame({"line": [], "op": [], "eager": [], "time": [], "self": [], "begin": []})
+    spans = pd.DataFrame({"min": [], "max": []})
+    if len(acts):
+        acts = acts.sort_values(["line", "ts", "order"], kind="stable", ignore_index=True)
+        line_arr = acts["line"].to_numpy()
+        line_break = np.concatenate([[True], line_arr[1:] != line_arr[:-1]])
+        duration, children = replay_op_stack(line_break, acts["ts"].to_numpy(np.int64),
+                                             acts["act"].to_numpy(np.int64), acts["begin"].to_numpy())
+        done = duration >= 0
+        completed = pd.DataFrame({
+            "line": line_arr[done], "op": acts["op"].to_numpy()[done], "eager": acts["eager"].to_numpy()[done],
+            "time": duration[done], "self": duration[done] - children[done],
+            "begin": acts["ts"].to_numpy()[done] - duration[done],
+        })
+        spans = acts.groupby("line", sort=False)["ts"].agg(["min", "max"])
+    return combine_dbs(_line_dbs(completed, catalog, spans, lines), update_num_cores=False)
+
+
+def _line_dbs(completed: pd.DataFrame, catalog: pd.DataFrame, spans: pd.DataFrame, lines) -> list[OpMetricsDb]:
+    per_line_op = completed.groupby(["line", "op"], sort=False).agg(
+        occurrences=("time", "size"), time_ps=("time", "sum"), self_time_ps=("self", "sum"),
+        is_eager=("eager", "any"), min_time_ps=("time", "min"),
+    ).reset_index()
+    infeed = _host_infeed(completed, catalog)
+    out = []
+    for line in lines:
+        if line not in spans.index:
+            # A thread without ops still adds an (empty) IDLE record.
+            out.append(OpMetricsDb(metrics=_idle_only(0)))
+            continue
+        ops = per_line_op[per_line_op["line"] == line]
+        cat = catalog.iloc[ops["op"].to_numpy()]
+        metrics = metrics_frame(
+            hlo_module_id=cat["hlo_module_id"].to_numpy(np.int64), name=cat["name"].to_numpy(object),
+            category=cat["category"].to_numpy(object), is_eager=ops["is_eager"].to_numpy(bool),
+            occurrences=ops["occurrences"].to_numpy(np.int64), time_ps=ops["time_ps"].to_numpy(np.int64),
+            self_time_ps=ops["self_time_ps"].to_numpy(np.int64), min_time_ps=ops["min_time_ps"].to_numpy(np.int64),
+            num_cores=np.ones(len(ops), np.int64),
+        )
+        op_time = int(metrics["self_time_ps"].sum())
+        total = max(op_time, int(spans.at[line, "max"] - spans.at[line, "min"]))
+        metrics = pd.concat([metrics, _idle_only(total - op_time)], ignore_index=True)
+        dur, diff = infeed.get(line, (0, 0))
+        out.append(OpMetricsDb(metrics=metrics, total_time_ps=total, total_op_time_ps=op_time,
+                               host_infeed_enq_duration_ps=dur, host_infeed_enq_start_diff_ps=diff))
+    return out
+
+
+def _idle_only(idle_ps: int) -> pd.DataFrame:
+    return metrics_frame(name=np.array([IDLE], object), category=np.array([IDLE], object),
+                         time_ps=np.array([idle_ps], np.int64), self_time_ps=np.array([idle_ps], np.int64))
+
+
+def _host_infeed(completed: pd.DataFrame, catalog: pd.DataFrame) -> dict[int, tuple[int, int]]:
+    """Per line: Σ durations of all but the last InfeedEnqueue op, and last − first begin."""
+    if catalog.empty:
+        return {}
+    infeed_ops = np.flatnonzero([is_infeed_enqueue_type(str(t)) for t in catalog["category"]])
+    sel = completed[completed["op"].isin(infeed_ops)]
+    out = {}
+    for line, group in sel.groupby("line", sort=False):
+        if len(group) < 2:
+            continue
+        out[int(line)] = (int(group["time"].iloc[:-1].sum()), int(group["begin"].iloc[-1] - group["begin"].iloc[0]))
+    return out
+
+
+__all__ = ["host_op_metrics_db"]

@@ -1,0 +1,143 @@
+"""The step database: one row per step (and core) with its time breakdown.
+
+From step events (docs/xprof/op_stats.md §5.6–5.8): the step time is the
+longest host or device marker; typed spans are made non-overlapping (the
+higher-priority type wins) and their overlap with the step time is summed
+per type, the rest of the step being "unknown". Steps without markers or
+that are not well formed (no host compute on CPU, no device compute with a
+device) are dropped, as XProf does.
+
+`StepDb.steps` columns: step_num, core, name, begin_ps, duration_ps, and for
+generic (CPU/GPU) steps one column per event type (`t0` … `t17`, picoseconds,
+see `step_events` for the type numbers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from reportgen.core.events.nesting import sweep_step_spans
+from reportgen.core.steps.events import (
+    DEVICE_COMPUTE_16,
+    DEVICE_COMPUTE_32,
+    DEVICE_MARKER,
+    HOST_COMPUTE,
+    N_EVENT_TYPES,
+    UNKNOWN_TIME,
+    StepEvents,
+)
+
+TYPE_COLUMNS = [f"t{i}" for i in range(N_EVENT_TYPES)]
+DEFAULT_GPU_CORE = 1  # XProf's kDefaultGpuLocalCoreId: every generic step lives on core 1
+
+
+def empty_steps() -> pd.DataFrame:
+    cols = {"step_num": np.zeros(0, np.int64), "core": np.zeros(0, np.int64), "name": np.zeros(0, object),
+            "begin_ps": np.zeros(0, np.int64), "duration_ps": np.zeros(0, np.int64)}
+    cols.update({c: np.zeros(0, np.int64) for c in TYPE_COLUMNS})
+    return pd.DataFrame(cols)
+
+
+@dataclass
+class StepDb:
+    """Steps of a host (or a run once combined), in step order.
+
+    kind: "generic" (CPU/GPU: `t*` columns) or "tpu" (`category_ps` per step and core).
+    category_ps: for TPU steps, (step_num, core) → {category: ps}.
+    """
+
+    steps: pd.DataFrame = field(default_factory=empty_steps)
+    kind: str = "generic"
+    category_ps: dict = field(default_factory=dict)
+    use_incomplete_step: bool = False
+    empty_intersect: bool = False
+    num_steps_dropped: int = 0
+
+    @property
+    def step_numbers(self) -> list[int]:
+        return list(dict.fromkeys(self.steps["step_num"].tolist()))
+
+    def __len__(self) -> int:
+        return len(self.step_numbers)
+
+    def drop_first_and_last(self, threshold: int = 5) -> StepDb:
+        """XProf 2.24.2's default (`maybe_drop_incomplete_steps`): with more than
+        `threshold` steps, the first and the last are dropped."""
+        numbers = self.step_numbers
+        if len(numbers) <= threshold:
+            return self
+        keep = set(numbers[1:-1])
+        return StepDb(self.steps[self.steps["step_num"].isin(keep)].reset_index(drop=True), self.kind,
+                      {k: v for k, v in self.category_ps.items() if k[0] in keep}, self.use_incomplete_step,
+                      self.empty_intersect, self.num_steps_dropped)
+
+
+def step_times(events: StepEvents) -> pd.DataFrame:
+    """Per group: XProf's StepTime (begin, end) from the longest host and device markers."""
+    groups = events.groups
+    out = pd.DataFrame({"begin": np.zeros(len(groups), np.int64), "end": np.zeros(len(groups), np.int64)},
+                       index=pd.Index(groups, name="group"))
+    m = events.markers
+    if len(m) == 0:
+        return out
+    m = m.assign(order=np.arange(len(m)))
+
+    def longest(sel: pd.DataFrame) -> pd.DataFrame:
+        # The first marker with the greatest duration wins.
+        sel = sel.sort_values(["group", "duration", "order"], ascending=[True, False, True], kind="stable")
+        return sel.drop_duplicates("group").set_index("group")
+
+    host = longest(m[m["kind"] != DEVICE_MARKER]).reindex(groups)
+    dev = longest(m[m["kind"] == DEVICE_MARKER]).reindex(groups)
+    hb = host["begin"].fillna(0).to_numpy(np.int64)
+    he = hb + host["duration"].fillna(0).to_numpy(np.int64)
+    db = dev["begin"].fillna(0).to_numpy(np.int64)
+    de = db + dev["duration"].fillna(0).to_numpy(np.int64)
+    device_empty = (db == 0) & (de == 0)
+    host_includes = (hb <= db) & (de <= he)
+    use_host = device_empty | host_includes
+    out["begin"] = np.where(use_host, hb, db)
+    out["end"] = np.where(use_host, he, de)
+    return out
+
+
+def generic_step_db(events: StepEvents, has_device: bool) -> tuple[StepDb, int, int]:
+    """(step DB, compute_16bit_ps, compute_32bit_ps) for CPU/GPU step events."""
+    groups = events.groups
+    if len(groups) == 0:
+        return StepDb(), 0, 0
+    times = step_times(events)
+    spans = events.spans
+    gidx = np.searchsorted(groups, spans["group"].to_numpy(np.int64))
+    k = len(spans)
+    seg = np.concatenate([gidx, gidx])
+    time = np.concatenate([spans["begin"].to_numpy(np.int64), spans["end"].to_numpy(np.int64)])
+    is_start = np.concatenate([np.ones(k, bool), np.zeros(k, bool)])
+    etype = np.concatenate([spans["type"].to_numpy(np.int64)] * 2)
+    order = np.lexsort((-etype, is_start, time, seg))
+    seg_start = np.searchsorted(seg[order], np.arange(len(groups) + 1))
+    begin = times["begin"].to_numpy(np.int64)
+    end = times["end"].to_numpy(np.int64)
+    type_ps, present, span_ps = sweep_step_spans(seg_start, time[order], is_start[order], etype[order], begin, end,
+                                                 N_EVENT_TYPES)
+    duration = end - begin
+    total = type_ps.sum(axis=1)
+    short = total < duration
+    type_ps[short, UNKNOWN_TIME] += duration[short] - total[short]
+    present[short, UNKNOWN_TIME] = True
+    if has_device:
+        well_formed = present[:, DEVICE_COMPUTE_16] | present[:, DEVICE_COMPUTE_32]
+    else:
+        well_formed = present[:, HOST_COMPUTE]
+    keep = well_formed & (duration > 0)
+    steps = pd.DataFrame({
+        "step_num": groups[keep], "core": np.full(int(keep.sum()), DEFAULT_GPU_CORE, np.int64),
+        "name": [events.names.get(int(g), "") for g in groups[keep]],
+        "begin_ps": begin[keep], "duration_ps": duration[keep],
+    })
+    for i, col in enumerate(TYPE_COLUMNS):
+        steps[col] = type_ps[keep, i]
+    return StepDb(steps=steps), int(span_ps[:, DEVICE_COMPUTE_16].sum()), int(span_ps[:, DEVICE_COMPUTE_32].sum())

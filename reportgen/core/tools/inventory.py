@@ -1,0 +1,133 @@
+"""What a capture holds: planes, lines, event counts, time spans, line activity.
+
+Line activity is the union of a line's event intervals (nested events are
+not counted twice), binned over the capture's time span.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reportgen.capture import HostCapture
+
+
+def line_inventory(capture: HostCapture) -> pd.DataFrame:
+    """One row per line: plane name, line name, events, first/last time (ps)."""
+    ev = capture.events
+    lines = capture.lines
+    timed = ev[ev["num_occurrences"] == 0]
+    span = timed.assign(end_ps=timed["start_ps"] + timed["duration_ps"]).groupby("line").agg(
+        first_ps=("start_ps", "min"), last_ps=("end_ps", "max")
+    )
+    out = pd.DataFrame(
+        {
+            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else [],
+            "line_id": lines["id"],
+            "line": [d or n for d, n in zip(lines["display_name"], lines["name"])],
+            "events": lines["event_count"],
+        }
+    )
+    out = out.join(span, how="left")
+    return out
+
+
+def plane_inventory(capture: HostCapture) -> pd.DataFrame:
+    """One row per plane: id, name, lines, events."""
+    lines_per_plane = capture.lines.groupby("plane").size()
+    events_per_plane = capture.events.groupby("plane").size()
+    planes = capture.planes
+    return pd.DataFrame(
+        {
+            "plane_id": planes["id"],
+            "plane": planes["name"],
+            "lines": lines_per_plane.reindex(planes.index, fill_value=0).to_numpy(),
+            "events": events_per_plane.reindex(planes.index, fill_value=0).to_numpy(),
+        }
+    )
+
+
+def _union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
+    """Merge overlapping [start, end) intervals within each group.
+
+    Inputs sorted by (group, start). Returns merged (group, start, end).
+    """
+    if len(start) == 0:
+        return group, start, end
+    running_end = pd.Series(end).groupby(group).cummax().to_numpy()
+    prev_end = np.concatenate([[np.iinfo(np.int64).min], running_end[:-1]])
+    new_group = np.concatenate([[True], group[1:] != group[:-1]])
+    opens = new_group | (start > prev_end)
+    ids = np.cumsum(opens) - 1
+    merged_end = pd.Series(running_end).groupby(ids).max().to_numpy()
+    return group[opens], start[opens], merged_end
+
+
+def _by_line_then_start(line: np.ndarray, start: np.ndarray) -> bool:
+    same_line = line[1:] == line[:-1]
+    return bool((line[1:] >= line[:-1]).all() and (start[1:] >= start[:-1])[same_line].all())
+
+
+def line_activity(capture: HostCapture, bins: int = 100) -> pd.DataFrame:
+    """Busy share of each line in each of `bins` equal time slices.
+
+    Columns: line (row index in capture.lines), bin, bin_start_ms, bin_end_ms,
+    busy_ms, busy_percent.
+    """
+    ev = capture.events
+    timed = ev[(ev["num_occurrences"] == 0)]
+    if timed.empty:
+        return pd.DataFrame(columns=["line", "bin", "bin_start_ms", "bin_end_ms", "busy_ms", "busy_percent"])
+    line = timed["line"].to_numpy()
+    start = timed["start_ps"].to_numpy()
+    end = start + timed["duration_ps"].to_numpy()
+    if not _by_line_then_start(line, start):  # profilers write them so; sort only when not
+        order = np.lexsort((start, line))
+        line, start, end = line[order], start[order], end[order]
+    g, s, e = _union_intervals(start, end, line)
+    t0, t1 = int(start.min()), int(end.max())
+    edges = np.linspace(t0, max(t1, t0 + 1), bins + 1)
+    width = edges[1] - edges[0]
+    rows = []
+    for line_id in np.unique(g):
+        sel = g == line_id
+        ls, le = s[sel].astype(np.float64), e[sel].astype(np.float64)
+        # covered(t): total union length before t, evaluated at every bin edge.
+        cum = np.concatenate([[0.0], np.cumsum(le - ls)])
+        idx = np.searchsorted(ls, edges, side="right")
+        before = cum[np.maximum(idx - 1, 0)]
+        partial = np.where(idx > 0, np.clip(edges - ls[np.maximum(idx - 1, 0)], 0,
+                                            (le - ls)[np.maximum(idx - 1, 0)]), 0.0)
+        covered = np.where(idx > 0, before + partial, 0.0)
+        busy = np.diff(covered)
+        rows.append(pd.DataFrame({"line": line_id, "bin": np.arange(bins), "busy_ps": busy}))
+    out = pd.concat(rows, ignore_index=True)
+    out["bin_start_ms"] = (edges[out["bin"]] - t0) / 1e9
+    out["bin_end_ms"] = (edges[out["bin"] + 1] - t0) / 1e9
+    out["busy_ms"] = out["busy_ps"] / 1e9
+    out["busy_percent"] = 100.0 * out["busy_ps"] / width
+    return out.drop(columns="busy_ps")
+
+
+ACTIVITY_BINS = 100
+
+
+@dataclass
+class HostInventory:
+    lines: pd.DataFrame  # plane, line_id, line, events, first_ps, last_ps
+    activity: pd.DataFrame  # line label, bin, bin_start_ms, bin_end_ms, busy_percent
+    empty_planes: list[str]
+    csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
+
+
+def host_inventory(capture: HostCapture) -> HostInventory:
+    """The host's lines with events and their activity, and its planes without lines."""
+    lines = line_inventory(capture)
+    activity = line_activity(capture, ACTIVITY_BINS)
+    labels = lines["plane"] + " · " + lines["line"].astype(str)
+    activity = activity.assign(label=labels.to_numpy()[activity["line"].to_numpy().astype(int)])
+    planes_with_lines = set(lines["plane"])
+    empty = [p for p in capture.planes["name"] if p not in planes_with_lines]
+    return HostInventory(lines=lines, activity=activity, empty_planes=empty)

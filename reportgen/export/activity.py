@@ -1,0 +1,62 @@
+"""How busy each trace row is over time: the trace page's overview.
+
+Computed on the events the trace holds (the regions XProf adds included, which
+are the only spans on some thread-pool rows), per thread as the trace shows it:
+the union of its event intervals (nested events count once), binned over the
+exported time span.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reportgen.export.tables import TraceTables
+
+COLUMNS = ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]
+
+
+def _merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals sorted by start."""
+    reach = np.maximum.accumulate(end)
+    opens = np.concatenate([[True], start[1:] > reach[:-1]])
+    group = np.cumsum(opens) - 1
+    merged_end = np.zeros(group[-1] + 1, dtype=np.int64)
+    np.maximum.at(merged_end, group, reach)
+    return start[opens], merged_end
+
+
+def row_activity(tables: TraceTables, bins: int = 200) -> pd.DataFrame:
+    layout = tables.layout
+    rows_of: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for proc in layout.processes:  # one loop turn per trace row, never per event
+        groups = [(f"{proc.name} · {t.name}", t.lines) for t in proc.sorted_threads()]
+        if proc.counter_lines:
+            groups.append((f"{proc.name} · counters", proc.counter_lines))
+        for label, lines in groups:
+            rows = tables.rows_on_lines(lines)
+            if len(rows):
+                start = tables.start_ps(rows)
+                order = np.argsort(start, kind="stable")
+                rows_of.append((label, start[order], tables.end_ps(rows)[order]))
+    if not rows_of:
+        return pd.DataFrame(columns=COLUMNS)
+    t0 = min(int(s[0]) for _, s, _ in rows_of)
+    t1 = max(max(int(e.max()) for _, _, e in rows_of), t0 + 1)
+    edges = np.linspace(t0, t1, bins + 1)
+    width = edges[1] - edges[0]
+    frames = []
+    for label, start, end in rows_of:
+        s, e = _merged(start, end)
+        s, e = s.astype(np.float64), e.astype(np.float64)
+        covered_before = np.concatenate([[0.0], np.cumsum(e - s)])
+        idx = np.searchsorted(s, edges, side="right")  # intervals starting at or before each edge
+        last = np.maximum(idx - 1, 0)
+        partial = np.where(idx > 0, np.clip(edges - s[last], 0.0, (e - s)[last]), 0.0)
+        covered = np.where(idx > 0, covered_before[last] + partial, 0.0)
+        frames.append(pd.DataFrame({"label": label, "bin": np.arange(bins), "busy": np.diff(covered)}))
+    out = pd.concat(frames, ignore_index=True)
+    out["bin_start_ms"] = edges[out["bin"]] / 1e9
+    out["bin_end_ms"] = edges[out["bin"] + 1] / 1e9
+    out["busy_percent"] = 100.0 * out["busy"] / width
+    return out[COLUMNS]

@@ -1,0 +1,156 @@
+"""Export one host's complete timeline: chunked Chrome JSON and/or one Perfetto file.
+
+Runs where the capture is in memory (a section's per-host stage) and streams
+files into `<out_dir>` (`<site>/<run>/trace/<host>/`). Only the list of files
+written and small summaries travel back; memory stays bounded by the
+capture's own tables plus a few buffers, whatever the number of events.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reportgen.capture import HostCapture
+from reportgen.export.activity import row_activity
+from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS, chunk_steps, plan_chunks
+from reportgen.export.json_writer import KernelArgs, document_head, measure_rows, metadata_events, write_chunk
+from reportgen.export.perfetto_writer import write_pftrace
+from reportgen.export.steps import StepMarks
+from reportgen.export.tables import TraceTables, build_tables
+
+FORMATS = ("json", "perfetto", "both")
+SAMPLE_PER_LINE = 512  # events measured per line to estimate chunk sizes
+
+
+@dataclass
+class ChunkRecord:
+    """One file of the export: an entry of `<run>/trace/manifest.json`."""
+
+    host: str
+    file: str  # relative to the manifest
+    format: str  # "json.gz" or "pftrace"
+    first_us: float
+    last_us: float
+    first_step: int | None
+    last_step: int | None
+    events: int
+    bytes: int
+    json_bytes: int | None = None  # uncompressed size (JSON chunks)
+
+    def manifest_entry(self) -> dict:
+        entry = {k: getattr(self, k) for k in ("host", "file", "format", "first_us", "last_us", "first_step",
+                                                 "last_step", "events", "bytes")}
+        if self.json_bytes is not None:
+            entry["uncompressed_bytes"] = self.json_bytes
+        return entry
+
+
+@dataclass
+class HostExport:
+    host: str
+    events: int
+    flows: int
+    chunks: list[ChunkRecord] = field(default_factory=list)
+    cuts_us: list[float] = field(default_factory=list)
+    activity: pd.DataFrame | None = None  # per trace row and time bin: busy share (the page's overview)
+    row_labels: list[str] = field(default_factory=list)  # "<process> · <thread>", in XProf's order
+    steps: list[tuple[int, float, float]] = field(default_factory=list)  # (number, start µs, end µs)
+    seconds: float = 0.0
+    # The page's time origin, in the files' time (µs): `activity`, `steps` and
+    # `cuts_us` count from it; chunk records keep the files' own times. 0 for
+    # XSpace captures (their times already count from the profile's start);
+    # the host's first event for older profilers' timelines (ProfilerHook
+    # steps count µs since the epoch).
+    origin_us: float = 0.0
+
+
+def _estimate_bytes(tables: TraceTables, kernel: KernelArgs, rows: np.ndarray) -> np.ndarray:
+    """JSON bytes per row: its line's mean, measured exactly on up to SAMPLE_PER_LINE of the line's events.
+
+    Exported rows are in row order, so each line's events are one run of them (the capture
+    stores lines as blocks); the added events follow, in line order.
+    """
+    lines = tables.line_of(rows)
+    starts = np.concatenate([[0], np.flatnonzero(lines[1:] != lines[:-1]) + 1, [len(rows)]])
+    estimate = np.empty(len(rows), dtype=np.int32)
+    for a, b in zip(starts[:-1], starts[1:]):  # one turn per run of a line
+        # Contiguous, as every batch the writer gets: one compiled specialization serves both.
+        sample = np.ascontiguousarray(rows[a:b:max(1, (b - a) // SAMPLE_PER_LINE)][:SAMPLE_PER_LINE])
+        estimate[a:b] = int(np.ceil(measure_rows(sample, kernel) / len(sample)))
+    return estimate
+
+
+def _us(ps) -> float:
+    return round(float(ps) / 1e6, 6)
+
+
+def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_format: str = "json",
+                max_events: int = MAX_CHUNK_EVENTS, max_bytes: int = MAX_CHUNK_BYTES,
+                steps: StepMarks | None = None, generator: str = "reportgen",
+                activity_bins: int = 200) -> HostExport:
+    """Write the host's trace files into out_dir; file names in the records are `<host>/<file>`."""
+    if trace_format not in FORMATS:
+        raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
+    started = time.perf_counter()
+    out = Path(out_dir)
+    host = capture.host
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        tables = build_tables(capture, steps)
+        result = HostExport(host=host, events=tables.event_total, flows=tables.flows.count)
+        rows = tables.exported
+        marks = tables.steps
+        result.activity = row_activity(tables, activity_bins)
+        result.row_labels = list(dict.fromkeys(result.activity["label"]))
+        result.steps = [(int(n), _us(s), _us(e)) for n, s, e in zip(marks.number, marks.start_ps, marks.end_ps)]
+        if trace_format in ("json", "both") and len(rows):
+            _export_json(tables, run, out, result, max_events, max_bytes, generator)
+        if trace_format in ("perfetto", "both") and len(rows):
+            name = f"{host}.pftrace"
+            written = write_pftrace(str(out / name), tables)
+            start, end = tables.start_ps(rows), tables.end_ps(rows)
+            first, last = (int(marks.number[0]), int(marks.number[-1])) if len(marks) else (None, None)
+            result.chunks.append(ChunkRecord(
+                host=host, file=f"{host}/{name}", format="pftrace", first_us=_us(start.min()),
+                last_us=_us(end.max()), first_step=first, last_step=last, events=written.events,
+                bytes=written.file_bytes,
+            ))
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)  # no half-written host in the site
+        raise
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _export_json(tables: TraceTables, run: str, out: Path, result: HostExport, max_events: int, max_bytes: int,
+                 generator: str) -> None:
+    host = tables.capture.host
+    rows = tables.exported
+    kernel = KernelArgs(tables)
+    plan = plan_chunks(rows, tables.start_ps(rows), _estimate_bytes(tables, kernel, rows),
+                       tables.steps.start_ps, max_events, max_bytes)
+    result.cuts_us = [_us(c) for c in plan.cuts_ps]
+    meta_events = metadata_events(tables)
+    marks = tables.steps
+    for k in range(len(plan)):
+        chunk_rows = plan.rows(k)
+        first_step, last_step = chunk_steps(plan, k, marks.start_ps, marks.end_ps, marks.number)
+        first_ps = int(plan.start_ps[plan.bounds[k][0]])
+        last_ps = int(tables.end_ps(chunk_rows).max())
+        name = f"{host}-{k:03d}.json.gz"
+        head = document_head({
+            "host": host, "run": run, "generator": generator, "chunk": k, "chunks": len(plan),
+            "first_us": _us(first_ps), "last_us": _us(last_ps), "first_step": first_step, "last_step": last_step,
+        }, meta_events)
+        written = write_chunk(str(out / name), head, chunk_rows, kernel)
+        result.chunks.append(ChunkRecord(
+            host=host, file=f"{host}/{name}", format="json.gz", first_us=_us(first_ps), last_us=_us(last_ps),
+            first_step=first_step, last_step=last_step, events=written.events, bytes=written.file_bytes,
+            json_bytes=written.json_bytes,
+        ))

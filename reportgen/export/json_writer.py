@@ -1,0 +1,135 @@
+"""Chrome trace JSON chunk files (gzip) of an XSpace host, written as a stream.
+
+A chunk is a complete document that opens alone in Perfetto UI or
+chrome://tracing: the header (`displayTimeUnit`, `metadata` with host and run),
+every process and thread name and sort order as metadata events, then the
+chunk's events. Batches of events are written by the compiled writer into
+reusable buffers and compressed on a few threads by `gzip_stream.GzipStream`,
+while the calling thread writes the finished ones in order: memory stays at a
+few buffers whatever the number of events, and every core works.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import orjson
+
+from reportgen.export.gzip_stream import GzipStream
+from reportgen.export.json_kernel import write_events
+from reportgen.export.tables import TraceTables
+from reportgen.kernels import wait_for_precompile
+
+BUFFER_BYTES = 8 << 20  # per batch; a batch that needs more gets extra buffers
+BATCH_EVENTS = 16384  # about 5 MB of JSON
+
+
+@dataclass
+class WrittenChunk:
+    events: int
+    json_bytes: int  # uncompressed
+    file_bytes: int  # on disk
+
+
+def metadata_events(tables: TraceTables) -> list[dict]:
+    """process_name / process_sort_index / thread_name / thread_sort_index, as XProf writes them."""
+    out: list[dict] = []
+    for proc in tables.layout.processes:
+        threads = proc.sorted_threads()
+        out.append({"args": {"name": proc.name}, "name": "process_name", "ph": "M", "pid": proc.pid,
+                    "thread_count": len(threads)})
+        out.append({"args": {"sort_index": proc.pid}, "name": "process_sort_index", "ph": "M", "pid": proc.pid})
+        for thread in threads:
+            out.append({"args": {"name": thread.name}, "name": "thread_name", "ph": "M", "pid": proc.pid,
+                        "tid": thread.tid})
+            out.append({"args": {"sort_index": thread.tid}, "name": "thread_sort_index", "ph": "M",
+                        "pid": proc.pid, "tid": thread.tid})
+    return out
+
+
+def document_head(metadata: dict, meta_events: list[dict]) -> bytes:
+    head = {"displayTimeUnit": "ns", "metadata": {"highres-ticks": True, **metadata}}
+    body = b",\n".join(orjson.dumps(e) for e in meta_events) if meta_events else b'{"name":"trace","ph":"M","pid":0}'
+    return orjson.dumps(head)[:-1] + b',"traceEvents":[\n' + body
+
+
+DOCUMENT_TAIL = b"\n]}\n"
+
+
+class KernelArgs:
+    """The compiled writer's table arguments, built once per host."""
+
+    def __init__(self, tables: TraceTables):
+        # On a machine's first build the writer may be compiling in another process.
+        wait_for_precompile()
+        cap = tables.capture
+        ev = cap.events
+        pool, pool_off = tables.pool.json_fragments()
+        es, ms = cap.event_stats, cap.metadata_stats
+        syn = tables.synthetic
+        flows = tables.flows
+        self.tables = tables
+        self.args = (
+            ev["line"].to_numpy(), ev["md"].to_numpy(), ev["start_ps"].to_numpy(), ev["duration_ps"].to_numpy(),
+            tables.name_sid, flows.flow_id, flows.flow_bits, flows.flow_cat,
+            tables.layout.line_pid, tables.layout.line_tid, tables.layout.line_kind,
+            tables.md_long_sid, tables.md_stat_start, ms.key, ms.kind, ms.raw, ms.str_id,
+            tables.ev_stat_start, es.key, es.kind, es.raw, es.str_id,
+            tables.role, pool, pool_off, tables.double_keys, tables.double_sid, tables.cat_sid,
+            tables.long_name_sid,
+            syn.line, syn.start_ps, syn.duration_ps, syn.name_sid,
+        )
+
+
+def _render(rows: np.ndarray, lo: int, hi: int, buf: np.ndarray, args: tuple) -> list[np.ndarray]:
+    """rows[lo:hi] as JSON bytes: views of `buf` (and of extra buffers when it overflows)."""
+    parts = []
+    i = lo
+    while i < hi:
+        n, nxt = write_events(rows, i, hi, buf, *args)
+        if nxt == i:  # one event larger than the buffer
+            buf = np.empty(len(buf) * 4, dtype=np.uint8)
+            continue
+        parts.append(buf[:n])
+        if nxt < hi:
+            buf = np.empty(len(buf), dtype=np.uint8)
+        i = nxt
+    return parts
+
+
+def write_chunk(path: str, head: bytes, rows: np.ndarray, kernel: KernelArgs,
+                buffer_bytes: int = BUFFER_BYTES) -> WrittenChunk:
+    """Write one chunk document holding `rows` (exported event rows) to `path` (gzip).
+
+    Batches of events are rendered and compressed on the gzip stream's threads (the
+    compiled writer and ISA-L release the GIL) while this thread writes finished
+    batches in order; a batch's buffer is reused once it is written, so memory stays
+    bounded.
+    """
+    free: list[np.ndarray] = []
+    with open(path, "wb") as out:
+        with GzipStream(out) as gzip:
+            gzip.write(head)
+            for lo in range(0, len(rows), BATCH_EVENTS):
+                buf = free.pop() if free else np.empty(buffer_bytes, dtype=np.uint8)
+                gzip.submit(partial(_render, rows, lo, min(lo + BATCH_EVENTS, len(rows)), buf, kernel.args),
+                            done=partial(free.append, buf))
+            gzip.write(DOCUMENT_TAIL)
+        size = out.tell()
+    return WrittenChunk(events=len(rows), json_bytes=gzip.size, file_bytes=size)
+
+
+def measure_rows(rows: np.ndarray, kernel: KernelArgs) -> int:
+    """Exact JSON bytes of some events (used on samples to size chunks)."""
+    buf = np.empty(1 << 20, dtype=np.uint8)
+    total, i = 0, 0
+    while i < len(rows):
+        n, nxt = write_events(rows, i, len(rows), buf, *kernel.args)
+        if nxt == i:
+            buf = np.empty(len(buf) * 4, dtype=np.uint8)
+            continue
+        total += n
+        i = nxt
+    return total

@@ -1,0 +1,56 @@
+"""The few event stats the trace mapping reads, selected from the capture in one pass.
+
+`capture.event_stat(name)` scans every stat of the capture (20 M rows on a
+large one) per name; the mapping reads about twenty names, so they are picked
+out together, once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reportgen.capture import HostCapture, StatTable
+from reportgen.export import schema
+
+
+def first_per_owner(owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct owners, index of each one's first row) for rows in owner order, without a sort."""
+    if len(owner) == 0:
+        return owner[:0], np.zeros(0, dtype=np.int64)
+    first = np.flatnonzero(np.concatenate([[True], owner[1:] != owner[:-1]]))
+    return owner[first], first
+
+
+def stat_starts(owner: np.ndarray, n_owners: int) -> np.ndarray:
+    """Owner row → its first stat row (n_owners + 1 entries); -1 in [0] when owners are out of order
+    (or out of range)."""
+    starts = np.zeros(n_owners + 1, np.int64)
+    if len(owner) and (owner[0] < 0 or owner[-1] >= n_owners or (owner[1:] < owner[:-1]).any()):
+        starts[0] = -1
+        return starts
+    np.cumsum(np.bincount(owner, minlength=n_owners), out=starts[1:])
+    return starts
+
+
+class EventStats:
+    def __init__(self, capture: HostCapture, names: tuple[str, ...] = schema.TRACE_STAT_NAMES):
+        self.capture = capture
+        self._tables: dict[str, StatTable] = {}
+        stats = capture.event_stats
+        sids = {name: capture.string_id(name) for name in names}
+        wanted = np.array([s for s in sids.values() if s >= 0], dtype=np.int64)
+        rows = np.zeros(0, dtype=np.int64)
+        keys = np.zeros(0, dtype=np.int32)
+        if len(wanted):
+            lut = np.zeros(len(capture.strings), dtype=bool)
+            lut[wanted] = True
+            rows = np.flatnonzero(lut[stats.key])
+            keys = stats.key[rows]
+        for name, sid in sids.items():
+            self._tables[name] = stats.select(rows[keys == sid] if sid >= 0 else rows[:0])
+
+    def get(self, name: str) -> StatTable:
+        """The rows of one stat (a name not selected up front is scanned for)."""
+        if name not in self._tables:
+            self._tables[name] = self.capture.event_stat(name)
+        return self._tables[name]

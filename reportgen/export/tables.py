@@ -1,0 +1,226 @@
+"""Everything the compiled trace writers read, derived once per host from its capture.
+
+The writers walk events by row and look their names, args and flows up in
+these arrays; nothing here is per-event Python work. Names follow XProf:
+an event shows its metadata's display name (the full name then goes to the
+`long_name` arg, cut at 10,000 characters), a `step_name` stat renames it, and
+a host step root shows its step group's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reportgen.capture import KIND_DOUBLE, KIND_REF, KIND_STR, HostCapture
+from reportgen.export import schema
+from reportgen.export.flows import EventFlows, event_flows
+from reportgen.export.layout import LINE_SKIPPED, TraceLayout, build_layout
+from reportgen.export.stat_select import EventStats, stat_starts
+from reportgen.export.steps import StepMarks, capture_steps
+from reportgen.export.strings import StringPool, double_table
+
+ROLE_ARG = 0  # written as an arg
+ROLE_HIDDEN = 1  # internal or consumed by the mapping (flow, _a): never an arg
+
+
+@dataclass
+class SyntheticEvents:
+    """Events XProf adds while loading the capture (ThreadpoolListener::Region)."""
+
+    line: np.ndarray  # int64
+    start_ps: np.ndarray  # int64
+    duration_ps: np.ndarray  # int64
+    name_sid: np.ndarray  # int32
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+
+@dataclass
+class TraceTables:
+    capture: HostCapture
+    layout: TraceLayout
+    pool: StringPool
+    flows: EventFlows
+    steps: StepMarks
+    exported: np.ndarray  # event rows written, sorted; synthetic events follow as n_events + j
+    name_sid: np.ndarray  # int32 per event row: the name the trace shows
+    md_long_sid: np.ndarray  # int32 per metadata row: `long_name` arg, -1 when none
+    role: np.ndarray  # int8 per string id (stat names)
+    ev_stat_start: np.ndarray  # int64, n_events + 1: event row → its stats
+    md_stat_start: np.ndarray  # int64, n_metadata + 1
+    double_keys: np.ndarray  # int64 sorted bit patterns of double stat values
+    double_sid: np.ndarray  # int32, their JSON text in the pool
+    cat_sid: np.ndarray  # int32 per context type, -1 when XProf writes no category
+    long_name_sid: int  # the arg name "long_name"
+    synthetic: SyntheticEvents
+
+    @property
+    def n_events(self) -> int:
+        return self.capture.event_count
+
+    @property
+    def event_total(self) -> int:
+        return len(self.exported)
+
+    def start_ps(self, rows: np.ndarray) -> np.ndarray:
+        """Start of exported rows (synthetic ones included)."""
+        n = self.n_events
+        real = rows < n
+        out = np.empty(len(rows), dtype=np.int64)
+        out[real] = self.capture.events["start_ps"].to_numpy()[rows[real]]
+        out[~real] = self.synthetic.start_ps[rows[~real] - n]
+        return out
+
+    def end_ps(self, rows: np.ndarray) -> np.ndarray:
+        n = self.n_events
+        real = rows < n
+        out = np.empty(len(rows), dtype=np.int64)
+        ev = self.capture.events
+        out[real] = ev["start_ps"].to_numpy()[rows[real]] + ev["duration_ps"].to_numpy()[rows[real]]
+        out[~real] = self.synthetic.start_ps[rows[~real] - n] + self.synthetic.duration_ps[rows[~real] - n]
+        return out
+
+    def rows_on_lines(self, lines: list[int]) -> np.ndarray:
+        """Exported rows on these lines (each line's events are one block of the capture's table)."""
+        cap_lines = self.capture.lines
+        first = cap_lines["first_event"].to_numpy()
+        count = cap_lines["event_count"].to_numpy()
+        parts = []
+        for line in lines:
+            lo, hi = np.searchsorted(self.exported, [first[line], first[line] + count[line]])
+            parts.append(self.exported[lo:hi])
+            parts.append(self.n_events + np.flatnonzero(self.synthetic.line == line))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def line_of(self, rows: np.ndarray) -> np.ndarray:
+        n = self.n_events
+        real = rows < n
+        out = np.empty(len(rows), dtype=np.int64)
+        out[real] = self.capture.events["line"].to_numpy()[rows[real]]
+        out[~real] = self.synthetic.line[rows[~real] - n]
+        return out
+
+
+def _stat_starts(owner: np.ndarray, n_owners: int) -> np.ndarray:
+    """Row → first stat row (stats are stored grouped by owner, in owner order)."""
+    starts = stat_starts(owner, n_owners)
+    if starts[0] < 0:
+        raise ValueError("stats are expected grouped by owner, in owner order")
+    return starts
+
+
+def _threadpool_regions(capture: HostCapture, stats: EventStats, exported_lines: np.ndarray,
+                        pool: StringPool) -> SyntheticEvents:
+    """XProf's ThreadpoolLineMutator: a Region from each StopRegion back to the last StartRegion
+    (with a `_c` stat, at a non-zero time) before it on the same line."""
+    md_names = capture.event_metadata["name"]
+    start_md = np.flatnonzero((md_names == schema.THREADPOOL_START_REGION).to_numpy())
+    stop_md = np.flatnonzero((md_names == schema.THREADPOOL_STOP_REGION).to_numpy())
+    empty = SyntheticEvents(*(np.zeros(0, np.int64) for _ in range(3)), np.zeros(0, np.int32))
+    if len(start_md) == 0 or len(stop_md) == 0:
+        return empty
+    ev = capture.events
+    md = ev["md"].to_numpy()
+    start_ps = ev["start_ps"].to_numpy()
+    consumer = stats.get(schema.STAT_CONSUMER_ID).owner
+    is_start = np.isin(md, start_md)
+    is_start[np.setdiff1d(np.flatnonzero(is_start), consumer)] = False
+    is_stop = np.isin(md, stop_md)
+    if not is_start.any() or not is_stop.any():
+        return empty
+    rows = np.arange(len(md))
+    last_start = np.maximum.accumulate(np.where(is_start, rows, -1))
+    line = ev["line"].to_numpy()
+    stops = np.flatnonzero(is_stop)
+    opener = last_start[stops]
+    ok = opener >= 0
+    ok[ok] = line[opener[ok]] == line[stops[ok]]
+    ok[ok] &= start_ps[opener[ok]] != 0
+    ok &= np.isin(line[stops], exported_lines)
+    stops, opener = stops[ok], opener[ok]
+    sid = pool.add(schema.THREADPOOL_REGION)
+    return SyntheticEvents(
+        line=line[stops].astype(np.int64),
+        start_ps=start_ps[opener],
+        duration_ps=start_ps[stops] - start_ps[opener],
+        name_sid=np.full(len(stops), sid, dtype=np.int32),
+    )
+
+
+def _roles(capture: HostCapture, n_strings: int) -> np.ndarray:
+    role = np.zeros(n_strings, dtype=np.int8)
+    for name in (*schema.INTERNAL_STATS, schema.STAT_FLOW, schema.STAT_IS_ASYNC):
+        sid = capture.string_id(name)
+        if sid >= 0:
+            role[sid] = ROLE_HIDDEN
+    return role
+
+
+def _names(capture: HostCapture, stats: EventStats, pool: StringPool,
+           steps: StepMarks) -> tuple[np.ndarray, np.ndarray]:
+    md = capture.event_metadata
+    has_display = (md["display_name"] != "").to_numpy()
+    md_name = np.where(has_display, md["display_name_id"].to_numpy(), md["name_id"].to_numpy()).astype(np.int32)
+    md_long = np.where(has_display, md["name_id"].to_numpy(), -1).astype(np.int32)
+    too_long = has_display & (md["name"].str.len().to_numpy() > schema.MAX_LONG_NAME)
+    full_names = md["name"].to_numpy()
+    for row in np.flatnonzero(too_long):
+        md_long[row] = pool.add(full_names[row][: schema.MAX_LONG_NAME] + schema.LONG_NAME_SUFFIX)
+    name_sid = md_name[capture.events["md"].to_numpy()]
+    # step_name (string or ref) renames its event.
+    stat = stats.get(schema.STAT_STEP_NAME)
+    text_kind = (stat.kind == KIND_STR) | (stat.kind == KIND_REF)
+    owners, sids = stat.owner[text_kind], stat.str_id[text_kind]
+    non_empty = np.array([bool(pool.text(int(s))) for s in np.unique(sids)], dtype=bool)
+    keep = np.isin(sids, np.unique(sids)[non_empty]) if len(sids) else np.zeros(0, bool)
+    name_sid[owners[keep]] = sids[keep]
+    if len(steps.rename_rows):
+        name_sid[steps.rename_rows] = [pool.add(t) for t in steps.rename_to]
+    return name_sid, md_long
+
+
+def build_tables(capture: HostCapture, steps: StepMarks | None = None) -> TraceTables:
+    """The trace mapping of one host. `steps` defaults to what the capture marks itself."""
+    layout = build_layout(capture)
+    pool = StringPool(capture.strings)
+    stats = EventStats(capture)
+    steps = capture_steps(capture, stats) if steps is None else steps
+    ev = capture.events
+    md_rows = capture.event_metadata
+    internal_md = md_rows["name"].isin(list(schema.INTERNAL_EVENTS)).to_numpy()
+    line_of_event = ev["line"].to_numpy()
+    keep = (layout.line_kind[line_of_event] != LINE_SKIPPED) & ~internal_md[ev["md"].to_numpy()]
+    exported_lines = np.flatnonzero(layout.line_kind != LINE_SKIPPED)
+    synthetic = _threadpool_regions(capture, stats, exported_lines, pool)
+    exported = np.concatenate([np.flatnonzero(keep), capture.event_count + np.arange(len(synthetic))])
+
+    name_sid, md_long = _names(capture, stats, pool, steps)
+    doubles = np.concatenate([
+        capture.event_stats.raw[capture.event_stats.kind == KIND_DOUBLE],
+        capture.metadata_stats.raw[capture.metadata_stats.kind == KIND_DOUBLE],
+    ])
+    double_keys, double_texts = double_table(doubles)
+    double_sid = np.array([pool.add_json(t) for t in double_texts], dtype=np.int32)
+    names = [schema.CONTEXT_NAMES[c] for c in range(schema.LAST_CONTEXT_TYPE + 1)]
+    cat_sid = np.array([pool.add(n) if n else -1 for n in names], dtype=np.int32)
+    return TraceTables(
+        capture=capture,
+        layout=layout,
+        pool=pool,
+        flows=event_flows(capture, layout, stats),
+        steps=steps,
+        exported=exported.astype(np.int64),
+        name_sid=name_sid,
+        md_long_sid=md_long,
+        role=_roles(capture, len(capture.strings)),
+        ev_stat_start=_stat_starts(capture.event_stats.owner, capture.event_count),
+        md_stat_start=_stat_starts(capture.metadata_stats.owner, len(md_rows)),
+        double_keys=double_keys,
+        double_sid=double_sid,
+        cat_sid=cat_sid,
+        long_name_sid=pool.add("long_name"),
+        synthetic=synthetic,
+    )

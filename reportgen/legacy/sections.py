@@ -1,0 +1,347 @@
+"""Pages for runs written by older profilers (per-tool files, ProfilerHook timelines).
+
+These files hold finished tool results, not events, so the XSpace sections
+cannot recompute them; each page shows the numbers its file holds and says
+what the format cannot provide. The `overview`, `input_pipeline` and
+`tf_stats` summary blocks use the XSpace sections' keys, so an old run and a
+new one compare side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.legacy.memory_viewer import legacy_memory_viewer
+from reportgen.legacy.step_stats import LegacyTimeline
+from reportgen.legacy.tool_files import (
+    LegacyHost,
+    LegacyInputPipeline,
+    LegacyKernelStats,
+    LegacyMemoryProfile,
+    LegacyOpProfile,
+    LegacyOverview,
+    LegacyPodViewer,
+    LegacyTfStats,
+)
+from reportgen.sections.base import RunContext, Section
+from reportgen.sections.charts import step_chart
+from reportgen.sections.vega import vega_spec
+
+TABLE_ROWS = 500  # on the page; the CSV has every row
+
+
+# What each tool page misses for a run with no XSpace, by tool.
+MISSING = {
+    "legacy_overview": "Older overview files hold the finished analysis: no trace, no per-op HLO detail, "
+                       "no memory timeline, and no numbers the profiler of the day did not write.",
+    "legacy_input_pipeline": "No tf.data iterator tree: older input-pipeline files hold the per-op totals only.",
+    "legacy_tf_stats": "The with-IDLE table and the pie charts of the XSpace page are left out; the table is "
+                       "the file's without-IDLE one.",
+    "legacy_kernel_stats": "Kernels aggregated as the file holds them: no per-host split and no pie charts.",
+    "legacy_op_profile": "The op tree by category as the file holds it (time and FLOPS utilization as shares); "
+                         "no memory-bandwidth utilization and no HLO program view.",
+    "legacy_memory_profile": "The memory timeline and peak per allocator as the file holds them; the table of "
+                             "allocations live at the peak is left out.",
+    "legacy_pod_viewer": "Cloud TPU pod-viewer files hold per-core step stats and all-reduce ops; no topology "
+                         "chart and no channel view.",
+    "legacy_timeline": "ProfilerHook step stats hold op spans per device only: no memory timeline, no "
+                       "input-pipeline analysis, no step breakdown into categories.",
+}
+
+
+def _step_chart(steps: pd.DataFrame) -> dict | None:
+    """The stacked step chart of the categories the file has time in."""
+    present = [k for k in CATEGORY_KEYS if k in steps and float(steps[k].abs().sum()) > 0]
+    if steps.empty or not present:
+        return None
+    return step_chart(steps.rename(columns={"step": "step_name"}), {k: CATEGORY_LABELS[k] for k in present})
+
+
+def timeline_chart(steps: pd.DataFrame) -> dict | None:
+    if steps.empty:
+        return None
+    chart = (
+        alt.Chart(steps)
+        .mark_bar()
+        .encode(
+            x=alt.X("step:O", title="Step (timeline file)"),
+            y=alt.Y("step_time_ms:Q", title="Step time (ms): first op start to last op end"),
+            tooltip=[alt.Tooltip("step:O"), alt.Tooltip("step_time_ms:Q", format=",.3f"), alt.Tooltip("ops:Q")],
+        )
+        .properties(width=800, height=240)
+    )
+    return vega_spec(chart)
+
+
+def _table(frame: pd.DataFrame, table_id: str) -> dict:
+    shown = frame.head(TABLE_ROWS)
+    return {"id": table_id, "columns": list(shown.columns), "rows": shown.to_dict("split")["data"],
+            "total": int(len(frame))}
+
+
+class LegacySection(Section):
+    """One tool of an older capture; `host_part` is never called for it: the
+    legacy loader hands its parts over directly (build.process_host)."""
+
+    tool = ""  # LegacyHost attribute
+
+    def combine(self, run: RunContext, parts: dict[str, Any]) -> dict | None:
+        if not parts:
+            return None
+        # In a run that also has XSpace hosts, their blocks speak for the run.
+        return {"hosts": parts, "in_summary": not (set(run.host_names) - set(parts))}
+
+    def summary(self, data: dict) -> dict | None:
+        return self.block(next(iter(data["hosts"].values()))) if data["in_summary"] else None
+
+    def block(self, part: Any) -> dict:
+        raise NotImplementedError
+
+    def render(self, data: dict, page) -> None:
+        panels = []
+        for index, (host, part) in enumerate(data["hosts"].items()):
+            panels.append({"host": host, "index": index, **self.panel(host, part, page)})
+        page.write_html(f"{self.slug}.html", "legacy.html", title=self.title, tool=self.slug,
+                        panels=panels, missing=MISSING[self.slug])
+
+    def panel(self, host: str, part: Any, page) -> dict:
+        raise NotImplementedError
+
+
+def _safe(host: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in host)
+
+
+class LegacyOverviewSection(LegacySection):
+    slug = "legacy_overview"
+    title = "Overview"
+    summary_key = "overview"
+
+    def block(self, o: LegacyOverview) -> dict:
+        block: dict[str, Any] = {"source": o.source, "steps": int(len(o.steps))}
+        if o.step_time is not None:
+            block["step_time_ms"] = asdict(o.step_time)
+        if o.breakdown_ms is not None:
+            block["breakdown_ms"] = o.breakdown_ms
+        for key in ("input_percent", "input_bound", "device_idle_percent", "host_idle_percent",
+                    "device_core_count", "host_count"):
+            if getattr(o, key) is not None:
+                block[key] = getattr(o, key)
+        block["device_type"] = o.device_type
+        return block
+
+    def panel(self, host: str, o: LegacyOverview, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__steps.csv", o.steps)
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__top_ops.csv", o.top_ops)
+        return {"o": o, "chart": _step_chart(o.steps), "top_ops": _table(o.top_ops, f"top-{_safe(host)}"),
+                "breakdown": [(CATEGORY_LABELS[k], v) for k, v in (o.breakdown_ms or {}).items() if v]}
+
+
+class LegacyInputPipelineSection(LegacySection):
+    slug = "legacy_input_pipeline"
+    title = "Input pipeline"
+    summary_key = "input_pipeline"
+
+    def block(self, p: LegacyInputPipeline) -> dict:
+        block: dict[str, Any] = {"host_ms": {k: v / 1e3 for k, v in p.host_us.items()}}
+        if p.input_percent is not None:
+            block["input_percent"] = p.input_percent
+        return block
+
+    def panel(self, host: str, p: LegacyInputPipeline, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__input_ops.csv", p.input_ops)
+        return {"p": p, "chart": _step_chart(p.steps), "ops": _table(p.input_ops, f"inops-{_safe(host)}"),
+                "host_ms": {k: v / 1e3 for k, v in p.host_us.items()}}
+
+
+class LegacyTfStatsSection(LegacySection):
+    slug = "legacy_tf_stats"
+    title = "TF stats"
+    summary_key = "tf_stats"
+
+    def block(self, t: LegacyTfStats) -> dict:
+        ops = t.ops
+        return {
+            "ops": int(len(ops)),
+            "host_self_us": float(ops.loc[ops["host_or_device"] == "Host", "total_self_time_us"].sum()),
+            "device_self_us": float(ops.loc[ops["host_or_device"] == "Device", "total_self_time_us"].sum()),
+        }
+
+    def panel(self, host: str, t: LegacyTfStats, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__tf_stats.csv", t.ops)
+        return {"t": t, "ops": _table(t.ops, f"tfstats-{_safe(host)}")}
+
+
+class LegacyTimelineSection(LegacySection):
+    slug = "legacy_timeline"
+    title = "Step stats"
+
+    def block(self, t: LegacyTimeline) -> dict:
+        return {"steps": int(len(t.steps)), "ops": int(len(t.ops)),
+                "step_time_ms_average": float(t.steps["step_time_ms"].mean()) if len(t.steps) else None}
+
+    def panel(self, host: str, t: LegacyTimeline, page) -> dict:
+        page.write_csv(f"data/{self.slug}/op_stats.csv", t.ops)
+        page.write_csv(f"data/{self.slug}/steps.csv", t.steps)
+        by_type = (t.ops.groupby(["device", "op_type"], sort=False)
+                   .agg(occurrences=("occurrences", "sum"), total_us=("total_us", "sum")).reset_index()
+                   .sort_values(["device", "total_us"], ascending=[True, False], ignore_index=True))
+        page.write_csv(f"data/{self.slug}/op_type_stats.csv", by_type)
+        return {"t": t, "chart": timeline_chart(t.steps), "ops": _table(t.ops, "timeline-ops"),
+                "types": _table(by_type, "timeline-types")}
+
+
+class LegacyKernelStatsSection(LegacySection):
+    slug = "legacy_kernel_stats"
+    title = "Kernel stats"
+    summary_key = "kernel_stats"
+
+    def block(self, k: LegacyKernelStats) -> dict:
+        table = k.kernels
+        total = float(table["total_duration_us"].sum())
+        tensor_core = float(table.loc[table["is_kernel_using_tensor_core"], "total_duration_us"].sum())
+        return {"kernels": int(len(table)), "total_us": round(total, 3),
+                "tensor_core_percent": round(100 * tensor_core / total, 2) if total > 0 else 0.0}
+
+    def panel(self, host: str, k: LegacyKernelStats, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__kernel_stats.csv", k.kernels)
+        return {"k": k, "kernels": _table(k.kernels, f"kernels-{_safe(host)}")}
+
+
+class LegacyOpProfileSection(LegacySection):
+    slug = "legacy_op_profile"
+    title = "Op profile"
+    summary_key = "op_profile"
+
+    def block(self, o: LegacyOpProfile) -> dict:
+        top = o.nodes[o.nodes["depth"] == 1]
+        block: dict[str, Any] = {"categories": [{"name": n, "time_percent": t}
+                                                for n, t in zip(top["name"], top["time_percent"])]}
+        if o.flops_percent is not None:
+            block["flops_utilization_percent"] = o.flops_percent
+        return block
+
+    def panel(self, host: str, o: LegacyOpProfile, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__op_profile.csv", o.nodes)
+        return {"op": o, "nodes": _table(o.nodes, f"opprofile-{_safe(host)}")}
+
+
+def memory_chart(timeline: pd.DataFrame) -> dict | None:
+    if timeline.empty:
+        return None
+    long = timeline.melt(id_vars=["time_ms"], value_vars=["heap_bytes", "stack_bytes"], var_name="kind",
+                         value_name="bytes")
+    long["GiB"] = long["bytes"] / 2**30
+    chart = (
+        alt.Chart(long)
+        .mark_area(interpolate="step-after")
+        .encode(
+            x=alt.X("time_ms:Q", title="Time (ms)"),
+            y=alt.Y("GiB:Q", title="Memory in use (GiB)", stack="zero"),
+            color=alt.Color("kind:N", title=None),
+            tooltip=[alt.Tooltip("time_ms:Q", format=",.3f"), alt.Tooltip("kind:N"),
+                     alt.Tooltip("GiB:Q", format=",.4f")],
+        )
+        .properties(width=800, height=240)
+    )
+    return vega_spec(chart)
+
+
+class LegacyMemoryProfileSection(LegacySection):
+    slug = "legacy_memory_profile"
+    title = "Memory profile"
+    summary_key = "memory"
+
+    def block(self, m: LegacyMemoryProfile) -> dict:
+        return {"profiles": {a.memory_id: {
+            "peak_bytes": a.peak_bytes, "peak_time_ms": a.peak_time_ms, "capacity_bytes": a.capacity_bytes,
+            "fragmentation_percent": a.fragmentation_percent, "allocations": a.allocations,
+            "deallocations": a.deallocations} for a in m.allocators}}
+
+    def summary(self, data: dict) -> dict | None:
+        if not data["in_summary"]:
+            return None
+        # Every host's allocators, keyed `<host>/<memory id>` as the XSpace block is.
+        profiles = {}
+        for host, part in data["hosts"].items():
+            for memory_id, block in self.block(part)["profiles"].items():
+                profiles[f"{host}/{memory_id}"] = block
+        return {"profiles": profiles}
+
+    def panel(self, host: str, m: LegacyMemoryProfile, page) -> dict:
+        allocators = []
+        for index, a in enumerate(m.allocators):
+            page.write_csv(f"data/{self.slug}/{_safe(host)}__{_safe(a.memory_id)}__timeline.csv", a.timeline)
+            allocators.append({"a": a, "chart": memory_chart(a.timeline), "id": f"mem-{_safe(host)}-{index}"})
+        return {"m": m, "allocators": allocators}
+
+
+class LegacyPodViewerSection(LegacySection):
+    slug = "legacy_pod_viewer"
+    title = "Pod viewer"
+
+    def block(self, v: LegacyPodViewer) -> dict:
+        return {"steps": int(v.cores["step"].nunique()) if len(v.cores) else 0,
+                "cores": int(v.cores["core"].nunique()) if len(v.cores) else 0,
+                "all_reduce_ops": int(v.all_reduce_ops["name"].nunique())}
+
+    def panel(self, host: str, v: LegacyPodViewer, page) -> dict:
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__cores.csv", v.cores)
+        page.write_csv(f"data/{self.slug}/{_safe(host)}__all_reduce_ops.csv", v.all_reduce_ops)
+        return {"v": v, "cores": _table(v.cores, f"cores-{_safe(host)}"),
+                "ops": _table(v.all_reduce_ops, f"allreduce-{_safe(host)}")}
+
+
+class LegacyRunSection(Section):
+    """The run page of an older capture: each host's device and the files
+    read for it (the richest per tool), in place of the XSpace inventory."""
+
+    slug = "legacy_run"
+    title = "Run"
+    listed = False
+
+    def combine(self, run: RunContext, parts: dict[str, Any]) -> dict | None:
+        if set(run.host_names) - set(parts):
+            return None  # a run that also has XSpace hosts keeps the inventory page
+        return {"run": run, "hosts": parts}
+
+    def render(self, data: dict, page) -> None:
+        run: RunContext = data["run"]
+        hosts = []
+        for h in run.hosts:
+            device = h.device_type + (f" × {h.device_core_count}" if h.device_core_count else "")
+            hosts.append({"host": h.host, "device": device, "files": data["hosts"].get(h.host, [])})
+        tools = [n for n in page.nav if n["href"] != "index.html"]
+        page.write_html("index.html", "legacy_index.html", hosts=hosts, errors=run.errors, tools=tools)
+
+
+LEGACY_SECTIONS: list[Section] = [
+    LegacyRunSection(),
+    LegacyOverviewSection(),
+    LegacyInputPipelineSection(),
+    LegacyTfStatsSection(),
+    LegacyKernelStatsSection(),
+    LegacyOpProfileSection(),
+    LegacyMemoryProfileSection(),
+    LegacyPodViewerSection(),
+    LegacyTimelineSection(),
+]
+
+
+def legacy_parts(decoded: LegacyHost) -> dict[str, Any]:
+    """The per-host parts of the legacy sections, keyed by slug (the memory viewer's is the XSpace section's)."""
+    parts: dict[str, Any] = {"legacy_run": decoded.files}
+    if decoded.memory_viewer is not None:
+        parts["memory_viewer"] = legacy_memory_viewer(decoded.memory_viewer)
+    for section in LEGACY_SECTIONS:
+        if not isinstance(section, LegacySection):
+            continue
+        value = getattr(decoded, section.slug.removeprefix("legacy_"))
+        if value is not None:
+            parts[section.slug] = value
+    return parts

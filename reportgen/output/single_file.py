@@ -1,0 +1,438 @@
+"""One self-contained HTML file from a built site, to attach to a pull request or mail.
+
+It is composed from the site's own pages rather than rendered a second time,
+so every tool page a section writes is included with nothing to register:
+
+- pages in reading order: the site index, then per run its index page and its
+  tool pages (summary.json order, overview first), then any other page;
+- each page's `<main>` (and its header bar) becomes one `<section>`; element
+  ids, and the attributes that refer to them, get a per-page prefix so that
+  pages never collide (chart specs, filters, host selectors, fragments);
+- links between pages become in-page anchors; small downloads (CSV tables,
+  images) are inlined as data: URLs within a size budget; anything else, the
+  trace in particular, is left out and a note on the page says where it is;
+- the stylesheets and scripts the pages load (the Vega bundle among them) are
+  inlined once. Chart specs already carry their data (Altair inlines it).
+
+The pages' text is copied byte for byte: what the templates escaped stays
+escaped; only the attributes rewritten here are re-encoded (and escaped).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from reportgen import __version__
+from reportgen.output.web_types import content_type
+
+# Downloads inlined as data: URLs (base64: +33%) stay within these budgets;
+# a larger table is left out with a note, keeping the file easy to share.
+MAX_INLINE_FILE = 1 * 2**20
+MAX_INLINE_TOTAL = 4 * 2**20
+INLINE_SUFFIXES = (".csv", ".png", ".svg", ".md", ".txt")
+TRACE_DIR = "trace"
+
+# Attributes holding one or more ids of the same page.
+_ID_REF_ATTRS = frozenset(
+    {"for", "headers", "list", "form", "aria-labelledby", "aria-describedby", "aria-controls", "aria-owns"}
+)
+# Attributes naming a group shared by elements of one page (reportgen.js).
+_GROUP_ATTRS = frozenset({"data-host-select", "data-host-panel"})
+_URL_ATTRS = frozenset({"href", "src"})
+
+SINGLE_FILE_CSS = """
+main.single-file { padding: 0; max-width: none; }
+section.page { scroll-margin-top: 0; }
+section.page + section.page { border-top: 4px solid var(--line, #d1d9e0); margin-top: 1.5rem; }
+.page-main { padding: 1rem 1.5rem 3rem; max-width: 1400px; }
+a.omitted { color: inherit; text-decoration: underline dotted; cursor: help; }
+"""
+
+
+@dataclass
+class SingleFileReport:
+    output: Path
+    bytes: int
+    pages: int
+    charts: int
+    omitted: list[str] = field(default_factory=list)  # site files left out (trace, oversized tables)
+
+
+def _anchor_for(page: str, taken: set[str]) -> str:
+    stem = page[:-5] if page.endswith(".html") else page
+    base = "p-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-") or "page")
+    anchor, n = base, 1
+    while anchor in taken:
+        n += 1
+        anchor = f"{base}-{n}"
+    taken.add(anchor)
+    return anchor
+
+
+def page_order(site_dir: Path) -> list[str]:
+    """The site's HTML pages in reading order (paths relative to the root)."""
+    pages = sorted(
+        p.relative_to(site_dir).as_posix() for p in site_dir.rglob("*.html") if p.is_file()
+    )
+    present = set(pages)
+    ordered: list[str] = []
+
+    def add(page: str) -> None:
+        if page in present and page not in ordered:
+            ordered.append(page)
+
+    add("index.html")
+    try:
+        summary = json.loads((site_dir / "summary.json").read_text(encoding="utf-8"))
+        runs = summary.get("runs", {}) if isinstance(summary, dict) else {}
+    except (OSError, ValueError):
+        runs = {}
+    for run, block in runs.items():
+        add(f"{run}/index.html")
+        tools = block.get("tools", {}) if isinstance(block, dict) else {}
+        slugs = sorted(tools, key=lambda slug: slug != "overview")  # stable: overview first
+        for slug in slugs:
+            page = tools[slug].get("page") if isinstance(tools[slug], dict) else None
+            if isinstance(page, str):
+                add(page)
+        for page in pages:
+            if page.startswith(f"{run}/"):
+                add(page)
+    for page in pages:
+        add(page)
+    return ordered
+
+
+class _IdCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name == "id" and value:
+                self.ids.add(value)
+
+
+class _Inliner:
+    """Site files as data: URLs, within the size budget."""
+
+    def __init__(self, site_dir: Path):
+        self.site_dir = site_dir
+        self.used = 0
+
+    def data_url(self, target: str) -> str | None:
+        if not target.lower().endswith(INLINE_SUFFIXES) or f"/{TRACE_DIR}/" in f"/{target}":
+            return None
+        path = self.site_dir / target
+        if not path.is_file():
+            return None
+        size = path.stat().st_size
+        encoded_size = 4 * ((size + 2) // 3)
+        if size > MAX_INLINE_FILE or self.used + encoded_size > MAX_INLINE_TOTAL:
+            return None
+        self.used += encoded_size
+        media_type = content_type(target).replace(" ", "")
+        return f"data:{media_type};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+@dataclass
+class _Page:
+    path: str
+    anchor: str
+    header: str
+    main: str
+    charts: int
+    omitted: list[str]
+    assets: list[tuple[str, str]]  # ("css" | "js", site-relative path) from the page head
+
+
+class _PageRewriter(HTMLParser):
+    """Streams one page, keeping its header bar and <main> with ids and links rewritten."""
+
+    def __init__(self, page: str, anchor: str, ids: set[str], anchors: dict[str, str], inliner: _Inliner,
+                 site_dir: Path):
+        super().__init__(convert_charrefs=False)
+        self.page = page
+        self.anchor = anchor
+        self.ids = ids
+        self.anchors = anchors
+        self.inliner = inliner
+        self.site_dir = site_dir
+        self.region: str | None = None
+        self.depth = 0
+        self.parts: dict[str, list[str]] = {"header": [], "main": []}
+        self.assets: list[tuple[str, str]] = []
+        self.omitted: list[str] = []
+        self.charts = 0
+
+    # -- helpers -------------------------------------------------------------
+    def _ns(self, value: str) -> str:
+        return f"{self.anchor}--{value}"
+
+    def _resolve(self, path: str) -> str:
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(self.page), unquote(path)))
+        if (self.site_dir / target).is_dir():
+            target = posixpath.join(target, "index.html")
+        return target
+
+    def _rewrite_url(self, tag: str, name: str, value: str) -> tuple[str | None, str | None]:
+        """(new value or None to drop it, a download file name when inlined)."""
+        parts = urlsplit(value)
+        if parts.scheme or value.startswith("//"):
+            return value, None
+        if not parts.path:
+            return "#" + (self._ns(parts.fragment) if parts.fragment else self.anchor), None
+        target = self._resolve(parts.path)
+        anchor = self.anchors.get(target)
+        if anchor is not None:
+            return "#" + (f"{anchor}--{parts.fragment}" if parts.fragment else anchor), None
+        if not target.startswith("../"):
+            inlined = self.inliner.data_url(target)
+            if inlined is not None:
+                return inlined, (posixpath.basename(target) if tag == "a" and name == "href" else None)
+        self.omitted.append(target)
+        return None, None
+
+    def _rewrite_tag(self, tag: str, attrs: list[tuple[str, str | None]]) -> str:
+        changed = False
+        out: list[tuple[str, str | None]] = []
+        extra: list[tuple[str, str | None]] = []
+        for name, value in attrs:
+            new = value
+            if value is None:
+                pass
+            elif name == "id":
+                new = self._ns(value)
+            elif name in _ID_REF_ATTRS:
+                new = " ".join(self._ns(v) for v in value.split())
+            elif name in _GROUP_ATTRS or (name.startswith("data-") and value in self.ids):
+                new = self._ns(value)
+            elif name in _URL_ATTRS:
+                new, download = self._rewrite_url(tag, name, value)
+                if new is None:
+                    changed = True
+                    extra += [("class", "omitted"), ("title", "not included in the single-file report")]
+                    continue
+                if download:
+                    extra.append(("download", download))
+            if name == "data-vega-spec":
+                self.charts += 1
+            changed |= new != value
+            out.append((name, new))
+        if not changed and not extra:
+            return self.get_starttag_text() or ""
+        names = {n for n, _ in out}
+        for name, value in extra:
+            if name == "class" and "class" in names:
+                out = [(n, f"{v} omitted" if n == "class" else v) for n, v in out]
+            elif name not in names:
+                out.append((name, value))
+        rendered = "".join(
+            f" {n}" if v is None else f' {n}="{html.escape(v, quote=True)}"' for n, v in out
+        )
+        return f"<{tag}{rendered}>"
+
+    # -- parser callbacks ----------------------------------------------------
+    def _emit(self, text: str) -> None:
+        if self.region in self.parts:
+            self.parts[self.region].append(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if self.region is None:
+            if tag == "head":
+                self.region = "head"
+            elif tag == "header" and "top" in (values.get("class") or "").split():
+                self.region, self.depth = "header", 1
+            elif tag == "main":
+                self.region, self.depth = "main", 1
+            return
+        if self.region == "head":
+            if tag == "link" and "stylesheet" in (values.get("rel") or "").split() and values.get("href"):
+                self.assets.append(("css", self._resolve(values["href"])))
+            elif tag == "script" and values.get("src"):
+                self.assets.append(("js", self._resolve(values["src"])))
+            return
+        if tag == ("header" if self.region == "header" else "main"):
+            self.depth += 1
+        self._emit(self._rewrite_tag(tag, attrs))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.region in self.parts:
+            self._emit(self._rewrite_tag(tag, attrs))
+        elif self.region == "head":
+            self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.region == "head" and tag == "head":
+            self.region = None
+            return
+        if self.region in self.parts and tag == ("header" if self.region == "header" else "main"):
+            self.depth -= 1
+            if self.depth == 0:
+                self.region = None
+                return
+        self._emit(f"</{tag}>")
+
+    def handle_data(self, data: str) -> None:
+        self._emit(data)
+
+    def handle_entityref(self, name: str) -> None:
+        self._emit(f"&{name};")
+
+    def handle_charref(self, name: str) -> None:
+        self._emit(f"&#{name};")
+
+    def handle_comment(self, data: str) -> None:
+        self._emit(f"<!--{data}-->")
+
+
+def _compose_page(site_dir: Path, page: str, anchor: str, anchors: dict[str, str], inliner: _Inliner) -> _Page:
+    text = (site_dir / page).read_text(encoding="utf-8")
+    collector = _IdCollector()
+    collector.feed(text)
+    collector.close()
+    rewriter = _PageRewriter(page, anchor, collector.ids, anchors, inliner, site_dir)
+    rewriter.feed(text)
+    rewriter.close()
+    return _Page(
+        path=page,
+        anchor=anchor,
+        header="".join(rewriter.parts["header"]),
+        main="".join(rewriter.parts["main"]),
+        charts=rewriter.charts,
+        omitted=rewriter.omitted,
+        assets=rewriter.assets,
+    )
+
+
+def _omitted_note(omitted: Iterable[str]) -> str:
+    """Where the files a page links to, left out here, can be found."""
+    folders: dict[str, int] = {}
+    for target in omitted:
+        folder = posixpath.dirname(target)
+        folders[folder] = folders.get(folder, 0) + 1
+    items = ", ".join(
+        f"<code>{html.escape(folder or '.')}/</code> ({count} file{'s' if count != 1 else ''})"
+        for folder, count in sorted(folders.items())
+    )
+    is_trace = any(f"/{TRACE_DIR}" in f"/{folder}/" for folder in folders)
+    what = "The trace files and other downloads" if is_trace else "Some downloads"
+    return (
+        f'<p class="note">{what} linked from this page are not part of this single-file report: {items}. '
+        "They are in the site that <code>reportgen build LOGDIR -o site/</code> writes "
+        "(open it with <code>reportgen serve site</code>).</p>"
+    )
+
+
+def _inline_script(code: str) -> str:
+    # `</script` or `<!--` inside inlined code would end or confuse the element.
+    code = re.sub(r"</(script)", r"<\\/\1", code, flags=re.IGNORECASE)
+    return code.replace("<!--", "<\\!--")
+
+
+def _inline_style(css: str) -> str:
+    return re.sub(r"</(style)", r"<\\/\1", css, flags=re.IGNORECASE)
+
+
+def _trace_runs(site_dir: Path, pages: list[str]) -> list[str]:
+    runs = {p.split("/", 1)[0] for p in pages if "/" in p}
+    return sorted(r for r in runs if (site_dir / r / TRACE_DIR).is_dir())
+
+
+def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
+    """The single-file document for a built site, and what went into it."""
+    site_dir = Path(site_dir)
+    if not (site_dir / "index.html").is_file():
+        raise FileNotFoundError(f"{site_dir}: not a built site (no index.html)")
+    pages = page_order(site_dir)
+    taken: set[str] = set()
+    anchors = {page: _anchor_for(page, taken) for page in pages}
+    inliner = _Inliner(site_dir)
+    composed = [_compose_page(site_dir, page, anchors[page], anchors, inliner) for page in pages]
+
+    assets: list[tuple[str, str]] = []
+    for page in composed:
+        for asset in page.assets:
+            if asset not in assets:
+                assets.append(asset)
+    head: list[str] = []
+    for kind, path in assets:
+        file = site_dir / path
+        if not file.is_file():
+            continue
+        code = file.read_text(encoding="utf-8")
+        head.append(f"<style>\n{_inline_style(code)}\n</style>" if kind == "css"
+                    else f"<script>\n{_inline_script(code)}\n</script>")
+
+    body: list[str] = []
+    omitted: list[str] = []
+    for page in composed:
+        note = _omitted_note(page.omitted) if page.omitted else ""
+        omitted.extend(t for t in page.omitted if t not in omitted)
+        header = f'<header class="top">{page.header}</header>\n' if page.header.strip() else ""
+        body.append(
+            f'<section class="page" id="{page.anchor}" data-page="{html.escape(page.path, quote=True)}">\n'
+            f'{header}<div class="page-main">\n{note}{page.main}\n</div>\n</section>\n'
+        )
+    trace_runs = _trace_runs(site_dir, pages)
+    trace_note = ""
+    if trace_runs:
+        where = ", ".join(f"<code>{html.escape(r)}/{TRACE_DIR}/</code>" for r in trace_runs)
+        trace_note = (
+            f'<p class="note">The timeline trace is not included in this file. It is in the site that '
+            f"<code>reportgen build LOGDIR -o site/</code> writes, under {where}; serve that site with "
+            "<code>reportgen serve site</code> to open it in Perfetto UI.</p>\n"
+        )
+    generator = f"reportgen {__version__}"
+    document = (
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta name="generator" content="{generator}">\n'
+        '<link rel="icon" href="data:,">\n<title>Profile report · reportgen</title>\n'
+        + "\n".join(head)
+        + f"\n<style>{SINGLE_FILE_CSS}</style>\n</head>\n<body>\n"
+        + '<main class="single-file">\n'
+        + (f'<div class="page-main">{trace_note}</div>\n' if trace_note else "")
+        + "".join(body)
+        + "</main>\n"
+        + f"<footer>Generated by {generator} as a single file: every page of the site, one after the other. "
+        "Numbers follow XProf's definitions; differences are noted on the page.</footer>\n</body>\n</html>\n"
+    )
+    report = SingleFileReport(
+        output=Path(),
+        bytes=len(document.encode("utf-8")),
+        pages=len(composed),
+        charts=sum(p.charts for p in composed),
+        omitted=omitted,
+    )
+    return document, report
+
+
+def write_single_file(site_dir: Path | str, output: Path | str) -> SingleFileReport:
+    """Write the single-file report of a built site to `output` (atomically)."""
+    document, report = compose(Path(site_dir))
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(document, encoding="utf-8")
+        os.replace(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
+    report.output = output.resolve()
+    return report
+
+
+__all__ = ["SingleFileReport", "compose", "page_order", "write_single_file"]

@@ -1,0 +1,397 @@
+"""`reportgen build`: logdirs → decoded hosts → sections → a static site.
+
+Hosts are independent until their run is combined, so the per-host stage
+(`reportgen.pipeline.host_stage`: decode, then every section's `host_part`) runs in
+worker processes, or on a Dask cluster with `scheduler=`, when there is more
+than one host to compute; only the small per-host results travel back. Hosts
+whose file, names and code did not change since the last build come from the
+rebuild cache (`reportgen.pipeline.cache`) instead. Combining and rendering
+happen here, in host order, so the output is the same whatever the number of
+jobs, the runner or the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from reportgen import __version__
+from reportgen.errors import NoCapturesError
+from reportgen.loaders.logdir import RunSource, discover, merge_same_folder
+from reportgen.output.site import PageWriter, SiteTransaction, write_assets
+from reportgen.pipeline.cache import HostCache, default_cache_dir
+from reportgen.pipeline.host_stage import HostOutcome, HostTask
+from reportgen.pipeline.progress import BuildProgress
+from reportgen.pipeline.timings import Timings, peak_rss_bytes
+from reportgen.sections.base import HostSummary, RunContext
+from reportgen.sections.registry import SECTIONS
+
+SUMMARY_SCHEMA = 1
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_PARTIAL = 2
+
+STAGING_FOLDER = ".staging"  # inside the temporary site: each host's own output folder
+FIRST_COMPILE_S = 10  # compiling the kernels of a first build, measured on 2 cores (bench/first_run.py)
+
+
+@dataclass
+class BuildOptions:
+    output: str = "site"
+    runs: set[str] | None = None
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    progress: bool = False
+    cache: bool = True  # reuse unchanged hosts' results from the last build
+    cache_dir: str | None = None  # default: .<output name>.reportgen-cache beside the output folder
+    scheduler: str | None = None  # a Dask scheduler address: the host stage runs on its workers
+    log: Callable[[str], None] | None = None  # -v: one line per stage and per host (decoded or from the cache)
+    notes: Callable[[str], None] | None = None  # where one-off notes go when there is no progress bar
+    trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
+
+
+@dataclass
+class BuildReport:
+    output: Path
+    runs: int
+    hosts: int
+    events: int
+    seconds: float
+    errors: list[dict]
+    exit_code: int
+    timings: dict[str, float] = field(default_factory=dict)
+    peak_rss: int = 0
+    decoded: list[str] = field(default_factory=list)  # host files decoded by this build (shown paths)
+    cached: list[str] = field(default_factory=list)  # host results reused from the rebuild cache
+    warnings: list[str] = field(default_factory=list)
+    runner: str = "none"  # where the host stage ran: "serial", "processes", "dask" or "none" (all cached)
+
+
+# Names the site uses at its top level: a run folder must never take one.
+RESERVED_RUN_NAMES = frozenset({"assets", "compare", "index.html", "summary.json"})
+
+
+def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
+    """Runs from several logdirs may share a name, or be named like a file of
+    the site itself: suffix the later ones (`-2`, `-3`, …) until unique."""
+    taken = set(RESERVED_RUN_NAMES)
+    named = []
+    for run in runs:
+        # Dot-folders of the site (the rebuild cache) are not published: a run never gets one.
+        base = "_" + run.name if run.name.startswith(".") else run.name
+        name, count = base, 1
+        while name in taken:
+            count += 1
+            name = f"{base}-{count}"
+        taken.add(name)
+        named.append((name, run))
+    return named
+
+
+def _start_kernels(tasks: list[HostTask], options: BuildOptions, progress: BuildProgress):
+    """On a machine's first build: say that the kernels compile, once, and start
+    compiling the trace writer ahead in a child process (see `reportgen.kernels`)."""
+    from reportgen import kernels
+
+    if kernels.CACHE_PROBLEM is not None:
+        progress.note(f"reportgen: warning: compiled kernels cannot be kept ({kernels.CACHE_PROBLEM}): they are "
+                      f"compiled in memory, about {FIRST_COMPILE_S} s on every build; set NUMBA_CACHE_DIR to a "
+                      "writable folder to keep them")
+        return None, True
+    if all(task.host.legacy for task in tasks) or not kernels.cold_modules():
+        return None, False
+    child = kernels.start_precompile() if options.trace_format in ("json", "both") else None
+    progress.note(f"reportgen: first build on this machine: compiling the capture decoder and trace writer, "
+                  f"about {FIRST_COMPILE_S} s, once (kept in {kernels.CACHE_DIR})")
+    return child, True
+
+
+def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCache | None:
+    # Host-stage settings that change what a host produces are part of its cache key.
+    settings = {"trace_format": options.trace_format}
+    if not options.cache:
+        return None
+    if options.cache_dir is not None:
+        return HostCache(Path(options.cache_dir), settings)
+    return HostCache(default_cache_dir(transaction.target), settings)
+
+
+def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
+    """Write the assets on a thread: bundling Vega takes seconds and releases the GIL."""
+    cache_dir = cache.root / "assets" if cache is not None else None
+
+    def write():
+        with timings.stage("assets (background)"):
+            return write_assets(site_dir, cache_dir)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-assets")
+    future = pool.submit(write)
+    pool.shutdown(wait=False)
+    return future
+
+
+def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cache: HostCache | None,
+               timings: Timings, progress: BuildProgress, jobs: int, compiling: bool,
+               ) -> tuple[list[HostOutcome], str]:
+    """Every host's outcome, in task order (from the cache where possible), and where they ran."""
+    from reportgen.pipeline import runners
+
+    progress.stage("hosts", len(tasks), "host")
+    if compiling:
+        progress.doing("compiling kernels (once)")
+    step = progress.step
+    log = options.log or (lambda _line: None)
+    outcomes: list[HostOutcome | None] = [None] * len(tasks)
+    work = []
+    with timings.stage("cache.lookup"):
+        for task in tasks:
+            out_dir = staging / f"{task.index:06d}"
+            hit = cache.lookup(task, out_dir) if cache is not None else None
+            if hit is not None:
+                outcomes[task.index] = hit
+                log(f"{task.shown_path}: from the rebuild cache")
+                step(f"{task.run}/{task.host.host}")
+            else:
+                work.append((task, out_dir, cache is not None and cache.needs_worker_hash(task)))
+    stats = {task.index: HostCache._stat_key(task.host.path) for task, _, _ in work} if cache else {}
+
+    def done(task: HostTask, outcome: HostOutcome) -> None:
+        outcomes[task.index] = outcome
+        timings.merge(outcome.timings)
+        if cache is not None:
+            cache.learn(task, outcome, stats.get(task.index))
+        seconds = sum(outcome.timings.values())
+        log(f"{task.shown_path}: " + (f"failed: {outcome.error}" if outcome.error else
+                                      f"decoded, {outcome.summary.events:,} events in {seconds:.2f} s"))
+        step(f"{task.run}/{task.host.host}")
+
+    runner = "none"
+    with timings.stage("hosts"):
+        if work and options.scheduler:
+            runner = "dask"
+            runners.run_dask(work, options.scheduler, done)
+        elif len(work) > 1 and jobs > 1:
+            runner = "processes"
+            runners.run_pool(work, jobs, done)
+        elif work:
+            runner = "serial"
+            runners.run_serial(work, done)
+    if cache is not None:
+        with timings.stage("cache.store"):
+            for task, out_dir, _ in work:
+                cache.store(task, outcomes[task.index], out_dir)
+    return outcomes, runner
+
+
+def _place_outputs(outcomes: list[HostOutcome], staging: Path, site_dir: Path) -> None:
+    """Move each successful host's files into the site, in host order; drop the rest."""
+    for index, outcome in enumerate(outcomes):
+        if outcome.error is not None:
+            continue
+        for rel in outcome.files:
+            target = site_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / f"{index:06d}" / rel, target)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
+    """Build the site. Raises NoCapturesError when nothing can be built."""
+    started = time.perf_counter()
+    timings = Timings()
+    with timings.stage("discover"):
+        sources: list[RunSource] = []
+        for location in locations:
+            sources.extend(discover(location, options.runs))
+        sources = merge_same_folder(sources)
+        named = _unique_run_names(sources)
+        tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format)
+                 for i, (name, host) in enumerate((name, host) for name, run in named for host in run.hosts)]
+
+    transaction = SiteTransaction(Path(options.output))
+    cache = None
+    progress = BuildProgress(bar=options.progress, log=options.log, notes=options.notes)
+    compiling = None
+    try:
+        site_dir = transaction.tmp
+        cache = _open_cache(options, transaction)
+        assets_future = _start_assets(site_dir, cache, timings)
+        with timings.stage("kernels"):
+            compiling, cold = _start_kernels(tasks, options, progress)
+        staging = site_dir / STAGING_FOLDER
+        # A child compiling kernels ahead is one of the N jobs while it runs.
+        jobs = max(1, options.jobs - 1) if compiling is not None else options.jobs
+        outcomes, runner = _run_hosts(tasks, staging, options, cache, timings, progress, jobs, cold)
+        with timings.stage("outputs"):
+            _place_outputs(outcomes, staging, site_dir)
+        with timings.stage("assets (wait)"):
+            assets = assets_future.result()
+        summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
+                                                     options.log or (lambda _line: None), progress)
+        # What the site shows carries no path of the build machine.
+        site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
+        root = PageWriter(site_dir=site_dir, assets=assets)
+        with timings.stage("site index"):
+            root.write_html(
+                "index.html",
+                "site_index.html",
+                runs=run_rows,
+                host_total=sum(len(r["hosts"]) for r in run_rows),
+                errors=site_errors,
+            )
+        summary_doc = {
+            "schema": SUMMARY_SCHEMA,
+            "generator": f"reportgen {__version__}",
+            "runs": summary,
+            "hosts": sum(1 for o in outcomes if o.error is None),
+            "errors": site_errors,
+        }
+        with timings.stage("summary.json"):
+            root.write_json("summary.json", summary_doc)
+        if all(o.error is not None for o in outcomes):
+            raise NoCapturesError(
+                "no host file could be read:\n  " + "\n  ".join(e["local_message"] for e in all_errors)
+            )
+        with timings.stage("commit"):
+            transaction.commit()
+        if cache is not None:
+            with timings.stage("cache.prune"):
+                if options.cache_dir is None:
+                    cache.prune()
+                cache.save_memo()
+    except BaseException:
+        transaction.abort()
+        raise
+    finally:
+        progress.close()
+        if compiling is not None:  # done by now, unless no host got as far as the trace export
+            compiling.wait()
+    worker_rss = max((o.peak_rss for o in outcomes), default=0)
+    return BuildReport(
+        output=transaction.target,
+        runs=len(named),
+        hosts=sum(1 for o in outcomes if o.error is None),
+        events=sum(o.summary.events for o in outcomes if o.summary),
+        seconds=time.perf_counter() - started,
+        errors=all_errors,
+        exit_code=EXIT_PARTIAL if all_errors else EXIT_OK,
+        timings=timings.seconds,
+        peak_rss=max(peak_rss_bytes(), worker_rss),
+        decoded=[o.path for o in outcomes if not o.cached and o.summary is not None],
+        cached=[o.path for o in outcomes if o.cached],
+        warnings=list(cache.warnings) if cache is not None else [],
+        runner=runner,
+    )
+
+
+def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site_dir: Path, assets,
+                 cache: HostCache | None, timings: Timings, log: Callable[[str], None], progress: BuildProgress):
+    progress.stage("pages", len(named), "run")
+    by_run: dict[str, list[tuple[HostTask, HostOutcome]]] = {}
+    for task, outcome in zip(tasks, outcomes):
+        by_run.setdefault(task.run, []).append((task, outcome))
+    summary: dict[str, dict] = {}
+    rows = []
+    all_errors = []
+    for name, _source in named:
+        pairs = by_run.get(name, [])
+        host_outcomes = [o for _, o in pairs]
+        errors, local_messages = [], []
+        for o in host_outcomes:
+            if o.error:
+                errors.append({"path": o.path, "message": o.error})
+                local_messages.append(o.local_error)
+            for bad in o.file_errors:  # files of an older profiler's host: the rest of it built
+                errors.append({"path": bad["path"], "message": bad["message"]})
+                local_messages.append(bad["local_message"])
+        all_errors.extend({"run": name, **e, "local_message": m} for e, m in zip(errors, local_messages))
+        key = None
+        if cache is not None:
+            key = cache.run_key(name, [t for t, _ in pairs], host_outcomes, assets)
+        reused = None
+        if key is not None and all(o.cached for o in host_outcomes):
+            with timings.stage("cache.runs"):
+                reused = cache.lookup_run(key, site_dir / name)
+        if reused is not None:
+            run_summary, row = reused
+            log(f"{name}: pages from the rebuild cache")
+        else:
+            run_summary, row = _render_run(name, host_outcomes, errors, site_dir, assets, timings)
+            if key is not None:
+                with timings.stage("cache.runs"):
+                    cache.store_run(key, site_dir / name, run_summary, row)
+        summary[name] = run_summary
+        rows.append(row)
+        progress.step(name)
+    return summary, rows, all_errors
+
+
+def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict], site_dir: Path, assets,
+                timings: Timings) -> tuple[dict, dict]:
+    """Combine a run's hosts and write its pages: (its summary.json block, its site index row)."""
+    good = [o for o in host_outcomes if o.error is None]
+    run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors)
+    computed = {}
+    for section in SECTIONS:
+        parts = {o.host: o.parts[section.slug] for o in good if section.slug in o.parts}
+        if not parts:
+            continue
+        with timings.stage(f"combine.{section.slug}"):
+            data = section.combine(run_ctx, parts)
+        if data is not None:
+            computed[section.slug] = data
+    tools = [
+        {"slug": s.slug, "title": s.title, "href": f"{s.slug}.html"}
+        for s in SECTIONS
+        if s.listed and s.slug in computed
+    ]
+    nav = [{"title": "Run", "href": "index.html"}, *tools]
+    page = PageWriter(site_dir=site_dir, assets=assets, folder=name, nav=nav, run=name)
+    (site_dir / name).mkdir(parents=True, exist_ok=True)
+    run_summary: dict[str, Any] = {
+        "hosts": [o.host for o in good],
+        "errors": errors,
+        "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
+    }
+    if "inventory" not in computed and "legacy_run" not in computed:
+        # Every host failed: the run page still says so.
+        page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=tools)
+    for section in SECTIONS:
+        if section.slug not in computed:
+            continue
+        with timings.stage(f"render.{section.slug}"):
+            section.render(computed[section.slug], page)
+            block = section.summary(computed[section.slug])
+        if block is not None:
+            key = section.summary_key or section.slug
+            if isinstance(run_summary.get(key), dict):
+                run_summary[key].update(block)
+            else:
+                run_summary[key] = block
+    row = {
+        "name": name,
+        "href": quote(name) + "/index.html",
+        "hosts": run_ctx.hosts,
+        "errors": errors,
+        "device": _device_label(run_ctx.hosts),
+        "duration_ps": max((h.duration_ps for h in run_ctx.hosts), default=0),
+        "planes": sum(h.planes for h in run_ctx.hosts),
+        "events": sum(h.events for h in run_ctx.hosts),
+        "tools": [{"title": t["title"], "href": quote(name) + "/" + t["href"]} for t in tools],
+    }
+    return run_summary, row
+
+
+def _device_label(hosts: list[HostSummary]) -> str:
+    labels = sorted({h.device_type + (f" × {h.device_core_count}" if h.device_core_count else "") for h in hosts})
+    return ", ".join(labels) if labels else "–"
+
+
+__all__ = ["BuildOptions", "BuildReport", "build_site", "EXIT_OK", "EXIT_FAILED", "EXIT_PARTIAL"]

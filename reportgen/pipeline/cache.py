@@ -1,0 +1,389 @@
+"""The rebuild cache: per-host results of earlier builds, reused when nothing changed.
+
+A host's result (its summary, every section's per-host part and the files
+the host stage wrote) depends only on the host file's bytes, on reportgen's
+code and on a few names (run, host, file name). The cache keeps each result
+under a key made of exactly those:
+
+    <cache>/hosts/<prefix>/<content>/outcome.pickle
+                                    /files/<site-relative path>…
+    <cache>/runs/<key>/run.pickle   a run's summary block and index row
+                      /files/…      the run's folder of the site, as built
+    <cache>/fingerprints.json       stat → content hash memo (local files, by path hash)
+    <cache>/assets/…                generated assets (the Vega bundle)
+
+* `prefix` hashes the cache format, `code_fingerprint()` (reportgen's
+  version and every module of the package), the run name, the host name,
+  the file name and the host-stage settings: any change to the code or a
+  renamed run starts afresh.
+* `content` is the file's content hash: sha256 of its bytes for local files
+  (and for remote stores that give no checksum); for remote files the
+  store's own checksum (GCS md5/crc32c, S3 ETag, as the logdir listing gives
+  it) plus the size, so a rebuild never downloads an unchanged pod. Local
+  hashes are remembered by (size, mtime in ns, inode) so an unchanged file
+  is not read again.
+* A host with no entry under its prefix cannot hit: it is not hashed up
+  front; the worker hashes the bytes it reads anyway, on a second thread.
+* A run whose hosts all came from the cache, and whose key (the site's code,
+  templates and assets, the run name, its hosts and their content keys) is
+  the one of an earlier build, is not rendered again either: its folder is
+  linked from the cache. Adding a run to a logdir thus renders that run and
+  the site index only.
+
+By default the cache lives beside the site, in `.<site name>.reportgen-cache/`
+next to the output folder (so the site folder holds the site only: nothing to
+skip when publishing, serving or zipping it), and each successful build
+prunes the entries it did not use: it holds exactly the last build's hosts
+and runs. `--cache-dir DIR` keeps it elsewhere, shared by builds and never
+pruned (delete it at will). Files are shared with the site by hard link
+where the file system allows.
+
+Trust: entries are pickles of reportgen's own dataclasses, written by
+reportgen. Loading a pickle runs code named in it, so the cache folder must
+be writable only by whoever runs the build (as the site folder itself). An
+entry that cannot be read (truncated, corrupt, from another version) is
+ignored with a warning and the host is rebuilt; the cache never fails a
+build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import fsspec
+
+from reportgen.loaders.logdir import HostFile, file_name, store_checksum
+from reportgen.pipeline.host_stage import (
+    CONTENT_HASH,
+    HostOutcome,
+    HostTask,
+    code_fingerprint,
+    list_files,
+    site_fingerprint,
+)
+
+CACHE_FORMAT = 1
+CACHE_SUFFIX = ".reportgen-cache"  # `.<site name><suffix>`, beside the site
+OUTCOME_FILE = "outcome.pickle"
+RUN_FILE = "run.pickle"
+FILES_FOLDER = "files"
+MEMO_FILE = "fingerprints.json"
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _memo_key(path: str) -> str:
+    # The build machine's folders stay out of the site folder, cache included.
+    return hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:32]
+
+
+def is_local(path: str) -> bool:
+    return "://" not in path
+
+
+def hash_file(path: str) -> str:
+    digest = hashlib.new(CONTENT_HASH)
+    with fsspec.open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return f"{CONTENT_HASH}:{digest.hexdigest()}"
+
+
+def remote_checksum(host: HostFile) -> str | None:
+    """The object store's checksum of a remote file (with its size), when it gives one."""
+    if host.checksum:
+        return host.checksum  # from the listing: no request
+    fs, stripped = fsspec.core.url_to_fs(host.path)
+    return store_checksum(fs, fs.info(stripped))
+
+
+def legacy_fingerprint(host: HostFile) -> str:
+    """An older profiler's host is several per-tool files: the key covers each one's name and content."""
+    digest = hashlib.new(CONTENT_HASH)
+    for path in host.legacy:
+        digest.update(file_name(path).encode() + b"\0" + hash_file(path).encode() + b"\0")
+    return f"legacy-{CONTENT_HASH}:{digest.hexdigest()}"
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        target.unlink()
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or one without hard links
+        shutil.copyfile(source, target)
+
+
+def link_tree(source: Path, target: Path) -> None:
+    for rel in list_files(str(source)):
+        link_or_copy(source / rel, target / rel)
+
+
+def default_cache_dir(site: Path) -> Path:
+    site = site.resolve()
+    return site.with_name(f".{site.name}{CACHE_SUFFIX}")
+
+
+class HostCache:
+    """Lookups and stores of one build in the cache folder `root`."""
+
+    def __init__(self, root: Path, settings: dict | None = None):
+        self.root = root
+        self.settings = dict(settings or {})
+        self.warnings: list[str] = []
+        self._code = code_fingerprint()
+        self._memo = self._read_memo()
+        self._fingerprints: dict[int, str] = {}  # task index → content key, once known
+        self._used: set[Path] = set()  # entries this build read or wrote
+        self._memo_used: set[str] = set()
+
+    # keys -------------------------------------------------------------
+
+    def prefix(self, task: HostTask) -> str:
+        return _digest(CACHE_FORMAT, self._code, task.run, task.host.host, task.shown_path, self.settings)[:40]
+
+    def _entry_dir(self, task: HostTask, fingerprint: str) -> Path:
+        name = hashlib.sha256(fingerprint.encode()).hexdigest()[:40]
+        return self.root / "hosts" / self.prefix(task) / name
+
+    def _may_hit(self, task: HostTask) -> bool:
+        return (self.root / "hosts" / self.prefix(task)).is_dir()
+
+    def needs_worker_hash(self, task: HostTask) -> bool:
+        """True when the content key is not known yet and is the hash of the bytes the worker reads."""
+        return task.index not in self._fingerprints
+
+    # fingerprints -----------------------------------------------------
+
+    def _read_memo(self) -> dict[str, list]:
+        try:
+            memo = json.loads((self.root / MEMO_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            self.warnings.append(f"ignoring the cache's fingerprint memo {self.root / MEMO_FILE}: {exc}")
+            return {}
+        if isinstance(memo, dict) and memo.get("format") == CACHE_FORMAT and isinstance(memo.get("files"), dict):
+            return memo["files"]
+        return {}
+
+    @staticmethod
+    def _stat_key(path: str) -> list | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
+
+    def fingerprint(self, task: HostTask) -> str:
+        """The content key of a host file, reading it only when nothing cheaper tells."""
+        path = task.host.path
+        if task.host.legacy:
+            return legacy_fingerprint(task.host)
+        if is_local(path):
+            self._memo_used.add(_memo_key(path))
+            stat = self._stat_key(path)
+            memo = self._memo.get(_memo_key(path))
+            if stat is not None and isinstance(memo, list) and len(memo) == 2 and memo[0] == stat:
+                return str(memo[1])
+            value = hash_file(path)
+            if stat is not None and stat == self._stat_key(path):
+                self._memo[_memo_key(path)] = [stat, value]
+            return value
+        return remote_checksum(task.host) or hash_file(path)
+
+    def learn(self, task: HostTask, outcome: HostOutcome, stat_before: list | None) -> None:
+        """Remember the content hash a worker computed (when the file did not change meanwhile)."""
+        if outcome.content_hash is None:
+            return
+        self._fingerprints[task.index] = outcome.content_hash
+        path = task.host.path
+        if is_local(path) and stat_before is not None and stat_before == self._stat_key(path):
+            self._memo[_memo_key(path)] = [stat_before, outcome.content_hash]
+            self._memo_used.add(_memo_key(path))
+
+    def save_memo(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = self.root / f".{MEMO_FILE}.{uuid.uuid4().hex}"
+            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "files": self._memo}), encoding="utf-8")
+            os.replace(tmp, self.root / MEMO_FILE)
+        except OSError as exc:
+            self.warnings.append(f"cannot write the cache's fingerprint memo in {self.root}: {exc}")
+
+    # entries ----------------------------------------------------------
+
+    def lookup(self, task: HostTask, out_dir: Path) -> HostOutcome | None:
+        """The cached result of `task`, its files linked into `out_dir`; None on a miss.
+
+        Without any entry for this run/host/code, the file is not even hashed:
+        the worker does it while decoding.
+        """
+        if not self._may_hit(task):
+            # A store's checksum costs nothing: key by it now. A local file is
+            # hashed by the worker, from the bytes it reads anyway; the small
+            # per-tool files of an older profiler are hashed here (the worker
+            # reads them with their own loaders).
+            checksum = None if is_local(task.host.path) else task.host.checksum
+            if task.host.legacy:
+                try:
+                    checksum = legacy_fingerprint(task.host)
+                except OSError:
+                    checksum = None
+            if checksum is not None:
+                self._fingerprints[task.index] = checksum
+            return None
+        try:
+            fingerprint = self.fingerprint(task)
+        except OSError as exc:
+            self.warnings.append(f"{task.shown_path}: cannot fingerprint for the cache ({exc}); rebuilding it")
+            return None
+        self._fingerprints[task.index] = fingerprint
+        entry = self._entry_dir(task, fingerprint)
+        if not (entry / OUTCOME_FILE).is_file():
+            return None
+        outcome = self._load(entry, task)
+        if outcome is None:
+            return None
+        try:
+            if (entry / FILES_FOLDER).is_dir():
+                link_tree(entry / FILES_FOLDER, out_dir)
+        except OSError as exc:
+            self.warnings.append(f"{task.shown_path}: cannot restore cached files ({exc}); rebuilding it")
+            shutil.rmtree(out_dir, ignore_errors=True)
+            return None
+        self._used.add(entry)
+        return outcome
+
+    def _load(self, entry: Path, task: HostTask) -> HostOutcome | None:
+        try:
+            with open(entry / OUTCOME_FILE, "rb") as handle:
+                outcome = pickle.load(handle)
+            if not isinstance(outcome, HostOutcome):
+                raise TypeError(f"holds a {type(outcome).__name__}, not a host result")
+            if outcome.error is not None or (outcome.run, outcome.host, outcome.path) != (
+                task.run, task.host.host, task.shown_path
+            ):
+                raise ValueError("is for another host")
+            missing = [rel for rel in outcome.files if not (entry / FILES_FOLDER / rel).is_file()]
+            if missing:
+                raise FileNotFoundError(f"misses {len(missing)} of its files (first: {missing[0]})")
+        except Exception as exc:  # noqa: BLE001 (any unreadable entry is ignored, never fatal)
+            self.warnings.append(
+                f"{task.shown_path}: ignoring an unreadable cache entry {entry} "
+                f"({type(exc).__name__}: {exc}); rebuilding this host"
+            )
+            return None
+        outcome.cached = True
+        outcome.timings = {}
+        outcome.peak_rss = 0
+        return outcome
+
+    def store(self, task: HostTask, outcome: HostOutcome, out_dir: Path) -> None:
+        """Keep a freshly computed, successful result with its files (hard links when possible)."""
+        fingerprint = self._fingerprints.get(task.index)
+        if outcome.error is not None or outcome.file_errors or fingerprint is None:
+            return  # a host with a bad file is built again (and its files named again) until fixed
+        entry = self._entry_dir(task, fingerprint)
+        kept = dataclasses.replace(outcome, timings={}, payload=None, code=None, cached=False,
+                                   content_hash=None, peak_rss=0, local_error=None)
+
+        def fill(tmp: Path) -> None:
+            for rel in outcome.files:
+                link_or_copy(out_dir / rel, tmp / FILES_FOLDER / rel)
+            with open(tmp / OUTCOME_FILE, "wb") as handle:
+                pickle.dump(kept, handle, protocol=pickle.HIGHEST_PROTOCOL)
+
+        self._write_entry(entry, fill, f"{task.shown_path}: cannot store in the cache")
+
+    def _write_entry(self, entry: Path, fill, failure: str) -> None:
+        """Write an entry in a temporary folder, then move it into place whole."""
+        tmp = entry.with_name(f".{entry.name}.{uuid.uuid4().hex}")
+        try:
+            tmp.mkdir(parents=True)
+            fill(tmp)
+            if entry.exists():
+                shutil.rmtree(entry)
+            os.replace(tmp, entry)
+            self._used.add(entry)
+        except Exception as exc:  # noqa: BLE001 (a full disk or an unpicklable part must not fail the build)
+            shutil.rmtree(tmp, ignore_errors=True)
+            self.warnings.append(f"{failure} {self.root} ({type(exc).__name__}: {exc})")
+
+    # runs -------------------------------------------------------------
+
+    def run_key(self, run: str, tasks: list[HostTask], outcomes: list[HostOutcome], assets: Any) -> str | None:
+        """The key of a run's pages, or None when they must be rendered (a host failed or was not hashed)."""
+        if not tasks or any(o.error is not None or o.file_errors for o in outcomes):
+            return None
+        prints = [self._fingerprints.get(t.index) for t in tasks]
+        if any(p is None for p in prints):
+            return None
+        hosts = [(t.shown_path, t.host.host, p) for t, p in zip(tasks, prints)]
+        return _digest(CACHE_FORMAT, site_fingerprint(), run, hosts, dict(assets), self.settings)[:40]
+
+    def lookup_run(self, key: str, run_dir: Path) -> tuple[Any, Any] | None:
+        """(summary block, index row) of a run rendered before, its folder linked into `run_dir`."""
+        entry = self.root / "runs" / key
+        if not (entry / RUN_FILE).is_file():
+            return None
+        try:
+            with open(entry / RUN_FILE, "rb") as handle:
+                block, row, files = pickle.load(handle)
+            missing = [rel for rel in files if not (entry / FILES_FOLDER / rel).is_file()]
+            if missing:
+                raise FileNotFoundError(f"misses {len(missing)} of its files (first: {missing[0]})")
+        except Exception as exc:  # noqa: BLE001 (any unreadable entry is ignored, never fatal)
+            self.warnings.append(f"ignoring an unreadable cache entry {entry} ({type(exc).__name__}: {exc}); "
+                                 "rendering this run again")
+            return None
+        try:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            link_tree(entry / FILES_FOLDER, run_dir)
+        except OSError as exc:
+            self.warnings.append(f"cannot restore the cached pages from {entry} ({exc}); rendering again")
+            shutil.rmtree(run_dir, ignore_errors=True)
+            return None
+        self._used.add(entry)
+        return block, row
+
+    def store_run(self, key: str, run_dir: Path, block: Any, row: Any) -> None:
+        def fill(tmp: Path) -> None:
+            files = list_files(str(run_dir))
+            for rel in files:
+                link_or_copy(run_dir / rel, tmp / FILES_FOLDER / rel)
+            with open(tmp / RUN_FILE, "wb") as handle:
+                pickle.dump((block, row, files), handle, protocol=pickle.HIGHEST_PROTOCOL)
+
+        self._write_entry(self.root / "runs" / key, fill, "cannot store a run's pages in the cache")
+
+    # pruning ----------------------------------------------------------
+
+    def prune(self) -> None:
+        """Drop the entries this build did not use (the cache beside a site holds that site's build only)."""
+        try:
+            for kind, depth in (("hosts", 2), ("runs", 1)):
+                folder = self.root / kind
+                if not folder.is_dir():
+                    continue
+                entries = folder.glob("/".join(["*"] * depth))
+                for entry in entries:
+                    if entry.is_dir() and entry not in self._used:
+                        shutil.rmtree(entry, ignore_errors=True)
+                for prefix in folder.iterdir() if depth == 2 else ():
+                    if prefix.is_dir() and not any(prefix.iterdir()):
+                        prefix.rmdir()
+            self._memo = {k: v for k, v in self._memo.items() if k in self._memo_used}
+        except OSError as exc:
+            self.warnings.append(f"cannot prune the cache {self.root} ({exc})")

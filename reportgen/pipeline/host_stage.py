@@ -1,0 +1,285 @@
+"""The per-host stage: read one host file, decode it and its HLO modules, run every section's `host_part`.
+
+This is the unit of work that runs in a worker process or on a Dask worker.
+Its result, `HostOutcome`, is what travels back: the host's summary, each
+section's small per-host part, the stage timings, and the list of files the
+sections wrote into the host's own output folder (see
+`reportgen/core/host.py`). The decoded capture never leaves the worker.
+Hosts of older profilers go through `reportgen.legacy.host_stage` instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from reportgen import __version__
+from reportgen.capture import HostCapture
+from reportgen.core.host import HostContext
+from reportgen.errors import CaptureError
+from reportgen.legacy.host_stage import process_legacy_host
+from reportgen.loaders.hlo import hlo_modules
+from reportgen.loaders.logdir import HostFile, file_name, read_file
+from reportgen.loaders.xspace import decode_xspace
+from reportgen.pipeline.timings import peak_rss_bytes
+from reportgen.sections.base import HostSummary
+from reportgen.sections.registry import SECTIONS
+
+CONTENT_HASH = "sha256"
+
+
+@dataclass(frozen=True)
+class HostTask:
+    """One host file of one run, as the build names it."""
+
+    index: int  # position in the build's host order: outputs are merged in this order
+    run: str  # the run's name in the site (unique across logdirs)
+    host: HostFile
+    trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
+
+    @property
+    def shown_path(self) -> str:
+        """How the host file is named in the site: `<run>/<file name>`.
+
+        The site is published and shared; the build machine's folders are not
+        part of it.
+        """
+        return f"{self.run}/{file_name(self.host.path)}"
+
+
+@dataclass
+class HostOutcome:
+    run: str
+    host: str
+    path: str  # shown path, `<run>/<file name>`
+    summary: HostSummary | None = None
+    parts: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # as the site shows it: paths relative to the logdir
+    local_error: str | None = None  # for the terminal: the path as the user gave it
+    # Files of an older profiler's host that could not be read while its other
+    # files built (or, when the host failed, beyond the one `error` names):
+    # {"path", "message", "local_message"}, as `error` and `local_error` name theirs.
+    file_errors: list[dict] = field(default_factory=list)
+    # Files the sections wrote, relative to the site root, sorted.
+    files: list[str] = field(default_factory=list)
+    # Stage seconds on the worker (`host.read`, `host.decode`, `host.<slug>`, …).
+    timings: dict[str, float] = field(default_factory=dict)
+    content_hash: str | None = None  # `sha256:<hex>` of the file's bytes, when asked for
+    # Set by the Dask wrapper only: the files themselves, and the worker's code.
+    payload: list[tuple[str, bytes]] | None = None
+    code: str | None = None
+    cached: bool = False  # filled from the rebuild cache, not computed in this build
+    peak_rss: int = 0  # of the process that ran the stage, in bytes
+
+
+PACKAGE = Path(__file__).resolve().parent.parent  # the reportgen package
+
+
+def package_fingerprint(root: Path, patterns: tuple[str, ...]) -> str:
+    """Hash of reportgen's version and of every file of the package matching `patterns`."""
+    digest = hashlib.sha256(__version__.encode())
+    files = sorted({path for pattern in patterns for path in root.rglob(pattern)})
+    for path in files:
+        if "__pycache__" in path.parts or not path.is_file():
+            continue
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Every Python module of the package: what the per-host results depend on.
+
+    Any change to the code invalidates cached host results, and a Dask worker
+    running other code than the client is refused.
+    """
+    return package_fingerprint(PACKAGE, ("*.py",))
+
+
+@lru_cache(maxsize=1)
+def site_fingerprint() -> str:
+    """The code plus the templates and static files: what a run's pages depend on."""
+    return package_fingerprint(PACKAGE, ("*.py", "templates/*", "static/*"))
+
+
+def summarize_host(ctx: HostContext, shown_path: str) -> HostSummary:
+    capture = ctx.capture
+    first, last = capture.time_span_ps()
+    env = ctx.op_stats.environment
+    return HostSummary(
+        host=ctx.host,
+        path=shown_path,
+        size_bytes=capture.size_bytes,
+        planes=len(capture.planes),
+        lines=len(capture.lines),
+        events=capture.event_count,
+        duration_ps=last - first,
+        device_type=env.device_type,
+        device_core_count=env.device_core_count,
+    )
+
+
+def _without_local_paths(message: str, host: HostFile, shown: str) -> str:
+    run_dir = host.path.rstrip("/").rsplit("/", 1)[0]
+    return message.replace(host.path, shown).replace(run_dir, shown.rsplit("/", 1)[0])
+
+
+def _file_error(exc: CaptureError, host: HostFile, shown: str) -> dict:
+    """One bad file of an older profiler's host, named as the site and the terminal name it."""
+    local = f"{exc.path}: {exc.problem}"
+    return {"path": f"{shown.rsplit('/', 1)[0]}/{file_name(exc.path)}",
+            "message": _without_local_paths(local, host, shown), "local_message": local}
+
+
+class _BackgroundHash:
+    """sha256 of the file's bytes on a second thread while the decoder runs.
+
+    hashlib releases the GIL on large buffers, so on a multi-core machine the
+    hash of a cold file costs (almost) no wall time.
+    """
+
+    def __init__(self, data: bytes):
+        self._digest = hashlib.new(CONTENT_HASH)
+        self._thread = threading.Thread(target=self._digest.update, args=(data,), daemon=True)
+        self._thread.start()
+
+    def result(self) -> str:
+        self._thread.join()
+        return f"{CONTENT_HASH}:{self._digest.hexdigest()}"
+
+
+def list_files(root: str) -> list[str]:
+    """Files under `root`, relative to it with `/`, sorted."""
+    found = []
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        rel = os.path.relpath(folder, root)
+        for name in sorted(names):
+            found.append(name if rel == "." else f"{Path(rel).as_posix()}/{name}")
+    return found
+
+
+def host_context(run: str, capture: HostCapture, out_dir: str, trace_format: str = "json") -> HostContext:
+    """What the sections see of a decoded host: the capture and its HLO modules, parsed once here."""
+    return HostContext(run=run, host=capture.host, capture=capture, site_dir=out_dir,
+                       hlo_modules=hlo_modules(capture), trace_format=trace_format)
+
+
+def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> HostOutcome:
+    """Decode one host file and run every section's per-host stage.
+
+    Files the sections write go under `out_dir` (the host's own output
+    folder, laid out like the site). Errors are returned in the outcome,
+    never raised: one bad host must not take the others down.
+    """
+    host = task.host
+    shown = task.shown_path
+    outcome = HostOutcome(run=task.run, host=host.host, path=shown)
+    timings = outcome.timings
+
+    def timed(stage: str, started: float) -> float:
+        now = time.perf_counter()
+        timings[stage] = timings.get(stage, 0.0) + now - started
+        return now
+
+    try:
+        clock = time.perf_counter()
+        if host.legacy:
+            # Per-tool files of older profilers: no XSpace to decode; their
+            # timeline files are exported into the host's output folder.
+            summary, parts, bad = process_legacy_host(host, shown, task.run, out_dir, task.trace_format)
+            timed("host.legacy", clock)
+            if len(bad) == len(host.legacy):  # not one of its files could be read: the host failed
+                outcome.file_errors = [_file_error(e, host, shown) for e in bad[1:]]
+                raise bad[0]
+            outcome.summary, outcome.parts = summary, parts
+            outcome.file_errors = [_file_error(e, host, shown) for e in bad]
+            if os.path.isdir(out_dir):
+                outcome.files = list_files(out_dir)
+            outcome.peak_rss = peak_rss_bytes()
+            return outcome
+        try:
+            data = read_file(host.path)
+        except OSError as exc:
+            raise CaptureError(host.path, f"cannot be read ({exc.strerror or exc})") from exc
+        clock = timed("host.read", clock)
+        hashing = _BackgroundHash(data) if hash_content else None
+        capture = decode_xspace(host.path, data, host=host.host)
+        if len(capture.planes) == 0:
+            raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
+        clock = timed("host.decode", clock)
+        if hashing is not None:
+            outcome.content_hash = hashing.result()
+            clock = timed("host.hash (beyond decode)", clock)
+        del data
+        ctx = host_context(task.run, capture, out_dir, task.trace_format)
+        # The shared core (HLO modules, event table, step grouping, OpStats)
+        # that every tool reads: timed on its own so that it does not hide in
+        # the first section to ask for it.
+        ctx.op_stats  # noqa: B018
+        clock = timed("host.core", clock)
+        outcome.summary = summarize_host(ctx, shown)
+        clock = timed("host.summary", clock)
+        for section in SECTIONS:
+            part = section.host_part(ctx)
+            clock = timed(f"host.{section.slug}", clock)
+            if part is not None:
+                outcome.parts[section.slug] = part
+    except CaptureError as exc:
+        # An older profiler's host has several files: the error names the one at fault.
+        bad = exc.path if host.legacy and exc.path in host.legacy else host.path
+        outcome.local_error = f"{bad}: {exc.problem}"
+        if bad != host.path:
+            outcome.path = f"{task.run}/{file_name(bad)}"
+    except Exception as exc:  # a bug must not take the other hosts down with it
+        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        outcome.local_error = f"{host.path}: internal error while processing this host: {detail}"
+    if outcome.local_error is not None:
+        outcome.error = _without_local_paths(outcome.local_error, host, shown)
+    if outcome.error is None and os.path.isdir(out_dir):
+        outcome.files = list_files(out_dir)
+    outcome.peak_rss = peak_rss_bytes()
+    return outcome
+
+
+def process_host_remote(task: HostTask, hash_content: bool = False) -> HostOutcome:
+    """The host stage on a Dask worker: outputs travel back as bytes with the result.
+
+    The worker reads the host file from its URL itself; its output folder is
+    worker-local scratch space, removed before returning.
+    """
+    scratch = tempfile.mkdtemp(prefix="reportgen-host-")
+    try:
+        outcome = process_host(task, scratch, hash_content)
+        outcome.payload = [(rel, Path(scratch, rel).read_bytes()) for rel in outcome.files]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    outcome.code = code_fingerprint()
+    return outcome
+
+
+def warm_up() -> None:
+    """Load the compiled decoder (numba's on-disk cache) once, by decoding the bundled sample.
+
+    Run in the process that forks the build's workers, so that each worker
+    starts with the decoder ready instead of loading it again (≈ 1 s each).
+    """
+    from importlib import resources
+
+    sample = resources.files("reportgen").joinpath("sample", "plugins", "profile", "tf_keras_fast", "vm.xplane.pb")
+    try:
+        data = sample.read_bytes()
+    except OSError:
+        return
+    decode_xspace("warm-up", data, host="warm-up")

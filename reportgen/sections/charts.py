@@ -1,0 +1,41 @@
+"""The stacked step-time chart, one for every page that shows steps (overview, input pipeline, older captures)."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from reportgen.sections.vega import vega_spec
+
+
+def step_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict | None:
+    """Step time per step, stacked by category in the order of `labels` (XProf's step-time graph).
+
+    `steps`: one row per step with `step_name`, `step_time_ms` and one column (ms) per key of `labels`.
+    None when there is no step.
+    """
+    if steps.empty:
+        return None
+    order = list(labels.values())
+    wide = steps[["step_name", "step_time_ms", *labels]].rename(columns=labels)
+    wide = wide.rename(columns={"step_name": "Step", "step_time_ms": "Step time"})
+    wide["Step"] = wide["Step"].astype(str)
+    wide["order"] = range(len(wide))
+    tooltip = [alt.Tooltip("Step:N"), alt.Tooltip("Step time:Q", title="Step time (ms)", format=",.2f"),
+               alt.Tooltip("Category:N"), alt.Tooltip("ms:Q", title="This category (ms)", format=",.2f")]
+    tooltip += [alt.Tooltip(f"{label}:Q", title=f"{label} (ms)", format=",.2f") for label in order]
+    chart = (
+        alt.Chart(wide)
+        .transform_fold(order, as_=["Category", "ms"])
+        .transform_calculate(cat_order=f"indexof({order!r}, datum.Category)")
+        .mark_bar()
+        .encode(
+            x=alt.X("Step:N", sort=alt.SortField("order"), title="Step"),
+            y=alt.Y("ms:Q", stack="zero", title="Time (ms)"),
+            color=alt.Color("Category:N", sort=order, scale=alt.Scale(domain=order), title="Category"),
+            order=alt.Order("cat_order:Q"),
+            tooltip=tooltip,
+        )
+        .properties(width=max(300, min(1100, 40 * len(wide))), height=300)
+    )
+    return vega_spec(chart)

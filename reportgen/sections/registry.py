@@ -1,0 +1,38 @@
+"""Every tool section of the site, in page order: the list the build runs."""
+
+from __future__ import annotations
+
+from reportgen.legacy.sections import LEGACY_SECTIONS
+from reportgen.sections.base import Section
+from reportgen.sections.hlo_stats import HloStatsSection
+from reportgen.sections.input_pipeline import InputPipelineSection
+from reportgen.sections.inventory import InventorySection
+from reportgen.sections.kernel_stats import KernelStatsSection
+from reportgen.sections.memory_profile import MemoryProfileSection
+from reportgen.sections.memory_viewer import MemoryViewerSection
+from reportgen.sections.op_profile import OpProfileSection
+from reportgen.sections.overview import OverviewSection
+from reportgen.sections.pod_viewer import PodViewerSection
+from reportgen.sections.roofline import RooflineSection
+from reportgen.sections.tf_stats import TfStatsSection
+from reportgen.sections.trace import TraceSection
+
+SECTIONS: list[Section] = [
+    InventorySection(),
+    # Runs from older profilers: per-tool files and ProfilerHook timelines
+    # (their memory viewer and trace share the sections below).
+    *LEGACY_SECTIONS,
+    OverviewSection(),
+    InputPipelineSection(),
+    TfStatsSection(),
+    KernelStatsSection(),
+    OpProfileSection(),
+    HloStatsSection(),
+    RooflineSection(),
+    MemoryProfileSection(),
+    MemoryViewerSection(),
+    PodViewerSection(),
+    TraceSection(),
+]
+
+__all__ = ["SECTIONS"]

@@ -9,13 +9,15 @@ new one compare side by side.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import altair as alt
 import pandas as pd
 
+from reportgen.core.input.advice import in_our_words
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.core.tools.overview import dominant_category
 from reportgen.legacy.memory_viewer import legacy_memory_viewer
 from reportgen.legacy.step_stats import LegacyTimeline
 from reportgen.legacy.tool_files import (
@@ -133,6 +135,10 @@ class LegacyOverviewSection(LegacySection):
             if getattr(o, key) is not None:
                 block[key] = getattr(o, key)
         block["device_type"] = o.device_type
+        # The run's answer (sections/verdict.py) reads these as it reads an XSpace run's.
+        if len(o.steps) or o.step_time is not None:
+            block["statement"] = o.statement
+            block["bottleneck"] = dominant_category(o.breakdown_ms or {})
         return block
 
     def panel(self, host: str, o: LegacyOverview, page) -> dict:
@@ -155,6 +161,7 @@ class LegacyInputPipelineSection(LegacySection):
 
     def panel(self, host: str, p: LegacyInputPipeline, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__input_ops.csv", p.input_ops)
+        p = replace(p, next_step=in_our_words(p.next_step, on_input_page=True))
         return {"p": p, "chart": _step_chart(p.steps), "ops": _table(p.input_ops, f"inops-{_safe(host)}"),
                 "host_ms": {k: v / 1e3 for k, v in p.host_us.items()}}
 
@@ -298,12 +305,13 @@ class LegacyPodViewerSection(LegacySection):
 
 
 class LegacyRunSection(Section):
-    """The run page of an older capture: each host's device and the files
+    """The inventory page of an older capture: each host's device and the files
     read for it (the richest per tool), in place of the XSpace inventory."""
 
     slug = "legacy_run"
-    title = "Run"
+    title = "Inventory"
     listed = False
+    nav_page = "inventory.html"
 
     def combine(self, run: RunContext, parts: dict[str, Any]) -> dict | None:
         if set(run.host_names) - set(parts):
@@ -316,8 +324,7 @@ class LegacyRunSection(Section):
         for h in run.hosts:
             device = h.device_type + (f" × {h.device_core_count}" if h.device_core_count else "")
             hosts.append({"host": h.host, "device": device, "files": data["hosts"].get(h.host, [])})
-        tools = [n for n in page.nav if n["href"] != "index.html"]
-        page.write_html("index.html", "legacy_index.html", hosts=hosts, errors=run.errors, tools=tools)
+        page.write_html("inventory.html", "legacy_inventory.html", hosts=hosts)
 
 
 LEGACY_SECTIONS: list[Section] = [

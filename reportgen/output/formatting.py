@@ -1,4 +1,14 @@
-"""Number formatting for pages (Jinja filters), so templates never compute."""
+"""Number formatting for every page (Jinja filters), the Markdown summary and the terminal.
+
+One voice: each kind of quantity has one unit system, stated in every page's
+footer (`UNITS_NOTE`) and used by `reportgen.js`'s `fmt` helper the same way:
+
+- sizes and bandwidths in binary units (1 KiB = 1,024 bytes; GiB/s): the
+  memory pages, XProf's roofline and HLO stats already speak GiB;
+- FLOP rates in decimal units (1 TFLOP/s = 10^12 FLOP/s), as peak rates are
+  quoted;
+- times in the unit that reads best (ms in step times, µs in op tables).
+"""
 
 from __future__ import annotations
 
@@ -38,6 +48,45 @@ def fmt_bytes(value) -> str:
             return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
         value /= 1024
     return f"{value:,.1f} TiB"
+
+
+BINARY_PREFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi")
+DECIMAL_PREFIXES = ("", "k", "M", "G", "T", "P", "E")
+UNITS_NOTE = ("Sizes and bandwidths in binary units (1 GiB = 2³⁰ bytes, GiB/s); "
+              "FLOP rates in decimal units (1 TFLOP/s = 10¹² FLOP/s).")
+
+
+def _scaled(value: float, prefixes: tuple[str, ...], base: int, unit: str, below: float) -> str:
+    """`value` with the largest prefix that leaves it under `below`."""
+    for prefix in prefixes:
+        if abs(value) < below or prefix == prefixes[-1]:
+            return f"{value:,.{1 if abs(value) >= 10 or value == 0 else 2}f} {prefix}{unit}"
+        value /= base
+    raise AssertionError("unreachable")
+
+
+def fmt_bandwidth(bytes_per_second) -> str:
+    """A bandwidth in bytes per second, in binary units: `1,525.5 GiB/s`."""
+    if _missing(bytes_per_second):
+        return "–"
+    return _scaled(float(bytes_per_second), BINARY_PREFIXES, 1024, "B/s", 10 * 1024)  # 1,525.5 GiB/s
+
+
+def fmt_flop_rate(flop_per_second) -> str:
+    """A FLOP rate in FLOP per second, in decimal units: `918.0 TFLOP/s`."""
+    if _missing(flop_per_second):
+        return "–"
+    return _scaled(float(flop_per_second), DECIMAL_PREFIXES, 1000, "FLOP/s", 1000)
+
+
+def fmt_gflops(value) -> str:
+    """A rate given in GFLOP/s (XProf's unit in its tables), in the unit that reads best."""
+    return "–" if _missing(value) else fmt_flop_rate(float(value) * 1e9)
+
+
+def fmt_gib_per_s(value) -> str:
+    """A bandwidth given in GiB/s (XProf's unit in its tables), in the unit that reads best."""
+    return "–" if _missing(value) else fmt_bandwidth(float(value) * 2**30)
 
 
 def fmt_duration_ps(value) -> str:
@@ -115,4 +164,8 @@ FILTERS = {
     "ratio": fmt_ratio,
     "p_value": fmt_p_value,
     "problem": problem_text,
+    "bandwidth": fmt_bandwidth,
+    "flop_rate": fmt_flop_rate,
+    "gflops": fmt_gflops,
+    "gib_per_s": fmt_gib_per_s,
 }

@@ -25,7 +25,7 @@ import orjson
 import pandas as pd
 
 from reportgen import __version__
-from reportgen.output.formatting import FILTERS
+from reportgen.output.formatting import FILTERS, UNITS_NOTE
 
 VEGA_LITE_VERSION = "6.4"  # the schema Altair 6 writes
 
@@ -108,6 +108,24 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     "op_profile_js": ("op-profile", "op_profile.js"),
 }
 
+# The list of the site's runs and their pages, for every run page's run switcher. Written by each build (never
+# content-hashed: pages reused from the rebuild cache must see the runs of the build that reused them).
+RUNS_SCRIPT = "assets/runs.js"
+
+
+def write_runs_script(site_dir: Path, runs: list[dict]) -> None:
+    """`runs`: {"name", "folder" (URL-quoted), "pages" (file names)} per run, in site order."""
+    payload = _json_text({"runs": runs})
+    # JSON inside a classic script (pages are opened from file://, where fetch() is blocked): escape what could end
+    # the script or open markup.
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                         ("\u2029", "\\u2029")):
+        payload = payload.replace(raw, escaped)
+    target = site_dir / RUNS_SCRIPT
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(f"window.reportgenRuns = {payload};\n", encoding="utf-8")
+
+
 # Asset key → path relative to the site root. Names are content-hashed, so
 # browsers (and buckets with long cache lifetimes) never serve a stale copy.
 Assets = dict
@@ -166,6 +184,7 @@ class PageWriter:
     folder: str = ""  # relative to the site root; "" for the root
     nav: list[dict] = field(default_factory=list)
     run: str | None = None
+    hosts: list[str] = field(default_factory=list)  # the run's hosts, named in every page's header
 
     @property
     def prefix(self) -> str:
@@ -185,6 +204,9 @@ class PageWriter:
             assets={k: root + v for k, v in self.assets.items()},
             nav=self.nav,
             run=self.run,
+            run_hosts=self.hosts,
+            runs_script=RUNS_SCRIPT,
+            units_note=UNITS_NOTE,
             generator=f"reportgen {__version__}",
             page=relative,
             **context,

@@ -25,13 +25,15 @@ from urllib.parse import quote
 from reportgen import __version__
 from reportgen.errors import NoCapturesError
 from reportgen.loaders.logdir import RunSource, discover, merge_same_folder
-from reportgen.output.site import PageWriter, SiteTransaction, write_assets
+from reportgen.output.site import PageWriter, SiteTransaction, write_assets, write_runs_script
 from reportgen.pipeline.cache import HostCache, default_cache_dir
 from reportgen.pipeline.host_stage import HostOutcome, HostTask
 from reportgen.pipeline.progress import BuildProgress
 from reportgen.pipeline.timings import Timings, peak_rss_bytes
-from reportgen.sections.base import HostSummary, RunContext
+from reportgen.sections.base import RunContext
 from reportgen.sections.registry import SECTIONS
+from reportgen.sections.site_index import site_index_context
+from reportgen.sections.verdict import index_row, run_verdict
 
 SUMMARY_SCHEMA = 1
 
@@ -239,13 +241,9 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
         root = PageWriter(site_dir=site_dir, assets=assets)
         with timings.stage("site index"):
-            root.write_html(
-                "index.html",
-                "site_index.html",
-                runs=run_rows,
-                host_total=sum(len(r["hosts"]) for r in run_rows),
-                errors=site_errors,
-            )
+            write_runs_script(site_dir, [{"name": r["name"], "folder": quote(r["name"]), "pages": r["pages"]}
+                                         for r in run_rows])
+            root.write_html("index.html", "site_index.html", errors=site_errors, **site_index_context(run_rows))
         summary_doc = {
             "schema": SUMMARY_SCHEMA,
             "generator": f"reportgen {__version__}",
@@ -352,17 +350,16 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
         for s in SECTIONS
         if s.listed and s.slug in computed
     ]
-    nav = [{"title": "Run", "href": "index.html"}, *tools]
-    page = PageWriter(site_dir=site_dir, assets=assets, folder=name, nav=nav, run=name)
+    extra = [{"title": s.title, "href": s.nav_page} for s in SECTIONS if s.nav_page and s.slug in computed]
+    nav = [{"title": "Summary", "href": "index.html"}, *tools, *extra]
+    page = PageWriter(site_dir=site_dir, assets=assets, folder=name, nav=nav, run=name,
+                      hosts=[h.host for h in run_ctx.hosts])
     (site_dir / name).mkdir(parents=True, exist_ok=True)
     run_summary: dict[str, Any] = {
         "hosts": [o.host for o in good],
         "errors": errors,
         "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
     }
-    if "inventory" not in computed and "legacy_run" not in computed:
-        # Every host failed: the run page still says so.
-        page.write_html("index.html", "run_index.html", hosts=[], errors=errors, tools=tools)
     for section in SECTIONS:
         if section.slug not in computed:
             continue
@@ -375,23 +372,14 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
                 run_summary[key].update(block)
             else:
                 run_summary[key] = block
-    row = {
-        "name": name,
-        "href": quote(name) + "/index.html",
-        "hosts": run_ctx.hosts,
-        "errors": errors,
-        "device": _device_label(run_ctx.hosts),
-        "duration_ps": max((h.duration_ps for h in run_ctx.hosts), default=0),
-        "planes": sum(h.planes for h in run_ctx.hosts),
-        "events": sum(h.events for h in run_ctx.hosts),
-        "tools": [{"title": t["title"], "href": quote(name) + "/" + t["href"]} for t in tools],
-    }
+    with timings.stage("render.summary"):
+        # The run's answer, drawn from the summary blocks the sections just wrote (findings arrive with them).
+        page.write_html("index.html", "run_index.html", errors=errors, findings=run_summary.get("findings") or [],
+                        verdict=run_verdict(name, run_summary, run_ctx.hosts, nav))
+    row = index_row(name, quote(name) + "/index.html", run_summary, run_ctx.hosts, errors,
+                    [{"title": t["title"], "href": quote(name) + "/" + t["href"]} for t in tools])
+    row["pages"] = [item["href"] for item in nav]
     return run_summary, row
-
-
-def _device_label(hosts: list[HostSummary]) -> str:
-    labels = sorted({h.device_type + (f" × {h.device_core_count}" if h.device_core_count else "") for h in hosts})
-    return ", ".join(labels) if labels else "–"
 
 
 __all__ = ["BuildOptions", "BuildReport", "build_site", "EXIT_OK", "EXIT_FAILED", "EXIT_PARTIAL"]

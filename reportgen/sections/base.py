@@ -61,9 +61,11 @@ class Section:
 
     slug: str = ""
     title: str = ""
-    # Shown in the run page's tool list; False for sections that only feed
-    # other pages (e.g. the run index itself).
+    # Shown in the run page's tool list (and summary.json's `tools`); False for
+    # sections that only feed other pages or draw the capture inventory.
     listed: bool = True
+    # The page an unlisted section adds to the run's navigation (the inventory), or "".
+    nav_page: str = ""
     # The run's summary.json key for this section's block ("" = the slug).
     # Sections sharing a key (memory profile and memory viewer write
     # `memory`) have their blocks merged.

@@ -3,8 +3,15 @@ rect per time slice, coloured by how much of the slice the line's events cover."
 
 from __future__ import annotations
 
+import re
+
 import altair as alt
 import pandas as pd
+
+# Beyond this many rows a heatmap's labels become unreadable: the threads of one pool (lines named
+# `<pool>/<thread id>`, e.g. `tf_Compute/188715669`) are drawn as one row, their average busy %.
+POOL_ROWS_ABOVE = 40
+_THREAD = re.compile(r"^(?P<pool>.+)/\d+$")
 
 
 def busy_slices(activity: pd.DataFrame) -> pd.DataFrame:
@@ -28,3 +35,25 @@ def busy_heatmap(data_name: str, x: alt.X, sort: list[str] | None, label_limit: 
             alt.Tooltip("busy_percent:Q", title="Busy %", format=".1f"),
         ],
     )
+
+
+def pool_threads(shown: pd.DataFrame, order: list[str]) -> tuple[pd.DataFrame, list[str], int]:
+    """`shown` (rows of busy_slices) with each thread pool's lines as one row when there are many rows:
+    (slices, row order, how many lines were folded into pool rows). A pool row's busy % is its threads' average."""
+    if len(order) <= POOL_ROWS_ABOVE:
+        return shown, order, 0
+    pools: dict[str, list[str]] = {}
+    for label in order:
+        match = _THREAD.match(label)
+        pools.setdefault(match.group("pool") if match else label, []).append(label)
+    rename = {label: f"{pool} ({len(lines)} threads)" for pool, lines in pools.items() if len(lines) > 1
+              for label in lines}
+    if not rename:
+        return shown, order, 0
+    threads = {f"{pool} ({len(lines)} threads)": len(lines) for pool, lines in pools.items() if len(lines) > 1}
+    renamed = shown.assign(label=shown["label"].map(lambda label: rename.get(label, label)))
+    summed = renamed.groupby(["label", "bin_start_ms", "bin_end_ms"], sort=False, as_index=False)["busy_percent"].sum()
+    per_thread = summed["label"].map(lambda label: threads.get(label, 1))
+    summed["busy_percent"] = (summed["busy_percent"] / per_thread).round(2)
+    rows = list(dict.fromkeys(rename.get(label, label) for label in order))
+    return summed, rows, len(rename)

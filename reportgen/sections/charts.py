@@ -5,7 +5,18 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import responsive, vega_spec
+
+# One colour per step-time category on every chart of the site (Tableau 10), whichever categories a chart shows.
+CATEGORY_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+                   "#bab0ac"]
+
+
+def category_color(labels: list[str], shown: list[str]) -> alt.Color:
+    """The colour channel for step-time categories: colours fixed by position in `labels`, legend of `shown`."""
+    return alt.Color("Category:N", sort=shown, title="Category",
+                     scale=alt.Scale(domain=labels, range=CATEGORY_COLORS[:len(labels)]),
+                     legend=alt.Legend(values=shown, labelLimit=300))
 
 
 def step_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict | None:
@@ -16,14 +27,16 @@ def step_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict | None:
     """
     if steps.empty:
         return None
-    order = list(labels.values())
+    # The legend lists the categories some step spends time in; the tooltip still gives every category.
+    every = list(labels.values())
+    order = [label for key, label in labels.items() if (steps[key].fillna(0) > 0).any()] or every
     wide = steps[["step_name", "step_time_ms", *labels]].rename(columns=labels)
     wide = wide.rename(columns={"step_name": "Step", "step_time_ms": "Step time"})
     wide["Step"] = wide["Step"].astype(str)
     wide["order"] = range(len(wide))
     tooltip = [alt.Tooltip("Step:N"), alt.Tooltip("Step time:Q", title="Step time (ms)", format=",.2f"),
                alt.Tooltip("Category:N"), alt.Tooltip("ms:Q", title="This category (ms)", format=",.2f")]
-    tooltip += [alt.Tooltip(f"{label}:Q", title=f"{label} (ms)", format=",.2f") for label in order]
+    tooltip += [alt.Tooltip(f"{label}:Q", title=f"{label} (ms)", format=",.2f") for label in every]
     chart = (
         alt.Chart(wide)
         .transform_fold(order, as_=["Category", "ms"])
@@ -32,10 +45,10 @@ def step_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict | None:
         .encode(
             x=alt.X("Step:N", sort=alt.SortField("order"), title="Step"),
             y=alt.Y("ms:Q", stack="zero", title="Time (ms)"),
-            color=alt.Color("Category:N", sort=order, scale=alt.Scale(domain=order), title="Category"),
+            color=category_color(every, order),
             order=alt.Order("cat_order:Q"),
             tooltip=tooltip,
         )
-        .properties(width=max(300, min(1100, 40 * len(wide))), height=300)
+        .properties(height=300)
     )
-    return vega_spec(chart)
+    return responsive(vega_spec(chart))

@@ -15,11 +15,23 @@ from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 
 CSV_PATH = "data/hlo_stats/hlo_stats.csv"
-# Columns the page shows (all of them go to the CSV).
-SHOWN = ["rank", "program_id", "category", "hlo_op_name", "tf_op_name", "occurrences", "total_time", "avg_time",
-         "total_self_time", "total_self_time_percent", "cumulative_total_self_time_percent", "model_flop_rate",
-         "normalized_flop_rate", "measured_memory_bw", "hbm_bw", "operational_intensity", "bound_by",
-         "dma_stall_percent", "hlo_rematerialization", "outside_compilation", "source_info"]
+# Columns the page offers (all of them go to the CSV): label shown, shown by default, key column. XProf's label is
+# each header's tooltip.
+SHOWN = {
+    "rank": ("Rank", True, True), "program_id": ("Program id", False, False),
+    "category": ("Category", True, True), "hlo_op_name": ("HLO op", True, True),
+    "tf_op_name": ("Framework op", False, False), "occurrences": ("Occurrences", True, True),
+    "total_time": ("Total time (µs)", False, False), "avg_time": ("Avg. time (µs)", False, False),
+    "total_self_time": ("Self time (µs)", True, True), "total_self_time_percent": ("Self time (%)", True, True),
+    "cumulative_total_self_time_percent": ("Cumulative (%)", True, False),
+    "model_flop_rate": ("Model FLOP rate", False, False), "normalized_flop_rate": ("FLOP rate", True, False),
+    "measured_memory_bw": ("Memory BW", True, False), "hbm_bw": ("HBM BW", False, False),
+    "operational_intensity": ("FLOP/byte", False, False), "bound_by": ("Bound by", True, False),
+    "dma_stall_percent": ("DMA stall (%)", False, False), "hlo_rematerialization": ("Remat.", False, False),
+    "outside_compilation": ("Outside compilation", False, False), "source_info": ("Source", False, False),
+}
+FLOP_RATE_COLUMNS = {"model_flop_rate", "normalized_flop_rate"}  # GFLOP/s
+BANDWIDTH_COLUMNS = {"measured_memory_bw", "hbm_bw"}  # GiB/s
 
 
 def category_chart(table: pd.DataFrame) -> dict:
@@ -37,7 +49,7 @@ def category_chart(table: pd.DataFrame) -> dict:
                      alt.Tooltip("total_self_time:Q", title="Self time (µs)", format=",.3f"),
                      alt.Tooltip("percent:Q", title="Share of op time (%)", format=".2f")],
         )
-        .properties(width=520, height=alt.Step(18))
+        .properties(width=480, height=alt.Step(18))
     )
     return vega_spec(chart)
 
@@ -65,6 +77,8 @@ class HloStatsSection(Section):
             rows=data.table.to_dict("records"),
             columns=SHOWN,
             labels=COLUMNS,
+            flop_rates=FLOP_RATE_COLUMNS,
+            bandwidths=BANDWIDTH_COLUMNS,
             chart=category_chart(data.table) if len(data.table) else None,
             device_type=env.device_type,
             hosts=data.run.hosts,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reportgen.core.input.advice import RECOMMENDATIONS, link_segments
+from reportgen.core.input.advice import RECOMMENDATIONS, in_our_words, link_segments
 from reportgen.core.input.input_ops import BREAKDOWN
 from reportgen.core.ops.views import ALL_HOSTS
 from reportgen.core.tools.input_pipeline import (
@@ -36,7 +36,7 @@ from reportgen.sections.input_pipeline_charts import (
     pipelines_table,
     steps_csv,
 )
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import responsive, vega_spec
 
 
 class InputPipelineSection(Section):
@@ -85,8 +85,8 @@ def _view_panel(view: InputPipelineView, key: str) -> dict:
         "has_steps": has_steps,
         "input_bound": b.input_bound if has_steps else None,
         "statement": b.input_statement,
-        "next_step": link_segments(view.next_step),
-        "statements": [link_segments(text) for text in view.statements],
+        "next_step": link_segments(in_our_words(view.next_step, on_input_page=True)),
+        "statements": [link_segments(in_our_words(text, on_input_page=True)) for text in view.statements],
         "step_summaries": [("Step time", a.step_time)] + [
             (view.labels[k], s) for k, s in (a.tpu_breakdown if a.tpu else a.categories).items() if k in view.labels],
         "step_rows": view.steps.to_dict("records"),
@@ -99,7 +99,7 @@ def _view_panel(view: InputPipelineView, key: str) -> dict:
         "breakdown_total_ms": total_us / 1e3,
         # Categories worth a summary card: at least a microsecond (float residue is not time).
         "cards": [{"label": BREAKDOWN[k], "ms": breakdown[k] / 1e3} for k in BREAKDOWN if breakdown[k] >= 1.0],
-        "category_chart": vega_spec(category_chart(breakdown)) if total_us > 0 else None,
+        "category_chart": responsive(vega_spec(category_chart(breakdown))) if total_us > 0 else None,
         "enqueue_ratio": host.enqueue_ratio,
     }
 
@@ -136,8 +136,8 @@ def _tf_data_view(data: InputPipelineData, pipelines: pd.DataFrame) -> dict:
         "xprof_suggestions": focus.xprof_suggestions,
         "advice": focus.advice,
         "tree": tree.to_dict("records"),
-        "iterator_chart": vega_spec(iterator_chart(focus.tree)) if focus.tree["called"].any() else None,
-        "latency_chart": vega_spec(latency_chart(pipeline)),
+        "iterator_chart": responsive(vega_spec(iterator_chart(focus.tree))) if focus.tree["called"].any() else None,
+        "latency_chart": responsive(vega_spec(latency_chart(pipeline))),
     }
     return view
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import pandas as pd
 
 from reportgen.core.input.input_ops import BREAKDOWN, INPUT_OP_COLUMNS, InputOpAnalysis
 from reportgen.core.input.tf_data import HOST, SLOW_CALL_THRESHOLD_PS, InputPipeline, TfDataStats
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import responsive, vega_spec
 
 ROLE_COLORS = {"bottleneck": "#cf222e", "critical path": "#f2a33a", "not blocking": "#8c959f"}
 
@@ -44,7 +46,7 @@ def category_chart(breakdown_us: dict[str, float]) -> alt.Chart:
             color=alt.Color("category:N", legend=None, sort=list(BREAKDOWN.values())),
             tooltip=[alt.Tooltip("category:N", title="Category"), alt.Tooltip("ms:Q", title="ms", format=",.3f")],
         )
-        .properties(width=640, height=26 * len(frame))
+        .properties(width="container", height=26 * len(frame))
     )
 
 
@@ -69,7 +71,7 @@ def input_percent_chart(steps: pd.DataFrame, with_range: bool) -> dict:
     if with_range:
         layers.insert(0, base.mark_rule(strokeWidth=2, color="#8c959f").encode(
             y="input_percent_min:Q", y2="input_percent_max:Q", tooltip=tooltip))
-    return vega_spec(alt.layer(*layers).properties(width=max(300, min(1100, 40 * len(frame))), height=220))
+    return responsive(vega_spec(alt.layer(*layers).properties(height=220)))
 
 
 def iterator_chart(tree: pd.DataFrame) -> alt.Chart:
@@ -85,7 +87,8 @@ def iterator_chart(tree: pd.DataFrame) -> alt.Chart:
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            x=alt.X("self_ms:Q", title="Self time in the slowest execution (ms)"),
+            x=alt.X("self_ms:Q", title="Self time in the slowest execution (ms)",
+                    axis=alt.Axis(tickCount=6, labelOverlap=True, labelFlush=True)),
             y=alt.Y("label:N", title=None, sort=labels, axis=alt.Axis(labelLimit=420)),
             color=alt.Color("role:N", title="Role", scale=alt.Scale(domain=list(ROLE_COLORS),
                                                                   range=list(ROLE_COLORS.values()))),
@@ -93,7 +96,7 @@ def iterator_chart(tree: pd.DataFrame) -> alt.Chart:
                      format=",.3f"), alt.Tooltip("duration_ms:Q", title="Time (ms)", format=",.3f"),
                      alt.Tooltip("calls:Q", title="Calls"), alt.Tooltip("role:N", title="Role")],
         )
-        .properties(width=640, height=max(40, 24 * len(frame)))
+        .properties(width="container", height=max(40, 24 * len(frame)))
     )
 
 
@@ -108,6 +111,13 @@ def latency_chart(pipeline: InputPipeline) -> alt.Chart:
         slices = pd.cut(executions["start_ps"], MAX_LATENCY_POINTS // 2, labels=False)
         executions = executions.loc[executions.groupby(slices)["duration_ps"].idxmax()]
         title = "Slowest latency per time slice (µs)"
+    threshold_us = SLOW_CALL_THRESHOLD_PS / 1e6
+    latencies = executions["duration_ps"] / 1e6
+    low = min(threshold_us, float(latencies[latencies > 0].min())) if (latencies > 0).any() else threshold_us
+    high = max(threshold_us, float(latencies.max()))
+    domain = [low / 2, high * 2]  # the points and the threshold, off the edges
+    decades = [10.0 ** k for k in range(math.floor(math.log10(domain[0])), math.ceil(math.log10(domain[1])) + 1)
+               if domain[0] <= 10.0 ** k <= domain[1]]
     frame = pd.DataFrame(
         {
             "start_ms": executions["start_ps"] / 1e9,
@@ -116,22 +126,28 @@ def latency_chart(pipeline: InputPipeline) -> alt.Chart:
                      for d in executions["duration_ps"]],
         }
     )
+    colors = {"over 50 µs": "#cf222e", "50 µs or less": "#1a7f37"}
+    kinds = [k for k in colors if k in set(frame["slow"])]
     points = (
         alt.Chart(frame)
         .mark_circle(size=40)
         .encode(
             x=alt.X("start_ms:Q", title="Execution start since capture start (ms)"),
-            y=alt.Y("latency_us:Q", title=title, scale=alt.Scale(type="symlog")),
-            color=alt.Color("slow:N", title="Call", scale=alt.Scale(domain=["over 50 µs", "50 µs or less"],
-                                                                  range=["#cf222e", "#1a7f37"])),
+            # latencies span decades (a cached step against a slow map): a log axis keeps both readable
+            y=alt.Y("latency_us:Q", title=title, scale=alt.Scale(type="log", domain=domain, nice=False),
+                    axis=alt.Axis(values=decades, format=",")),
+            # only the kinds of call that occur are in the legend
+            color=alt.Color("slow:N", title="Call",
+                            scale=alt.Scale(domain=kinds, range=[colors[k] for k in kinds])),
             tooltip=[alt.Tooltip("start_ms:Q", title="Start (ms)", format=",.3f"),
                      alt.Tooltip("latency_us:Q", title="Latency (µs)", format=",.1f")],
         )
     )
-    rule = alt.Chart(pd.DataFrame({"threshold_us": [SLOW_CALL_THRESHOLD_PS / 1e6]})).mark_rule(
-        strokeDash=[4, 3], color="#59636e"
-    ).encode(y="threshold_us:Q")
-    return (points + rule).properties(width=640, height=220)
+    rule = alt.Chart(pd.DataFrame({"threshold_us": [threshold_us], "mark": ["slow-call threshold (50 µs)"]})).mark_rule(
+        color="#59636e"
+    ).encode(y="threshold_us:Q", strokeDash=alt.StrokeDash("mark:N", title=None,
+                                                          scale=alt.Scale(range=[[4, 3]])))
+    return (points + rule).resolve_legend(strokeDash="independent").properties(width="container", height=240)
 
 
 PIPELINE_COLUMNS = [

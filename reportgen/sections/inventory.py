@@ -1,4 +1,4 @@
-"""The run index page: what each host's capture holds, and its activity chart."""
+"""The inventory page (`<run>/inventory.html`): what each host's capture holds, and its activity chart."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pandas as pd
 
 from reportgen.core.tools.inventory import HostInventory, host_inventory
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.busy_chart import busy_heatmap, busy_slices
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads
+from reportgen.sections.vega import responsive, vega_spec
 
 HOST_CSV_COLUMNS = ["plane", "line_id", "line", "events", "first_ms", "last_ms"]
 
@@ -23,21 +23,25 @@ def with_ms(lines: pd.DataFrame) -> pd.DataFrame:
     return lines.assign(first_ms=lines["first_ps"] / 1e9, last_ms=lines["last_ps"] / 1e9)
 
 
-def activity_chart(activity: pd.DataFrame) -> alt.Chart:
+def activity_chart(rows: list[str]) -> alt.Chart:
     x = alt.X("bin_start_ms:Q", title="Time since capture start (ms)")
-    height = max(60, 16 * activity["label"].nunique())
-    return busy_heatmap("activity", x, None, 360).properties(width=900, height=height)
+    return busy_heatmap("activity", x, rows, 300).properties(height=max(60, 16 * len(rows)))
 
 
-def _activity_spec(activity: pd.DataFrame) -> dict | None:
+def _activity_spec(activity: pd.DataFrame) -> tuple[dict | None, int]:
+    """The chart's spec (None when no line is busy) and how many thread lines it draws as pool rows."""
     shown = busy_slices(activity)
-    return vega_spec(activity_chart(shown), {"activity": shown}) if len(shown) else None
+    if not len(shown):
+        return None, 0
+    shown, rows, pooled = pool_threads(shown, list(dict.fromkeys(activity["label"])))
+    return responsive(vega_spec(activity_chart(rows), {"activity": shown})), pooled
 
 
 class InventorySection(Section):
     slug = "inventory"
-    title = "Run"
+    title = "Inventory"
     listed = False
+    nav_page = "inventory.html"
 
     def host_part(self, host: HostContext) -> HostInventory:
         inventory = host_inventory(host.capture)
@@ -63,13 +67,15 @@ class InventorySection(Section):
             table = with_ms(part.lines)
             csv_rows.append(table.assign(host=summary.host))
             with_events = table[table["events"] > 0]
+            chart, pooled = _activity_spec(part.activity)
             hosts.append(
                 {
                     **vars(summary),
                     "lines_table": with_events.to_dict("records"),
                     "empty_planes": part.empty_planes,
                     "csv_href": quote(part.csv),
-                    "chart": _activity_spec(part.activity),
+                    "chart": chart,
+                    "grouped_lines": pooled,
                 }
             )
         if csv_rows:
@@ -81,5 +87,4 @@ class InventorySection(Section):
         else:
             page.write_csv("data/inventory/lines.csv", pd.DataFrame(columns=["host", "plane", "line_id", "line",
                                                                             "events", "first_ms", "last_ms"]))
-        tools = [n for n in page.nav if n["href"] != "index.html"]
-        page.write_html("index.html", "run_index.html", hosts=hosts, errors=run.errors, tools=tools)
+        page.write_html("inventory.html", "inventory.html", hosts=hosts)

@@ -146,7 +146,9 @@ def csv_frame(table: pd.DataFrame) -> pd.DataFrame:
 
 def _rows(table: pd.DataFrame) -> list[dict]:
     records = table.to_dict("records")
+    total = float(table["total_duration_us"].sum())
     for row in records:
+        row["share_percent"] = 100.0 * row["total_duration_us"] / total if total > 0 else 0.0
         name = row["kernel_name"]
         row["short_name"] = compact_kernel_name(name, SHORT_NAME_CHARS)
         row["elided"] = row["short_name"] != name
@@ -178,6 +180,7 @@ class KernelStatsSection(Section):
                     "label": view.label,
                     "show_host": view.show_host,
                     "rows": _rows(table),
+                    "has_op_names": bool(table["op_name"].astype(str).str.len().gt(0).any()),
                     "chart": vega_spec(pie_chart(slices)) if len(slices) else None,
                     "kernels": len(table),
                     "total_ms": float(table["total_duration_us"].sum()) / 1000.0,

@@ -18,7 +18,7 @@ from reportgen.core.tools.memory_profile import (
     memory_profile_summary,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.vega import vega_spec, with_datasets
+from reportgen.sections.vega import responsive, vega_spec, with_datasets
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -118,23 +118,29 @@ def _timeline_spec(unit: str, series: tuple[str, ...]) -> dict:
         alt.Tooltip("shape:N", title="Shape"),
         alt.Tooltip("in_use:Q", title=f"Memory in use ({unit})", format=",.4f"),
     ]
+    # Every mark has a legend entry: the points and the dashed line get theirs from a constant field.
     in_use_points = (
         alt.Chart(alt.Data(name="points"))
+        .transform_calculate(mark="'memory in use, at each event'")
         .mark_point(size=18, filled=True, color="#444", opacity=0.6)
-        .encode(x=x, y=alt.Y("in_use:Q"), tooltip=tooltip)
+        .encode(x=x, y=alt.Y("in_use:Q"), tooltip=tooltip,
+                shape=alt.Shape("mark:N", title=None, scale=alt.Scale(range=["circle"])))
     )
     fragmentation = (
         alt.Chart(alt.Data(name="points"))
-        .mark_line(strokeDash=[4, 4], color="#6f42c1", interpolate="step-after")
+        .transform_calculate(line="'fragmentation (%, right axis)'")
+        .mark_line(color="#6f42c1", interpolate="step-after")
         .encode(
             x=x,
             y=alt.Y("fragmentation:Q", title="Fragmentation (%)", scale=alt.Scale(domain=[0, 100])),
+            strokeDash=alt.StrokeDash("line:N", title=None, scale=alt.Scale(range=[[4, 4]])),
             tooltip=[alt.Tooltip("time_ms:Q", title="Timestamp (ms)", format=",.3f"),
                      alt.Tooltip("fragmentation:Q", title="Fragmentation (%)", format=".2f")],
         )
     )
-    chart = alt.layer(alt.layer(area, in_use_points), fragmentation).resolve_scale(y="independent")
-    return vega_spec(chart.properties(width=900, height=320))
+    chart = (alt.layer(alt.layer(area, in_use_points), fragmentation).resolve_scale(y="independent")
+             .resolve_legend(color="independent", shape="independent", strokeDash="independent"))
+    return responsive(vega_spec(chart.properties(height=320)))
 
 
 def breakdown_frame(profile: AllocatorProfile) -> pd.DataFrame:

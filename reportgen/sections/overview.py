@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reportgen.core.input.advice import in_our_words
 from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.ops.views import ALL_HOSTS
 from reportgen.core.tools.overview import OverviewView, overview_summary, overview_views
@@ -28,11 +29,12 @@ class OverviewSection(Section):
         return {"run": run.name, "views": overview_views(parts, run.host_names)}
 
     def summary(self, data: dict) -> dict:
-        return overview_summary(next(iter(data["views"].values())))
+        views = list(data["views"].items())
+        per_host = {label: view for label, view in views[1:]} if len(views) > 1 else None
+        return overview_summary(views[0][1], per_host)
 
     def render(self, data: dict, page) -> None:
         views: dict[str, OverviewView] = data["views"]
-        available = {item["href"].removesuffix(".html") for item in page.nav}
         frames = []
         rendered = []
         for label, view in views.items():
@@ -40,11 +42,17 @@ class OverviewSection(Section):
                                                "step_time_ms": "Step time (ms)"})
             frame = frame.rename(columns={k: f"{v} (ms)" for k, v in view.category_labels.items()})
             frames.append(frame.assign(Host=label)[["Host", *frame.columns]])
+            r = view.recommendation
             rendered.append({"view": view, "chart": step_chart(view.steps, view.category_labels),
-                             "step_rows": view.steps.to_dict("records")})
+                             "step_rows": view.steps.to_dict("records"),
+                             # XProf's advice, its references to XProf's own page layout in this site's words
+                             "next_step": in_our_words(r["next_step"], on_input_page=False),
+                             "host_tips": [(slug, in_our_words(text, on_input_page=False))
+                                           for slug, text in r["host_tips"]]})
         csv = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         page.write_csv("data/overview/steps.csv", csv)
         page.write_html("overview.html", "overview.html", views=rendered, labels=list(views),
-                        all_hosts=ALL_HOSTS, available=sorted(available))
+                        all_hosts=ALL_HOSTS, tool_titles={item["href"].removesuffix(".html"): item["title"]
+                                                          for item in page.nav})
 
 

@@ -5,7 +5,8 @@ All hosts are combined as XProf combines them (steps aligned across hosts,
 global core ids = host × 1000 + core), so one host and many hosts read the
 same way. Every step is kept (XProf's pod viewer drops none). TPU steps are
 broken down by HLO category here, since XProf leaves their generic
-breakdown empty. Runs without steps get no page.
+breakdown empty. Runs without steps get no page, and neither do runs of a single core: XProf no longer lists
+the tool, and one core's steps are the overview's step-time graph.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pandas as pd
 from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.tools.pod_viewer import BREAKDOWN_NAMES, PodStats, PodViewerData, pod_viewer_data
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import responsive, vega_spec
 
 CSV_PATH = "data/pod_viewer/pod_stats.csv"
 
@@ -43,8 +44,7 @@ def pod_chart(data: PodViewerData) -> dict:
                  alt.Tooltip("total_us:Q", title="Step time (µs)", format=",.3f"),
                  alt.Tooltip("bottleneck:N", title="Bottleneck")],
     ).transform_filter(alt.datum.step_num == step)
-    width = max(320, min(1200, 60 * data.columns["core"].nunique()))
-    return vega_spec(alt.layer(bars, text).properties(width=width, height=360))
+    return responsive(vega_spec(alt.layer(bars, text).properties(height=360)))
 
 
 def csv_frame(stats: PodStats) -> pd.DataFrame:
@@ -65,7 +65,10 @@ class PodViewerSection(Section):
         return host.op_stats
 
     def combine(self, run: RunContext, parts: dict[str, HostOpStats]) -> PodViewerData | None:
-        return pod_viewer_data(run.host_names, parts)
+        data = pod_viewer_data(run.host_names, parts)
+        if data is None or data.columns["core"].nunique() < 2:
+            return None
+        return data
 
     def render(self, data: PodViewerData, page) -> None:
         page.write_csv(CSV_PATH, csv_frame(data.stats))
@@ -76,6 +79,8 @@ class PodViewerSection(Section):
             chart=pod_chart(data),
             rows=rows.to_dict("records"),
             breakdown_names=BREAKDOWN_NAMES,
+            # the categories some core spends time in are shown; the rest are under the table's Columns
+            busy_names=[n for n in BREAKDOWN_NAMES if (data.stats.records[n] > 0).any()],
             tpu=data.stats.step_kind == "tpu",
             steps=int(data.columns["step_num"].nunique()),
             cores=int(data.columns["core"].nunique()),

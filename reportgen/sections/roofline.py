@@ -15,14 +15,27 @@ from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.ops.op_metrics import safe_divide
 from reportgen.core.tools.op_profile import gibi_to_giga
 from reportgen.core.tools.roofline import COLUMNS, FRACTION_COLUMNS, RooflineData, RooflineModel, roofline_data
+from reportgen.output.formatting import fmt_gflops, fmt_gib_per_s
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 
 CSV_PATH = "data/roofline_model/roofline_model.csv"
-TABLE_COLUMNS = ["rank", "category", "operation", "occurrences", "total_time", "total_self_time_percent",
-                 "measured_flop_rate", "model_flop_rate", "measured_memory_bw", "hbm_bw", "operational_intensity",
-                 "hbm_operational_intensity", "bound_by", "roofline_efficiency", "compute_efficiency",
-                 "max_mem_bw_utilization", "optimal_flop_rate", "total_time_per_core", "source_info"]
+# Columns the page offers (all of XProf's go to the CSV): label shown, shown by default, key column.
+TABLE_COLUMNS = {
+    "rank": ("Rank", True, True), "category": ("Category", True, True), "operation": ("Operation", True, True),
+    "occurrences": ("Occurrences", True, True), "total_time": ("Total time (µs)", True, True),
+    "total_self_time_percent": ("Self time (%)", True, True), "measured_flop_rate": ("FLOP rate", True, False),
+    "model_flop_rate": ("Model FLOP rate", False, False), "measured_memory_bw": ("Memory BW", True, False),
+    "hbm_bw": ("HBM BW", False, False), "operational_intensity": ("FLOP/byte", True, False),
+    "hbm_operational_intensity": ("HBM FLOP/byte", False, False), "bound_by": ("Bound by", True, False),
+    "roofline_efficiency": ("Roofline efficiency (%)", False, False),
+    "compute_efficiency": ("FLOP rate / peak (%)", False, False),
+    "max_mem_bw_utilization": ("Max memory BW utilization (%)", False, False),
+    "optimal_flop_rate": ("Optimal FLOP rate", False, False),
+    "total_time_per_core": ("Time per core (µs)", False, False), "source_info": ("Source", False, False),
+}
+FLOP_RATE_COLUMNS = {"measured_flop_rate", "model_flop_rate", "optimal_flop_rate"}  # GFLOP/s
+BANDWIDTH_COLUMNS = {"measured_memory_bw", "hbm_bw"}  # GiB/s
 PERCENT_SHOWN = {"total_self_time_percent", "roofline_efficiency", "compute_efficiency", "max_mem_bw_utilization"}
 
 
@@ -37,10 +50,10 @@ def roof_lines(model: RooflineModel, x_min: float, x_max: float) -> pd.DataFrame
         ridge = safe_divide(peak, bw) if peak > 0 else x_max
         xs = [x_min, min(max(ridge, x_min), x_max), x_max]
         for x in xs:
-            rows.append({"roof": f"{label} ({bw_gib:,.0f} GiB/s)", "x": x, "y": min(peak, x * bw) if peak > 0
+            rows.append({"roof": f"{label} ({fmt_gib_per_s(bw_gib)})", "x": x, "y": min(peak, x * bw) if peak > 0
                          else x * bw})
     if peak > 0:
-        rows += [{"roof": f"Compute ({peak:,.0f} GFLOP/s)", "x": x, "y": peak} for x in (x_min, x_max)]
+        rows += [{"roof": f"Compute ({fmt_gflops(peak)})", "x": x, "y": peak} for x in (x_min, x_max)]
     return pd.DataFrame(rows, columns=["roof", "x", "y"])
 
 
@@ -120,6 +133,8 @@ class RooflineSection(Section):
             columns=TABLE_COLUMNS,
             labels=COLUMNS,
             percent=PERCENT_SHOWN,
+            flop_rates=FLOP_RATE_COLUMNS,
+            bandwidths=BANDWIDTH_COLUMNS,
             unplotted=int(((model.ops["operational_intensity"] <= 0) | (model.ops["measured_flop_rate"] <= 0)).sum())
             if len(model.ops) else 0,
             per_step_omitted=model.per_step_omitted,

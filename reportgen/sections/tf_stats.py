@@ -48,26 +48,80 @@ def _pie_spec(title: str, by: str) -> dict:
         .encode(
             theta=alt.Theta("self_us:Q"),
             color=alt.Color("name:N", scale=alt.Scale(scheme="tableau20"),
-                            legend=alt.Legend(title=None, labelLimit=320)),
+                            legend=alt.Legend(title=None, labelLimit=200)),
             tooltip=[alt.Tooltip("name:N", title="Op" if by == "op" else "Type"),
                      alt.Tooltip("self_us:Q", title="Self time (µs)", format=",.1f"),
                      alt.Tooltip("percent:Q", title="Share (%)", format=".1f")],
         )
-        .properties(width=260, height=260)
+        .properties(width=200, height=200)
     )
     return vega_spec(chart)
 
 
 def pie_charts(view: TfStatsView) -> dict:
-    """Self time by op and by op type, host and device, with and without IDLE: (mode-side-by) → spec."""
+    """Self time by op type and by op, device then host (XProf's order), with and without IDLE:
+    (mode-side-by) → spec."""
     pies = {}
     for mode, table in (("with", view.with_idle), ("without", view.without_idle)):
-        for side in ("Host", "Device"):
-            for by, word in (("op", "operation"), ("type", "operation type")):
+        for side in ("Device", "Host"):
+            for by, word in (("type", "operation type"), ("op", "operation")):
                 spec = _pie(table, side, by, f"{side} self time by {word}")
                 if spec is not None:
                     pies[f"{mode}-{side}-{by}"] = spec
     return pies
+
+
+# The page's table: (column, label shown, cell format, shown by default, key column). Labels are short so that
+# the key columns fit a laptop screen; XProf's label is each header's tooltip and the CSV's column name. Self
+# time (%) and Cumulative (%) show the host or device column of XProf's pair that applies to the row.
+PAGE_COLUMNS = [
+    ("rank", "Rank", "int", True, True),
+    ("operation", "Operation", "name", True, True),
+    ("type", "Type", "label", True, True),
+    ("host_or_device", "Host/device", "text", True, False),
+    ("occurrences", "Occurrences", "int", True, True),
+    ("total_self_time", "Self time (µs)", "us", True, True),
+    ("self_percent", "Self time (%)", "pct", True, True),
+    ("cumulative_percent", "Cumulative (%)", "pct", True, True),
+    ("total_time", "Total time (µs)", "us", True, False),
+    ("avg_time", "Avg. time (µs)", "us", False, False),
+    ("avg_self_time", "Avg. self-time (µs)", "us", False, False),
+    ("device_total_self_time_percent", "Self time on device (%)", "pct", False, False),
+    ("device_cumulative_total_self_time_percent", "Cumulative on device (%)", "pct", False, False),
+    ("host_total_self_time_percent", "Self time on host (%)", "pct", False, False),
+    ("host_cumulative_total_self_time_percent", "Cumulative on host (%)", "pct", False, False),
+    ("measured_flop_rate", "FLOP rate", "gflops", False, False),
+    ("model_flop_rate", "Model FLOP rate", "gflops", False, False),
+    ("measured_memory_bw", "Memory bandwidth", "gib_per_s", False, False),
+    ("operational_intensity", "FLOP/byte", "num", False, False),
+    ("gpu_tensorcore_utilization", "TensorCore (%)", "pct", False, False),
+    ("bound_by", "Bound by", "text", False, False),
+    ("eager", "Execution mode", "text", False, False),
+]
+
+
+def page_table(table: pd.DataFrame, has_gpu: bool, table_id: str) -> dict:
+    """The page's table of one view: columns (with XProf's label as each one's title) and rows of values."""
+    xprof = {key: label for key, label, _ in COLUMNS}
+    frame = table.copy()
+    for key in PERCENT_COLUMNS:
+        frame[key] = 100 * frame[key]
+    frame["gpu_tensorcore_utilization"] = 100 * frame["gpu_tensorcore_utilization"]
+    device = frame["host_or_device"] == "Device"
+    frame["self_percent"] = frame["device_total_self_time_percent"].where(device, frame["host_total_self_time_percent"])
+    frame["cumulative_percent"] = frame["device_cumulative_total_self_time_percent"].where(
+        device, frame["host_cumulative_total_self_time_percent"])
+    merged = {"self_percent": "Total self-time on Device (%) or on Host (%), whichever side the op ran on",
+              "cumulative_percent": "Cumulative total-self time on Device (%) or on Host (%), as the row's side"}
+    has_device = bool(device.any())
+    columns = [{"key": key, "label": label, "format": cell, "key_column": key_column,
+                # a table of host rows only says so once, above it, not in a column
+                "shown": shown and (has_device or key != "host_or_device"),
+                "title": merged.get(key) or xprof[key]}
+               for key, label, cell, shown, key_column in PAGE_COLUMNS
+               if has_gpu or key != "gpu_tensorcore_utilization"]
+    keys = [c["key"] for c in columns]
+    return {"id": table_id, "columns": columns, "rows": frame[keys].to_dict("split")["data"]}
 
 
 def csv_frame(table: pd.DataFrame, has_gpu: bool) -> pd.DataFrame:
@@ -98,17 +152,11 @@ class TfStatsSection(Section):
         page.write_csv("data/tf_stats/framework_op_stats.csv", csv_frame(first.with_idle, first.has_gpu))
         rendered = []
         for index, view in enumerate(views.values()):
-            tables = {}
-            for mode, table in (("with", view.with_idle), ("without", view.without_idle)):
-                display = csv_frame(table, view.has_gpu)
-                tables[mode] = {"columns": list(display.columns), "rows": display.to_dict("split")["data"],
-                                "id": f"ops-{index}-{mode}"}
-            rendered.append({"view": view, "tables": tables, "index": index, "pies": pie_charts(view)})
-        page.write_html("tf_stats.html", "tf_stats.html", views=rendered, labels=list(views), all_hosts=ALL_HOSTS,
-                        integer_columns=["Rank", "#Occurrences"],
-                        numeric_columns=[label for key, label, _ in COLUMNS
-                                         if key not in ("host_or_device", "type", "operation", "bound_by",
-                                                        "eager")])
+            tables = {mode: page_table(table, view.has_gpu, f"ops-{index}-{mode}")
+                      for mode, table in (("without", view.without_idle), ("with", view.with_idle))}
+            rendered.append({"view": view, "tables": tables, "index": index, "pies": pie_charts(view),
+                             "has_device": bool((view.with_idle["host_or_device"] == "Device").any())})
+        page.write_html("tf_stats.html", "tf_stats.html", views=rendered, labels=list(views), all_hosts=ALL_HOSTS)
 
 
 __all__ = ["TfStatsSection"]

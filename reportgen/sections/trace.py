@@ -15,8 +15,8 @@ import altair as alt
 from reportgen import __version__
 from reportgen.export.host_export import HostExport, export_host
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.busy_chart import busy_heatmap, busy_slices
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads
+from reportgen.sections.vega import responsive, vega_spec
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
 
@@ -41,14 +41,14 @@ class TraceData:
         return [c for h in self.hosts for c in h.export.chunks]
 
 
-def overview_chart(part: TraceHostPart) -> dict:
-    """Busy share per line over time, with step starts and chunk cuts marked."""
+def overview_chart(part: TraceHostPart) -> tuple[dict, int]:
+    """Busy share per line over time, with step starts and chunk cuts marked; and how many thread lines it draws
+    as pool rows."""
     export = part.export
-    labels = export.row_labels
+    busy, labels, pooled = pool_threads(busy_slices(export.activity), list(export.row_labels))
     height = max(80, min(14 * len(labels), 2400))
-    busy = busy_slices(export.activity)
     x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
-    heat = busy_heatmap("busy", x, labels, 420)
+    heat = busy_heatmap("busy", x, labels, 300)
     layers = [heat]
     datasets: dict = {"busy": busy}
     steps = export.steps
@@ -69,7 +69,7 @@ def overview_chart(part: TraceHostPart) -> dict:
             tooltip=[alt.Tooltip("chunk:N", title="Chunk starts"),
                      alt.Tooltip("cut_ms:Q", title="At (ms)", format=",.3f")],
         ))
-    return vega_spec(alt.layer(*layers).properties(width=900, height=height), datasets)
+    return responsive(vega_spec(alt.layer(*layers).properties(height=height), datasets)), pooled
 
 
 class TraceSection(Section):
@@ -109,6 +109,8 @@ class TraceSection(Section):
         hosts = []
         for part in data.hosts:
             export = part.export
+            chart, pooled = (overview_chart(part) if export.activity is not None and len(export.activity)
+                             else (None, 0))
             hosts.append({
                 "host": export.host,
                 "events": export.events,
@@ -118,7 +120,8 @@ class TraceSection(Section):
                 # Each file's time range as the overview counts time (from the host's origin), in ms.
                 "ranges_ms": [((c.first_us - export.origin_us) / 1e3, (c.last_us - export.origin_us) / 1e3)
                               for c in export.chunks],
-                "chart": overview_chart(part) if export.activity is not None and len(export.activity) else None,
+                "chart": chart,
+                "pooled": pooled,
                 "json_bytes": sum(c.json_bytes or 0 for c in export.chunks),
                 "notes": part.notes,
             })

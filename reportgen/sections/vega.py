@@ -32,6 +32,12 @@ def vega_spec(chart: Any, datasets: Datasets | None = None) -> dict:
     return with_datasets(spec, datasets) if datasets else spec
 
 
+def responsive(spec: dict) -> dict:
+    """The spec drawn as wide as its page column (`width: "container"`), so that no chart is a narrow strip on a
+    wide screen or wider than a narrow one. The chart macro gives such charts a full-width container."""
+    return {**spec, "width": "container", "autosize": {"type": "fit-x", "contains": "padding"}}
+
+
 def with_datasets(spec: dict, datasets: Datasets) -> dict:
     """A copy of `spec` (a chart built once and reused, e.g. per host) holding these datasets.
 

@@ -6,8 +6,10 @@
 (function () {
   "use strict";
 
-  function pct(value, digits) {
-    return (100 * value).toFixed(digits === undefined ? 1 : digits) + "%";
+  var fmt = window.reportgen.fmt;  // the pages' one number formatter (reportgen.js)
+
+  function pct(fraction, digits) {
+    return fmt.pct(100 * fraction, digits);
   }
 
   function utilColor(util) {
@@ -16,12 +18,7 @@
     return "hsl(" + hue + ", 70%, 85%)";
   }
 
-  function duration(ps) {
-    if (ps >= 1e12) return (ps / 1e12).toFixed(3) + " s";
-    if (ps >= 1e9) return (ps / 1e9).toFixed(3) + " ms";
-    if (ps >= 1e6) return (ps / 1e6).toFixed(3) + " µs";
-    return (ps / 1e3).toFixed(3) + " ns";
-  }
+  var duration = fmt.durationPs;
 
   function el(tag, text, cls) {
     var node = document.createElement(tag);
@@ -48,7 +45,7 @@
     this.rows = root.querySelector("[data-op-rows]");
     this.details = root.querySelector("[data-op-details]");
     this.group = "program";
-    this.idle = true;
+    this.idle = false;  // XProf's default: idle time excluded
     this.show = data.show[0];
     this.top90 = false;
     this.expanded = {};
@@ -96,7 +93,7 @@
     nameCell.appendChild(el("span", node.n, "op-label"));
     if (node.c && depth > 0 && node.c !== node.n) nameCell.appendChild(el("span", node.c, "op-cat"));
     tr.appendChild(nameCell);
-    tr.appendChild(el("td", node.p.toFixed(2) + "%", "num"));
+    tr.appendChild(el("td", fmt.pct(node.p, 2), "num"));
     var flops = el("td", pct(node.f, 2), "num util");
     flops.style.background = utilColor(node.f);
     tr.appendChild(flops);
@@ -118,8 +115,8 @@
       var rest = 0;
       for (var i = shown.length; i < kids.length; i++) rest += kids[i].t;
       var more = el("tr", null, "muted op-more");
-      var cell = el("td", "… " + hidden + " more (" + (node.t > 0 ? (100 * rest / node.t).toFixed(1) : "0.0") +
-        "% of this row's time)");
+      var cell = el("td", "… " + hidden + " more (" + fmt.pct(node.t > 0 ? 100 * rest / node.t : 0, 1) +
+        " of this row's time)");
       cell.colSpan = 4;
       cell.style.paddingLeft = (1.6 + 1.2 * (depth + 1)) + "em";
       more.appendChild(cell);
@@ -170,7 +167,7 @@
     }
     item("Category", sym ? sym.category : (node.c || "(group)"));
     if (sym) item("Program", sym.program);
-    item("Time", node.p.toFixed(3) + "% of the tree (" + duration(node.t) + ")");
+    item("Time", fmt.pct(node.p, 3) + " of the tree (" + duration(node.t) + ")");
     if (node.o) item("Occurrences", node.o + " (average " + duration(node.a) + ")");
     item("FLOPS utilization", pct(node.f, 3));
     item("HBM bandwidth utilization", pct(node.b[0], 3));

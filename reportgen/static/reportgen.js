@@ -1,12 +1,65 @@
-/* reportgen page behaviour: charts, sortable/filterable tables, host selector.
-   Everything stays inside this function: the Vega bundle owns short global
-   names, and page data only ever arrives as JSON, never as code. */
+/* reportgen page behaviour: number formatting, charts, data tables (sort, filter, count, pages, column chooser,
+   expandable rows), host panels and the run switcher. Everything stays inside this function: the Vega bundle owns
+   short global names, and page data only ever arrives as JSON, never as code. `window.reportgen.fmt` is the one
+   number formatter of the page scripts; it writes numbers as the pages' Jinja filters do
+   (reportgen/output/formatting.py): sizes and bandwidths in binary units, FLOP rates in decimal units. */
 (function () {
   "use strict";
 
+  var PAGINATE_ABOVE = 200;  // rows; longer tables are shown a page at a time
+  var PAGE_SIZE = 100;
+
+  // ---- numbers -------------------------------------------------------------------------------------------------
+  function missing(v) { return v === null || v === undefined || (typeof v === "number" && isNaN(v)); }
+  function grouped(v, digits) {
+    return Number(v).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  }
+  function scaled(value, prefixes, base, unit, below) {
+    for (var i = 0; i < prefixes.length; i++) {
+      if (Math.abs(value) < below || i === prefixes.length - 1) {
+        return grouped(value, Math.abs(value) >= 10 || value === 0 ? 1 : 2) + " " + prefixes[i] + unit;
+      }
+      value /= base;
+    }
+    return "–";
+  }
+  var fmt = {
+    num: function (v, digits) { return missing(v) ? "–" : grouped(v, digits === undefined ? 2 : digits); },
+    int: function (v) { return missing(v) ? "–" : grouped(Math.trunc(v), 0); },
+    pct: function (v, digits) { return missing(v) ? "–" : Number(v).toFixed(digits === undefined ? 1 : digits) + "%"; },
+    ms: function (v, digits) { return missing(v) ? "–" : grouped(v, digits === undefined ? 1 : digits) + " ms"; },
+    us: function (v, digits) { return missing(v) ? "–" : grouped(v, digits === undefined ? 1 : digits) + " µs"; },
+    bytes: function (v) {
+      if (missing(v)) return "–";
+      var units = ["B", "KiB", "MiB", "GiB", "TiB"], x = Number(v);
+      for (var i = 0; i < units.length; i++) {
+        if (Math.abs(x) < 1024 || i === units.length - 1) return grouped(x, i === 0 ? 0 : 1) + " " + units[i];
+        x /= 1024;
+      }
+      return "–";
+    },
+    bandwidth: function (bytesPerS) {
+      return missing(bytesPerS) ? "–" : scaled(Number(bytesPerS), ["", "Ki", "Mi", "Gi", "Ti", "Pi"], 1024, "B/s", 10240);
+    },
+    flopRate: function (flopPerS) {
+      return missing(flopPerS) ? "–" : scaled(Number(flopPerS), ["", "k", "M", "G", "T", "P", "E"], 1000, "FLOP/s", 1000);
+    },
+    // A duration in picoseconds, in the unit that reads best.
+    durationPs: function (ps) {
+      if (missing(ps)) return "–";
+      if (ps >= 1e12) return grouped(ps / 1e12, 2) + " s";
+      if (ps >= 1e9) return grouped(ps / 1e9, 3) + " ms";
+      if (ps >= 1e6) return grouped(ps / 1e6, 3) + " µs";
+      return grouped(ps / 1e3, 3) + " ns";
+    }
+  };
+
+  // ---- charts --------------------------------------------------------------------------------------------------
   function embedCharts(root) {
     root.querySelectorAll("[data-vega-spec]").forEach(function (el) {
       if (el.dataset.embedded) return;
+      // A chart as wide as its container is drawn when its panel is shown (a hidden one measures 0 wide).
+      if (el.classList.contains("wide") && el.offsetParent === null) return;
       var source = document.getElementById(el.dataset.vegaSpec);
       if (!source || !window.vegaEmbed) return;
       el.dataset.embedded = "1";
@@ -14,68 +67,295 @@
       window.vegaEmbed(el, spec, {
         renderer: "svg",
         actions: { export: true, source: false, compiled: false, editor: false }
+      }).then(function (result) {
+        // The chart's "…" menu: a named control for keyboards and screen readers.
+        var summary = el.querySelector("details > summary");
+        if (summary) summary.setAttribute("aria-label", "Chart menu: save as SVG or PNG");
+        return result;
       }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
     });
   }
 
+  // ---- data tables ---------------------------------------------------------------------------------------------
   function cellValue(row, index) {
     var cell = row.cells[index];
     if (!cell) return "";
     var raw = cell.dataset.sort !== undefined ? cell.dataset.sort : cell.textContent.trim();
     var num = parseFloat(raw.replace(/,/g, ""));
-    return raw !== "" && !isNaN(num) && /^[-+]?[\d,.]+(e[-+]?\d+)?\s*(%|ms|µs|s|B|KiB|MiB|GiB)?$/i.test(raw) ? num : raw.toLowerCase();
+    return raw !== "" && !isNaN(num) && /^[-+]?[\d,.]+(e[-+]?\d+)?\s*(%|ms|µs|s|B|KiB|MiB|GiB|TiB)?$/i.test(raw) ? num : raw.toLowerCase();
   }
 
-  function makeSortable(table) {
-    var headers = table.tHead ? table.tHead.rows[0].cells : [];
-    Array.prototype.forEach.call(headers, function (th, index) {
-      th.tabIndex = 0;
-      th.setAttribute("role", "button");
-      function sort() {
-        var body = table.tBodies[0];
-        var dir = th.getAttribute("aria-sort") === "descending" ? 1 : -1;
-        Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
-        th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = cellValue(a, index), y = cellValue(b, index);
-          if (typeof x === "number" && typeof y === "number") return dir * (x - y);
-          return dir * String(x).localeCompare(String(y));
-        });
-        rows.forEach(function (r) { body.appendChild(r); });
-      }
-      th.addEventListener("click", sort);
-      th.addEventListener("keydown", function (e) { if (e.key === "Enter") sort(); });
+  var tableCount = 0;
+
+  function DataTable(table) {
+    this.table = table;
+    if (!table.id) table.id = "data-table-" + (++tableCount);
+    this.body = table.tBodies[0];
+    this.headers = table.tHead ? Array.prototype.slice.call(table.tHead.rows[0].cells) : [];
+    this.rows = Array.prototype.slice.call(this.body.rows);
+    this.shown = this.rows;
+    this.page = 0;
+    this.paged = this.rows.length > PAGINATE_ABOVE;
+    this.hiddenColumns = {};
+    this.style = document.createElement("style");
+    document.head.appendChild(this.style);
+    this.count = document.querySelector("[data-row-count='" + table.id + "']");
+    this.wrap = table.closest(".table-wrap") || table;
+  }
+
+  DataTable.prototype.setup = function () {
+    var self = this;
+    this.headers.forEach(function (th, index) {
+      if (th.hasAttribute("data-hidden")) self.hiddenColumns[index] = true;
     });
-  }
+    if (this.table.classList.contains("sortable")) this.headers.forEach(function (th, index) { self.sortable(th, index); });
+    this.table.classList.add("data-table");
+    this.wireExpand();
+    this.addColumnChooser();
+    if (this.paged) this.addPager();
+    var filter = document.querySelector("input[data-filter-table='" + this.table.id + "']");
+    if (filter) filter.addEventListener("input", function () { self.filter(filter.value); });
+    this.applyColumns();
+    this.render();
+  };
 
-  function wireFilter(input) {
-    var table = document.getElementById(input.dataset.filterTable);
-    if (!table) return;
-    input.addEventListener("input", function () {
-      var needle = input.value.toLowerCase();
-      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-        row.hidden = needle !== "" && row.textContent.toLowerCase().indexOf(needle) < 0;
+  DataTable.prototype.sortable = function (th, index) {
+    var self = this;
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "sort";
+    while (th.firstChild) button.appendChild(th.firstChild);
+    th.appendChild(button);
+    button.addEventListener("click", function () {
+      var dir = th.getAttribute("aria-sort") === "descending" ? 1 : -1;
+      self.headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+      var keyed = self.rows.map(function (row, i) { return [cellValue(row, index), i, row]; });
+      keyed.sort(function (a, b) {
+        var x = a[0], y = b[0], c;
+        if (typeof x === "number" && typeof y === "number") c = x - y;
+        else c = String(x).localeCompare(String(y));
+        return c !== 0 ? dir * c : a[1] - b[1];
+      });
+      self.rows = keyed.map(function (k) { return k[2]; });
+      self.filter(self.needle || "");
+    });
+  };
+
+  DataTable.prototype.filter = function (value) {
+    var needle = (value || "").toLowerCase();
+    this.needle = needle;
+    this.shown = needle === "" ? this.rows : this.rows.filter(function (row) {
+      if (row._text === undefined) row._text = row.textContent.toLowerCase();
+      return row._text.indexOf(needle) >= 0;
+    });
+    this.page = 0;
+    this.render();
+  };
+
+  DataTable.prototype.render = function () {
+    var rows = this.shown;
+    var start = 0, end = rows.length;
+    if (this.paged && !this.showAll) {
+      var pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+      this.page = Math.min(this.page, pages - 1);
+      start = this.page * PAGE_SIZE;
+      end = Math.min(rows.length, start + PAGE_SIZE);
+    }
+    var fragment = document.createDocumentFragment();
+    for (var i = start; i < end; i++) fragment.appendChild(rows[i]);
+    this.body.textContent = "";
+    this.body.appendChild(fragment);
+    var total = this.rows.length;
+    var counted = rows.length === total ? total.toLocaleString("en-US") + " row" + (total === 1 ? "" : "s")
+      : rows.length.toLocaleString("en-US") + " of " + total.toLocaleString("en-US") + " rows";
+    if (this.count) this.count.textContent = counted;
+    if (this.pager) {
+      this.pager.hidden = rows.length <= PAGE_SIZE;
+      this.pagerText.textContent = this.showAll ? "All " + rows.length.toLocaleString("en-US") + " rows shown"
+        : "Rows " + (rows.length ? start + 1 : 0).toLocaleString("en-US") + "–" + end.toLocaleString("en-US") +
+          " of " + rows.length.toLocaleString("en-US");
+      this.prev.disabled = this.showAll || start === 0;
+      this.next.disabled = this.showAll || end >= rows.length;
+      this.all.textContent = this.showAll ? "Show pages" : "Show all";
+    }
+    this.updateSticky();
+  };
+
+  DataTable.prototype.addPager = function () {
+    var self = this;
+    var pager = document.createElement("div");
+    pager.className = "pager toolbar";
+    function button(text, onClick) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.textContent = text;
+      b.addEventListener("click", onClick);
+      pager.appendChild(b);
+      return b;
+    }
+    this.prev = button("‹ Previous", function () { self.page -= 1; self.render(); });
+    this.pagerText = document.createElement("span");
+    this.pagerText.className = "muted";
+    pager.appendChild(this.pagerText);
+    this.next = button("Next ›", function () { self.page += 1; self.render(); });
+    this.all = button("Show all", function () { self.showAll = !self.showAll; self.render(); });
+    this.wrap.parentNode.insertBefore(pager, this.wrap.nextSibling);
+    this.pager = pager;
+  };
+
+  DataTable.prototype.addColumnChooser = function () {
+    var self = this;
+    var optional = this.headers.filter(function (th) { return !th.hasAttribute("data-key"); });
+    if (this.headers.length < 5 || !optional.length) return;
+    var details = document.createElement("details");
+    details.className = "columns";
+    var summary = document.createElement("summary");
+    summary.textContent = "Columns";
+    details.appendChild(summary);
+    var box = document.createElement("fieldset");
+    var legend = document.createElement("legend");
+    legend.textContent = "Columns shown";
+    box.appendChild(legend);
+    this.headers.forEach(function (th, index) {
+      var label = document.createElement("label");
+      var input = document.createElement("input");
+      input.type = "checkbox";
+      input.checked = !self.hiddenColumns[index];
+      input.disabled = th.hasAttribute("data-key");
+      input.addEventListener("change", function () {
+        if (input.checked) delete self.hiddenColumns[index]; else self.hiddenColumns[index] = true;
+        self.applyColumns();
+        self.updateSticky();
+      });
+      label.appendChild(input);
+      label.appendChild(document.createTextNode(" " + th.textContent.trim()));
+      box.appendChild(label);
+    });
+    details.appendChild(box);
+    var tools = this.count ? this.count.parentNode : null;
+    if (tools) tools.appendChild(details);
+    else this.wrap.parentNode.insertBefore(details, this.wrap);
+  };
+
+  DataTable.prototype.applyColumns = function () {
+    var id = CSS.escape(this.table.id);
+    var rules = Object.keys(this.hiddenColumns).map(function (index) {
+      var n = Number(index) + 1;
+      return "#" + id + " > thead > tr > :nth-child(" + n + "), #" + id + " > tbody > tr > :nth-child(" + n + ")";
+    });
+    this.style.textContent = rules.length ? rules.join(",\n") + " { display: none; }" : "";
+  };
+
+  // Sticky columns (marked data-sticky) stay in view when the table scrolls sideways; each sits right of the ones
+  // before it, so their offsets are measured once the table is laid out.
+  DataTable.prototype.updateSticky = function () {
+    var self = this;
+    var sticky = this.headers.filter(function (th, i) { return th.hasAttribute("data-sticky") && !self.hiddenColumns[i]; });
+    if (!sticky.length || !this.table.offsetParent) return;
+    var left = 0;
+    var id = CSS.escape(this.table.id);
+    var rules = [];
+    sticky.forEach(function (th) {
+      var n = self.headers.indexOf(th) + 1;
+      rules.push("#" + id + " > * > tr > :nth-child(" + n + ") { position: sticky; left: " + left + "px; z-index: 1; }");
+      left += th.getBoundingClientRect().width;
+    });
+    if (!this.stickyStyle) {
+      this.stickyStyle = document.createElement("style");
+      document.head.appendChild(this.stickyStyle);
+    }
+    this.stickyStyle.textContent = rules.join("\n");
+    this.table.classList.add("has-sticky");
+  };
+
+  // Long names are cut to one line; a click (or Enter) on the cell shows the row whole.
+  DataTable.prototype.wireExpand = function () {
+    function toggle(cell) {
+      var row = cell.parentNode;
+      row.classList.toggle("expanded");
+    }
+    this.body.addEventListener("click", function (e) {
+      if (e.target.closest("a, button, input, select, summary")) return;
+      var cell = e.target.closest("td.name");
+      if (cell) toggle(cell);
+    });
+    this.body.addEventListener("keydown", function (e) {
+      if (e.key !== "Enter" && e.key !== " ") return;
+      var cell = e.target.closest("td.name");
+      if (cell && e.target === cell) { e.preventDefault(); toggle(cell); }
+    });
+    // Name cells are reachable by keyboard, so a long name can be opened without a mouse.
+    this.rows.forEach(function (row) {
+      Array.prototype.forEach.call(row.cells, function (cell) {
+        if (cell.classList.contains("name") && !cell.querySelector("a, button, summary")) {
+          cell.tabIndex = 0;
+          if (!cell.title) cell.title = cell.textContent.trim();
+        }
       });
     });
-  }
+  };
 
+  var tables = [];
+
+  // ---- host panels and the run switcher -----------------------------------------------------------------------
   function wireHostSelect(select) {
     var group = select.dataset.hostSelect;
     function show() {
       document.querySelectorAll("[data-host-panel='" + group + "']").forEach(function (panel) {
         panel.hidden = panel.dataset.host !== select.value;
-        if (!panel.hidden) embedCharts(panel);
+        if (!panel.hidden) {
+          embedCharts(panel);
+          tables.forEach(function (t) { if (panel.contains(t.table)) t.updateSticky(); });
+        }
       });
     }
     select.addEventListener("change", show);
     show();
   }
 
+  function wireRunSwitch(slot) {
+    var site = window.reportgenRuns;
+    if (!site || !site.runs || site.runs.length < 2 || document.querySelector("main.single-file")) return;
+    var body = document.body;
+    var root = body.dataset.root || "";
+    var page = body.dataset.page || "index.html";
+    var current = slot.dataset.runSwitch;
+    var select = document.createElement("select");
+    select.setAttribute("aria-label", "Run");
+    site.runs.forEach(function (run) {
+      var option = document.createElement("option");
+      option.value = run.name;
+      option.textContent = run.name;
+      option.selected = run.name === current;
+      select.appendChild(option);
+    });
+    select.addEventListener("change", function () {
+      var run = site.runs.filter(function (r) { return r.name === select.value; })[0];
+      if (!run) return;
+      // The same tool in the other run when it has that page; its summary otherwise.
+      var target = run.pages.indexOf(page) >= 0 ? page : "index.html";
+      window.location.href = root + run.folder + "/" + target;
+    });
+    slot.textContent = "";
+    slot.appendChild(select);
+  }
+
+  window.reportgen = { fmt: fmt, embedCharts: embedCharts };
+
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("table.sortable").forEach(makeSortable);
-    document.querySelectorAll("input[data-filter-table]").forEach(wireFilter);
+    var seen = [];
+    document.querySelectorAll("table.sortable, table.data").forEach(function (table) {
+      if (seen.indexOf(table) >= 0) return;
+      seen.push(table);
+      var t = new DataTable(table);
+      tables.push(t);
+      t.setup();
+    });
     document.querySelectorAll("select[data-host-select]").forEach(wireHostSelect);
+    document.querySelectorAll("[data-run-switch]").forEach(wireRunSwitch);
     embedCharts(document);
+    // Charts inside a <details> that opens later are drawn then.
+    document.addEventListener("toggle", function (e) { if (e.target.open) embedCharts(e.target); }, true);
   });
 })();

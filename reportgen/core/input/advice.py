@@ -68,3 +68,26 @@ def link_segments(html: str) -> list[tuple[str, str | None]]:
 def plain_text(html: str) -> str:
     """XProf's text with the links reduced to their labels."""
     return "".join(text for text, _ in link_segments(html))
+
+
+# XProf's wording refers to its own UI ("Section 3" of its input pipeline page, a page the reader may skip). Pages
+# of this site say it in their own terms; parity tests keep comparing the verbatim text above.
+_ON_INPUT_PAGE = {
+    NEXT_STEP_HOST_SIDE: "The host-side section below breaks the input time down.",
+    NEXT_STEP_SKIP: "",
+    "please ignore Section 3 below": "please ignore the host-side section below",
+}
+_ON_OTHER_PAGES = {
+    NEXT_STEP_HOST_SIDE: "The input pipeline page breaks the input time on the host down.",
+    NEXT_STEP_SKIP: "",
+    "please ignore Section 3 below": "please ignore the input pipeline page's host-side section",
+    "(especially Section 3 for the breakdown of input operations on the Host)":
+        "(especially its host-side section: the input operations on the host)",
+}
+
+
+def in_our_words(text: str, on_input_page: bool) -> str:
+    """XProf's sentence with its references to XProf's own page layout replaced (empty when nothing remains)."""
+    for theirs, ours in (_ON_INPUT_PAGE if on_input_page else _ON_OTHER_PAGES).items():
+        text = text.replace(theirs, ours)
+    return text.strip()

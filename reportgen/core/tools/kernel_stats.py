@@ -65,6 +65,9 @@ class KernelStatsData:
     xla_kernel_events: int = 0
 
 
+TOP_KERNELS_IN_SUMMARY = 5
+
+
 def tensor_core_percent(table: pd.DataFrame) -> float:
     total = float(table["total_duration_us"].sum())
     if total <= 0:
@@ -109,8 +112,18 @@ def kernel_stats_data(host_names: list[str], parts: dict[str, HostKernelStats]) 
 def kernel_stats_summary(data: KernelStatsData) -> dict:
     """The run's `kernel_stats` block of summary.json."""
     table = data.combined
+    total = float(table["total_duration_us"].sum())
+    by_name = (table.groupby("kernel_name", sort=False)
+               .agg(total_us=("total_duration_us", "sum"), occurrences=("occurrences", "sum"), rank=("rank", "min"))
+               .reset_index().sort_values(["total_us", "rank"], ascending=[False, True], kind="stable")
+               .head(TOP_KERNELS_IN_SUMMARY))
     return {
         "kernels": int(len(table)),
-        "total_us": round(float(table["total_duration_us"].sum()), 3),
+        "total_us": round(total, 3),
         "tensor_core_percent": round(tensor_core_percent(table), 2),
+        # Kernels by name (all their launch configurations and ops), the most total time first.
+        "top_kernels": [{"name": str(r.kernel_name), "total_us": round(float(r.total_us), 3),
+                         "occurrences": int(r.occurrences),
+                         "percent": 100.0 * float(r.total_us) / total if total > 0 else 0.0}
+                        for r in by_name.itertuples()],
     }

@@ -410,10 +410,33 @@ def op_profile_summary(data: OpProfileData) -> dict:
     categories = [{"name": c.symbol.category if c.symbol else c.name,
                    "time_percent": round(100.0 * safe_divide(c.metrics.raw_time, total), 3)}
                   for c in nodes if c.metrics is not None]
+    headline = headline_numbers(data)
+    perf = data.run.op_stats.perf_env
     return {
-        "flops_utilization_percent": float(f'{headline_numbers(data)["flops_utilization_percent"]:.6g}'),
+        "flops_utilization_percent": float(f'{headline["flops_utilization_percent"]:.6g}'),
         "categories": categories,
+        "hbm_utilization_percent": float(f'{headline["hbm_utilization_percent"]:.6g}'),
+        "idle_percent": float(f'{headline["idle_percent"]:.6g}'),
+        "peak_flop_rate": float(perf.peak_tera_flops_per_second) * 1e12,  # FLOP/s
+        "peak_hbm_bandwidth": float((list(perf.peak_bws_giga_bytes_per_second) or [0.0])[0]) * 1e9,  # bytes/s
+        "top_ops": top_ops(data, TOP_OPS_IN_SUMMARY),
     }
+
+
+TOP_OPS_IN_SUMMARY = 5
+
+
+def top_ops(data: OpProfileData, count: int) -> list[dict]:
+    """The ops (or groups of duplicated ops) with the most device time, idle excluded (XProf's default view)."""
+    root = data.trees[("category", True)]
+    total = root.metrics.raw_time if root.metrics else 0.0
+    ops = [op for category in root.children for op in (category.children or [category]) if op.metrics]
+    ops.sort(key=lambda n: -n.metrics.raw_time)
+    return [{"name": op.name, "category": op.symbol.category if op.symbol else "",
+             "time_percent": 100.0 * safe_divide(op.metrics.raw_time, total),
+             "time_ms": op.metrics.raw_time / 1e9,
+             "flops_utilization_percent": 100.0 * op.metrics.flops_utilization,
+             "hbm_utilization_percent": 100.0 * op.metrics.bandwidth_utils[0]} for op in ops[:count]]
 
 
 __all__ = ["CHILDREN_LIMIT", "GROUPINGS", "Metrics", "Node", "OpProfileData", "ProfileTotals", "Symbol",

@@ -123,6 +123,9 @@ def framework_op_stats_table(op_stats: RunOpStats, exclude_idle: bool) -> pd.Dat
     return table[[key for key, _, _ in COLUMNS]]
 
 
+TOP_OPS_IN_SUMMARY = 5
+
+
 @dataclass
 class TfStatsView:
     """One host's (or all hosts') TF stats tables."""
@@ -150,10 +153,19 @@ def tf_stats_views(parts: dict[str, HostOpStats], host_names: list[str]) -> dict
 def tf_stats_summary(view: TfStatsView) -> dict:
     """The run's `tf_stats` block of summary.json: op count and self time by side, IDLE excluded."""
     t = view.without_idle
+    top = []
+    for side in ("Device", "Host"):
+        rows = t[t["host_or_device"] == side].nlargest(TOP_OPS_IN_SUMMARY, "total_self_time", keep="first")
+        top += [{"side": side, "name": str(r.operation), "type": str(r.type), "self_time_us": float(r.total_self_time),
+                 # the share of the side's op time (IDLE excluded), as XProf's default view shows it
+                 "self_time_percent": 100.0 * float(getattr(r, f"{side.lower()}_total_self_time_percent"))}
+                for r in rows.itertuples()]
     return {
         "ops": int(len(t)),
         "host_self_us": float(t.loc[t["host_or_device"] == "Host", "total_self_time"].sum()),
         "device_self_us": float(t.loc[t["host_or_device"] == "Device", "total_self_time"].sum()),
+        "task_type": view.task_type,
+        "top_ops": top,
     }
 
 

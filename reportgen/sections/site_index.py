@@ -1,0 +1,53 @@
+"""The site index (`index.html`): one row per run with its answer, and the runs' step times side by side."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.sections.charts import category_color
+from reportgen.sections.vega import responsive, vega_spec
+
+
+def step_time_chart(rows: list[dict]) -> dict | None:
+    """Average step time of each run with steps, stacked by category (only the categories some run has)."""
+    records = []
+    for order, row in enumerate(r for r in rows if r.get("step_ms") is not None):
+        for key in CATEGORY_KEYS:
+            value = (row.get("breakdown_ms") or {}).get(key) or 0.0
+            if value > 0:
+                records.append({"run": row["name"], "order": order, "Category": CATEGORY_LABELS[key],
+                                "cat_order": CATEGORY_KEYS.index(key), "ms": value, "step_ms": row["step_ms"]})
+    if not records:
+        return None
+    frame = pd.DataFrame(records)
+    runs = list(dict.fromkeys(frame["run"]))
+    every = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS]
+    shown = [label for label in every if label in set(frame["Category"])]
+    chart = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y("run:N", sort=runs, title=None, axis=alt.Axis(labelLimit=260)),
+            x=alt.X("ms:Q", stack="zero", title="Average step time (ms)"),
+            color=category_color(every, shown),
+            order=alt.Order("cat_order:Q"),
+            tooltip=[alt.Tooltip("run:N", title="Run"), alt.Tooltip("step_ms:Q", title="Step time (ms)", format=",.2f"),
+                     alt.Tooltip("Category:N"), alt.Tooltip("ms:Q", title="ms", format=",.2f")],
+        )
+        .properties(height=max(40, 22 * len(runs)))
+    )
+    return responsive(vega_spec(chart))
+
+
+def site_index_context(rows: list[dict]) -> dict:
+    return {
+        "runs": rows,
+        "host_total": sum(len(r["hosts"]) for r in rows),
+        "chart": step_time_chart(rows),
+        "without_steps": [r["name"] for r in rows if r.get("step_ms") is None],
+    }
+
+
+__all__ = ["site_index_context", "step_time_chart"]

@@ -1,0 +1,217 @@
+"""The run's answer: its landing page (`<run>/index.html`) and its row of the site index.
+
+Both are drawn from the run's summary.json blocks alone (each tool section's `summary()`), so that the landing
+page, the site index, `reportgen summary` and anything reading summary.json say the same thing: the step time,
+where it goes (XProf's input-bound classification and the largest step-time category), the biggest time sinks
+with their shares, the device's utilisation, the memory peak against capacity, and a way into every tool page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.sections.base import HostSummary
+
+SINK_ROWS = 5
+MEMORY_ROWS = 3
+
+# What each page answers, in one line: the landing page's way into the tools.
+TOOL_QUESTIONS = {
+    "overview": "step time per step and category, the top ops, XProf's recommendation",
+    "input_pipeline": "where the input time goes on the host, the tf.data bottleneck",
+    "tf_stats": "every framework op by self time, host and device",
+    "kernel_stats": "every GPU kernel by total time, occupancy, TensorCore use",
+    "op_profile": "XLA ops by device time, FLOPS and memory-bandwidth utilization",
+    "hlo_stats": "every HLO op with its FLOP rate, bandwidth and what bounds it",
+    "roofline_model": "XLA ops against the device's compute and memory roofs",
+    "memory_profile": "memory in use over time per allocator, what is live at the peak",
+    "memory_viewer": "each XLA program's buffers at its memory peak",
+    "graph_viewer": "each XLA program as a graph",
+    "pod_viewer": "each step's breakdown per core",
+    "trace": "the complete timeline, for Perfetto UI",
+    "inventory": "what the capture files hold: planes, lines, events, activity",
+    "legacy_overview": "step time and XProf's recommendation, as the older capture recorded them",
+    "legacy_input_pipeline": "the input pipeline analysis the older capture recorded",
+    "legacy_tf_stats": "framework ops by self time, as recorded",
+    "legacy_timeline": "per-step op statistics from ProfilerHook timelines",
+    "legacy_kernel_stats": "GPU kernels, as recorded",
+    "legacy_op_profile": "XLA ops by device time, as recorded",
+    "legacy_memory_profile": "memory in use over time, as recorded",
+    "legacy_pod_viewer": "per-core step breakdown, as recorded",
+}
+
+
+@dataclass
+class Sink:
+    name: str
+    share: float | None  # percent
+    time_ps: float
+    detail: str = ""
+
+
+@dataclass
+class SinkGroup:
+    title: str
+    href: str
+    share_of: str  # what the shares are a share of
+    rows: list[Sink] = field(default_factory=list)
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and value == value else None
+
+
+def has_steps(overview: dict | None) -> bool:
+    """Whether the run has a step time (older captures may hold its summary without the steps)."""
+    if not overview:
+        return False
+    return bool(overview.get("steps")) or bool((_finite((overview.get("step_time_ms") or {}).get("average")) or 0) > 0)
+
+
+def classification(overview: dict | None) -> dict:
+    """The answer's headline: a short class, its severity (for colour, never alone) and XProf's statement."""
+    if not has_steps(overview):
+        return {"label": "No steps marked", "severity": "none", "statement":
+                "The capture marks no steps, so there is no step time to break down. "
+                "The device and host time below is over the whole capture."}
+    bound = overview.get("input_bound")
+    bottleneck = overview.get("bottleneck") or {}
+    statement = overview.get("statement") or ""
+    if bound in ("HIGHLY", "MODERATELY"):
+        label = f"{bound.capitalize()} input-bound"
+        severity = "bad" if bound == "HIGHLY" else "warn"
+    elif bottleneck:
+        label = f"{bottleneck['label']}: {bottleneck['percent']:.1f}% of the step time"
+        severity = "good" if bound == "NOT" else "none"
+    else:
+        label, severity = "No time recorded in steps", "none"
+    return {"label": label, "severity": severity, "statement": statement}
+
+
+def breakdown_rows(overview: dict | None) -> list[dict]:
+    """The non-empty step-time categories, largest first, with their share of the step."""
+    if not has_steps(overview):
+        return []
+    values = {k: _finite(v) or 0.0 for k, v in (overview.get("breakdown_ms") or {}).items()}
+    total = sum(v for v in values.values() if v > 0)
+    rows = [{"key": k, "label": CATEGORY_LABELS.get(k, k), "ms": v, "percent": 100.0 * v / total if total else 0.0}
+            for k, v in values.items() if v > 0]
+    rows.sort(key=lambda r: (-r["ms"], CATEGORY_KEYS.index(r["key"]) if r["key"] in CATEGORY_KEYS else 99))
+    return rows
+
+
+def sink_groups(block: dict, pages: set[str]) -> list[SinkGroup]:
+    """The biggest time sinks, from the most specific source each side has."""
+    groups: list[SinkGroup] = []
+    op_profile = block.get("op_profile") or {}
+    if op_profile.get("top_ops"):
+        group = SinkGroup("XLA ops on the device", "op_profile.html", "of device op time (idle excluded)")
+        for op in op_profile["top_ops"][:SINK_ROWS]:
+            group.rows.append(Sink(op["name"], op["time_percent"], op["time_ms"] * 1e9,
+                                   f"{op['category']} · FLOPS {op['flops_utilization_percent']:.1f}% · "
+                                   f"HBM {op['hbm_utilization_percent']:.1f}%"))
+        groups.append(group)
+    kernels = block.get("kernel_stats") or {}
+    if kernels.get("top_kernels"):
+        group = SinkGroup("GPU kernels", "kernel_stats.html", "of GPU kernel time")
+        for k in kernels["top_kernels"][:SINK_ROWS]:
+            group.rows.append(Sink(k["name"], k["percent"], k["total_us"] * 1e6, f"{k['occurrences']:,} launches"))
+        groups.append(group)
+    tf_stats = block.get("tf_stats") or {}
+    tf_page = "tf_stats.html" if "tf_stats.html" in pages else "legacy_tf_stats.html"
+    for side, title in (("Device", "Framework ops on the device"), ("Host", "Framework ops on the host")):
+        if side == "Device" and groups:
+            continue  # the device's XLA ops or kernels say it more precisely
+        rows = [op for op in tf_stats.get("top_ops") or [] if op["side"] == side]
+        if rows:
+            group = SinkGroup(title, tf_page, f"of {side.lower()} op time (IDLE excluded)")
+            for op in rows[:SINK_ROWS]:
+                group.rows.append(Sink(op["name"], op["self_time_percent"], op["self_time_us"] * 1e6,
+                                       op["type"]))
+            groups.append(group)
+    return groups
+
+
+def memory_rows(block: dict) -> list[dict]:
+    """The allocators closest to their capacity at their peak (memory profile), then the largest programs."""
+    memory = block.get("memory") or {}
+    rows = []
+    for name, p in (memory.get("profiles") or {}).items():
+        peak, capacity = _finite(p.get("peak_bytes")), _finite(p.get("capacity_bytes"))
+        if peak is None:
+            continue
+        rows.append({"name": name, "peak": peak, "capacity": capacity,
+                     "percent": 100.0 * peak / capacity if capacity else None, "kind": "allocator"})
+    rows.sort(key=lambda r: (-(r["percent"] or 0.0), -r["peak"]))
+    modules = sorted(((name, _finite(m.get("peak_bytes")) or 0.0) for name, m in (memory.get("modules") or {}).items()),
+                     key=lambda item: -item[1])
+    if not rows and modules:
+        rows = [{"name": name, "peak": peak, "capacity": None, "percent": None, "kind": "program"}
+                for name, peak in modules]
+    return rows[:MEMORY_ROWS]
+
+
+def device_label(hosts: list[HostSummary]) -> str:
+    labels = sorted({h.device_type + (f" × {h.device_core_count}" if h.device_core_count else "") for h in hosts})
+    return ", ".join(labels) if labels else "–"
+
+
+def run_verdict(name: str, block: dict, hosts: list[HostSummary], nav: list[dict]) -> dict:
+    """Everything the landing page shows, from the run's summary.json block."""
+    overview = block.get("overview")
+    pages = {item["href"] for item in nav}
+    input_pipeline = block.get("input_pipeline") or {}
+    op_profile = block.get("op_profile")
+    return {
+        "answer": classification(overview),
+        "overview": overview,
+        "has_steps": has_steps(overview),
+        "breakdown": breakdown_rows(overview),
+        "per_host": (overview or {}).get("per_host") or {},
+        "tf_data": input_pipeline.get("bottleneck"),
+        "sinks": sink_groups(block, pages),
+        "device": {key: _finite((op_profile or {}).get(key)) for key in (
+            "flops_utilization_percent", "hbm_utilization_percent", "idle_percent", "peak_flop_rate",
+            "peak_hbm_bandwidth")} if op_profile else None,
+        "memory": memory_rows(block),
+        "device_label": device_label(hosts),
+        "capture_ps": max((h.duration_ps for h in hosts), default=0),
+        "events": sum(h.events for h in hosts),
+        "tools": [{**item, "question": TOOL_QUESTIONS.get(item["href"].removesuffix(".html"), "")}
+                  for item in nav if item["href"] != "index.html"],
+        "trace": block.get("trace"),
+    }
+
+
+def index_row(name: str, href: str, block: dict, hosts: list[HostSummary], errors: list[dict],
+              tools: list[dict]) -> dict:
+    """The run's row of the site index: the answer in a line."""
+    overview = block.get("overview") or {}
+    steps = int(overview.get("steps") or 0)
+    step = overview.get("step_time_ms") or {}
+    bottleneck = overview.get("bottleneck") or None
+    timed = has_steps(overview)
+    return {
+        "name": name,
+        "href": href,
+        "hosts": hosts,
+        "errors": errors,
+        "device": device_label(hosts),
+        "duration_ps": max((h.duration_ps for h in hosts), default=0),
+        "planes": sum(h.planes for h in hosts),
+        "events": sum(h.events for h in hosts),
+        "tools": tools,
+        "steps": steps,
+        "step_ms": _finite(step.get("average")) if timed else None,
+        "step_sd_ms": _finite(step.get("standard_deviation")) if timed else None,
+        "input_percent": _finite(overview.get("input_percent")) if timed else None,
+        "input_bound": overview.get("input_bound") if timed else None,
+        "bottleneck": bottleneck,
+        "severity": classification(overview or None)["severity"],
+        "breakdown_ms": overview.get("breakdown_ms") if timed else None,
+    }
+
+
+__all__ = ["TOOL_QUESTIONS", "classification", "device_label", "index_row", "run_verdict"]

@@ -100,7 +100,7 @@ def test_partial_build_exits_2_and_builds_the_good_input(bad_build):
     summary = bad_build.summary
     for name in bad_build.bad_paths:
         assert summary["runs"][f"bad_{name}"]["hosts"] == ["good"]
-        assert "data-vega-spec" in bad_build.page_text(f"bad_{name}/index.html")
+        assert "data-vega-spec" in bad_build.page_text(f"bad_{name}/inventory.html")
     assert summary["runs"]["zz_good"]["hosts"] == ["a", "b"]
     assert summary["runs"]["zz_good"]["errors"] == []
     assert summary["runs"]["only_bad"]["hosts"] == []
@@ -236,8 +236,8 @@ def test_capture_strings_are_escaped(tmp_path, capsys):
     for page in pages:
         raw = page.read_text()
         assert "<script>alert" not in raw, page
-    run_page = out / run.name / "index.html"
-    assert run_page.exists()
+    assert (out / run.name / "index.html").exists()
+    run_page = out / run.name / "inventory.html"
     text = _visible_text(run_page)
     for shown in (HOSTILE, HOSTILE_FILENAME, "run" + HOSTILE_FILENAME, "/host:CPU" + HOSTILE):
         assert shown in text, shown

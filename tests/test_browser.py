@@ -72,7 +72,7 @@ def _open(driver, url: str) -> list[dict]:
     def charts_drawn(d) -> bool:
         return d.execute_script(
             "return Array.from(document.querySelectorAll('.chart, [data-vega-spec]'))"
-            ".every(el => el.querySelector('svg, canvas') !== null)"
+            ".every(el => el.offsetParent === null || el.querySelector('svg, canvas') !== null)"
         )
 
     try:
@@ -86,16 +86,16 @@ def _check_page(driver, url: str) -> int:
     messages = _open(driver, url)
     errors = [m for m in messages if m.get("level") in ("SEVERE", "ERROR")]
     assert not errors, f"console errors on {url}:\n" + "\n".join(m["message"] for m in errors)
+    # Every chart shown is drawn (one in a hidden panel is drawn when its panel is shown).
     charts = driver.execute_script(
         "return Array.from(document.querySelectorAll('.chart, [data-vega-spec]'))"
-        ".map(el => [el.id, el.querySelector('svg, canvas') !== null])"
+        ".map(el => [el.id, el.querySelector('svg, canvas') !== null, el.offsetParent !== null])"
     )
-    missing = [cid for cid, drawn in charts if not drawn]
+    missing = [cid for cid, drawn, shown in charts if shown and not drawn]
     assert not missing, f"charts not drawn on {url}: {missing}\nconsole: {[m['message'] for m in messages]}"
-    # reportgen.js ran: sortable tables got their keyboard-accessible headers.
+    # reportgen.js ran: sortable tables got their keyboard-accessible sort buttons.
     assert driver.execute_script(
-        "return Array.from(document.querySelectorAll('table.sortable th')).every(th => th.getAttribute('role') === "
-        "'button')"
+        "return Array.from(document.querySelectorAll('table.sortable th')).every(th => th.querySelector('button.sort'))"
     )
     return len(charts)
 
@@ -108,12 +108,13 @@ def test_every_page_loads_cleanly_with_charts(site, driver, server, origin):
         charts[page] = _check_page(driver, base + quote(page))
     runs = [p for p in charts if p.endswith("/index.html")]
     assert sorted(runs) == ["tf_keras_fast/index.html", "tf_keras_input_bound/index.html"]
-    assert all(charts[r] >= 1 for r in runs), charts
+    inventories = [p for p in charts if p.endswith("/inventory.html")]
+    assert len(inventories) == 2 and all(charts[p] >= 1 for p in inventories), charts
 
 
 def test_charts_are_vega_svg(site, driver):
     """The chart is a real Vega rendering of the capture (marks drawn), not an empty box."""
-    _open(driver, site.resolve().as_uri() + "/tf_keras_input_bound/index.html")
+    _open(driver, site.resolve().as_uri() + "/tf_keras_input_bound/inventory.html")
     marks = driver.execute_script(
         "const svg = document.querySelector('.chart svg');"
         "return svg ? svg.querySelectorAll('path, rect').length : 0"

@@ -50,7 +50,7 @@ def test_host_stage_outputs_reach_the_site_and_a_failed_host_leaves_none(builds)
         host_table = pd.read_csv(io.BytesIO(files[f"pod/data/inventory/hosts/worker-{i}.csv"]))
         expected = run_table[run_table["host"] == f"worker-{i}"].drop(columns="host").reset_index(drop=True)
         pd.testing.assert_frame_equal(host_table, expected)
-    page = files["pod/index.html"].decode()
+    page = files["pod/inventory.html"].decode()
     assert 'href="data/inventory/hosts/worker-0.csv"' in page
     assert not any(".staging" in rel for rel in files)
     assert not (parallel.output / ".staging").exists()

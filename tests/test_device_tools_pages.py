@@ -24,6 +24,7 @@ DEVICE_PAGES = ("op_profile", "hlo_stats", "roofline_model")
 XSS_OP = '</script><script>alert("op")</script>"<!--'
 PROGRAM_ID = 7
 SHARED_RUNS = {"tpu_inference_2", "gpu_multi_worker"}
+TPU_PAIR = "tpu_pair"  # two hosts of one TPU core each: a pod of two cores
 
 
 def tpu_space(hostname: str = "tpuhost", steps: int = 3) -> Space:
@@ -62,8 +63,10 @@ def site(tmp_path_factory) -> Path:
     """The small TPU run built in code, plus (when present) two shared runs: TPU, and GPU on two hosts."""
     root = tmp_path_factory.mktemp("device")
     logdir = write_tpu_run(root / "logs")
+    for host in ("tpuhost-a", "tpuhost-b"):
+        write_tpu_run(root / "logs", run=TPU_PAIR, hostname=host)
     locations = [str(logdir)]
-    runs = {"tpu_small"}
+    runs = {"tpu_small", TPU_PAIR}
     if LOGDIR.exists():
         locations.append(str(LOGDIR))
         runs |= SHARED_RUNS
@@ -87,12 +90,19 @@ def _csv(path: Path) -> list[list[str]]:
 
 def test_small_tpu_run_has_every_device_page_with_escaped_names(site):
     summary = _summary(site)["tpu_small"]
-    for slug in (*DEVICE_PAGES, "pod_viewer"):
+    for slug in DEVICE_PAGES:
         assert summary["tools"][slug] == {"page": f"tpu_small/{slug}.html"}
         html = (site / "tpu_small" / f"{slug}.html").read_text()
         assert '<script>alert("op")' not in html and "<!--" not in html.split("</head>", 1)[1]
+    # One core: no pod viewer (XProf no longer lists the tool; one core's steps are the overview's graph).
+    assert "pod_viewer" not in summary["tools"] and not (site / "tpu_small" / "pod_viewer.html").exists()
     block = summary["op_profile"]
-    assert set(block) == {"flops_utilization_percent", "categories"}
+    assert {"flops_utilization_percent", "categories", "hbm_utilization_percent", "idle_percent",
+            "peak_flop_rate", "peak_hbm_bandwidth", "top_ops"} == set(block)
+    assert block["peak_flop_rate"] == 100e12 and block["peak_hbm_bandwidth"] == 1000e9
+    # The summary page's device ops: idle excluded, as XProf's op profile shows them first.
+    assert [op["name"] for op in block["top_ops"]] == [XSS_OP, "copy.1"]
+    assert sum(op["time_percent"] for op in block["top_ops"]) == pytest.approx(100.0)
     names = [c["name"] for c in block["categories"]]
     assert names == ["loop fusion", "IDLE", "data formatting"]
     assert sum(c["time_percent"] for c in block["categories"]) == pytest.approx(100.0, abs=0.01)
@@ -100,13 +110,13 @@ def test_small_tpu_run_has_every_device_page_with_escaped_names(site):
     assert block["flops_utilization_percent"] == pytest.approx(100 * (3000 / 2100) / 100_000, rel=1e-4)
 
 
-def test_small_tpu_pod_viewer_breaks_steps_down_by_category(site):
-    html = (site / "tpu_small" / "pod_viewer.html").read_text()
+def test_tpu_pod_viewer_breaks_steps_down_by_category(site):
+    html = (site / TPU_PAIR / "pod_viewer.html").read_text()
     assert "broken down by HLO op category" in html
-    rows = _csv(site / "tpu_small" / "data" / "pod_viewer" / "pod_stats.csv")
+    rows = _csv(site / TPU_PAIR / "data" / "pod_viewer" / "pod_stats.csv")
     assert rows[0][:4] == ["Step", "Core id", "Host", "Step time (us)"] and rows[0][-1] == "Bottleneck"
-    assert [r[0] for r in rows[1:]] == ["0", "1", "2"]
-    assert all(r[2] == "tpuhost" and r[-1] == "Output" for r in rows[1:])  # XProf's numbers in the CSV
+    assert [(r[0], r[2]) for r in rows[1:]] == [(step, host) for step in "012" for host in ("tpuhost-a", "tpuhost-b")]
+    assert all(r[-1] == "Output" for r in rows[1:])  # XProf's numbers in the CSV
     assert "loop fusion" in html  # the page's breakdown and bottleneck: HLO categories
 
 
@@ -131,18 +141,15 @@ def test_shared_runs_list_the_pages_they_have_data_for(site):
     assert gpu["op_profile"]["categories"] == [{"name": "IDLE", "time_percent": 100.0}]
 
 
-def test_cpu_runs_have_a_pod_viewer_and_no_device_pages():
+def test_single_core_cpu_runs_have_neither_device_pages_nor_a_pod_viewer():
     built = built_site()  # the bundled CPU samples, shared with the publishing tests
     summary = _summary(built.site)
     for run in ("tf_keras_fast", "tf_keras_input_bound"):
         tools = summary[run]["tools"]
-        for slug in DEVICE_PAGES:
+        for slug in (*DEVICE_PAGES, "pod_viewer"):
             assert slug not in tools and slug not in summary[run]
             assert not (built.site / run / f"{slug}.html").exists()
             assert not (built.site / run / "data" / slug).exists()
-        assert tools["pod_viewer"] == {"page": f"{run}/pod_viewer.html"}
-        rows = _csv(built.site / run / "data" / "pod_viewer" / "pod_stats.csv")
-        assert len(rows) - 1 == 5 and {r[2] for r in rows[1:]} == {"vm"}
 
 
 @needs_shared
@@ -201,7 +208,10 @@ def test_op_profile_page_interactions(site, tmp_path):
         # Program view: the root and the programs open, categories closed.
         names = _row_names(driver)
         assert names[:3] == ["by_program", "jit_f(12190760917235803885)", "copy-done"]
-        assert "IDLE" in names and "copy-done.4" not in names
+        # XProf's first view: idle time excluded, so the program holds 99.54% of the time (XProf shows the same).
+        assert "IDLE" not in names and "copy-done.4" not in names
+        assert not driver.find_element(By.CSS_SELECTOR, "[data-op-idle]").is_selected()
+        assert _row(driver, "jit_f(12190760917235803885)").find_elements(By.CSS_SELECTOR, "td.num")[0].text == "99.54%"
         # Expand a category to its ops, largest first.
         _row(driver, "copy-done").find_element(By.CSS_SELECTOR, "button.op-toggle").click()
         names = _row_names(driver)
@@ -232,15 +242,14 @@ def test_op_profile_page_interactions(site, tmp_path):
         assert "host_offload_stress_test.py:29" in text
         # How many ops to show.
         Select(driver.find_element(By.CSS_SELECTOR, "[data-op-show]")).select_by_value("10")
-        # Group by category; leave idle time out.
+        # Group by category, idle time still out; then put idle time in.
         driver.find_element(By.CSS_SELECTOR, "input[name='op-group'][value='category']").click()
         names = _row_names(driver)
-        assert names[0] == "by_category" and "IDLE" in names
-        driver.find_element(By.CSS_SELECTOR, "[data-op-idle]").click()
-        names = _row_names(driver)
-        assert "IDLE" not in names and names[1:3] == ["copy-done", "loop fusion"]
+        assert names[0] == "by_category" and "IDLE" not in names and names[1:3] == ["copy-done", "loop fusion"]
         root_time = driver.find_element(By.CSS_SELECTOR, "[data-op-rows] tr td.num").text
         assert root_time == "100.00%"
+        driver.find_element(By.CSS_SELECTOR, "[data-op-idle]").click()
+        assert "IDLE" in _row_names(driver)
         flops_cell = driver.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr td.util")[0]
         assert "hsl(" in flops_cell.get_attribute("style") or "rgb(" in flops_cell.get_attribute("style")
         assert console_errors(driver) == []
@@ -256,7 +265,7 @@ def test_device_pages_render_in_a_browser_without_running_capture_text(site, tmp
     driver = start_chromium(tmp_path, "1400,1200")
     try:
         for slug in (*DEVICE_PAGES, "pod_viewer"):
-            driver.get((site / "tpu_small" / f"{slug}.html").as_uri())
+            driver.get((site / (TPU_PAIR if slug == "pod_viewer" else "tpu_small") / f"{slug}.html").as_uri())
             if slug == "op_profile":
                 WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr"))
                 _row(driver, "loop fusion").find_element(By.CSS_SELECTOR, "button.op-toggle").click()

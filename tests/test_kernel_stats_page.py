@@ -36,8 +36,14 @@ def test_summary_block_and_tool_listing(shared_site):
     oracle = json.loads((ORACLE / "gpu_multi_worker" / "kernel_stats.json").read_text())
     total_us = sum(row["c"][11]["v"] for row in oracle["rows"])
     assert gpu["tools"]["kernel_stats"] == {"page": "gpu_multi_worker/kernel_stats.html"}
-    assert gpu["kernel_stats"] == {"kernels": 30, "total_us": pytest.approx(total_us, abs=1e-3),
-                                   "tensor_core_percent": 0.0}
+    block = gpu["kernel_stats"]
+    assert {k: block[k] for k in ("kernels", "total_us", "tensor_core_percent")} == {
+        "kernels": 30, "total_us": pytest.approx(total_us, abs=1e-3), "tensor_core_percent": 0.0}
+    # The kernels with the most time, by name over all their rows, as the run's summary page lists them.
+    top = block["top_kernels"]
+    assert top[0]["name"] == oracle["rows"][0]["c"][1]["v"]
+    assert [k["total_us"] for k in top] == sorted((k["total_us"] for k in top), reverse=True)
+    assert sum(k["percent"] for k in top) <= 100.0 + 1e-9
     cpu = summary["runs"]["tf_keras_fast"]
     assert "kernel_stats" not in cpu and "kernel_stats" not in cpu["tools"]
     assert not (shared_site / "tf_keras_fast" / "kernel_stats.html").exists()
@@ -94,7 +100,9 @@ def test_capture_text_is_escaped_and_single_host_has_no_selector(tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "data-host-select" not in html
     summary = json.loads((tmp_path / "site" / "summary.json").read_text())["runs"]["run1"]["kernel_stats"]
-    assert summary == {"kernels": 2, "total_us": 0.02, "tensor_core_percent": 75.0}
+    assert {k: summary[k] for k in ("kernels", "total_us", "tensor_core_percent")} == {
+        "kernels": 2, "total_us": 0.02, "tensor_core_percent": 75.0}
+    assert [k["percent"] for k in summary["top_kernels"]] == [75.0, 25.0]
 
 
 def test_compact_kernel_names():
@@ -127,7 +135,8 @@ def test_page_works_in_a_browser(shared_site, tmp_path):
         # Filter by a fragment that only appears in the full (not the compact) names.
         box = driver.find_element(By.CSS_SELECTOR, "input[data-filter-table='kernels-all']")
         box.send_keys("FillPhiloxRandom")
-        assert sum(1 for r in rows if r.is_displayed()) == 2
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#kernels-all tbody tr")) == 2
+        assert driver.find_element(By.CSS_SELECTOR, "[data-row-count='kernels-all']").text == "2 of 30 rows"
         Select(driver.find_element(By.CSS_SELECTOR, "select[data-host-select]")).select_by_index(1)
         assert driver.find_element(By.CSS_SELECTOR, "#kernels-host-1").is_displayed()
         assert not driver.find_element(By.CSS_SELECTOR, "#kernels-all").is_displayed()

@@ -76,8 +76,10 @@ def test_capture_strings_never_become_markup_or_code(built):
 
 
 def test_capture_strings_render_as_text(built):
-    page = built.site / XSS_RUN / "index.html"
-    scan = scan_html(page.read_text(encoding="utf-8"))
+    summary_page = scan_html((built.site / XSS_RUN / "index.html").read_text(encoding="utf-8"))
+    for name in (XSS_RUN, XSS_HOST):
+        assert name in "".join(summary_page.text)
+    scan = scan_html((built.site / XSS_RUN / "inventory.html").read_text(encoding="utf-8"))
     text = "".join(scan.text)
     for name in (XSS_RUN, XSS_HOST, XSS_LINE):
         assert name in text

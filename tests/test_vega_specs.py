@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 from altair.vegalite.v6.schema import core as vl_core
 
-from reportgen.cli.main import main
 from tests.clirun import sample_site_build
-from tests.conftest import CAPTURES, LOGDIR, needs_shared
+from tests.conftest import needs_shared
+from tests.sharedsite import shared_site
 from tests.sitecheck import html_pages
 
 SPEC_SCRIPT = re.compile(r'<script type="application/json" id="([^"]+)-spec">(.*?)</script>', re.S)
@@ -59,14 +59,8 @@ def test_sample_site_specs_are_valid_vega_lite():
 
 
 @needs_shared
-def test_every_shared_capture_and_comparison_spec_is_valid_vega_lite(tmp_path):
-    site = tmp_path / "site"
-    logdirs = [str(LOGDIR)]
-    legacy = CAPTURES / "legacy"
-    if legacy.exists():
-        logdirs.append(str(legacy))
-    assert main(["build", *logdirs, "-o", str(site), "-q", "--jobs", "1", "--no-cache"]) in (0, 2)
-    assert main(["compare", f"{site}:tf_keras_input_bound", f"{site}:tf_keras_fast", "-q"]) == 0
+def test_every_shared_capture_and_comparison_spec_is_valid_vega_lite():
+    site = shared_site()
     assert list(site.glob("compare/*.html")), "the comparison page was not written"
     # Every tool page with a chart: overview, input pipeline, TF stats, kernel stats, op profile,
     # HLO stats, roofline, memory profile, memory viewer, pod viewer, trace, run index.

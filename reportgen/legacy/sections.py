@@ -18,6 +18,7 @@ import pandas as pd
 from reportgen.core.input.advice import in_our_words
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
 from reportgen.core.tools.overview import dominant_category
+from reportgen.core.tools.tf_stats import TOP_OPS_IN_SUMMARY
 from reportgen.legacy.memory_viewer import legacy_memory_viewer
 from reportgen.legacy.step_stats import LegacyTimeline
 from reportgen.legacy.tool_files import (
@@ -173,10 +174,18 @@ class LegacyTfStatsSection(LegacySection):
 
     def block(self, t: LegacyTfStats) -> dict:
         ops = t.ops
+        top = []
+        for side in ("Device", "Host"):
+            rows = ops[ops["host_or_device"] == side].nlargest(TOP_OPS_IN_SUMMARY, "total_self_time_us", keep="first")
+            top += [{"side": side, "name": str(r.op_name), "type": str(r.op_type),
+                     "self_time_us": float(r.total_self_time_us),
+                     "self_time_percent": float(getattr(r, f"{side.lower()}_self_percent"))}
+                    for r in rows.itertuples()]
         return {
             "ops": int(len(ops)),
             "host_self_us": float(ops.loc[ops["host_or_device"] == "Host", "total_self_time_us"].sum()),
             "device_self_us": float(ops.loc[ops["host_or_device"] == "Device", "total_self_time_us"].sum()),
+            "top_ops": top,
         }
 
     def panel(self, host: str, t: LegacyTfStats, page) -> dict:

@@ -33,6 +33,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from reportgen import __version__
+from reportgen.output.site import RUNS_SCRIPT
 from reportgen.output.web_types import content_type
 
 # Downloads inlined as data: URLs (base64: +33%) stay within these budgets;
@@ -370,7 +371,8 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
     head: list[str] = []
     for kind, path in assets:
         file = site_dir / path
-        if not file.is_file():
+        # The site's run list feeds the pages' run switcher, which has no use in one file of every page.
+        if not file.is_file() or path == RUNS_SCRIPT:
             continue
         code = file.read_text(encoding="utf-8")
         head.append(f"<style>\n{_inline_style(code)}\n</style>" if kind == "css"

@@ -40,6 +40,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(FILTERS)
+    env.globals.update(runs_script=RUNS_SCRIPT, units_note=UNITS_NOTE)
     # `tojson` (chart specs, page data) through orjson: the standard encoder took
     # seconds on pages with large chart datasets. Jinja still escapes <, >, & and '
     # for HTML; NaN becomes null, which JSON.parse (unlike NaN) accepts.
@@ -110,7 +111,7 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
 
 # The list of the site's runs and their pages, for every run page's run switcher. Written by each build (never
 # content-hashed: pages reused from the rebuild cache must see the runs of the build that reused them).
-RUNS_SCRIPT = "assets/runs.js"
+RUNS_SCRIPT = "runs.js"
 
 
 def write_runs_script(site_dir: Path, runs: list[dict]) -> None:
@@ -205,8 +206,6 @@ class PageWriter:
             nav=self.nav,
             run=self.run,
             run_hosts=self.hosts,
-            runs_script=RUNS_SCRIPT,
-            units_note=UNITS_NOTE,
             generator=f"reportgen {__version__}",
             page=relative,
             **context,

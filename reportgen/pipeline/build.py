@@ -77,7 +77,7 @@ class BuildReport:
 
 
 # Names the site uses at its top level: a run folder must never take one.
-RESERVED_RUN_NAMES = frozenset({"assets", "compare", "index.html", "summary.json"})
+RESERVED_RUN_NAMES = frozenset({"assets", "compare", "index.html", "runs.js", "summary.json"})
 
 
 def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:

@@ -77,7 +77,8 @@ def working_space_spec(view: MemorySpaceView) -> dict:
         "layer": [
             {
                 "data": {"name": "highlight"},
-                "mark": {"type": "rect", "color": "#f5a623", "opacity": 0.3},
+                # the pointed-at buffer's lifetime: an overlay, not content of its own for screen readers
+                "mark": {"type": "rect", "color": "#f5a623", "opacity": 0.3, "aria": False},
                 "encoding": {"x": {"field": "start", "type": "quantitative", "scale": domain},
                              "x2": {"field": "limit"},
                              "tooltip": [{"field": "label", "title": "Buffer"},

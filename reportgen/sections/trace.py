@@ -45,7 +45,14 @@ def overview_chart(part: TraceHostPart) -> tuple[dict, int]:
     """Busy share per line over time, with step starts and chunk cuts marked; and how many thread lines it draws
     as pool rows."""
     export = part.export
-    busy, labels, pooled = pool_threads(busy_slices(export.activity), list(export.row_labels))
+    busy = busy_slices(export.activity)
+    labels = list(export.row_labels)
+    # Every row is of this host (the page says which): its name does not start each label.
+    prefix = f"{export.host} "
+    if labels and all(label.startswith(prefix) for label in labels):
+        labels = [label[len(prefix):] for label in labels]
+        busy = busy.assign(label=busy["label"].str.slice(len(prefix)))
+    busy, labels, pooled = pool_threads(busy, labels)
     height = max(80, min(14 * len(labels), 2400))
     x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
     heat = busy_heatmap("busy", x, labels, 300)

@@ -13,8 +13,10 @@ from typing import Any
 
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
 from reportgen.sections.base import HostSummary
+from reportgen.sections.kernel_stats import compact_kernel_name
 
 SINK_ROWS = 5
+KERNEL_NAME_CHARS = 60
 MEMORY_ROWS = 3
 
 # What each page answers, in one line: the landing page's way into the tools.
@@ -117,14 +119,15 @@ def sink_groups(block: dict, pages: set[str]) -> list[SinkGroup]:
     if kernels.get("top_kernels"):
         group = SinkGroup("GPU kernels", "kernel_stats.html", "of GPU kernel time")
         for k in kernels["top_kernels"][:SINK_ROWS]:
-            group.rows.append(Sink(k["name"], k["percent"], k["total_us"] * 1e6, f"{k['occurrences']:,} launches"))
+            group.rows.append(Sink(compact_kernel_name(k["name"], KERNEL_NAME_CHARS), k["percent"], k["total_us"] * 1e6,
+                                   f"{k['occurrences']:,} launches: {k['name']}"))
         groups.append(group)
     tf_stats = block.get("tf_stats") or {}
     tf_page = "tf_stats.html" if "tf_stats.html" in pages else "legacy_tf_stats.html"
     for side, title in (("Device", "Framework ops on the device"), ("Host", "Framework ops on the host")):
         if side == "Device" and groups:
             continue  # the device's XLA ops or kernels say it more precisely
-        rows = [op for op in tf_stats.get("top_ops") or [] if op["side"] == side]
+        rows = [op for op in tf_stats.get("top_ops") or [] if op["side"] == side and op["self_time_us"] > 0]
         if rows:
             group = SinkGroup(title, tf_page, f"of {side.lower()} op time (IDLE excluded)")
             for op in rows[:SINK_ROWS]:

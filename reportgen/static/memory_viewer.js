@@ -54,10 +54,11 @@
     var source = document.getElementById(chart.dataset.mvChart);
     if (!source || !window.vegaEmbed) return;
     var spec = JSON.parse(source.textContent);
+    if (!spec.description && chart.dataset.label) spec.description = chart.dataset.label;
     window.vegaEmbed(chart, spec, {
       renderer: "svg",
       actions: { export: true, source: false, compiled: false, editor: false }
-    }).then(function (result) { wire(chart, result.view); })
+    }).then(function (result) { window.reportgen.nameChartMenu(chart); wire(chart, result.view); })
       .catch(function (err) { console.error("chart " + chart.id + ": " + err); });
   }
 

@@ -55,6 +55,12 @@
   };
 
   // ---- charts --------------------------------------------------------------------------------------------------
+  // The chart's "…" menu: a named control for keyboards and screen readers.
+  function nameChartMenu(el) {
+    var summary = el.querySelector("details > summary");
+    if (summary) summary.setAttribute("aria-label", "Chart menu: save as SVG or PNG");
+  }
+
   function embedCharts(root) {
     root.querySelectorAll("[data-vega-spec]").forEach(function (el) {
       if (el.dataset.embedded) return;
@@ -64,13 +70,13 @@
       if (!source || !window.vegaEmbed) return;
       el.dataset.embedded = "1";
       var spec = JSON.parse(source.textContent);
+      // Vega names the drawing (its svg) after the spec's description, for screen readers.
+      if (!spec.description && el.dataset.label) spec.description = el.dataset.label;
       window.vegaEmbed(el, spec, {
         renderer: "svg",
         actions: { export: true, source: false, compiled: false, editor: false }
       }).then(function (result) {
-        // The chart's "…" menu: a named control for keyboards and screen readers.
-        var summary = el.querySelector("details > summary");
-        if (summary) summary.setAttribute("aria-label", "Chart menu: save as SVG or PNG");
+        nameChartMenu(el);
         return result;
       }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
     });
@@ -206,8 +212,10 @@
 
   DataTable.prototype.addColumnChooser = function () {
     var self = this;
+    // Offered where some columns start hidden, or the table is wide enough to want fewer.
     var optional = this.headers.filter(function (th) { return !th.hasAttribute("data-key"); });
-    if (this.headers.length < 5 || !optional.length) return;
+    var hidden = this.headers.some(function (th) { return th.hasAttribute("data-hidden"); });
+    if (!optional.length || (!hidden && this.headers.length < 8)) return;
     var details = document.createElement("details");
     details.className = "columns";
     var summary = document.createElement("summary");
@@ -341,7 +349,7 @@
     slot.appendChild(select);
   }
 
-  window.reportgen = { fmt: fmt, embedCharts: embedCharts };
+  window.reportgen = { fmt: fmt, embedCharts: embedCharts, nameChartMenu: nameChartMenu };
 
   document.addEventListener("DOMContentLoaded", function () {
     var seen = [];

@@ -1,0 +1,251 @@
+"""What a reader sees: every page of the shared site in headless Chromium at 1280 × 800 and 1440 × 900.
+
+Each page is loaded once (from file://) at 1280 × 800, measured, checked with axe-core, then measured again at
+1440 × 900: no page scrolls sideways, the identifying and key columns of every table shown are in view without
+scrolling, the run's answer is on the first screen of its summary page, the first view has XProf's defaults, no
+console error, and no serious or critical accessibility violation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.browser import console_errors, needs_browser, start_chromium
+from tests.conftest import needs_shared
+from tests.sharedsite import COMPARED, shared_site
+from tests.sitecheck import html_pages
+
+pytestmark = [needs_browser, needs_shared]
+
+SIZES = ((1280, 800), (1440, 900))
+AXE_DIR = Path(__file__).resolve().parent / "vendor" / "axe-core"
+LOAD_TIMEOUT_S = 30
+
+# Shown charts drawn; the page's scripts done.
+READY = """
+return document.readyState === 'complete' &&
+  Array.from(document.querySelectorAll('[data-vega-spec]')).every(
+    el => el.offsetParent === null || el.querySelector('svg, canvas') !== null);
+"""
+
+MEASURE = """
+const de = document.documentElement;
+const vw = de.clientWidth;
+const out = {scrollWidth: de.scrollWidth, clientWidth: vw, innerHeight: window.innerHeight, offscreen: [],
+             keyTables: 0};
+document.querySelectorAll('table').forEach(t => {
+  if (t.offsetParent === null || !t.tHead || !t.tBodies.length) return;
+  const heads = Array.from(t.tHead.rows[0].cells);
+  const keys = heads.map((th, i) => [th, i]).filter(([th]) => th.hasAttribute('data-key'));
+  const row = t.tBodies[0].rows[0];
+  if (!keys.length || !row) return;
+  out.keyTables += 1;
+  const wrap = t.closest('.table-wrap');
+  const right = Math.min(vw, wrap ? wrap.getBoundingClientRect().right : vw);
+  for (const [th, i] of keys) {
+    const cell = row.cells[i];
+    if (!cell) continue;
+    const r = cell.getBoundingClientRect();
+    if (r.width > 0 && r.right > right + 1) out.offscreen.push((t.id || 'table') + ': ' + th.textContent.trim());
+  }
+});
+const answer = document.querySelector('.answer');
+out.answerBottom = answer ? answer.getBoundingClientRect().bottom + window.scrollY : null;
+// XProf's defaults on first view
+const idle = document.querySelector("select[data-host-select^='tfstats-idle']");
+out.tfStatsIdle = idle ? idle.value : null;
+out.tfStatsIdleRows = Array.from(document.querySelectorAll("table[id^='ops-']"))
+  .filter(t => t.offsetParent !== null)
+  .some(t => Array.from(t.tBodies[0].rows).some(r => r.textContent.includes('IDLE')));
+const opIdle = document.querySelector('[data-op-idle]');
+out.opProfileIdle = opIdle ? opIdle.checked : null;
+out.opProfileIdleRows = Array.from(document.querySelectorAll('[data-op-rows] .op-label')).some(
+  el => el.textContent === 'IDLE');
+// Sortable headers show that they sort, before any click.
+out.unmarkedSort = Array.from(document.querySelectorAll('table.sortable th button.sort'))
+  .filter(b => b.offsetParent !== null && getComputedStyle(b, '::after').content.indexOf('\\u2195') < 0 &&
+               !b.parentNode.hasAttribute('aria-sort')).length;
+return out;
+"""
+
+AXE_RUN = """
+const done = arguments[arguments.length - 1];
+// preload off: axe would fetch the stylesheets, which file:// pages may not
+axe.run(document, {resultTypes: ['violations'], preload: false}).then(
+  r => done(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(
+    v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))),
+  e => done(['axe failed: ' + e]));
+"""
+
+
+def _axe_source() -> str:
+    pinned = dict(line.split(" = ", 1) for line in (AXE_DIR / "VERSION").read_text().splitlines() if " = " in line)
+    source = (AXE_DIR / pinned["file"]).read_bytes()
+    assert hashlib.sha256(source).hexdigest() == pinned["sha256"], "axe-core differs from the version VERSION pins"
+    return source.decode("utf-8")
+
+
+def _resize(driver, width: int, height: int) -> None:
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+
+def _wait(driver, script: str) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, LOAD_TIMEOUT_S).until(lambda d: d.execute_script(script))
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    return shared_site()
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    browser = start_chromium(tmp_path_factory.mktemp("chromium-ux"), window="%d,%d" % SIZES[0])
+    browser.set_page_load_timeout(LOAD_TIMEOUT_S)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+@pytest.fixture(scope="module")
+def seen(site, driver) -> dict[str, dict]:
+    """Every page of the shared site as the browser shows it: {page: {"errors", "axe", (w, h): measures}}."""
+    axe = _axe_source()
+    pages = {}
+    for path in html_pages(site):
+        page = path.relative_to(site).as_posix()
+        _resize(driver, *SIZES[0])
+        driver.get_log("browser")
+        driver.get(path.resolve().as_uri())
+        _wait(driver, READY)
+        result: dict = {SIZES[0]: driver.execute_script(MEASURE)}
+        driver.execute_script(axe)
+        result["axe"] = driver.execute_async_script(AXE_RUN)
+        _resize(driver, *SIZES[1])
+        time.sleep(0.15)  # charts as wide as the page redraw on resize
+        _wait(driver, READY)
+        result[SIZES[1]] = driver.execute_script(MEASURE)
+        result["errors"] = [entry["message"] for entry in console_errors(driver)]
+        pages[page] = result
+    _resize(driver, *SIZES[0])
+    return pages
+
+
+def test_every_page_of_the_shared_site_is_seen(site, seen):
+    runs = {p.split("/")[0] for p in seen if p.endswith("/index.html")}
+    assert {"tpu_inference_2", "gpu_multi_worker", "jax_mlp", *COMPARED} <= runs
+    assert any(p.startswith("compare/") for p in seen)
+    assert len(seen) == len(html_pages(site))
+
+
+def test_no_console_errors(seen):
+    assert {page: r["errors"] for page, r in seen.items() if r["errors"]} == {}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: "%dx%d" % s)
+def test_no_page_scrolls_sideways(seen, size):
+    wide = {page: (r[size]["scrollWidth"], r[size]["clientWidth"]) for page, r in seen.items()
+            if r[size]["scrollWidth"] > r[size]["clientWidth"]}
+    assert wide == {}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: "%dx%d" % s)
+def test_key_columns_are_in_view_without_scrolling(seen, size):
+    assert {page: r[size]["offscreen"] for page, r in seen.items() if r[size]["offscreen"]} == {}
+    # The check looked at real tables: the big ones of every tool.
+    for tool in ("tf_stats", "kernel_stats", "hlo_stats", "roofline_model", "inventory", "input_pipeline"):
+        assert any(r[size]["keyTables"] for p, r in seen.items() if p.endswith(f"/{tool}.html")), tool
+    assert seen["index.html"][size]["keyTables"] == 1
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: "%dx%d" % s)
+def test_the_answer_is_on_the_first_screen_of_every_run(seen, size):
+    runs = {page: r[size] for page, r in seen.items() if page.count("/") == 1 and page.endswith("/index.html")}
+    assert runs
+    late = {page: (m["answerBottom"], m["innerHeight"]) for page, m in runs.items()
+            if m["answerBottom"] is None or m["answerBottom"] > m["innerHeight"]}
+    assert late == {}
+
+
+def test_first_view_has_xprofs_defaults(seen):
+    first = SIZES[0]
+    tf_stats = {p: r[first] for p, r in seen.items() if p.endswith("/tf_stats.html")}
+    assert tf_stats
+    for page, m in tf_stats.items():
+        assert m["tfStatsIdle"] == "without" and not m["tfStatsIdleRows"], page  # "Include IDLE time: No"
+    op_profile = {p: r[first] for p, r in seen.items() if p.endswith("/op_profile.html")}
+    assert op_profile
+    for page, m in op_profile.items():
+        assert m["opProfileIdle"] is False and not m["opProfileIdleRows"], page  # idle time excluded
+
+
+def test_sortable_columns_say_so_before_a_click(seen):
+    assert {page: r[SIZES[0]]["unmarkedSort"] for page, r in seen.items() if r[SIZES[0]]["unmarkedSort"]} == {}
+
+
+def test_no_serious_or_critical_accessibility_violation(seen):
+    assert {page: r["axe"] for page, r in seen.items() if r["axe"]} == {}
+
+
+def test_axe_finds_violations_where_there_are_some(driver, tmp_path):
+    """The accessibility check can fail: a page with an unlabelled control and an image without text."""
+    page = tmp_path / "bad.html"
+    page.write_text('<!doctype html><html lang="en"><head><title>bad</title></head><body><main>'
+                    '<input type="text"><img src="data:,"></main></body></html>', encoding="utf-8")
+    driver.get(page.as_uri())
+    driver.execute_script(_axe_source())
+    found = driver.execute_async_script(AXE_RUN)
+    assert any(v.startswith("image-alt") for v in found) and any(v.startswith("label") for v in found)
+
+
+def test_row_count_follows_the_filter_and_pages_stay_small(site, driver):
+    from selenium.webdriver.common.by import By
+
+    driver.get((site / "gpu_multi_worker" / "tf_stats.html").resolve().as_uri())
+    _wait(driver, READY)
+    table = "ops-0-without"
+    count = driver.find_element(By.CSS_SELECTOR, f"[data-row-count='{table}']")
+    total = int(count.text.split()[0].replace(",", ""))
+    assert total > 200  # a table long enough to be shown a page at a time
+    assert len(driver.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")) == 100
+    driver.find_element(By.CSS_SELECTOR, f"input[data-filter-table='{table}']").send_keys("Iterator")
+    rows = driver.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")
+    assert 0 < len(rows) < 100 and all("Iterator" in r.text for r in rows)
+    assert count.text == f"{len(rows)} of {total:,} rows"
+
+
+def test_switchers_navigate_between_runs_and_hosts(site, driver):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    driver.get((site / "gpu_multi_worker" / "tf_stats.html").resolve().as_uri())
+    _wait(driver, READY)
+    # The host switcher in the header shows one host's panel at a time.
+    hosts = Select(driver.find_element(By.CSS_SELECTOR, "header .host-switch select"))
+    hosts.select_by_index(1)
+    shown = [el.get_attribute("data-host") for el in driver.find_elements(By.CSS_SELECTOR,
+                                                                            "[data-host-panel='tfstats']")
+             if el.is_displayed()]
+    assert shown == [hosts.first_selected_option.get_attribute("value")]
+    # The run switcher goes to the same tool of another run, or to its summary where it has no such page.
+    Select(driver.find_element(By.CSS_SELECTOR, "header [data-run-switch] select")).select_by_visible_text("jax_mlp")
+    _wait(driver, READY)
+    assert driver.current_url.endswith("/jax_mlp/tf_stats.html")
+    Select(driver.find_element(By.CSS_SELECTOR, "header [data-run-switch] select")).select_by_visible_text(
+        "tpu_inference_2")
+    _wait(driver, READY)
+    assert driver.current_url.endswith("/tpu_inference_2/tf_stats.html")
+    driver.find_element(By.LINK_TEXT, "Op profile").click()
+    _wait(driver, READY)
+    Select(driver.find_element(By.CSS_SELECTOR, "header [data-run-switch] select")).select_by_visible_text("jax_mlp")
+    _wait(driver, READY)
+    assert driver.current_url.endswith("/jax_mlp/index.html")  # no op profile there
+    assert console_errors(driver) == []

@@ -107,7 +107,7 @@ def site() -> Path:
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
-    browser = start_chromium(tmp_path_factory.mktemp("chromium-ux"), window="%d,%d" % SIZES[0])
+    browser = start_chromium(tmp_path_factory.mktemp("chromium-ux"), window=f"{SIZES[0][0]},{SIZES[0][1]}")
     browser.set_page_load_timeout(LOAD_TIMEOUT_S)
     try:
         yield browser
@@ -150,14 +150,14 @@ def test_no_console_errors(seen):
     assert {page: r["errors"] for page, r in seen.items() if r["errors"]} == {}
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: "%dx%d" % s)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_no_page_scrolls_sideways(seen, size):
     wide = {page: (r[size]["scrollWidth"], r[size]["clientWidth"]) for page, r in seen.items()
             if r[size]["scrollWidth"] > r[size]["clientWidth"]}
     assert wide == {}
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: "%dx%d" % s)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_key_columns_are_in_view_without_scrolling(seen, size):
     assert {page: r[size]["offscreen"] for page, r in seen.items() if r[size]["offscreen"]} == {}
     # The check looked at real tables: the big ones of every tool.
@@ -166,7 +166,7 @@ def test_key_columns_are_in_view_without_scrolling(seen, size):
     assert seen["index.html"][size]["keyTables"] == 1
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: "%dx%d" % s)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_the_answer_is_on_the_first_screen_of_every_run(seen, size):
     runs = {page: r[size] for page, r in seen.items() if page.count("/") == 1 and page.endswith("/index.html")}
     assert runs

@@ -56,6 +56,13 @@ examples:
   reportgen summary site/ --compare main pr -o comment.md      plus comment-breakdown.png, … beside it
   reportgen summary ~/logs --format json
   reportgen summary site/ --compare main pr --site-url https://storage.googleapis.com/b/site -o pr.md
+  reportgen summary site/ --compare main pr --budget budget.toml --sticky profile -o comment.md --step-summary
+
+In GitHub Actions, --step-summary appends the Markdown to the job summary ($GITHUB_STEP_SUMMARY);
+it is never appended unless asked. Charts are named <stem>-breakdown.png, <stem>-steps.png and
+<stem>-ops.png after -o FILE's stem; --chart-url links them where a workflow publishes them.
+--sticky KEY opens the Markdown with <!-- reportgen:sticky:KEY -->, the marker by which a CI step
+finds the pull-request comment to edit instead of adding one on each push.
 """
 
 CHECK_EXAMPLES = """\
@@ -72,7 +79,13 @@ examples:
   reportgen check site/ --max-step-ms 150 --max-input-percent 20
   reportgen check site/ --max-regression 5% --baseline main
   reportgen check ~/logs --budget budget.toml
+  reportgen check site/ --budget budget.toml --max-regression off        drop one budget of the file
+  reportgen check site/ --budget budget.toml --format github --junit junit.xml   GitHub annotations, JUnit
   reportgen build ~/logs -o site/ --budget budget.toml
+
+--format github prints an ::error annotation for each breach and a ::warning for each check that
+could not be made; --junit FILE writes one test case per run and budget (breaches fail);
+--codequality FILE writes GitLab's Code Quality report.
 """
 
 PUBLISH_EXAMPLES = """\
@@ -225,6 +238,19 @@ def _add_compare_parsers(sub) -> None:
     summary.add_argument("--site-url", metavar="URL", help="where the site is published: the summary links to it")
     summary.add_argument("-o", "--output", metavar="FILE",
                          help="write FILE, and the charts as PNG files beside it (default: stdout, no charts)")
+    summary.add_argument("--chart-url", metavar="URL",
+                         help="link the charts as URL/<file> (where the workflow publishes them) instead of by file "
+                         "name")
+    summary.add_argument("--step-summary", action="store_true",
+                         help="also append the Markdown to $GITHUB_STEP_SUMMARY (GitHub Actions' job summary; charts "
+                         "only with --chart-url)")
+    summary.add_argument("--sticky", metavar="KEY",
+                         help="open with the hidden marker <!-- reportgen:sticky:KEY --> of a sticky pull-request "
+                         "comment")
+    summary.add_argument("--link", action="append", metavar="TEXT=URL",
+                         help="end with this link (repeatable), e.g. the workflow run")
+    _add_budget_arguments(summary, "budgets to show the check of, first (the exit status stays 0: "
+                          "`reportgen check` fails a job)")
     summary.add_argument("--jobs", **jobs)
 
     check = sub.add_parser(
@@ -233,16 +259,25 @@ def _add_compare_parsers(sub) -> None:
         epilog=CHECK_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("location", metavar="SITE_OR_LOGDIR")
-    check.add_argument("--max-step-ms", type=float, metavar="MS", help="largest average step time allowed")
-    check.add_argument("--max-input-percent", type=float, metavar="PERCENT",
-                       help="largest share of the step time spent waiting for input")
-    check.add_argument("--max-regression", metavar="LIMIT",
-                       help="largest step-time increase over --baseline: 5%% or 12ms")
-    check.add_argument("--baseline", metavar="RUN_OR_SITE",
-                       help="the run to measure regressions against: a run of SITE, or SITE:RUN, LOGDIR:RUN, a folder")
+    _add_budget_arguments(check)
     check.add_argument("--runs", metavar="NAME,...", help="only these runs (default: every run but the baseline)")
-    check.add_argument("--budget", metavar="FILE", help="budgets from a TOML file; options given here override it")
+    check.add_argument("--format", choices=("text", "github"), default="text",
+                       help="github: also an ::error / ::warning annotation line per breach (default: text)")
+    check.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report: a test case per run and budget")
+    check.add_argument("--codequality", metavar="FILE", help="also write a GitLab Code Quality report (JSON)")
     check.add_argument("--jobs", **jobs)
+
+
+def _add_budget_arguments(parser: argparse.ArgumentParser, title: str | None = None) -> None:
+    group = parser.add_argument_group(title)
+    group.add_argument("--budget", metavar="FILE", help="budgets from a TOML file; options given here override it")
+    group.add_argument("--max-step-ms", metavar="MS", help="largest average step time allowed (off: none)")
+    group.add_argument("--max-input-percent", metavar="PERCENT",
+                       help="largest share of the step time spent waiting for input (off: none)")
+    group.add_argument("--max-regression", metavar="LIMIT",
+                       help="largest step-time increase over --baseline: 5%% or 12ms (off: none)")
+    group.add_argument("--baseline", metavar="RUN_OR_SITE",
+                       help="the run to measure regressions against: a run of SITE, or SITE:RUN, LOGDIR:RUN, a folder")
 
 
 def _fail(message: str) -> int:
@@ -364,20 +399,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _check_budget(args: argparse.Namespace):
-    from reportgen.budget import Budget, Regression, load_budget
+    from reportgen.budget import budget_from_options
 
-    budget = load_budget(args.budget) if args.budget else Budget()
-    if args.max_step_ms is not None:
-        budget.max_step_ms = args.max_step_ms
-    if args.max_input_percent is not None:
-        budget.max_input_percent = args.max_input_percent
-    if args.max_regression is not None:
-        budget.max_regression = Regression.parse(args.max_regression)
-    if args.baseline is not None:
-        budget.baseline, budget.base_dir = args.baseline, None
-    if args.runs:
-        budget.runs = [r.strip() for r in args.runs.split(",") if r.strip()]
-    return budget
+    return budget_from_options(args.budget, max_step_ms=args.max_step_ms, max_input_percent=args.max_input_percent,
+                               max_regression=args.max_regression, baseline=args.baseline,
+                               runs=getattr(args, "runs", None))
 
 
 def _compare_commands(args: argparse.Namespace) -> int:
@@ -387,17 +413,19 @@ def _compare_commands(args: argparse.Namespace) -> int:
     jobs = max(1, args.jobs)
     if args.command == "compare":
         return compare_cli.compare_command(args.baseline, args.candidate, args.output, jobs=jobs, quiet=args.quiet)
-    if args.command == "summary":
-        return compare_cli.summary_command(args.location, args.compare, fmt=args.format, site_url=args.site_url,
-                                           output=args.output, jobs=jobs)
     try:
         budget = _check_budget(args)
     except BudgetError as exc:
         return _fail(str(exc))
-    if budget.empty:
+    if args.command == "summary":
+        return compare_cli.summary_command(args.location, args.compare, fmt=args.format, site_url=args.site_url,
+                                           output=args.output, jobs=jobs, chart_url=args.chart_url, budget=budget,
+                                           sticky=args.sticky, links=args.link, step_summary=args.step_summary)
+    if budget.empty and not budget.turned_off:
         return _fail("check: give at least one budget (--max-step-ms, --max-input-percent, --max-regression "
                      "or --budget FILE)")
-    return compare_cli.check_command(args.location, budget, jobs=jobs)
+    return compare_cli.check_command(args.location, budget, jobs=jobs, fmt=args.format, junit=args.junit,
+                                     codequality=args.codequality)
 
 
 def main(argv: list[str] | None = None) -> int:

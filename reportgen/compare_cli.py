@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reportgen.budget import Budget, BudgetError, check_site, resolve_baseline
+from reportgen.budget import Budget, BudgetError, CheckResult, check_site, resolve_baseline
 from reportgen.cli import DEFAULT_COMPARE_OUTPUT
 from reportgen.compare.model import Comparison, compare_runs
 from reportgen.compare.sources import BuiltRun, BuiltSite, RunNotFoundError, RunRef, RunResolver
@@ -76,47 +76,106 @@ def compare_command(baseline: str, candidate: str, output: str | None, jobs: int
     return EXIT_OK
 
 
+def _checked(site: BuiltSite, budget: Budget, resolver: RunResolver) -> CheckResult:
+    return check_site(site, budget.validate(), resolve_baseline(site, budget, resolver))
+
+
 def summary_command(location: str, compare: list[str] | None, fmt: str = "markdown", site_url: str | None = None,
-                    output: str | None = None, jobs: int = 1) -> int:
+                    output: str | None = None, jobs: int = 1, *, chart_url: str | None = None,
+                    budget: Budget | None = None, sticky: str | None = None, links: list[str] | None = None,
+                    step_summary: bool = False) -> int:
+    from reportgen.ci.step_summary import StepSummaryError, append_step_summary, step_summary_file
+    from reportgen.ci.sticky_comment import CommentError, marker, parse_link
     from reportgen.markdown_summary import build_summary, write_charts
 
+    try:
+        comment_marker = marker(sticky) if sticky is not None else None
+        parsed_links = [parse_link(spec) for spec in links or ()]
+    except CommentError as exc:
+        return _fail(str(exc))
     with tempfile.TemporaryDirectory(prefix="reportgen-summary-") as scratch:
         resolver = RunResolver(Path(scratch), jobs=jobs, warn=_warn)
         try:
             site = resolver.site(location)
             comparison = compare_runs(*_runs_in(site, resolver, compare)) if compare else None
-        except RunNotFoundError as exc:
+            checks = _checked(site, budget, resolver) if budget is not None and not budget.empty else None
+        except (RunNotFoundError, BudgetError) as exc:
             return _fail(str(exc))
         target = Path(output) if output else None
         stem = target.stem if target is not None else "summary"
-        document = build_summary(site, comparison, site_url=site_url, chart_stem=stem, with_charts=target is not None)
+        common = {"site_url": site_url, "chart_stem": stem, "chart_url": chart_url, "checks": checks,
+                  "links": parsed_links}
+        document = build_summary(site, comparison, with_charts=target is not None, marker=comment_marker, **common)
         text = document.markdown if fmt == "markdown" else json.dumps(document.data, indent=1) + "\n"
+        charts = []
         if target is None:
             sys.stdout.write(text)
-            return EXIT_OK
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-            charts = write_charts(document, target.parent)
-        except OSError as exc:
-            return _fail(f"cannot write {target}: {exc}")
-    print(f"reportgen: wrote {target}" + (f" and {len(charts)} chart{'s' if len(charts) != 1 else ''} beside it"
-                                          if charts else ""), file=sys.stderr)
+        else:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+                charts = write_charts(document, target.parent)
+            except OSError as exc:
+                return _fail(f"cannot write {target}: {exc}")
+        if step_summary:
+            # The job summary cannot show files beside it: charts only where they are published.
+            shown = build_summary(site, comparison, with_charts=chart_url is not None, **common)
+            summary_file = step_summary_file()
+            if summary_file is None:
+                _warn("--step-summary: GITHUB_STEP_SUMMARY is not set (not a GitHub Actions step): "
+                      "no step summary written")
+            else:
+                try:
+                    append_step_summary(shown.markdown, summary_file)
+                except StepSummaryError as exc:
+                    return _fail(str(exc))
+    if target is not None:
+        print(f"reportgen: wrote {target}" + (f" and {len(charts)} chart{'s' if len(charts) != 1 else ''} beside it"
+                                              if charts else ""), file=sys.stderr)
     return EXIT_OK
 
 
-def check_command(location: str, budget: Budget, jobs: int = 1) -> int:
-    """Check the site at `location` (a logdir is built first); 3 when over budget."""
-    with tempfile.TemporaryDirectory(prefix="reportgen-check-") as scratch:
-        resolver = RunResolver(Path(scratch), jobs=jobs, warn=_warn)
-        try:
-            budget.validate()
-            site = resolver.site(location)
-            result = check_site(site, budget, resolve_baseline(site, budget, resolver))
-        except (RunNotFoundError, BudgetError) as exc:
-            return _fail(str(exc))
-    print(result.report())
+def check_command(location: str, budget: Budget, jobs: int = 1, *, fmt: str = "text", junit: str | None = None,
+                  codequality: str | None = None) -> int:
+    """Check the site at `location` (a logdir is built first); 3 when over budget.
+
+    `fmt="github"` adds an annotation line for each breach (error) and each check
+    that could not be made (warning); `junit` and `codequality` name report files."""
+    from reportgen.ci import annotations as notes
+
+    if budget.empty:  # every budget was turned off: nothing to check, nothing wrong
+        print(f"reportgen check: no budget left to check ({', '.join(sorted(budget.turned_off))} off)")
+        result = CheckResult(checked=[])
+    else:
+        with tempfile.TemporaryDirectory(prefix="reportgen-check-") as scratch:
+            resolver = RunResolver(Path(scratch), jobs=jobs, warn=_warn)
+            try:
+                result = _checked(resolver.site(location), budget, resolver)
+            except (RunNotFoundError, BudgetError) as exc:
+                return _fail(str(exc))
+        report = result.report()
+        print(notes.without_workflow_commands(report) if fmt == "github" else report)
+    annotations = notes.from_budget(result, budget)
+    if fmt == "github":
+        for line in notes.github_commands(annotations):
+            print(line)
+    try:
+        if junit:
+            from reportgen.ci.junit import junit_xml
+
+            _write_report(Path(junit), junit_xml(result))
+        if codequality:
+            from reportgen.ci.codequality import codequality_report
+
+            _write_report(Path(codequality), codequality_report(annotations).encode("utf-8"))
+    except OSError as exc:
+        return _fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
     return result.exit_code
+
+
+def _write_report(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
 
 
 def check_built_site(site_dir: Path, budget: Budget, jobs: int = 1) -> int | None:

@@ -56,7 +56,8 @@ examples:
   reportgen summary site/ --compare main pr -o comment.md      plus comment-breakdown.png, … beside it
   reportgen summary ~/logs --format json
   reportgen summary site/ --compare main pr --site-url https://storage.googleapis.com/b/site -o pr.md
-  reportgen summary site/ --compare main pr --budget budget.toml --sticky profile -o comment.md --step-summary
+  reportgen summary site/ --compare main pr --budget budget.toml --baseline main --sticky profile \
+      -o comment.md --step-summary
 
 In GitHub Actions, --step-summary appends the Markdown to the job summary ($GITHUB_STEP_SUMMARY);
 it is never appended unless asked. Charts are named <stem>-breakdown.png, <stem>-steps.png and

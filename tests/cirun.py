@@ -350,9 +350,12 @@ def run_gitlab_script(entries: list[str], env: dict[str, str], cwd: Path) -> sub
 
 def base_env(home: Path, path_dirs: list[Path]) -> dict[str, str]:
     """A clean environment for a job: a PATH (the given folders first), a HOME of
-    its own, and none of this machine's CI variables."""
+    its own (but this user's cache), and none of this machine's CI variables."""
     keep = ("LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "NUMBA_CACHE_DIR")
     env = {k: v for k, v in os.environ.items() if k in keep}
     env["PATH"] = os.pathsep.join([*map(str, path_dirs), "/usr/local/bin", "/usr/bin", "/bin"])
     env["HOME"] = str(home)
+    # reportgen's compiled kernels stay where this user keeps them (a runner's cache, as it were):
+    # a new HOME would compile them again in every job.
+    env["XDG_CACHE_HOME"] = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return env

@@ -228,6 +228,10 @@ def test_step_summary_is_appended_when_asked(site, tmp_path, monkeypatch, capsys
     text = summary_file.read_text(encoding="utf-8")
     assert text.startswith("### earlier step\n\n## Profile summary") and text.endswith(printed)
     assert "reportgen:sticky" not in text and "![" not in text  # no marker; charts only with --chart-url
+    # GitHub keeps at most 1 MiB of a step's summary: refused with the reason, rather than cut off by GitHub.
+    summary_file.write_text("x" * (1024 * 1024 - 100))
+    assert main(["summary", str(site), "--step-summary"]) == 1
+    assert "would pass GitHub's 1 MiB limit" in capsys.readouterr().err
     # Outside GitHub Actions: a warning, and the summary still written.
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     assert main(["summary", str(site), "--step-summary"]) == 0

@@ -32,7 +32,14 @@
       delete s.waiting[header.key];
       waiting.forEach(function (w) { w.resolve(s.files[header.key]); });
     },
-    instances: []
+    instances: [],
+    /* Called by an inline script right after a timeline's element, while the page is still being
+       parsed: its data starts loading before the page's charts take the main thread. */
+    boot: function (root) {
+      var wanted = parseHash().host;
+      if (!fc || (wanted ? wanted !== root.dataset.host : document.querySelector("[data-timeline]") !== root)) return;
+      timelineOf(root).start();
+    }
   };
 
   function loadScript(host, base, key) {
@@ -103,7 +110,9 @@
     if (ps >= 1e6) return (ps / 1e6).toFixed(3) + " µs";
     return (ps / 1e3).toFixed(3) + " ns";
   }
-  function fmtInt(n) { return Number(n).toLocaleString("en-US"); }
+  function fmtInt(n) {  // toLocaleString is too slow for thousands of labels
+    return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
 
   var colorCache = {};
   function colorOf(name) {
@@ -205,8 +214,15 @@
     this.say("Loading the timeline…");
     this.started = loadScript(this.host, this.base, "index").then(function (entry) {
       self.index = entry.payload;
+      performance.mark("timeline-index");
       self.build();
+      performance.mark("timeline-built");
       return self.update();
+    }).then(function () {
+      // The chart draws on the next animation frame: mark the first paint after it.
+      return new Promise(function (resolve) {
+        requestAnimationFrame(function () { performance.mark("timeline-raf1"); requestAnimationFrame(resolve); });
+      });
     }).then(function () {
       self.ready = true;
       self.root.dataset.ready = "1";
@@ -225,10 +241,19 @@
     var span = [index.start / PS_PER_MS, index.end / PS_PER_MS];
     this.span = span;
     var plugins = [new fc.TimeGridPlugin()];
-    this.marks = new fc.MarksPlugin({ data: index.steps.map(function (s) {
-      return { shortName: String(s[0]), fullName: "Step " + s[0], timestamp: s[1] / PS_PER_MS, color: "#59636e" };
-    }) });
-    if (index.steps.length) plugins.push(this.marks);
+    // Steps: one block per step above the tracks (a mark line per step would hide the events).
+    if (index.steps.length) {
+      var stepsPlugin = new TrackPlugin({ levels: 1, threads: [], title: "Steps" }, span);
+      stepsPlugin.setNodes(index.steps.map(function (s, i) {
+        var t0 = s[1] / PS_PER_MS, t1 = s[2] / PS_PER_MS;
+        return { source: { name: "Step " + s[0], start: t0, duration: t1 - t0, color: i % 2 ? "#c9d1d9" : "#afb8c1",
+                           ps: s[1], dps: s[2] - s[1], count: 1, step: s[0] },
+                 end: t1, parent: null, level: 0, index: i };
+      }));
+      stepsPlugin.on("select", function (e) { if (e.node) self.zoomToStep(e.node.source.step); });
+      plugins.push(new fc.TogglePlugin("Steps  ·  " + fmtInt(index.steps.length) + " (click one to zoom to it)"),
+                   stepsPlugin);
+    }
     this.tracks = [];
     var byProcess = [];
     index.tracks.forEach(function (track, k) {
@@ -264,11 +289,6 @@
       plugins: plugins,
       settings: { options: { tooltip: this.tooltip.bind(this), timeUnits: "ms" },
                   styles: { main: { blockHeight: BLOCK } } }
-    });
-    this.marks.on("select", function (e) {
-      if (!e.node) return;
-      var step = index.steps.filter(function (s) { return String(s[0]) === e.node.shortName; })[0];
-      if (step) self.zoomToStep(step[0]);
     });
     // Redraw the chosen data after any view change (wheel, drag, keys, setZoom).
     var engine = this.chart.renderEngine, render = engine.render.bind(engine);
@@ -353,9 +373,11 @@
     return Promise.all(want.keys.map(function (key) {
       return loadScript(self.host, self.base, key).then(decodeColumns);
     })).then(function (sets) {
+      performance.mark("timeline-data");
       if (self.loading !== id) return;
       self.loading = null;
       self.show(sets, want);
+      performance.mark("timeline-shown");
       self.shown = id;
     });
   };
@@ -583,9 +605,12 @@
   };
 
   // ---- steps, search, keys, hash -------------------------------------------------------------
+  /* `number` may be a step's name as other pages show it ("train 36"): its last number counts. */
   Timeline.prototype.zoomToStep = function (number) {
-    var step = this.index.steps.filter(function (s) { return s[0] === Number(number); })[0];
-    if (!step) return false;
+    var digits = String(number).match(/(-?\d+)\s*$/);
+    var wanted = digits ? Number(digits[1]) : NaN;
+    var step = this.index.steps.filter(function (s) { return s[0] === wanted; })[0];
+    if (!step) { this.say("This trace marks no step " + number + "."); return false; }
     var t0 = step[1] / PS_PER_MS, t1 = step[2] / PS_PER_MS, pad = (t1 - t0) * 0.02;
     this.setView(t0 - pad, t1 + pad);
     var select = this.root.querySelector("[data-timeline-step]");
@@ -760,12 +785,17 @@
     return done.then(function () { self.root.dataset.linked = "1"; });
   };
 
+  function timelineOf(root) {
+    if (!root.timeline) root.timeline = new Timeline(root);
+    return root.timeline;
+  }
+
   function init() {
     if (!fc) return;
     var roots = document.querySelectorAll("[data-timeline]");
     if (!roots.length) return;
     var params = parseHash();
-    var timelines = Array.prototype.map.call(roots, function (root) { return new Timeline(root); });
+    var timelines = Array.prototype.map.call(roots, timelineOf);
     var select = document.querySelector("select[data-host-select='trace']");
     if (params.host && select && select.value !== params.host) {
       select.value = params.host;

@@ -192,7 +192,7 @@ def _event_objects(rows: np.ndarray, kernel: KernelArgs, in_out_async: np.ndarra
 
 
 def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = None,
-                    window_events: int = WINDOW_EVENTS) -> TimelineFiles | None:
+                    window_events: int | None = None) -> TimelineFiles | None:
     """Write the host's timeline files into `out / DIR`; None when the host has no event to draw."""
     started = time.perf_counter()
     layout = tables.layout
@@ -260,7 +260,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     # Full-detail windows, cut like the chunks: on step starts where the caps allow.
     by_start = np.argsort(start, kind="stable")
     plan = plan_chunks(np.arange(len(rows)), start[by_start], np.ones(len(rows), np.int32),
-                       tables.steps.start_ps, window_events, 1 << 62)
+                       tables.steps.start_ps, window_events or WINDOW_EVENTS, 1 << 62)
     cuts = np.array(plan.cuts_ps, dtype=np.int64)
     first_window = np.searchsorted(cuts, start, side="right")
     last_window = np.searchsorted(cuts, end - 1, side="right")

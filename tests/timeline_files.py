@@ -1,0 +1,67 @@
+"""Reading the in-page timeline's files back in Python, as the page does (tests only)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+_CALL = re.compile(rb"^reportgenTimeline\.add\((\{.*?\}),(.*)\);\n$", re.S)
+
+
+def read_script(path: Path) -> tuple[dict, object]:
+    """(header, payload) of one file: the index's payload is its object, others' their decoded bytes."""
+    text = path.read_bytes()
+    match = _CALL.match(text)
+    assert match, f"{path}: not a reportgenTimeline.add(…) call"
+    header = json.loads(match.group(1))
+    rest = match.group(2)
+    if rest.startswith(b'"'):
+        return header, zlib.decompress(base64.b64decode(json.loads(rest)))
+    return header, json.loads(rest)
+
+
+@dataclass
+class Columns:
+    start: np.ndarray  # ps
+    dur: np.ndarray
+    name: list[str]  # per row ("" for a merged block)
+    count: np.ndarray | None
+    track: np.ndarray
+    level: np.ndarray
+    carried: list[int]
+
+
+def read_columns(path: Path) -> tuple[dict, Columns]:
+    header, raw = read_script(path)
+    n = header["n"]
+    lod = header["key"].startswith("l")
+    off = 0
+
+    def take(dtype: str, size: int) -> np.ndarray:
+        nonlocal off
+        out = np.frombuffer(raw, dtype=dtype, count=n, offset=off)
+        off += size * n
+        return out
+
+    delta = take("<f8", 8)
+    dur = take("<f8", 8)
+    name = take("<i4", 4)
+    count = take("<u4", 4) if lod else None
+    track = take("<u2", 2)
+    level = take("<u2", 2)
+    assert off == len(raw), f"{path}: {len(raw) - off} bytes left over"
+    names = header["names"]
+    return header, Columns(
+        start=np.cumsum(delta), dur=dur, name=[names[i] if i >= 0 else "" for i in name], count=count,
+        track=track.astype(np.int64), level=level.astype(np.int64), carried=header.get("carried", []),
+    )
+
+
+def read_index(folder: Path) -> dict:
+    return read_script(folder / "index.js")[1]

@@ -74,6 +74,7 @@ def _check_against_chunks(result, folder: Path) -> dict:
         if "tid" in obj:
             assert thread["tid"] == obj["tid"] and thread["name"] == threads[(obj["pid"], obj["tid"])]
         assert cols.name[r] == obj["name"]
+        assert cols.long_name[r] == obj.get("args", {}).get("long_name", "")
         assert round(cols.start[r]) == round(float(obj["ts"]) * 1e6)
         if obj["ph"] == "X":
             assert abs(cols.dur[r] - float(obj["dur"]) * 1e6) < 0.5

@@ -227,3 +227,45 @@ def test_deep_link_opens_a_host_range_and_event(site, driver, tmp_path):
     again = _open(driver, page, details["hash"])
     assert again["host"] == second and again["selected"] == details["selected"]
     assert console_errors(driver) == []
+
+
+def _follow(driver, page: Path, selector: str) -> tuple[str, dict]:
+    """Open `page`, follow its first link matching `selector`, and wait for the timeline to open it."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(page.as_uri())
+    link = driver.find_element(By.CSS_SELECTOR, selector)
+    href = link.get_attribute("href")
+    driver.get(href)  # what a click does, without scrolling the link into view first
+    return href, _open(driver, page.parent / "trace.html", "#" + href.split("#", 1)[1])
+
+
+def test_links_from_other_pages_open_the_timeline(site, driver):
+    from urllib.parse import unquote
+
+    run = site / "gpu_multi_worker"
+    # Overview: a top op (on a GPU, its full name is the kernel's long_name) opens with one of its events selected.
+    href, state = _follow(driver, run / "overview.html", "a.timeline-link")
+    name = unquote(href.split("q=", 1)[1])
+    driver.execute_script("return new Promise(r => setTimeout(r, 800))")
+    shown = driver.execute_script("""
+      var root = document.querySelector('section:not([hidden]) [data-timeline]');
+      return root.dataset.argsReady && root.querySelector('[data-timeline-args]').dataset.event;""")
+    event = json.loads(shown)
+    assert name in (event["name"], event.get("args", {}).get("long_name"))
+    # Kernel stats: a kernel row.
+    href, state = _follow(driver, run / "kernel_stats.html", "a.timeline-link")
+    kernel = unquote(href.split("q=", 1)[1])
+    assert state["selected"] is not None
+    assert driver.execute_script(
+        "return document.querySelector('section:not([hidden]) [data-timeline-details] h4').textContent") == kernel
+    # Input pipeline: a step row zooms to that step.
+    href, state = _follow(driver, site / "tf_keras_input_bound" / "input_pipeline.html", "a.timeline-link")
+    index = read_index(site / "tf_keras_input_bound" / "trace" / state["host"] / "timeline")
+    step = int(unquote(href.split("step=", 1)[1]).split()[-1])
+    _, start_ps, end_ps = next(s for s in index["steps"] if s[0] == step)
+    # The step and 2% of it on each side (shifted to stay within the trace where it starts the trace).
+    width = (end_ps - start_ps) / 1e9
+    assert state["view"][0] <= start_ps / 1e9 and state["view"][1] >= end_ps / 1e9
+    assert state["view"][1] - state["view"][0] == pytest.approx(width * 1.04, abs=1e-3)
+    assert console_errors(driver) == []

@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-_CALL = re.compile(rb"^reportgenTimeline\.add\((\{.*?\}),(.*)\);\n$", re.S)
+PREFIX = b"reportgenTimeline.add("
+SUFFIX = b");\n"
 
 
 def read_script(path: Path) -> tuple[dict, object]:
     """(header, payload) of one file: the index's payload is its object, others' their decoded bytes."""
-    text = path.read_bytes()
-    match = _CALL.match(text)
-    assert match, f"{path}: not a reportgenTimeline.add(…) call"
-    header = json.loads(match.group(1))
-    rest = match.group(2)
-    if rest.startswith(b'"'):
-        return header, zlib.decompress(base64.b64decode(json.loads(rest)))
-    return header, json.loads(rest)
+    raw = path.read_bytes()
+    assert raw.startswith(PREFIX) and raw.endswith(SUFFIX), f"{path}: not a reportgenTimeline.add(…) call"
+    text = raw[len(PREFIX):-len(SUFFIX)].decode("utf-8")
+    decoder = json.JSONDecoder()
+    header, end = decoder.raw_decode(text)
+    assert text[end] == ","
+    payload, end = decoder.raw_decode(text, end + 1)
+    assert end == len(text)
+    if isinstance(payload, str):
+        return header, zlib.decompress(base64.b64decode(payload))
+    return header, payload
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Columns:
     start: np.ndarray  # ps
     dur: np.ndarray
     name: list[str]  # per row ("" for a merged block)
+    long_name: list[str] | None  # full-detail windows: the `long_name` arg, "" where none
     count: np.ndarray | None
     track: np.ndarray
     level: np.ndarray
@@ -52,6 +56,7 @@ def read_columns(path: Path) -> tuple[dict, Columns]:
     delta = take("<f8", 8)
     dur = take("<f8", 8)
     name = take("<i4", 4)
+    long_name = None if lod else take("<i4", 4)
     count = take("<u4", 4) if lod else None
     track = take("<u2", 2)
     level = take("<u2", 2)
@@ -59,6 +64,7 @@ def read_columns(path: Path) -> tuple[dict, Columns]:
     names = header["names"]
     return header, Columns(
         start=np.cumsum(delta), dur=dur, name=[names[i] if i >= 0 else "" for i in name], count=count,
+        long_name=None if long_name is None else [names[i] if i >= 0 else "" for i in long_name],
         track=track.astype(np.int64), level=level.astype(np.int64), carried=header.get("carried", []),
     )
 

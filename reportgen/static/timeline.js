@@ -76,6 +76,8 @@
       var delta = new Float64Array(buf, off, n); off += 8 * n;
       var dur = new Float64Array(buf, off, n); off += 8 * n;
       var name = new Int32Array(buf, off, n); off += 4 * n;
+      var longName = null;  // full-detail windows: XProf's long_name (a TF op's full path), -1 where none
+      if (!lod) { longName = new Int32Array(buf, off, n); off += 4 * n; }
       var count = null;
       if (lod) { count = new Uint32Array(buf, off, n); off += 4 * n; }
       var track = new Uint16Array(buf, off, n); off += 2 * n;
@@ -84,7 +86,7 @@
       for (var i = 0; i < n; i++) { acc += delta[i]; start[i] = acc; }
       entry.payload = null;
       return { key: h.key, n: n, names: h.names, carried: h.carried || [], start: start, dur: dur,
-               name: name, count: count, track: track, level: level };
+               name: name, longName: longName, count: count, track: track, level: level };
     });
     return entry.decoded;
   }
@@ -633,7 +635,7 @@
         var matches = set.names.map(function (n) { return n.toLowerCase().indexOf(needle) >= 0; });
         var best = -1;
         for (var r = 0; r < set.n; r++) {
-          if (set.name[r] < 0 || !matches[set.name[r]]) continue;
+          if (!(set.name[r] >= 0 && matches[set.name[r]]) && !(set.longName[r] >= 0 && matches[set.longName[r]])) continue;
           var s = set.start[r];
           if (s <= afterPs || s > untilPs) continue;
           if (best < 0 || s < set.start[best]) best = r;

@@ -138,7 +138,7 @@ def _script(header: dict, payload: bytes) -> bytes:
 
 
 def _columns(start: np.ndarray, dur: np.ndarray, name: np.ndarray, track: np.ndarray, level: np.ndarray,
-             count: np.ndarray | None = None) -> bytes:
+             count: np.ndarray | None = None, long_name: np.ndarray | None = None) -> bytes:
     """Event columns, little-endian, 8-byte columns first so that every typed array view is aligned.
 
     Starts are stored as differences from the previous row (exact integers in a double):
@@ -146,6 +146,8 @@ def _columns(start: np.ndarray, dur: np.ndarray, name: np.ndarray, track: np.nda
     """
     delta = np.diff(start, prepend=np.int64(0)).astype("<f8")
     parts = [delta.tobytes(), dur.astype("<f8").tobytes(), name.astype("<i4").tobytes()]
+    if long_name is not None:
+        parts.append(long_name.astype("<i4").tobytes())
     if count is not None:
         parts.append(count.astype("<u4").tobytes())
     parts += [track.astype("<u2").tobytes(), level.astype("<u2").tobytes()]
@@ -246,6 +248,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     order = np.lexsort((start, level, track))
     rows, start, end, track, level = rows[order], start[order], end[order], track[order], level[order]
     name_sid = _name_sids(tables, rows)
+    long_sid = _long_sids(tables, rows)
     flow_bits = _in_out_async(tables, rows)
 
     target = out / DIR
@@ -281,13 +284,15 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     for k in range(len(plan)):
         sel = member[window_bounds[k]:window_bounds[k + 1]]
         carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
-        names, name_index = _names(name_sid[sel], tables)
+        # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
+        names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
+        name_index, long_index = index_of[:len(sel)], index_of[len(sel):]
         key = f"w-{k:03d}"
         w0 = int(cuts[k - 1]) if k > 0 else t_first
         w1 = int(cuts[k]) if k < len(cuts) else t_last
         header = {"host": host, "key": key, "n": len(sel), "names": names, "carried": carried_here.tolist()}
         write(f"{key}.js", _script(header, _columns(start[sel], end[sel] - start[sel], name_index, track[sel],
-                                                   level[sel])))
+                                                   level[sel], long_name=long_index)))
         args_key = f"a-{k:03d}"
         write(f"{args_key}.js", _script({"host": host, "key": args_key, "n": len(sel)},
                                         _event_objects(rows[sel], kernel, flow_bits[sel])))
@@ -323,6 +328,14 @@ def _name_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
     out = np.empty(len(rows), dtype=np.int64)
     out[real] = tables.name_sid[rows[real]]
     out[~real] = tables.synthetic.name_sid[rows[~real] - n]
+    return out
+
+
+def _long_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
+    n = tables.n_events
+    real = rows < n
+    out = np.full(len(rows), -1, dtype=np.int64)
+    out[real] = tables.md_long_sid[tables.capture.events["md"].to_numpy()[rows[real]]]
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import quote
@@ -252,7 +253,7 @@ def test_links_from_other_pages_open_the_timeline(site, driver):
       var root = document.querySelector('section:not([hidden]) [data-timeline]');
       return root.dataset.argsReady && root.querySelector('[data-timeline-args]').dataset.event;""")
     event = json.loads(shown)
-    assert name in (event["name"], event.get("args", {}).get("long_name"))
+    assert name in (event["name"], event.get("args", {}).get("long_name"))  # exactly, not a longer name
     # Kernel stats: a kernel row.
     href, state = _follow(driver, run / "kernel_stats.html", "a.timeline-link")
     kernel = unquote(href.split("q=", 1)[1])
@@ -268,4 +269,50 @@ def test_links_from_other_pages_open_the_timeline(site, driver):
     width = (end_ps - start_ps) / 1e9
     assert state["view"][0] <= start_ps / 1e9 and state["view"][1] >= end_ps / 1e9
     assert state["view"][1] - state["view"][0] == pytest.approx(width * 1.04, abs=1e-3)
+    assert console_errors(driver) == []
+
+
+def test_single_file_report_embeds_each_hosts_busiest_step(site, driver, tmp_path):
+    from reportgen.singlefile import write_single_file
+    from reportgen.trace.timeline_embed import MAX_EMBEDDED_BYTES
+
+    report = tmp_path / "report.html"
+    write_single_file(site, report)
+    document = report.read_text(encoding="utf-8")
+    embedded = sum(len(m) for m in re.findall(r"<script data-timeline-data>.*?</script>", document, re.S))
+    assert 0 < embedded <= MAX_EMBEDDED_BYTES + 64 * 1024  # the excerpts, plus each host's index
+    driver.get(report.as_uri())
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "return [...document.querySelectorAll('[data-timeline]')].some(e => e.dataset.ready)"))
+    driver.execute_script("return new Promise(r => setTimeout(r, 500))")
+    shown = driver.execute_script("""
+      return [...document.querySelectorAll('[data-timeline]')].filter(e => e.dataset.ready).map(e => ({
+        host: e.dataset.host, drawn: +e.dataset.drawn, mode: e.dataset.mode,
+        status: e.querySelector('[data-timeline-status]').textContent,
+        page: e.closest('section.page').dataset.page}));""")
+    assert shown
+    for entry in shown:
+        index = read_index(site / entry["page"].rsplit("/", 1)[0] / "trace" / entry["host"] / "timeline")
+        excerpt = index["excerpt"]
+        assert entry["mode"] == "detail" and entry["drawn"] >= excerpt["events"] > 0
+        assert "This single-file report holds" in entry["status"] and f"{index['events']:,}" in entry["status"]
+        if excerpt["step"] is not None:
+            assert f"step {excerpt['step']}," in entry["status"]
+    # A kernel stats row's link opens its run's timeline here, with the kernel selected when the excerpt has it.
+    kernel = driver.execute_script("""
+      var a = document.querySelector("section[data-page='gpu_multi_worker/kernel_stats.html'] a.timeline-link");
+      a.click();
+      return decodeURIComponent(a.dataset.view.split("q=")[1]);""")
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
+        "return document.querySelector(\"section[data-page='gpu_multi_worker/trace.html'] [data-timeline]\")"
+        ".dataset.linked"))
+    status = driver.execute_script(
+        "var r = document.querySelector(\"section[data-page='gpu_multi_worker/trace.html'] [data-timeline]\");"
+        "var h = r.querySelector('[data-timeline-details] h4');"
+        "return [r.dataset.selected || null, h && h.textContent,"
+        " r.querySelector('[data-timeline-status]').textContent]")
+    assert status[1] == kernel or "No event named like" in status[2]
+    _shot(driver, tmp_path, "timeline-single-file.png")
     assert console_errors(driver) == []

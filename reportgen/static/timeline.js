@@ -439,7 +439,14 @@
       ? "Overview level " + want.level + ": events shorter than " + fmtDuration(want.resolution) +
         " that follow each other are merged (grey); zoom in for every event."
       : "Every event of the visible window" + (want.keys.length === 1 ? "" : "s") + ".";
-    this.say(fmtInt(index.events) + " events in " + fmtInt(index.tracks.length) + " tracks; drawn now: " +
+    var excerpt = "";
+    if (index.whole) {  // a single-file report's excerpt
+      excerpt = index.windows.length
+        ? "This single-file report holds " + (index.excerpt.step !== null ? "step " + index.excerpt.step + ", " : "") +
+          fmtInt(index.windows[0].events) + " of the trace's " + fmtInt(index.whole.events) + " events; the site holds them all. "
+        : "The events of this trace did not fit in this single-file report; the site holds them all. ";
+    }
+    this.say(excerpt + fmtInt(index.events) + " events in " + fmtInt(index.tracks.length) + " tracks; drawn now: " +
              fmtInt(drawn) + (lod ? " blocks" : " events") + ". " + where);
     this.root.dataset.mode = want.kind;
     this.root.dataset.drawn = String(drawn);
@@ -620,9 +627,10 @@
     return true;
   };
 
-  /* The next event (after the selection, else after the view's start) whose name contains `text`,
-     within [from, to] ms when given: windows are read one at a time, in time order. */
-  Timeline.prototype.find = function (text, from, to) {
+  /* The next event (after the selection, else after the view's start) whose name or long name
+     contains `text` (is `text`, when exact), within [from, to] ms when given: windows are read one
+     at a time, in time order. */
+  Timeline.prototype.find = function (text, from, to, exact) {
     var self = this, index = this.index, needle = text.toLowerCase();
     var afterPs = this.selected ? this.selected.node.source.ps : (from !== undefined ? from : this.view()[0]) * PS_PER_MS - 1;
     var untilPs = to !== undefined ? to * PS_PER_MS : Infinity;
@@ -632,7 +640,7 @@
       if (i >= candidates.length) return Promise.resolve(null);
       var w = candidates[i++];
       return loadScript(self.host, self.base, w.key).then(decodeColumns).then(function (set) {
-        var matches = set.names.map(function (n) { return n.toLowerCase().indexOf(needle) >= 0; });
+        var matches = set.names.map(function (n) { return exact ? n === text : n.toLowerCase().indexOf(needle) >= 0; });
         var best = -1;
         for (var r = 0; r < set.n; r++) {
           if (!(set.name[r] >= 0 && matches[set.name[r]]) && !(set.longName[r] >= 0 && matches[set.longName[r]])) continue;
@@ -754,7 +762,8 @@
 
   function parseHash() {
     var out = {};
-    (window.location.hash || "").replace(/^#/, "").split("&").forEach(function (part) {
+    var hash = (window.location.hash || "").replace(/^#/, "");
+    hash.split("&").forEach(function (part) {
       var eq = part.indexOf("=");
       if (eq > 0) out[decodeURIComponent(part.slice(0, eq))] = decodeURIComponent(part.slice(eq + 1).replace(/\+/g, " "));
     });
@@ -765,6 +774,7 @@
      named like `q` in the range. */
   Timeline.prototype.openLink = function (params) {
     var self = this;
+    this.selected = null;  // a link's search starts at its range, not after the current selection
     var t0 = parseFloat(params.t0), t1 = parseFloat(params.t1);
     if (params.step !== undefined) this.zoomToStep(params.step);
     if (isFinite(t0) && isFinite(t1) && t1 > t0) this.setView(t0, t1);
@@ -776,8 +786,11 @@
         if (self.selected) self.select(self.selected.plugin, self.selected.node);
       });
     } else if (params.q) {
+      // A link names an event exactly (an op, a kernel): an exact name first, else one that contains it.
       var v = this.view();
-      done = this.find(params.q, v[0], v[1]).then(function (hit) {
+      done = this.find(params.q, v[0], v[1], true).then(function (hit) {
+        return hit || self.find(params.q, v[0], v[1], false);
+      }).then(function (hit) {
         if (hit) return self.goTo(hit, isFinite(t0) && isFinite(t1));
         self.say("No event named like “" + params.q + "” in this range.");
       });
@@ -815,6 +828,32 @@
       }
       if (select) select.addEventListener("change", function () { setTimeout(maybeStart, 0); });
       maybeStart();
+    });
+    // A single-file report's links to a view carry it in data-view (their href is the page's section).
+    var linkedSection = null;
+    document.addEventListener("click", function (e) {
+      var a = e.target.closest && e.target.closest("a[data-view]");
+      if (!a) return;
+      e.preventDefault();
+      linkedSection = document.getElementById((a.getAttribute("href") || "").slice(1));
+      window.location.hash = a.dataset.view;
+    });
+    // A link within the same document (a single-file report, or an edited address) opens its view.
+    window.addEventListener("hashchange", function () {
+      var p = parseHash();
+      if (!p.host && !p.t0 && !p.q && !p.step && !p.sel) return;
+      if (p.host && select && select.value !== p.host) {
+        select.value = p.host;
+        select.dispatchEvent(new Event("change"));
+      }
+      var tl = timelines.filter(function (t) {
+        if (linkedSection && !linkedSection.contains(t.root)) return false;
+        return p.host ? t.host === p.host : t.root.offsetParent !== null;
+      })[0];
+      linkedSection = null;
+      if (!tl) return;
+      tl.root.scrollIntoView();
+      tl.start().then(function () { return tl.openLink(p); });
     });
   }
 

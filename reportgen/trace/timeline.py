@@ -11,6 +11,8 @@ chunks, into `<out_dir>/timeline/`:
   earlier windows still running in it;
 * `a-NNN.js`: the same events as the chunks write them (Chrome trace JSON
   objects: args, flow ids, category), read only when an event is selected;
+* `x-000.js`, `xa-000.js`: an excerpt (the busiest step, at most EXCERPT_EVENTS
+  events) that the single-file report embeds instead of the whole trace;
 * `lL-NNNNN.js`: level-of-detail tiles. Level L cuts the host's span into 4^L
   tiles, each drawn at about LOD_BINS blocks per lane: events shorter than a
   block that follow each other on one lane merge into one block that counts
@@ -51,6 +53,7 @@ WINDOW_EVENTS = 100_000  # events per full-detail window (cut on step starts whe
 LOD_BINS = 2000  # blocks per lane across one level-of-detail tile
 LOD_MIN_EVENTS = 150_000  # below this the page loads every window at once: no tiles
 MAX_LOD_LEVELS = 8
+EXCERPT_EVENTS = 50_000  # the single-file report's excerpt (the busiest step) holds at most this many events
 COMPRESS_LEVEL = 2  # ISA-L (0–3): level 2 is within a few % of zlib -6 here, several times faster
 POOL_THREAD = re.compile(r"^(.+)/-?[0-9]+$")  # "tf_Compute/188715669": thread 188715669 of pool tf_Compute
 REGISTER = "reportgenTimeline.add"
@@ -279,25 +282,36 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     grouped = np.lexsort((member, member_window))  # by window, then in (track, level, start) order
     member, member_window, member_carried = member[grouped], member_window[grouped], member_carried[grouped]
     window_bounds = np.searchsorted(member_window, np.arange(len(plan) + 1))
+    def write_window(key: str, args_key: str, sel: np.ndarray, carried_here: np.ndarray) -> None:
+        # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
+        names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
+        name_index, long_index = index_of[:len(sel)], index_of[len(sel):]
+        header = {"host": host, "key": key, "n": len(sel), "names": names, "carried": carried_here.tolist()}
+        write(f"{key}.js", _script(header, _columns(start[sel], end[sel] - start[sel], name_index, track[sel],
+                                                   level[sel], long_name=long_index)))
+        write(f"{args_key}.js", _script({"host": host, "key": args_key, "n": len(sel)},
+                                        _event_objects(rows[sel], kernel, flow_bits[sel])))
+
     windows = []
     t_first, t_last = int(start.min()), int(end.max())
     for k in range(len(plan)):
         sel = member[window_bounds[k]:window_bounds[k + 1]]
         carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
-        # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
-        names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
-        name_index, long_index = index_of[:len(sel)], index_of[len(sel):]
-        key = f"w-{k:03d}"
+        key, args_key = f"w-{k:03d}", f"a-{k:03d}"
+        write_window(key, args_key, sel, carried_here)
         w0 = int(cuts[k - 1]) if k > 0 else t_first
         w1 = int(cuts[k]) if k < len(cuts) else t_last
-        header = {"host": host, "key": key, "n": len(sel), "names": names, "carried": carried_here.tolist()}
-        write(f"{key}.js", _script(header, _columns(start[sel], end[sel] - start[sel], name_index, track[sel],
-                                                   level[sel], long_name=long_index)))
-        args_key = f"a-{k:03d}"
-        write(f"{args_key}.js", _script({"host": host, "key": args_key, "n": len(sel)},
-                                        _event_objects(rows[sel], kernel, flow_bits[sel])))
         windows.append({"key": key, "args": args_key, "start": w0, "end": w1,
                         "events": int(len(sel) - len(carried_here))})
+
+    # An excerpt for the single-file report: the busiest step (most events starting in it), at most
+    # EXCERPT_EVENTS of its events; without steps, the first EXCERPT_EVENTS events.
+    excerpt = _excerpt_range(start, tables.steps, t_first, t_last)
+    inside = np.flatnonzero((start >= excerpt["start"]) & (start < excerpt["end"]))
+    running = np.flatnonzero((start < excerpt["start"]) & (end > excerpt["start"]))
+    sel = np.union1d(inside, running)  # in (track, level, start) order, like every window
+    write_window("x-000", "xa-000", sel, np.searchsorted(sel, running))
+    excerpt.update(key="x-000", args="xa-000", events=int(len(inside)))
 
     lod = _write_lod(tables, host, start, end, track, level, name_sid, t_first, t_last, windows, write)
     marks = tables.steps
@@ -311,6 +325,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         "steps": [[int(n), int(s), int(e)] for n, s, e in zip(marks.number, marks.start_ps, marks.end_ps)],
         "windows": windows,
         "lod": lod,
+        "excerpt": excerpt,
     }
     write("index.js", REGISTER.encode() + b"(" + _js_text({"host": host, "key": "index"}) + b"," +
           _js_text(index) + b");\n")
@@ -320,6 +335,21 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         seconds=time.perf_counter() - started, counter_samples=counter_samples,
         files_written=[f"{DIR}/{name}" for name, _ in written],
     )
+
+
+def _excerpt_range(start: np.ndarray, steps, t_first: int, t_last: int) -> dict:
+    """{start, end, step}: the busiest step's time range, cut to EXCERPT_EVENTS events."""
+    by_time = np.sort(start)
+    if len(steps):
+        counts = np.searchsorted(by_time, steps.end_ps) - np.searchsorted(by_time, steps.start_ps)
+        k = int(np.argmax(counts))
+        lo, hi, step = int(steps.start_ps[k]), int(steps.end_ps[k]), int(steps.number[k])
+    else:
+        lo, hi, step = t_first, t_last + 1, None
+    first = int(np.searchsorted(by_time, lo))
+    if int(np.searchsorted(by_time, hi)) - first > EXCERPT_EVENTS:
+        hi = int(by_time[first + EXCERPT_EVENTS])  # the events starting before it: at most the cap (ties aside)
+    return {"start": lo, "end": hi, "step": step}
 
 
 def _name_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:

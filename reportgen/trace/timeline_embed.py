@@ -1,0 +1,80 @@
+"""The timeline of a single-file report: each host's excerpt (its busiest step) embedded in the page.
+
+The site's trace page reads its timeline files as the view needs them; a single HTML file cannot
+carry them all, so it carries, per host, the index rewritten to one window (the excerpt that the
+export wrote for this purpose) and that window's two files, as inline scripts placed before the
+timeline's element. Hosts whose excerpt does not fit in the budget get the index alone, with no
+window, and the page says where the whole trace is.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import posixpath
+import re
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import unquote
+
+from reportgen.trace.timeline import REGISTER
+
+MAX_EMBEDDED_BYTES = 6 * 2**20  # every embedded timeline of one report together
+_PREFIX = (REGISTER + "(").encode()
+_TIMELINE_DIV = re.compile(r'<div class="timeline" data-timeline data-host="[^"]*" data-base="([^"]*)"')
+
+
+def read_call(raw: bytes) -> tuple[dict, object]:
+    """(header, payload) of a timeline file, the payload as written (an object, or base64 text)."""
+    if not raw.startswith(_PREFIX) or not raw.endswith(b");\n"):
+        raise ValueError("not a timeline data file")
+    text = raw[len(_PREFIX):-3].decode("utf-8")
+    decoder = json.JSONDecoder()
+    header, end = decoder.raw_decode(text)
+    payload, end = decoder.raw_decode(text, end + 1)
+    return header, payload
+
+
+def _call(header: dict, payload) -> str:
+    return f"{REGISTER}({json.dumps(header)},{json.dumps(payload)});".replace("</", "<\\/")
+
+
+def excerpt_scripts(folder: Path, budget: int) -> tuple[list[str], int]:
+    """Script texts that register a host's excerpt (or its index alone), and the bytes they take of the budget."""
+    header, index = read_call((folder / "index.js").read_bytes())
+    excerpt = index.get("excerpt")
+    files = [folder / f"{excerpt[k]}.js" for k in ("key", "args")] if excerpt else []
+    size = sum(f.stat().st_size for f in files if f.is_file())
+    fits = bool(files) and all(f.is_file() for f in files) and size <= budget
+    whole = {k: index[k] for k in ("events", "start", "end")}
+    index = {**index, "lod": [], "whole": whole}
+    if fits:
+        index["windows"] = [{"key": excerpt["key"], "args": excerpt["args"], "start": excerpt["start"],
+                             "end": excerpt["end"], "events": excerpt["events"]}]
+        index["start"], index["end"] = excerpt["start"], excerpt["end"]
+    else:
+        index["windows"] = []
+    scripts = [_call(header, index)]
+    if fits:
+        scripts += [f.read_text(encoding="utf-8").rstrip("\n").rstrip(";") + ";" for f in files]
+    return scripts, size if fits else 0
+
+
+def embed_timelines(site_dir: Path, page: str, main_html: str, budget: int,
+                    script_element: Callable[[str], str]) -> tuple[str, int]:
+    """`main_html` with each timeline's data scripts (made elements by `script_element`) inserted
+    before it; the bytes of the budget used."""
+    used = 0
+    out, last = [], 0
+    for match in _TIMELINE_DIV.finditer(main_html):
+        base = unquote(html.unescape(match.group(1)))
+        folder = site_dir / posixpath.normpath(posixpath.join(posixpath.dirname(page), base))
+        if not (folder / "index.js").is_file():
+            continue
+        scripts, size = excerpt_scripts(folder, budget - used)
+        used += size
+        out.append(main_html[last:match.start()])
+        out.extend(script_element(text) for text in scripts)
+        last = match.start()
+    out.append(main_html[last:])
+    return "".join(out), used

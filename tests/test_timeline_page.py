@@ -7,10 +7,12 @@ times the build wrote.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,6 +21,7 @@ import pytest
 from reportgen.cli import main
 from tests.browser import console_errors, needs_browser, start_chromium
 from tests.conftest import LOGDIR, needs_shared
+from tests.firefox import needs_firefox
 from tests.timeline_files import read_index
 from tests.trace_capture import read_chunk
 
@@ -316,3 +319,49 @@ def test_single_file_report_embeds_each_hosts_busiest_step(site, driver, tmp_pat
     assert status[1] == kernel or "No event named like" in status[2]
     _shot(driver, tmp_path, "timeline-single-file.png")
     assert console_errors(driver) == []
+
+
+@needs_firefox
+def test_firefox_opens_the_timeline_from_file(site, tmp_path):
+    from tests.firefox import console_errors as firefox_errors
+    from tests.firefox import firefox
+
+    run = "gpu_multi_worker"
+    profile = tmp_path / "firefox"
+    with firefox(profile) as ff:
+        ff.navigate((site / run / "trace.html").as_uri())
+        state = None
+        for _ in range(300):
+            state = ff.execute_script(
+                "var r = document.querySelector('[data-timeline]');"
+                "return r.dataset.ready ? {host: r.dataset.host, drawn: +r.dataset.drawn, mode: r.dataset.mode,"
+                " status: r.querySelector('[data-timeline-status]').textContent} : null;", sandbox=None)
+            if state:
+                break
+            time.sleep(0.1)
+        assert state, "the timeline did not draw in Firefox"
+        index = read_index(site / run / "trace" / state["host"] / "timeline")
+        assert state["mode"] == "detail" and state["drawn"] == index["events"]
+        # Search selects an event, whose arguments come from the window's args file.
+        ff.execute_script("document.querySelector('[data-timeline]').timeline.search('MemcpyH2D');", sandbox=None)
+        details = None
+        for _ in range(100):
+            details = ff.execute_script(
+                "var r = document.querySelector('[data-timeline]');"
+                "var args = r.querySelector('[data-timeline-args]');"
+                "return r.dataset.argsReady ? JSON.parse(args.dataset.event) : null;",
+                sandbox=None)
+            if details:
+                break
+            time.sleep(0.1)
+        assert details and details["name"] == "MemcpyH2D" and details["ph"] == "X"
+        # W zooms in.
+        before = ff.execute_script("return document.querySelector('[data-timeline]').timeline.view();", sandbox=None)
+        ff.execute_script("document.activeElement && document.activeElement.blur();"
+                          "document.dispatchEvent(new KeyboardEvent('keydown', {key: 'w'}));", sandbox=None)
+        time.sleep(0.4)
+        ff.execute_script("document.dispatchEvent(new KeyboardEvent('keyup', {key: 'w'}));", sandbox=None)
+        after = ff.execute_script("return document.querySelector('[data-timeline]').timeline.view();", sandbox=None)
+        assert after[1] - after[0] < before[1] - before[0]
+        (tmp_path / "timeline-firefox.png").write_bytes(base64.b64decode(ff.screenshot()))
+    assert firefox_errors(profile) == []

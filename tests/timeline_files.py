@@ -45,7 +45,9 @@ def read_columns(path: Path) -> tuple[dict, Columns]:
     header, raw = read_script(path)
     n = header["n"]
     lod = header["key"].startswith("l")
-    off = 0
+    length = int.from_bytes(raw[:4], "little")
+    names = json.loads(raw[4:4 + length])
+    off = 4 + length + (-(4 + length) % 8)
 
     def take(dtype: str, size: int) -> np.ndarray:
         nonlocal off
@@ -61,7 +63,6 @@ def read_columns(path: Path) -> tuple[dict, Columns]:
     track = take("<u2", 2)
     level = take("<u2", 2)
     assert off == len(raw), f"{path}: {len(raw) - off} bytes left over"
-    names = header["names"]
     return header, Columns(
         start=np.cumsum(delta), dur=dur, name=[names[i] if i >= 0 else "" for i in name], count=count,
         long_name=None if long_name is None else [names[i] if i >= 0 else "" for i in long_name],

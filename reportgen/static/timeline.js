@@ -72,7 +72,10 @@
     if (entry.decoded) return entry.decoded;
     var h = entry.header, n = h.n, lod = h.key.charAt(0) === "l";
     entry.decoded = inflate(entry.payload).then(function (buf) {
-      var off = 0;
+      // The name table first: uint32 length, JSON, padding to 8 bytes; then the columns.
+      var textLength = new DataView(buf).getUint32(0, true);
+      var names = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, textLength)));
+      var off = 4 + textLength + ((8 - (4 + textLength) % 8) % 8);
       var delta = new Float64Array(buf, off, n); off += 8 * n;
       var dur = new Float64Array(buf, off, n); off += 8 * n;
       var name = new Int32Array(buf, off, n); off += 4 * n;
@@ -85,7 +88,7 @@
       var start = new Float64Array(n), acc = 0;
       for (var i = 0; i < n; i++) { acc += delta[i]; start[i] = acc; }
       entry.payload = null;
-      return { key: h.key, n: n, names: h.names, carried: h.carried || [], start: start, dur: dur,
+      return { key: h.key, n: n, names: names, carried: h.carried || [], start: start, dur: dur,
                name: name, longName: longName, count: count, track: track, level: level };
     });
     return entry.decoded;
@@ -446,8 +449,9 @@
           fmtInt(index.windows[0].events) + " of the trace's " + fmtInt(index.whole.events) + " events; the site holds them all. "
         : "The events of this trace did not fit in this single-file report; the site holds them all. ";
     }
-    this.say(excerpt + fmtInt(index.events) + " events in " + fmtInt(index.tracks.length) + " tracks; drawn now: " +
-             fmtInt(drawn) + (lod ? " blocks" : " events") + ". " + where);
+    this.shownStatus = excerpt + fmtInt(index.events) + " events in " + fmtInt(index.tracks.length) +
+      " tracks; drawn now: " + fmtInt(drawn) + (lod ? " blocks" : " events") + ". " + where;
+    this.say(this.shownStatus);
     this.root.dataset.mode = want.kind;
     this.root.dataset.drawn = String(drawn);
   };
@@ -670,6 +674,7 @@
     return this.update().then(function () {
       self.reselect();
       if (self.selected) self.select(self.selected.plugin, self.selected.node);
+      if (self.shownStatus) self.say(self.shownStatus);
     });
   };
 

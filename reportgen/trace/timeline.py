@@ -7,8 +7,8 @@ chunks, into `<out_dir>/timeline/`:
   threads of a thread pool share one collapsible track), the steps, the time
   windows and the level-of-detail tiles with their time ranges and counts;
 * `w-NNN.js`: every event that starts in one time window, at full detail
-  (track, nesting level, name, start, duration), plus the longer events of
-  earlier windows still running in it;
+  (track, nesting level, name and long name, start, duration), plus the
+  longer events of earlier windows still running in it;
 * `a-NNN.js`: the same events as the chunks write them (Chrome trace JSON
   objects: args, flow ids, category), read only when an event is selected;
 * `x-000.js`, `xa-000.js`: an excerpt (the busiest step, at most EXCERPT_EVENTS
@@ -23,9 +23,9 @@ chunks, into `<out_dir>/timeline/`:
 Every file is a script that hands its data to `reportgenTimeline.add(header,
 payload)`, so that a page opened from `file://` can load it by inserting a
 `<script>` element (browsers refuse to fetch local files). Event columns are
-binary, zlib-compressed and base64-encoded; the page inflates them with the
-browser's DecompressionStream. Times are integer picoseconds from the host's
-time origin, exact in a JavaScript number up to 2^53 ps (2.5 hours).
+binary, behind their name table (`_with_names`), zlib-compressed and
+base64-encoded; the page inflates them with the browser's DecompressionStream.
+Times are integer picoseconds from the host's time origin, exact in a JavaScript number up to 2^53 ps (2.5 hours).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +55,7 @@ LOD_BINS = 2000  # blocks per lane across one level-of-detail tile
 LOD_MIN_EVENTS = 150_000  # below this the page loads every window at once: no tiles
 MAX_LOD_LEVELS = 8
 EXCERPT_EVENTS = 50_000  # the single-file report's excerpt (the busiest step) holds at most this many events
+WRITER_THREADS = 2
 COMPRESS_LEVEL = 2  # ISA-L (0–3): level 2 is within a few % of zlib -6 here, several times faster
 POOL_THREAD = re.compile(r"^(.+)/-?[0-9]+$")  # "tf_Compute/188715669": thread 188715669 of pool tf_Compute
 REGISTER = "reportgenTimeline.add"
@@ -155,6 +157,17 @@ def _columns(start: np.ndarray, dur: np.ndarray, name: np.ndarray, track: np.nda
         parts.append(count.astype("<u4").tobytes())
     parts += [track.astype("<u2").tobytes(), level.astype("<u2").tobytes()]
     return b"".join(parts)
+
+
+def _with_names(names: list[str], columns: bytes) -> bytes:
+    """The payload of an events file: its name table (uint32 length, JSON, padded to 8 bytes), then its columns.
+
+    Names go inside the compressed payload: a window's distinct full names (XProf's long_name) can
+    take more room than its events.
+    """
+    text = orjson.dumps(names)
+    pad = -(4 + len(text)) % 8
+    return len(text).to_bytes(4, "little") + text + b" " * pad + columns
 
 
 def _names(sids: np.ndarray, tables: TraceTables) -> tuple[list[str], np.ndarray]:
@@ -286,23 +299,28 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
         names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
         name_index, long_index = index_of[:len(sel)], index_of[len(sel):]
-        header = {"host": host, "key": key, "n": len(sel), "names": names, "carried": carried_here.tolist()}
-        write(f"{key}.js", _script(header, _columns(start[sel], end[sel] - start[sel], name_index, track[sel],
-                                                   level[sel], long_name=long_index)))
+        header = {"host": host, "key": key, "n": len(sel), "carried": carried_here.tolist()}
+        write(f"{key}.js", _script(header, _with_names(names, _columns(
+            start[sel], end[sel] - start[sel], name_index, track[sel], level[sel], long_name=long_index))))
         write(f"{args_key}.js", _script({"host": host, "key": args_key, "n": len(sel)},
                                         _event_objects(rows[sel], kernel, flow_bits[sel])))
 
     windows = []
     t_first, t_last = int(start.min()), int(end.max())
-    for k in range(len(plan)):
-        sel = member[window_bounds[k]:window_bounds[k + 1]]
-        carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
-        key, args_key = f"w-{k:03d}", f"a-{k:03d}"
-        write_window(key, args_key, sel, carried_here)
-        w0 = int(cuts[k - 1]) if k > 0 else t_first
-        w1 = int(cuts[k]) if k < len(cuts) else t_last
-        windows.append({"key": key, "args": args_key, "start": w0, "end": w1,
-                        "events": int(len(sel) - len(carried_here))})
+    # Windows are written on a few threads: the JSON writer and ISA-L release the GIL.
+    with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
+        pending = []
+        for k in range(len(plan)):
+            sel = member[window_bounds[k]:window_bounds[k + 1]]
+            carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
+            key, args_key = f"w-{k:03d}", f"a-{k:03d}"
+            pending.append(pool.submit(write_window, key, args_key, sel, carried_here))
+            w0 = int(cuts[k - 1]) if k > 0 else t_first
+            w1 = int(cuts[k]) if k < len(cuts) else t_last
+            windows.append({"key": key, "args": args_key, "start": w0, "end": w1,
+                            "events": int(len(sel) - len(carried_here))})
+        for future in pending:
+            future.result()
 
     # An excerpt for the single-file report: the busiest step (most events starting in it), at most
     # EXCERPT_EVENTS of its events; without steps, the first EXCERPT_EVENTS events.
@@ -404,9 +422,9 @@ def _write_lod(tables: TraceTables, host: str, start: np.ndarray, end: np.ndarra
             t = int(tile[a])
             names, name_index = _names(sids[a:b], tables)
             key = f"l{lod_level}-{t:05d}"
-            header = {"host": host, "key": key, "n": int(b - a), "names": names}
-            write(f"{key}.js", _script(header, _columns(b_start[a:b], b_end[a:b] - b_start[a:b], name_index,
-                                                        b_track[a:b], b_level[a:b], count[a:b])))
+            header = {"host": host, "key": key, "n": int(b - a)}
+            write(f"{key}.js", _script(header, _with_names(names, _columns(
+                b_start[a:b], b_end[a:b] - b_start[a:b], name_index, b_track[a:b], b_level[a:b], count[a:b]))))
             tiles[str(t)] = [key, int(b - a)]
         levels.append({"tile": int(tile_span), "resolution": int(resolution), "tiles": tiles})
         if tile_span <= window_span:

@@ -34,7 +34,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from reportgen import __version__
-from reportgen.trace.timeline_embed import MAX_EMBEDDED_BYTES, embed_timelines
 from reportgen.webtypes import content_type
 
 # Downloads inlined as data: URLs (base64: +33%) stay within these budgets;
@@ -383,6 +382,9 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
         code = file.read_text(encoding="utf-8")
         head.append(f"<style>\n{_inline_style(code)}\n</style>" if kind == "css"
                     else f"<script>\n{_inline_script(code)}\n</script>")
+
+    # (Imported here: the trace export's modules load numba, which a report without a trace never needs.)
+    from reportgen.trace.timeline_embed import MAX_EMBEDDED_BYTES, embed_timelines
 
     body: list[str] = []
     omitted: list[str] = []

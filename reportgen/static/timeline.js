@@ -384,6 +384,7 @@
       self.show(sets, want);
       performance.mark("timeline-shown");
       self.shown = id;
+      self.forget(want.keys);
     });
   };
 
@@ -454,6 +455,22 @@
     this.say(this.shownStatus);
     this.root.dataset.mode = want.kind;
     this.root.dataset.drawn = String(drawn);
+  };
+
+  /* Memory stays bounded while the user roams (or a search reads window after window): files not
+     used by the last few views are dropped, and loaded again if needed. */
+  var KEEP_FILES = 24;
+  Timeline.prototype.forget = function (keys) {
+    var files = hostStore(this.host).files, used = this.used || (this.used = {});
+    this.tick = (this.tick || 0) + 1;
+    var tick = this.tick;
+    keys.forEach(function (k) { used[k] = tick; });
+    var loaded = Object.keys(files).filter(function (k) { return k !== "index" && files[k].decoded; });
+    if (loaded.length <= KEEP_FILES) return;
+    loaded.sort(function (a, b) { return (used[a] || 0) - (used[b] || 0); });
+    loaded.slice(0, loaded.length - KEEP_FILES).forEach(function (k) {
+      if (keys.indexOf(k) < 0 && !(this.selected && this.selected.node.source.file === k)) delete files[k];
+    }, this);
   };
 
   // ---- selection and details -----------------------------------------------------------------
@@ -644,6 +661,7 @@
       if (i >= candidates.length) return Promise.resolve(null);
       var w = candidates[i++];
       return loadScript(self.host, self.base, w.key).then(decodeColumns).then(function (set) {
+        self.forget([w.key]);
         var matches = set.names.map(function (n) { return exact ? n === text : n.toLowerCase().indexOf(needle) >= 0; });
         var best = -1;
         for (var r = 0; r < set.n; r++) {

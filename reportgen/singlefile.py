@@ -391,8 +391,9 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
     timeline_bytes = 0
     for page in composed:
         # The trace page's timeline: each host's busiest step, embedded (the whole trace stays in the site).
-        page.main, used = embed_timelines(site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
-                                          lambda code: f"<script data-timeline-data>{_inline_script(code)}</script>\n")
+        page.main, used = embed_timelines(
+            site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
+            lambda data: f'<script type="application/json" data-timeline-data>{data}</script>\n')
         timeline_bytes += used
         note = _omitted_note(page.omitted) if page.omitted else ""
         omitted.extend(t for t in page.omitted if t not in omitted)

@@ -110,7 +110,8 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     # Vendored from the npm registry (scripts/vendor/refresh_flame_chart_js.sh), with its licence below.
     "flame_chart_js": ("flame-chart", "vendor/flame-chart-js/flame-chart.min.js"),
 }
-# Licences of vendored components, copied under their own names beside the assets.
+# Licences of vendored components, copied beside the assets (content-hashed like them: the assets
+# folder is published with an immutable cache policy).
 VENDOR_NOTICES: dict[str, str] = {
     "vendor/flame-chart-js/LICENSE": "flame-chart-js-LICENSE.txt",
 }
@@ -158,7 +159,9 @@ def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
         (assets_dir / name).write_bytes(content)
         written[key] = "assets/" + name
     for source, name in VENDOR_NOTICES.items():
-        (assets_dir / name).write_bytes(_static_asset(source))
+        content = _static_asset(source)
+        stem, suffix = name.rsplit(".", 1)
+        (assets_dir / _hashed_name(stem, "." + suffix, content)).write_bytes(content)
     return Assets(written)
 
 

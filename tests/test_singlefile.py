@@ -62,9 +62,7 @@ def test_self_contained_and_small(built, document):
         for tag, attribute, value in scan_html(page.read_text(encoding="utf-8")).links
         if tag == "script" and attribute == "src"
     }
-    # (The trace page's timeline adds inline scripts of its own: its start and its embedded data.)
-    code_scripts = [content for attrs, content in scan.scripts
-                    if not attrs.get("type") and not {"data-timeline-boot", "data-timeline-data"} & set(attrs)]
+    code_scripts = [content for attrs, content in scan.scripts if not attrs.get("type")]
     assert loaded and len(code_scripts) == len(loaded)
 
 

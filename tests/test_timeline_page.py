@@ -282,7 +282,8 @@ def test_single_file_report_embeds_each_hosts_busiest_step(site, driver, tmp_pat
     report = tmp_path / "report.html"
     write_single_file(site, report)
     document = report.read_text(encoding="utf-8")
-    embedded = sum(len(m) for m in re.findall(r"<script data-timeline-data>.*?</script>", document, re.S))
+    embedded = sum(len(m) for m in re.findall(r"<script type=\"application/json\" data-timeline-data>.*?</script>",
+                                                document, re.S))
     assert 0 < embedded <= MAX_EMBEDDED_BYTES + 64 * 1024  # the excerpts, plus each host's index
     driver.get(report.as_uri())
     from selenium.webdriver.support.ui import WebDriverWait

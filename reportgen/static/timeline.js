@@ -33,8 +33,8 @@
       waiting.forEach(function (w) { w.resolve(s.files[header.key]); });
     },
     instances: [],
-    /* Called by an inline script right after a timeline's element, while the page is still being
-       parsed: its data starts loading before the page's charts take the main thread. */
+    /* Called as soon as the parser has built a timeline's element (bootWhileParsing): its data
+       starts loading before the page's charts take the main thread on DOMContentLoaded. */
     boot: function (root) {
       var wanted = parseHash().host;
       if (!fc || (wanted ? wanted !== root.dataset.host : document.querySelector("[data-timeline]") !== root)) return;
@@ -42,7 +42,17 @@
     }
   };
 
+  /* A single-file report carries its timelines' files as JSON data blocks [header, payload]. */
+  function adoptEmbedded() {
+    document.querySelectorAll("script[data-timeline-data]:not([data-adopted])").forEach(function (el) {
+      el.dataset.adopted = "1";
+      var call = JSON.parse(el.textContent);
+      window.reportgenTimeline.add(call[0], call[1]);
+    });
+  }
+
   function loadScript(host, base, key) {
+    adoptEmbedded();
     var s = hostStore(host);
     if (s.files[key]) return Promise.resolve(s.files[key]);
     return new Promise(function (resolve, reject) {
@@ -880,5 +890,19 @@
     });
   }
 
+  /* Pages carry no inline code: the first timeline is noticed while the page is parsed. */
+  function bootWhileParsing() {
+    if (document.readyState !== "loading" || !window.MutationObserver) return;
+    var observer = new MutationObserver(function () {
+      var root = document.querySelector("[data-timeline]");
+      if (!root || !root.querySelector("[data-timeline-details]")) return;  // its last child: all of it is there
+      observer.disconnect();
+      window.reportgenTimeline.boot(root);
+    });
+    observer.observe(document.documentElement, { childList: true, subtree: true });
+    document.addEventListener("DOMContentLoaded", function () { observer.disconnect(); });
+  }
+
+  bootWhileParsing();
   document.addEventListener("DOMContentLoaded", init);
 })();

@@ -133,8 +133,9 @@ def _tracks(tables: TraceTables) -> tuple[list[tuple[str, str, list[tuple[int, s
 
 
 def _js_text(value) -> bytes:
-    # `</` inside a script element would end it when the file is inlined into a page.
-    return orjson.dumps(value).replace(b"</", b"<\\/")
+    # No `<` at all (JSON has it only inside strings): `</script` would end the element when the file
+    # is inlined into a page (the single-file report), and capture text stays inert there.
+    return orjson.dumps(value).replace(b"<", b"\\u003c")
 
 
 def _script(header: dict, payload: bytes) -> bytes:

@@ -2,9 +2,11 @@
 
 The site's trace page reads its timeline files as the view needs them; a single HTML file cannot
 carry them all, so it carries, per host, the index rewritten to one window (the excerpt that the
-export wrote for this purpose) and that window's two files, as inline scripts placed before the
-timeline's element. Hosts whose excerpt does not fit in the budget get the index alone, with no
-window, and the page says where the whole trace is.
+export wrote for this purpose) and that window's two files, as JSON data blocks
+(`<script type="application/json" data-timeline-data>[header, payload]`) placed before the
+timeline's element, which the page's script registers as if the files had been loaded. Hosts
+whose excerpt does not fit in the budget get the index alone, with no window, and the page says
+where the whole trace is.
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ def read_call(raw: bytes) -> tuple[dict, object]:
     return header, payload
 
 
-def _call(header: dict, payload) -> str:
-    return f"{REGISTER}({json.dumps(header)},{json.dumps(payload)});".replace("</", "<\\/")
+def _data(header: dict, payload) -> str:
+    # A JSON data block, not code: capture text stays data. No `<` in it (JSON has it only inside
+    # strings), so nothing in it can end the element.
+    return json.dumps([header, payload]).replace("<", "\\u003c")
 
 
-def excerpt_scripts(folder: Path, budget: int) -> tuple[list[str], int]:
-    """Script texts that register a host's excerpt (or its index alone), and the bytes they take of the budget."""
+def excerpt_blocks(folder: Path, budget: int) -> tuple[list[str], int]:
+    """JSON texts `[header, payload]` of a host's excerpt files (or of its index alone), and the bytes they
+    take of the budget."""
     header, index = read_call((folder / "index.js").read_bytes())
     excerpt = index.get("excerpt")
     files = [folder / f"{excerpt[k]}.js" for k in ("key", "args")] if excerpt else []
@@ -54,15 +59,15 @@ def excerpt_scripts(folder: Path, budget: int) -> tuple[list[str], int]:
         index["start"], index["end"] = excerpt["start"], excerpt["end"]
     else:
         index["windows"] = []
-    scripts = [_call(header, index)]
+    blocks = [_data(header, index)]
     if fits:
-        scripts += [f.read_text(encoding="utf-8").rstrip("\n").rstrip(";") + ";" for f in files]
-    return scripts, size if fits else 0
+        blocks += [_data(*read_call(f.read_bytes())) for f in files]
+    return blocks, size if fits else 0
 
 
 def embed_timelines(site_dir: Path, page: str, main_html: str, budget: int,
-                    script_element: Callable[[str], str]) -> tuple[str, int]:
-    """`main_html` with each timeline's data scripts (made elements by `script_element`) inserted
+                    data_element: Callable[[str], str]) -> tuple[str, int]:
+    """`main_html` with each timeline's data blocks (made elements by `data_element`) inserted
     before it; the bytes of the budget used."""
     used = 0
     out, last = [], 0
@@ -71,10 +76,10 @@ def embed_timelines(site_dir: Path, page: str, main_html: str, budget: int,
         folder = site_dir / posixpath.normpath(posixpath.join(posixpath.dirname(page), base))
         if not (folder / "index.js").is_file():
             continue
-        scripts, size = excerpt_scripts(folder, budget - used)
+        blocks, size = excerpt_blocks(folder, budget - used)
         used += size
         out.append(main_html[last:match.start()])
-        out.extend(script_element(text) for text in scripts)
+        out.extend(data_element(text) for text in blocks)
         last = match.start()
     out.append(main_html[last:])
     return "".join(out), used

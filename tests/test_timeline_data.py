@@ -144,8 +144,10 @@ def test_windows_levels_pools_and_detail_tiles(tmp_path, monkeypatch):
     assert titles == [("testhost /device:GPU:0", "Stream #5(Compute)"), ("testhost /host:CPU", "python"),
                       ("testhost /host:CPU", "tf_Compute (2 threads)")]
     pool = index["tracks"][2]
-    assert [(t["name"], t["level"], t["levels"]) for t in pool["threads"]] == [("tf_Compute/3", 0, 1),
-                                                                               ("tf_Compute/7", 1, 1)]
+    # Each thread of a pool under a row that names it.
+    assert [(t["name"], t["level"], t["levels"]) for t in pool["threads"]] == [("tf_Compute/3", 1, 1),
+                                                                               ("tf_Compute/7", 3, 1)]
+    assert pool["levels"] == 4
     assert index["tracks"][1]["levels"] == 3  # train ⊃ outer ⊃ inner
     _, cols = read_columns(folder / timeline.DIR / "w-000.js")
     depth = {name: set(cols.level[[i for i, n in enumerate(cols.name) if n == name]]) for name in set(cols.name)}

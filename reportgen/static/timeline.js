@@ -178,7 +178,9 @@
       if (threads.length > 1) {  // a pool: name each thread at its first level
         for (var i = 0; i < threads.length; i++) {
           if (!threads[i].levels) continue;
-          this.renderEngine.addText({ text: threads[i].name, x: 2, y: threads[i].level * (BLOCK + 1), w: 220 }, 3);
+          // The row above the thread's events (the build leaves it free in a pool).
+          this.renderEngine.addText({ text: threads[i].name, x: 2, y: (threads[i].level - 1) * (BLOCK + 1),
+                                      w: this.renderEngine.width }, 3);
         }
       }
     }
@@ -738,7 +740,7 @@
         o.textContent = "Step " + s[0] + " (" + fmtDuration(s[2] - s[1]) + ")";
         step.appendChild(o);
       });
-      step.hidden = !this.index.steps.length;
+      (step.closest("label") || step).hidden = !this.index.steps.length;
       step.addEventListener("change", function () { if (step.value !== "") self.zoomToStep(step.value); });
     }
     var reset = root.querySelector("[data-timeline-reset]");

@@ -244,6 +244,8 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         thread_entries = []
         for tid, name, _lines in threads:
             lane_track[lane_id] = k
+            if len(threads) > 1 and lane_levels[lane_id]:
+                offset += 1  # in a pool, a row above each thread's events names the thread
             lane_offset[lane_id] = offset
             thread_entries.append({"tid": tid, "name": name, "level": offset, "levels": int(lane_levels[lane_id])})
             offset += int(lane_levels[lane_id])

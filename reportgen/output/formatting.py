@@ -89,16 +89,14 @@ def fmt_gib_per_s(value) -> str:
     return "–" if _missing(value) else fmt_bandwidth(float(value) * 2**30)
 
 
-def fmt_duration_ps(value) -> str:
-    """A picosecond duration in the unit that reads best."""
+def fmt_duration_ps(value, digits: int = 1) -> str:
+    """A picosecond duration in the unit that reads best (s, ms, µs, ns); reportgen.js's `fmt.durationPs` alike."""
     if _missing(value):
         return "–"
-    seconds = value / 1e12
-    if seconds >= 1:
-        return f"{seconds:,.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:,.1f} ms"
-    return f"{seconds * 1e6:,.1f} µs"
+    for scale, unit in ((1e12, "s"), (1e9, "ms"), (1e6, "µs")):
+        if abs(value) >= scale:
+            return f"{value / scale:,.{digits}f} {unit}"
+    return f"{value / 1e3:,.{digits}f} ns"
 
 
 def fmt_value(value, unit: str = "") -> str:

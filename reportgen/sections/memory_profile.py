@@ -78,7 +78,9 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
             "fragmentation": 100.0 * t["fragmentation"].to_numpy(),
         }
     )
-    series = [("stack", "stack_bytes"), ("heap", "heap_bytes")]
+    # The legend lists the series with memory in them (a CPU allocator reserves no stack).
+    series = [("stack", "stack_bytes")] if (t["stack_bytes"] > 0).any() else []
+    series.append(("heap", "heap_bytes"))
     if _shows_free(profile):
         series.append(("free", "free_bytes"))
     areas = pd.concat(
@@ -88,6 +90,9 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
     )
     spec = _timeline_spec(unit, tuple(name for name, _ in series))
     return with_datasets(spec, {"areas": areas, "points": points})
+
+
+SERIES_COLORS = {"stack": "#d62728", "heap": "#ff7f0e", "free": "#2ca02c"}
 
 
 @lru_cache(maxsize=16)
@@ -102,7 +107,7 @@ def _timeline_spec(unit: str, series: tuple[str, ...]) -> dict:
             x=x,
             y=alt.Y("value:Q", stack="zero", title=f"Memory ({unit})"),
             color=alt.Color("kind:N", title=None, sort=list(series),
-                            scale=alt.Scale(domain=list(series), range=["#d62728", "#ff7f0e", "#2ca02c"])),
+                            scale=alt.Scale(domain=list(series), range=[SERIES_COLORS[name] for name in series])),
             order=alt.Order("order:Q"),
         )
     )

@@ -18,7 +18,7 @@
     return "hsl(" + hue + ", 70%, 85%)";
   }
 
-  var duration = fmt.durationPs;
+  function duration(ps) { return fmt.durationPs(ps, 3); }
 
   function el(tag, text, cls) {
     var node = document.createElement(tag);

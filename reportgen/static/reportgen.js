@@ -44,13 +44,14 @@
     flopRate: function (flopPerS) {
       return missing(flopPerS) ? "–" : scaled(Number(flopPerS), ["", "k", "M", "G", "T", "P", "E"], 1000, "FLOP/s", 1000);
     },
-    // A duration in picoseconds, in the unit that reads best.
-    durationPs: function (ps) {
+    // A duration in picoseconds, in the unit that reads best (formatting.py's fmt_duration_ps alike).
+    durationPs: function (ps, digits) {
       if (missing(ps)) return "–";
-      if (ps >= 1e12) return grouped(ps / 1e12, 2) + " s";
-      if (ps >= 1e9) return grouped(ps / 1e9, 3) + " ms";
-      if (ps >= 1e6) return grouped(ps / 1e6, 3) + " µs";
-      return grouped(ps / 1e3, 3) + " ns";
+      var d = digits === undefined ? 1 : digits, a = Math.abs(ps);
+      if (a >= 1e12) return grouped(ps / 1e12, d) + " s";
+      if (a >= 1e9) return grouped(ps / 1e9, d) + " ms";
+      if (a >= 1e6) return grouped(ps / 1e6, d) + " µs";
+      return grouped(ps / 1e3, d) + " ns";
     }
   };
 

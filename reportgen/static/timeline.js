@@ -119,12 +119,7 @@
     var text = (ps / 1e6).toFixed(6);
     return text.indexOf(".") >= 0 ? text.replace(/0+$/, "").replace(/\.$/, "") : text;
   }
-  function fmtDuration(ps) {
-    if (ps >= 1e12) return (ps / 1e12).toFixed(3) + " s";
-    if (ps >= 1e9) return (ps / 1e9).toFixed(3) + " ms";
-    if (ps >= 1e6) return (ps / 1e6).toFixed(3) + " µs";
-    return (ps / 1e3).toFixed(3) + " ns";
-  }
+  function fmtDuration(ps) { return window.reportgen.fmt.durationPs(ps, 3); }  // the pages' one format (reportgen.js)
   function fmtInt(n) {  // toLocaleString is too slow for thousands of labels
     return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   }

@@ -176,7 +176,8 @@ def test_a_bad_trace_file_keeps_the_hosts_tool_pages(built):
     assert [e["path"] for e in run["errors"]] == ["mixed_bad/h.trace.json.gz"]
     page = unescape((out / "mixed_bad" / "index.html").read_text())
     assert "<code>mixed_bad/h.trace.json.gz</code>: gzip data is corrupt or truncated" in page
-    assert "<code>h.overview_page.pb</code>" in page and "<code>h.trace.json.gz</code>" not in page  # files read
+    inventory = unescape((out / "mixed_bad" / "inventory.html").read_text())  # the files read
+    assert "<code>h.overview_page.pb</code>" in inventory and "<code>h.trace.json.gz</code>" not in inventory
 
 
 def test_bad_profiler_hook_steps_are_named_while_the_good_steps_build(built):

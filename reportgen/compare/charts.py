@@ -6,7 +6,8 @@ import altair as alt
 import pandas as pd
 
 from reportgen.compare.model import Comparison
-from reportgen.sections.vega import vega_spec
+from reportgen.core.steps.categories import CATEGORY_LABELS
+from reportgen.sections.vega import category_color, vega_spec
 
 TOP_CHANGES = 10
 NAME_LABEL_CHARS = 60
@@ -34,7 +35,9 @@ def breakdown_chart(comparison: Comparison) -> dict | None:
         .encode(
             y=alt.Y("Run:N", sort=[base, cand], title=None, axis=alt.Axis(labelLimit=360)),
             x=alt.X("ms:Q", stack="zero", title="Average step time (ms)"),
-            color=alt.Color("Category:N", sort=categories, scale=alt.Scale(domain=categories), title="Category"),
+            # the categories' colours of every other chart of the site
+            color=category_color([*CATEGORY_LABELS.values(), *(c for c in categories if c not in
+                                                                 CATEGORY_LABELS.values())], categories),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("Run:N"), alt.Tooltip("Category:N"),
                      alt.Tooltip("ms:Q", title="Average (ms)", format=",.3f")],

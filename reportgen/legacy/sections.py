@@ -81,10 +81,36 @@ def timeline_chart(steps: pd.DataFrame) -> dict | None:
     return vega_spec(chart)
 
 
+# What the pages show of the files' tables: each one's identifying column and its key numbers by default, the
+# rest under the table's Columns chooser; labels in words, units as the pages write them. The CSVs keep every column
+# under the files' own names.
+KEY_COLUMNS = {"rank", "step", "op_name", "kernel_name", "name", "op", "operation", "path", "device", "core",
+               "occurrences", "count", "total_self_time_us", "total_duration_us", "duration_us", "total_us", "time_ms",
+               "self_time_ms", "host_self_percent", "device_self_percent", "self_time_percent", "time_percent",
+               "percent_of_device", "step_time_ms", "bottleneck"}
+HIDDEN_COLUMNS = {"avg_time_us", "avg_self_time_us", "device_cumulative_percent", "host_cumulative_percent",
+                  "cumulative_percent", "gflops", "memory_bw_gbps", "operational_intensity", "registers_per_thread",
+                  "shmem_bytes", "block_dim", "grid_dim", "min_duration_us", "max_duration_us", "depth",
+                  "is_op_tensor_core_eligible", "replica", "total_time_us", "bound_by"}
+UNIT_SUFFIXES = {"_us": " (µs)", "_ms": " (ms)", "_percent": " (%)", "_bytes": " (bytes)", "_gbps": " (GiB/s)"}
+
+
+def _label(column: str) -> str:
+    """`total_self_time_us` → `Total self time (µs)`."""
+    unit = ""
+    for suffix, text in UNIT_SUFFIXES.items():
+        if column.endswith(suffix):
+            column, unit = column[: -len(suffix)], text
+            break
+    words = column.replace("_", " ").strip()
+    return (words[:1].upper() + words[1:] + unit) if words else column
+
+
 def _table(frame: pd.DataFrame, table_id: str) -> dict:
     shown = frame.head(TABLE_ROWS)
-    return {"id": table_id, "columns": list(shown.columns), "rows": shown.to_dict("split")["data"],
-            "total": int(len(frame))}
+    columns = [{"key": str(c), "label": _label(str(c)), "key_column": c in KEY_COLUMNS, "hidden": c in HIDDEN_COLUMNS}
+               for c in shown.columns]
+    return {"id": table_id, "columns": columns, "rows": shown.to_dict("split")["data"], "total": int(len(frame))}
 
 
 class LegacySection(Section):

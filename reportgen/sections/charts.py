@@ -5,18 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from reportgen.sections.vega import responsive, vega_spec
-
-# One colour per step-time category on every chart of the site (Tableau 10), whichever categories a chart shows.
-CATEGORY_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-                   "#bab0ac"]
-
-
-def category_color(labels: list[str], shown: list[str]) -> alt.Color:
-    """The colour channel for step-time categories: colours fixed by position in `labels`, legend of `shown`."""
-    return alt.Color("Category:N", sort=shown, title="Category",
-                     scale=alt.Scale(domain=labels, range=CATEGORY_COLORS[:len(labels)]),
-                     legend=alt.Legend(values=shown, labelLimit=300))
+from reportgen.sections.vega import category_color, responsive, vega_spec
 
 
 def step_chart(steps: pd.DataFrame, labels: dict[str, str]) -> dict | None:

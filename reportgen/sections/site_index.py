@@ -6,8 +6,7 @@ import altair as alt
 import pandas as pd
 
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
-from reportgen.sections.charts import category_color
-from reportgen.sections.vega import responsive, vega_spec
+from reportgen.sections.vega import category_color, responsive, vega_spec
 
 
 def step_time_chart(rows: list[dict]) -> dict | None:

@@ -32,6 +32,18 @@ def vega_spec(chart: Any, datasets: Datasets | None = None) -> dict:
     return with_datasets(spec, datasets) if datasets else spec
 
 
+# One colour per step-time category on every chart of the site (Tableau 10), whichever categories a chart shows.
+CATEGORY_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+                   "#bab0ac"]
+
+
+def category_color(labels: list[str], shown: list[str]) -> alt.Color:
+    """The colour channel for step-time categories: colours fixed by position in `labels`, legend of `shown`."""
+    return alt.Color("Category:N", sort=shown, title="Category",
+                     scale=alt.Scale(domain=labels, range=CATEGORY_COLORS[:len(labels)]),
+                     legend=alt.Legend(values=shown, labelLimit=300))
+
+
 def responsive(spec: dict) -> dict:
     """The spec drawn as wide as its page column (`width: "container"`), so that no chart is a narrow strip on a
     wide screen or wider than a narrow one. The chart macro gives such charts a full-width container."""

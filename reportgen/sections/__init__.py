@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 
 from reportgen.sections.base import HostContext, HostSummary, RunContext, Section
+from reportgen.sections.graph_viewer import GraphViewerSection
 from reportgen.sections.hlo_stats import HloStatsSection
 from reportgen.sections.input_pipeline import InputPipelineSection
 from reportgen.sections.inventory import InventorySection
@@ -38,6 +39,7 @@ SECTIONS: list[Section] = [
     RooflineSection(),
     MemoryProfileSection(),
     MemoryViewerSection(),
+    GraphViewerSection(),
     PodViewerSection(),
     TraceSection(),
 ]

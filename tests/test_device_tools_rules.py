@@ -157,8 +157,9 @@ def test_shapes_and_layouts_print_as_xla():
 def test_constants_and_convolutions_print_as_xla():
     lit = hlo_pb2.LiteralProto(shape=_shape("F32", [3]), f32s=[1.0, 0.5, -2.25])
     assert literal_text(to_plain(lit)) == "{1, 0.5, -2.25}"
+    # XLA's one-line literal (literal.cc DenseArrayPrintHelper) pads the innermost lists of a 2-D+ array.
     square = hlo_pb2.LiteralProto(shape=_shape("S32", [2, 2]), s32s=[1, 2, 3, 4])
-    assert literal_text(to_plain(square)) == "{ {1, 2}, {3, 4} }"
+    assert literal_text(to_plain(square)) == "{ { 1, 2 }, { 3, 4 } }"
     assert literal_text(to_plain(hlo_pb2.LiteralProto(shape=_shape("F32", [11]), f32s=[0.0] * 11))) == "{...}"
     lhs = hlo_pb2.HloInstructionProto(name="x", opcode="parameter", id=1, shape=_shape("F32", [1, 8, 8, 3]))
     rhs = hlo_pb2.HloInstructionProto(name="w", opcode="parameter", id=2, shape=_shape("F32", [3, 3, 3, 16]))

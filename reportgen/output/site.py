@@ -106,6 +106,9 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     "memory_viewer_js": ("memory-viewer", "memory_viewer.js"),
     "trace_js": ("trace", "trace.js"),
     "op_profile_js": ("op-profile", "op_profile.js"),
+    "graph_viewer_js": ("graph-viewer", "graph_viewer.js"),
+    # Graphviz compiled to WebAssembly (vendored from npm, see static/vendor/hpcc-js-wasm/NOTICE.md).
+    "graphviz_js": ("graphviz", "vendor/hpcc-js-wasm/graphviz.umd.js"),
 }
 
 # Asset key → path relative to the site root. Names are content-hashed, so

@@ -170,6 +170,16 @@
     }
     item("Category", sym ? sym.category : (node.c || "(group)"));
     if (sym) item("Program", sym.program);
+    if (sym && sym.program && document.querySelector("header nav a[href='graph_viewer.html']")) {
+      var graph = el("a", "Show in the graph viewer");
+      var where = /^\d+$/.test(sym.program) ? {program: sym.program} : {module: sym.program};
+      where.op = node.n.replace(/ and its duplicate\(s\)$/, "");  // a deduplicated group: its first op
+      graph.href = "graph_viewer.html#" + new URLSearchParams(where).toString();
+      dl.appendChild(el("dt", "Graph"));
+      var graphCell = el("dd");
+      graphCell.appendChild(graph);
+      dl.appendChild(graphCell);
+    }
     item("Time", node.p.toFixed(3) + "% of the tree (" + duration(node.t) + ")");
     if (node.o) item("Occurrences", node.o + " (average " + duration(node.a) + ")");
     item("FLOPS utilization", pct(node.f, 3));

@@ -4,6 +4,7 @@ and the page itself in headless Chromium from file:// (search, neighbourhood, fu
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from reportgen.core.hlo.module_text import module_text
 from reportgen.loaders.hlo import hlo_modules, to_plain
 from reportgen.loaders.proto import hlo_pb2
 from reportgen.output.formatting import FILTERS
+from reportgen.output.single_file import compose
 from reportgen.pipeline.build import BuildOptions, build_site
 from reportgen.sections.graph_viewer import MAX_NODES
 from tests.browser import chromium, console_errors, needs_browser
@@ -89,6 +91,18 @@ def big_site(tmp_path_factory) -> Path:
     space.plane("/host:metadata").metadata("jit_big(5)", md_id=5, **{"Hlo Proto": big_module().SerializeToString()})
     logdir = tmp_path_factory.mktemp("logdir")
     space.write(logdir / "plugins" / "profile" / "big")
+    out = tmp_path_factory.mktemp("out") / "site"
+    assert build_site([str(logdir)], BuildOptions(output=str(out), jobs=1)).exit_code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def plain_site(tmp_path_factory) -> Path:
+    """A site whose one run carries no HLO module (so no graph viewer)."""
+    space = Space(("host",))
+    space.host_plane().line(1, "python").event("step", 0, 10)
+    logdir = tmp_path_factory.mktemp("plain")
+    space.write(logdir / "plugins" / "profile" / "plain")
     out = tmp_path_factory.mktemp("out") / "site"
     assert build_site([str(logdir)], BuildOptions(output=str(out), jobs=1)).exit_code == 0
     return out
@@ -175,6 +189,45 @@ def test_big_module_text_and_script(big_site):
     assert data["text"] == module_text(to_plain(module)).text
     assert EVIL in data["text"]  # computation names are printed as they are (data, shown as text)
     assert EVIL not in (big_site / "big" / "graph_viewer.html").read_text()
+
+
+def test_graphviz_goes_into_a_sites_assets_only_when_a_run_has_a_graph_viewer(big_site, plain_site):
+    def assets(site: Path) -> set[str]:
+        return {p.name.rsplit("-", 1)[0] for p in (site / "assets").iterdir()}
+
+    assert {"graphviz", "graph-viewer", "vega-bundle"} <= assets(big_site)
+    assert "vega-bundle" in assets(plain_site) and not {"graphviz", "graph-viewer"} & assets(plain_site)
+    assert not (plain_site / "plain" / "graph_viewer.html").exists()
+    page = (big_site / "big" / "graph_viewer.html").read_text()
+    for src in re.findall(r'<script src="([^"]+)"', page):
+        assert (big_site / "big" / src).resolve().is_file(), src
+
+
+def test_the_single_file_leaves_the_graph_viewer_out_and_says_where_it_is(big_site):
+    document, report = compose(big_site)
+    pages = [html.unescape(p) for p in re.findall(r'<section class="page" id="[^"]+" data-page="([^"]+)">', document)]
+    assert "big/index.html" in pages and "big/graph_viewer.html" not in pages
+    assert "big/graph_viewer.html" in report.omitted
+    assert "The graph viewer is not included in this file" in document
+    assert "<code>big/graph_viewer.html</code>" in document
+    assert "every page of the site, but the graph viewer" in document
+    # Neither Graphviz nor the viewer's script nor a module's data travels in the file.
+    graphviz = next((big_site / "assets").glob("graphviz-*.js")).read_text(encoding="utf-8")
+    assert graphviz[1000:1200] not in document and "reportgenGraphViewer" not in document
+    assert "data-graph-viewer" not in document
+    # The run's navigation keeps the entry, as text marked left out (no dead link).
+    nav = re.findall(r'<a[^>]*>Graph viewer</a>', document)
+    assert nav and all('class="omitted"' in a and "href" not in a and "the graph viewer is in the site" in a
+                       for a in nav)
+
+
+@needs_shared
+def test_in_the_single_file_op_rows_name_their_op_without_a_dead_link(real_site):
+    document, _report = compose(real_site)
+    links = re.findall(r'<a [^>]*title="[^"]*graph viewer[^"]*"[^>]*><code>([^<]+)</code></a>', document)
+    assert "broadcast_add_fusion.1" in links
+    assert not re.search(r'(?:href|src)="[^"]*graph_viewer', document)
+    assert 'title="Show in the graph viewer"' not in document
 
 
 # --- in the browser -----------------------------------------------------------------------------
@@ -334,4 +387,25 @@ def test_a_large_module_draws_only_a_neighbourhood(big_site, tmp_path):
         Select(driver.find_element(By.CSS_SELECTOR, "[data-gv-depth]")).select_by_value("8")
         wait.until(lambda d: "within 8 of op.1500" in _status(d))
         assert len(_drawn(driver)) == MAX_NODES and f"cut at {MAX_NODES} ops" in _status(driver)
+        assert console_errors(driver) == []
+
+
+@needs_browser
+@pytest.mark.parametrize("which", ["big", pytest.param("real", marks=needs_shared)])
+def test_the_single_file_opens_without_a_console_error(which, big_site, request, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    site = big_site if which == "big" else request.getfixturevalue("real_site")
+    document, _report = compose(site)
+    path = tmp_path / "report.html"
+    path.write_text(document, encoding="utf-8")
+    with chromium(tmp_path, window="1280,800") as driver:
+        driver.get(path.as_uri())
+        note = driver.find_element(By.XPATH, "//p[contains(., 'The graph viewer is not included')]")
+        assert note.is_displayed()
+        _shot(driver, f"single-file-{which}.png")
+        if which == "real":  # an HLO op stats row: the op's name, marked as left out
+            cell = driver.find_element(By.CSS_SELECTOR, "a.omitted[title*='graph viewer'] code")
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
+            _shot(driver, "single-file-hlo-stats.png")
         assert console_errors(driver) == []

@@ -110,6 +110,10 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     # Graphviz compiled to WebAssembly (vendored from npm, see static/vendor/hpcc-js-wasm/NOTICE.md).
     "graphviz_js": ("graphviz", "vendor/hpcc-js-wasm/graphviz.umd.js"),
 }
+# Assets that only one tool's pages load (a section names them in `Section.assets`): every page knows
+# their names from the start, but the files go into the site only when some run has such a page
+# (`write_page_assets`), so that a site without HLO modules carries no 797 KiB Graphviz bundle.
+ON_DEMAND_ASSETS = frozenset({"graph_viewer_js", "graphviz_js"})
 
 # Asset key → path relative to the site root. Names are content-hashed, so
 # browsers (and buckets with long cache lifetimes) never serve a stale copy.
@@ -143,6 +147,8 @@ def vega_bundle(cache_dir: Path | None = None) -> bytes:
 
 
 def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
+    """Write the assets every site needs; return the names of all of them (on-demand ones included,
+    written later by `write_page_assets`)."""
     assets_dir = site_dir / "assets"
     assets_dir.mkdir(parents=True, exist_ok=True)
     files = [("vega", "vega-bundle", ".js", vega_bundle(cache_dir))]
@@ -151,9 +157,21 @@ def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
     written = {}
     for key, stem, suffix, content in files:
         name = _hashed_name(stem, suffix, content)
-        (assets_dir / name).write_bytes(content)
+        if key not in ON_DEMAND_ASSETS:
+            (assets_dir / name).write_bytes(content)
         written[key] = "assets/" + name
     return Assets(written)
+
+
+def write_page_assets(site_dir: Path, assets: Assets, keys: set[str] | frozenset[str]) -> list[str]:
+    """Write the on-demand assets `keys` (those the site's pages load) under the names `assets` gave them."""
+    written = []
+    for key in sorted(keys & ON_DEMAND_ASSETS):
+        target = site_dir / assets[key]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(_static_asset(STATIC_ASSETS[key][1]))
+        written.append(assets[key])
+    return written
 
 
 @dataclass

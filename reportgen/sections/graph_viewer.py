@@ -69,6 +69,7 @@ def module_script(payload: dict) -> bytes:
 class GraphViewerSection(Section):
     slug = "graph_viewer"
     title = "Graph viewer"
+    assets = ("graph_viewer_js", "graphviz_js")
 
     def host_part(self, host: HostContext) -> GraphViewerPart | None:
         return graph_viewer_part(host)

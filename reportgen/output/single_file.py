@@ -10,11 +10,12 @@ so every tool page a section writes is included with nothing to register:
   pages never collide (chart specs, filters, host selectors, fragments);
 - links between pages become in-page anchors; small downloads (CSV tables,
   images) are inlined as data: URLs within a size budget; anything else, the
-  trace in particular, is left out and a note on the page says where it is;
-- the graph viewer page is left out, like the trace it is an explorer of
-  data that grows with the model (each HLO module's graph and text, loaded
-  per module, and a 797 KiB Graphviz library); a note at the top says where
-  it is, and links to it become plain text marked as left out;
+  trace in particular, is left out and a note on the page says where it is; the trace
+  page's timeline keeps each host's busiest step (reportgen/export/timeline_embed.py);
+- the graph viewer page is left out: it explores data that grows with the
+  model (each HLO module's graph and text, loaded per module) and lays it out
+  with a 797 KiB Graphviz library; a note at the top says where it is, and
+  links to it become plain text marked as left out;
 - the stylesheets and scripts the pages load (the Vega bundle among them) are
   inlined once. Chart specs already carry their data (Altair inlines it).
 
@@ -48,7 +49,7 @@ TRACE_DIR = "trace"
 # Run pages left out of the single file (file name → what the note calls them). The graph viewer
 # loads each module's graph and text as a script of its own (0.36 MB for the 24 small modules of
 # the shared captures, megabytes for a large model's) and lays them out with Graphviz (797 KiB):
-# an explorer, like the trace, that belongs to the site rather than to a file to attach or mail.
+# an explorer of the whole program that belongs to the site rather than to a file to attach or mail.
 LEFT_OUT_PAGES = {"graph_viewer.html": "graph viewer"}
 LEFT_OUT_TITLE = "not included in the single-file report: the {what} is in the site"
 
@@ -233,6 +234,12 @@ class _PageRewriter(HTMLParser):
             elif name in _GROUP_ATTRS or (name.startswith("data-") and value in self.ids):
                 new = self._ns(value)
             elif name in _URL_ATTRS:
+                view = urlsplit(value).fragment if tag == "a" else ""
+                if "=" in view:
+                    # A link to a view of a page (trace.html#host=…&t0=…): to the page's section here, with
+                    # the view for the page's script (timeline.js), which opens it on click.
+                    value = value.split("#", 1)[0]
+                    extra.append(("data-view", view))
                 left_out = len(self.left_out)
                 new, download = self._rewrite_url(tag, name, value)
                 if new is None:
@@ -381,8 +388,8 @@ def _left_out_note(pages: list[str]) -> str:
     for what, where in by_kind.items():
         places = ", ".join(f"<code>{html.escape(p)}</code>" for p in where)
         notes.append(f'<p class="note">The {what} is not included in this file: it loads each HLO module\'s graph '
-                     f"and text when picked and lays them out with Graphviz, an explorer that, like the trace, "
-                     f"stays with the site. It is in the site that <code>reportgen build LOGDIR -o site/</code> "
+                     f"and text when picked and lays them out with Graphviz (797 KiB), an explorer that stays "
+                     f"with the site. It is in the site that <code>reportgen build LOGDIR -o site/</code> "
                      f"writes: {places}.</p>\n")
     return "".join(notes)
 
@@ -419,9 +426,18 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
         head.append(f"<style>\n{_inline_style(code)}\n</style>" if kind == "css"
                     else f"<script>\n{_inline_script(code)}\n</script>")
 
+    # (Imported here: the trace export's modules load numba, which a report without a trace never needs.)
+    from reportgen.export.timeline_embed import MAX_EMBEDDED_BYTES, embed_timelines
+
     body: list[str] = []
     omitted: list[str] = []
+    timeline_bytes = 0
     for page in composed:
+        # The trace page's timeline: each host's busiest step, embedded (the whole trace stays in the site).
+        page.main, used = embed_timelines(
+            site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
+            lambda data: f'<script type="application/json" data-timeline-data>{data}</script>\n')
+        timeline_bytes += used
         note = _omitted_note(page.omitted) if page.omitted else ""
         omitted.extend(t for t in page.omitted if t not in omitted)
         header = f'<header class="top">{page.header}</header>\n' if page.header.strip() else ""
@@ -434,9 +450,11 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
     if trace_runs:
         where = ", ".join(f"<code>{html.escape(r)}/{TRACE_DIR}/</code>" for r in trace_runs)
         top_notes = (
-            f'<p class="note">The timeline trace is not included in this file. It is in the site that '
-            f"<code>reportgen build LOGDIR -o site/</code> writes, under {where}; serve that site with "
-            "<code>reportgen serve site</code> to open it in Perfetto UI.</p>\n"
+            f'<p class="note">The timeline trace is not included in this file: each trace page\'s timeline '
+            f"holds the busiest step of each host (at most {MAX_EMBEDDED_BYTES // 2**20} MiB for them all). "
+            f"The whole trace is in the site that <code>reportgen build LOGDIR -o site/</code> writes, under {where}; "
+            "open its trace pages for every event, or serve the site with <code>reportgen serve site</code> to "
+            "open the files in Perfetto UI.</p>\n"
         )
     top_notes += _left_out_note(left_out) if left_out else ""
     omitted.extend(left_out)

@@ -1,15 +1,16 @@
-"""Fetch the vendored Graphviz (WebAssembly) build again from the npm registry.
+"""Fetch the vendored Graphviz (WebAssembly) build again from the npm registry into
+reportgen/static/vendor/hpcc-js-wasm/.
 
-    python reportgen/static/vendor/hpcc-js-wasm/refresh.py [--version X.Y.Z]
+    python scripts/vendor/refresh_hpcc_js_wasm.py [--version X.Y.Z]
 
 Downloads `@hpcc-js/wasm@<version>` with `npm pack` (which checks the
 tarball against the registry's integrity hash), copies `dist/graphviz.umd.js`
 (Graphviz compiled to WebAssembly, the wasm inlined, exposed as the global
 `@hpcc-js/wasm/graphviz`: a classic script that loads from file://) and the
-package's LICENSE here, and writes the version and the file's SHA-256 to
-VERSION. Without --version it fetches the version VERSION pins; with it, it
-moves the pin. tests/test_graph_viewer_page.py checks the file against
-VERSION.
+package's LICENSE there, and writes the version and the file's SHA-256 to
+VERSION. Without --version it fetches the version VERSION pins (so running it
+on a clean checkout leaves `git status` clean); with it, it moves the pin.
+tests/test_graph_viewer_page.py checks the file against VERSION.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[2] / "reportgen" / "static" / "vendor" / "hpcc-js-wasm"
 PACKAGE = "@hpcc-js/wasm"
 FILES = {"package/dist/graphviz.umd.js": "graphviz.umd.js", "package/LICENSE": "LICENSE"}
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
 import re
 from pathlib import Path
 
@@ -20,13 +19,11 @@ from reportgen.output.formatting import FILTERS
 from reportgen.output.single_file import compose
 from reportgen.pipeline.build import BuildOptions, build_site
 from reportgen.sections.graph_viewer import MAX_NODES
-from tests.browser import chromium, console_errors, needs_browser
+from tests.browser import chromium, console_errors, needs_browser, screenshot
 from tests.conftest import LOGDIR, ORACLE, REPO, RUNS, needs_shared
 from tests.decoded import decoded_hosts
 from tests.xspace import Space
 
-# REPORTGEN_SCREENSHOTS=<folder> keeps the screenshots (1280 × 800) for a look.
-SHOTS = Path(os.environ["REPORTGEN_SCREENSHOTS"]) if os.environ.get("REPORTGEN_SCREENSHOTS") else None
 EVIL = 'body<script>alert("x")</script>"&amp;'
 BIG_OPS = 3000
 
@@ -275,12 +272,6 @@ def _neighbourhood(computation, center: str, depth: int) -> set[str]:
     return seen
 
 
-def _shot(driver, name: str) -> None:
-    if SHOTS is not None:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(SHOTS / name))
-
-
 @needs_shared
 @needs_browser
 def test_search_draws_the_ops_neighbourhood_and_opens_a_fusion(real_site, tmp_path):
@@ -312,7 +303,7 @@ def test_search_draws_the_ops_neighbourhood_and_opens_a_fusion(real_site, tmp_pa
                      for o in i.operand_ids if by_id[o] in expected}
         assert _edges(driver) == hlo_edges
         assert "#module=jit_eval_acc%2838%29&op=broadcast_maximum_fusion.1&depth=3" in driver.current_url
-        _shot(driver, "graph-viewer-search.png")
+        screenshot(driver, "graph-viewer-search.png")
 
         driver.find_element(By.CSS_SELECTOR, "[data-gv-toggle-fusion]").click()
         wait.until(lambda d: "inside open fusions" in _status(d))
@@ -323,14 +314,14 @@ def test_search_draws_the_ops_neighbourhood_and_opens_a_fusion(real_site, tmp_pa
         assert ("max.10", "ynn_fusion.1") in edges and ("add.4", "max.10") in edges
         cluster = driver.find_element(By.CSS_SELECTOR, "[data-gv-canvas] g.cluster")
         assert cluster.get_attribute("data-fusion") == "broadcast_maximum_fusion.1"
-        _shot(driver, "graph-viewer-fusion.png")
+        screenshot(driver, "graph-viewer-fusion.png")
 
         driver.find_element(By.CSS_SELECTOR, "[data-gv-canvas] g.node[data-name='add.4']").click()
         assert driver.find_element(By.CSS_SELECTOR, "[data-gv-details] h3").text == "add.4"
         driver.find_element(By.CSS_SELECTOR, "[data-gv-show-text]").click()
         assert driver.execute_script("return CSS.highlights.get('gv-line').values().next().value.toString()") == \
             "  add.4 = f32[256,512]{1,0} add(param_0.15, add.5)"
-        _shot(driver, "graph-viewer-text.png")
+        screenshot(driver, "graph-viewer-text.png")
         assert console_errors(driver) == []
 
 
@@ -348,7 +339,7 @@ def test_hlo_op_stats_and_op_profile_rows_open_the_op(real_site, tmp_path):
         assert "jit_f(12190760917235803885):" in _status(driver)
         details = driver.find_element(By.CSS_SELECTOR, "[data-gv-details]").text
         assert "400 occurrences" in details and "GFLOP" in details
-        _shot(driver, "graph-viewer-from-hlo-stats.png")
+        screenshot(driver, "graph-viewer-from-hlo-stats.png")
         assert console_errors(driver) == []
 
         driver.get((real_site / "tpu_inference_2" / "op_profile.html").as_uri())
@@ -382,7 +373,7 @@ def test_a_large_module_draws_only_a_neighbourhood(big_site, tmp_path):
         wait.until(lambda d: "inside open fusions" in _status(d))
         assert EVIL in driver.find_element(By.CSS_SELECTOR, "[data-gv-canvas] g.cluster").text
         assert EVIL in driver.find_element(By.CSS_SELECTOR, "[data-gv-text]").get_attribute("textContent")
-        _shot(driver, "graph-viewer-big.png")
+        screenshot(driver, "graph-viewer-big.png")
         one_open = len(_drawn(driver))
         driver.find_element(By.CSS_SELECTOR, "[data-gv-expand-all]").click()
         wait.until(lambda d: "laid out" in _status(d) and len(_drawn(d)) != one_open)
@@ -406,9 +397,9 @@ def test_the_single_file_opens_without_a_console_error(which, big_site, request,
         driver.get(path.as_uri())
         note = driver.find_element(By.XPATH, "//p[contains(., 'The graph viewer is not included')]")
         assert note.is_displayed()
-        _shot(driver, f"single-file-{which}.png")
+        screenshot(driver, f"single-file-{which}.png")
         if which == "real":  # an HLO op stats row: the op's name, marked as left out
             cell = driver.find_element(By.CSS_SELECTOR, "a.omitted[title*='graph viewer'] code")
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
-            _shot(driver, "single-file-hlo-stats.png")
+            screenshot(driver, "single-file-hlo-stats.png")
         assert console_errors(driver) == []

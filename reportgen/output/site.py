@@ -104,6 +104,7 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     "css": ("style", "style.css"),
     "js": ("reportgen", "reportgen.js"),
     "memory_viewer_js": ("memory-viewer", "memory_viewer.js"),
+    "memory_profile_js": ("memory-profile", "memory_profile.js"),
     "trace_js": ("trace", "trace.js"),
     "op_profile_js": ("op-profile", "op_profile.js"),
     "graph_viewer_js": ("graph-viewer", "graph_viewer.js"),

@@ -167,9 +167,32 @@ def test_shared_runs_list_the_pages_they_have_data_for(site):
     tpu = summary["tpu_inference_2"]
     assert set(DEVICE_PAGES) <= set(tpu["tools"]) and "pod_viewer" not in tpu["tools"]  # no steps
     gpu = summary["gpu_multi_worker"]
-    assert "op_profile" in gpu["tools"] and "pod_viewer" in gpu["tools"]
-    assert "hlo_stats" not in gpu["tools"] and "roofline_model" not in gpu["tools"]  # no op ran (idle only)
+    # XProf lists all three device tools for the GPU capture; no XLA op ran, so they have no op rows.
+    assert set(DEVICE_PAGES) | {"pod_viewer"} <= set(gpu["tools"])
     assert gpu["op_profile"]["categories"] == [{"name": "IDLE", "time_percent": 100.0}]
+    for slug in DEVICE_PAGES:
+        html = (site / "gpu_multi_worker" / f"{slug}.html").read_text()
+        assert html.count("data-no-device-ops") == 1 and "its kernels are\nTensorFlow's" in html
+    assert "data-no-device-ops" not in (site / "tpu_inference_2" / "hlo_stats.html").read_text()
+    assert "data-no-device-tools" not in (site / "gpu_multi_worker" / "index.html").read_text()
+
+
+@needs_shared
+def test_gpu_hlo_stats_and_roofline_are_xprofs_empty_table_and_program_records(site):
+    """What XProf has for the GPU capture: HLO op stats without a row; the roofline's program records
+    (per infeed/outfeed choice: Total, Average, step 0) and its peaks."""
+    assert _csv(site / "gpu_multi_worker" / "data" / "hlo_stats" / "hlo_stats.csv") == [list(HLO_COLUMNS.values())]
+    records, _diagnostics = json.loads((ORACLE / "gpu_multi_worker" / "roofline_model.json").read_text())
+    rows = _csv(site / "gpu_multi_worker" / "data" / "roofline_model" / "roofline_model.csv")
+    assert len(rows) - 1 == len(records["rows"]) == 6
+    header = rows[0]
+    for ours, theirs in zip(rows[1:], records["rows"]):
+        expected = {c["id"]: cell.get("v") for c, cell in zip(records["cols"], theirs["c"])}
+        assert ours[header.index(ROOFLINE_COLUMNS["step"])] == expected["step"]
+        assert float(ours[header.index(ROOFLINE_COLUMNS["total_time"])]) == pytest.approx(expected["total_time"])
+        assert ours[header.index(ROOFLINE_COLUMNS["bound_by"])] == expected["bound_by"] == "Unknown"
+    html = (site / "gpu_multi_worker" / "roofline_model.html").read_text()
+    assert "836.4 GiB/s" in html and "1,246,391.900" in html
 
 
 def test_cpu_runs_have_a_pod_viewer_and_no_device_pages():
@@ -182,6 +205,8 @@ def test_cpu_runs_have_a_pod_viewer_and_no_device_pages():
             assert not (built.site / run / f"{slug}.html").exists()
             assert not (built.site / run / "data" / slug).exists()
         assert tools["pod_viewer"] == {"page": f"{run}/pod_viewer.html"}
+        index = (built.site / run / "index.html").read_text()
+        assert "XProf also lists the op profile, HLO op stats and roofline for this run" in index
         rows = _csv(built.site / run / "data" / "pod_viewer" / "pod_stats.csv")
         assert len(rows) - 1 == 5 and {r[2] for r in rows[1:]} == {"vm"}
 

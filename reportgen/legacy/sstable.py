@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import cramjam
 import numpy as np
-from numba import njit
+
+from reportgen.kernels import kernel
 
 MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
@@ -59,7 +60,7 @@ def _crc32c_table() -> np.ndarray:
 _CRC_TABLE = _crc32c_table()
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _crc32c(buf, start, end, table):
     crc = np.uint32(0xFFFFFFFF)
     for p in range(start, end):
@@ -128,7 +129,7 @@ def _block(data: bytes, offset: int, size: int, limit: int, what: str) -> bytes:
 WALK_OK, WALK_MALFORMED, WALK_FULL = 0, 1, 2
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _walk_block(buf, start, end, key_buf, key_fill, out, n):
     """Entries of the block buf[start:end] into out[n:] as (key offset, key length, value offset, value
     length), keys rebuilt into key_buf from key_fill on. Returns (entries, key_fill, status, position):
@@ -229,7 +230,7 @@ def _walk(blocks: list[bytes], names: list[str]) -> Table:
     return Table(buffer=buffer, key_buffer=key_buffer[:fill], entries=out[:n])
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _fields(buffer, entries, rows, tag, out):
     pos = 0
     for r in rows:

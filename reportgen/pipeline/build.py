@@ -338,7 +338,7 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
     """Combine a run's hosts and write its pages: (its summary.json block, its site index row)."""
     good = [o for o in host_outcomes if o.error is None]
     run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors)
-    computed = {}
+    computed = run_ctx.sections  # the findings section (last) reads what the others computed
     for section in SECTIONS:
         parts = {o.host: o.parts[section.slug] for o in good if section.slug in o.parts}
         if not parts:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.ops.op_metrics import safe_divide
+from reportgen.core.pages import OP_PROFILE_CSV
 from reportgen.core.tools.op_profile import (
     Node,
     OpProfileData,
@@ -24,7 +25,7 @@ from reportgen.core.tools.op_profile import (
 )
 from reportgen.sections.base import HostContext, RunContext, Section
 
-CSV_PATH = "data/op_profile/op_profile.csv"
+CSV_PATH = OP_PROFILE_CSV
 PATH_SEPARATOR = " > "
 CSV_COLUMNS = ["Path", "Name", "Category", "Time (%)", "FLOPS utilization (%)", "Memory bandwidth utilization (%)",
                "On-chip read bandwidth utilization (%)", "On-chip write bandwidth utilization (%)", "Occurrences",

@@ -1,0 +1,322 @@
+"""Per-host facts the findings need and no tool page computes, taken while the capture is in memory.
+
+The tools already compute nearly everything the rules read; what they do not
+is small and GPU- or capture-specific: how busy each GPU was in each step
+(and its longest idle gaps), whether its copies were synchronous or from
+pageable memory, how long host threads sat in CUDA/HIP synchronisation
+calls, how much collective time overlapped compute, which top-level XLA
+programs ran again and again (steps can be inferred from them when the
+capture has no step markers), and each host's step windows (to compare
+hosts' clocks). `host_facts` computes them once per host in the host stage,
+vectorised over the event table; the rules never read the capture.
+
+Times are the capture's picoseconds (the trace's clock).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reportgen.core.events import schema
+from reportgen.core.events.intervals import intersection_length, merged, overlap_length
+from reportgen.core.events.table import EventTable
+from reportgen.core.events.tf_op import TENSORFLOW, TF_DATA
+
+GAP_MIN_PS = 1_000_000_000  # 1 ms: an idle stretch of a GPU worth showing
+TOP_EVENTS = 3  # longest gaps, copies, synchronisation calls kept as evidence
+WINDOWS_WITHOUT_STEPS = 10  # a GPU's active span cut into this many windows when the capture has no steps
+_SYNC_API = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
+_DETAIL = re.compile(r"(\w+):(\S+)")
+
+
+@dataclass
+class Window:
+    """A step (or a slice of a stepless capture) on one GPU: its span and the GPU's busy time in it."""
+
+    name: str
+    begin_ps: int
+    end_ps: int
+    busy_ps: int
+
+    @property
+    def busy_percent(self) -> float:
+        span = self.end_ps - self.begin_ps
+        return 100.0 * self.busy_ps / span if span > 0 else 0.0
+
+
+@dataclass
+class TimedEvent:
+    """One event kept as evidence: where and when it ran."""
+
+    plane: str
+    name: str
+    begin_ps: int
+    duration_ps: int
+    detail: str = ""
+
+
+@dataclass
+class GpuActivity:
+    """One GPU that ran something: its busy time in each window, its longest idle gaps, collective overlap."""
+
+    plane: str
+    windows: list[Window]
+    gaps: list[tuple[int, int]]  # the longest idle stretches of at least GAP_MIN_PS inside the windows
+    gap_total_ps: int  # every idle stretch of at least GAP_MIN_PS inside the windows
+    collective_ps: int = 0  # time in collective kernels (nccl*, rccl*)
+    collective_overlap_ps: int = 0  # of that, time when a compute kernel ran at the same time
+
+    @property
+    def window_ps(self) -> int:
+        return sum(w.end_ps - w.begin_ps for w in self.windows)
+
+    @property
+    def busy_ps(self) -> int:
+        return sum(w.busy_ps for w in self.windows)
+
+
+@dataclass
+class CopyStats:
+    """Device copies (or memsets) of one kind: how many, how long on the device, how many bytes."""
+
+    count: int = 0
+    duration_ps: int = 0
+    bytes: int = 0
+    longest: list[TimedEvent] = field(default_factory=list)
+
+
+@dataclass
+class ModuleRuns:
+    """Executions of one top-level XLA program on a device's `XLA Modules` line."""
+
+    name: str
+    plane: str
+    count: int
+    total_ps: int
+    first: list[tuple[int, int]]  # (begin, end) of the first executions
+    mean_interval_ps: float  # from one start to the next
+
+
+@dataclass
+class ProgramActivity:
+    """A device's `XLA Modules` line: from its first program run to its last, the time some program ran,
+    and the longest stretches between runs."""
+
+    plane: str
+    first_ps: int
+    last_ps: int
+    busy_ps: int
+    gaps: list[tuple[int, int]]
+    # The steady state: from the first run of the plane's most executed program to the last run.
+    steady_first_ps: int = 0
+    steady_busy_ps: int = 0
+
+    @property
+    def idle_percent(self) -> float:
+        span = self.last_ps - self.first_ps
+        return 100.0 * (span - self.busy_ps) / span if span > 0 else 0.0
+
+    @property
+    def steady_idle_percent(self) -> float:
+        span = self.last_ps - self.steady_first_ps
+        return 100.0 * (span - self.steady_busy_ps) / span if span > 0 else 0.0
+
+
+@dataclass
+class HostFacts:
+    host: str
+    framework: str  # "tensorflow", "jax" or "" (unknown)
+    steps: list[tuple[str, int, int]] = field(default_factory=list)  # (name, begin, end), this host's own steps
+    gpus: list[GpuActivity] = field(default_factory=list)
+    sync_copies: CopyStats = field(default_factory=CopyStats)  # memcpy/memset with async:0
+    pageable_copies: CopyStats = field(default_factory=CopyStats)  # memcpy from or to pageable host memory
+    sync_calls: CopyStats = field(default_factory=CopyStats)  # host threads in *Synchronize calls
+    module_runs: list[ModuleRuns] = field(default_factory=list)  # most executed first
+    programs: list[ProgramActivity] = field(default_factory=list)  # one per device plane with program runs
+
+
+def _framework(table: EventTable, module_names: list[str]) -> str:
+    if table.host_plane is not None and len(table.md_tf_op):
+        categories = {op.category for op in table.md_tf_op}
+        if TENSORFLOW in categories or TF_DATA in categories:
+            return "tensorflow"
+    if any(n.startswith(("jit_", "pjit_", "jit(", "pmap_")) for n in module_names):
+        return "jax"
+    return ""
+
+
+def _step_windows(step_db) -> list[tuple[str, int, int]]:
+    s = step_db.steps
+    if s.empty:
+        return []
+    ends = s["begin_ps"] + s["duration_ps"]
+    g = s.assign(end=ends).groupby("step_num", sort=False)
+    names = g["name"].first()
+    begins, last = g["begin_ps"].min(), g["end"].max()
+    return [(str(names[k]) or str(k), int(begins[k]), int(last[k])) for k in names.index if last[k] > begins[k]]
+
+
+def _gaps(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int, int]]) -> tuple[list, int]:
+    """Idle stretches of at least GAP_MIN_PS between the (sorted, disjoint) busy intervals, inside the windows."""
+    found = []
+    for _, lo, hi in windows:  # one turn per step: the busy intervals of each are found by bisection
+        a, b = np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi, side="left")
+        s, e = np.clip(starts[a:b], lo, hi), np.clip(ends[a:b], lo, hi)
+        idle_begin, idle_end = np.concatenate([[lo], e]), np.concatenate([s, [hi]])
+        keep = idle_end - idle_begin >= GAP_MIN_PS
+        found += list(zip(idle_begin[keep].tolist(), idle_end[keep].tolist()))
+    total = int(sum(b - a for a, b in found))
+    found.sort(key=lambda g: (-(g[1] - g[0]), g[0]))
+    return found[:TOP_EVENTS], total
+
+
+def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int]]) -> GpuActivity | None:
+    lines = table.lines_of_plane(plane)
+    lines = lines[~table.derived_lines[lines]]
+    rows = table.events_of_lines(lines)
+    rows = rows[table.duration[rows] > 0]
+    if len(rows) == 0:
+        return None
+    busy = merged(table.start[rows], table.end[rows])
+    first, last = int(busy[0][0]), int(busy[1][-1])
+    # With steps, the GPU's busy time inside each step; without, its active span in equal slices.
+    if steps:
+        windows = [(n, b, e) for n, b, e in steps if e > first and b < last]
+        if not windows:
+            return None  # it ran only outside the steps analysed
+    else:
+        edges = np.linspace(first, last, WINDOWS_WITHOUT_STEPS + 1).astype(np.int64)
+        windows = [(f"{k + 1}/{WINDOWS_WITHOUT_STEPS}", int(a), int(b)) for k, (a, b) in
+                   enumerate(zip(edges[:-1], edges[1:])) if b > a]
+    gaps, gap_total = _gaps(busy[0], busy[1], windows)
+    collective = _is_collective(table)[table.md[rows]]
+    comm = merged(table.start[rows[collective]], table.end[rows[collective]])
+    compute = merged(table.start[rows[~collective]], table.end[rows[~collective]])
+    return GpuActivity(
+        plane=table.plane_names[plane],
+        windows=[Window(n, b, e, overlap_length(busy[0], busy[1], b, e)) for n, b, e in windows],
+        gaps=gaps, gap_total_ps=gap_total,
+        collective_ps=int((comm[1] - comm[0]).sum()), collective_overlap_ps=intersection_length(comm, compute),
+    )
+
+
+def _is_collective(table: EventTable) -> np.ndarray:
+    """Per event metadata: a collective kernel (NCCL on Nvidia, RCCL on AMD)."""
+    return np.array([str(n).lower().startswith(("nccl", "rccl")) for n in table.md_names], dtype=bool)
+
+
+def _count(text: str) -> int:
+    return int(text) if text.isdigit() else 0
+
+
+def _details(text: str) -> dict[str, str]:
+    return dict(_DETAIL.findall(text))
+
+
+def _copy_stats(table: EventTable, rows: np.ndarray, detail_ids: np.ndarray, sizes: np.ndarray) -> CopyStats:
+    if len(rows) == 0:
+        return CopyStats()
+    order = np.lexsort((table.start[rows], -table.duration[rows]))[:TOP_EVENTS]
+    details = table.strings(detail_ids[order])
+    return CopyStats(
+        count=len(rows), duration_ps=int(table.duration[rows].sum()), bytes=int(sizes.sum()),
+        longest=[TimedEvent(table.plane_names[table.plane[rows[i]]], str(table.names[rows[i]]),
+                            int(table.start[rows[i]]), int(table.duration[rows[i]]), str(text))
+                 for i, text in zip(order, details)],
+    )
+
+
+def _copies(table: EventTable, gpu: list[int]) -> tuple[CopyStats, CopyStats]:
+    """Synchronous copies and memsets (async:0), and copies from or to pageable memory, on the GPUs."""
+    if not gpu:
+        return CopyStats(), CopyStats()
+    memcpy = table.str_stat("memcpy_details")
+    memset = table.str_stat("memset_details")
+    details = np.where(memcpy >= 0, memcpy, memset)
+    rows = np.flatnonzero(np.isin(table.plane, gpu) & ~table.derived_lines[table.line] & (details >= 0))
+    if len(rows) == 0:
+        return CopyStats(), CopyStats()
+    # Each distinct details string is parsed once (they are interned).
+    ids, inverse = np.unique(details[rows], return_inverse=True)
+    parsed = [_details(str(t)) for t in table.strings(ids)]
+    size = np.array([_count(p.get("size", p.get("num_bytes", ""))) for p in parsed], dtype=np.int64)[inverse]
+    sync = np.array([p.get("async") == "0" for p in parsed], dtype=bool)[inverse]
+    pageable = np.array(["pageable" in (p.get("kind_src"), p.get("kind_dst")) for p in parsed], dtype=bool)[inverse]
+    ids = details[rows]
+    return (_copy_stats(table, rows[sync], ids[sync], size[sync]),
+            _copy_stats(table, rows[pageable], ids[pageable], size[pageable]))
+
+
+def _sync_calls(table: EventTable) -> CopyStats:
+    """Host threads blocked in CUDA/HIP synchronisation calls (the driver/runtime API events)."""
+    if table.host_plane is None:
+        return CopyStats()
+    rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+    names = table.md_names
+    matching = np.array([bool(_SYNC_API.match(str(n))) for n in names], dtype=bool)
+    rows = rows[matching[table.md[rows]]]
+    if len(rows) == 0:
+        return CopyStats()
+    order = np.lexsort((table.start[rows], -table.duration[rows]))[:TOP_EVENTS]
+    return CopyStats(count=len(rows), duration_ps=int(table.duration[rows].sum()),
+                     longest=[TimedEvent(table.plane_names[table.host_plane], str(table.names[rows[i]]),
+                                         int(table.start[rows[i]]), int(table.duration[rows[i]])) for i in order])
+
+
+def _module_runs(table: EventTable) -> tuple[list[ModuleRuns], list[ProgramActivity]]:
+    """Top-level XLA program executions per device plane's `XLA Modules` line (most executed first), and
+    each such line's activity."""
+    runs, activity = [], []
+    for line in np.flatnonzero(table.line_names == schema.XLA_MODULE_LINE):
+        plane = int(table.line_planes[line])
+        rows = table.events_of_lines(np.array([line]))
+        rows = rows[table.duration[rows] > 0]
+        if len(rows) == 0:
+            continue
+        busy = merged(table.start[rows], table.end[rows])
+        first, last = int(busy[0][0]), int(busy[1][-1])
+        gaps, _ = _gaps(busy[0], busy[1], [("", first, last)])
+        names = table.names[rows]
+        most = max(sorted(set(names.tolist())), key=lambda n: int((names == n).sum()))
+        steady = int(table.start[rows[names == most]].min())
+        activity.append(ProgramActivity(table.plane_names[plane], first, last, int((busy[1] - busy[0]).sum()), gaps,
+                                        steady, overlap_length(busy[0], busy[1], steady, last)))
+        for name in sorted(set(names.tolist())):
+            mine = rows[names == name]
+            mine = mine[np.argsort(table.start[mine], kind="stable")]
+            starts = table.start[mine]
+            runs.append(ModuleRuns(
+                name=str(name), plane=table.plane_names[plane], count=len(mine),
+                total_ps=int(table.duration[mine].sum()),
+                first=[(int(table.start[r]), int(table.end[r])) for r in mine[:TOP_EVENTS]],
+                mean_interval_ps=float(np.diff(starts).mean()) if len(starts) > 1 else 0.0,
+            ))
+    runs.sort(key=lambda m: (-m.count, -m.total_ps, m.plane, m.name))
+    return runs, activity
+
+
+def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -> HostFacts:
+    """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names)."""
+    steps = _step_windows(step_db)
+    gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
+    sync, pageable = _copies(table, gpu)
+    runs, programs = _module_runs(table)
+    return HostFacts(
+        host=host,
+        framework=_framework(table, module_names),
+        steps=steps,
+        gpus=[a for a in (_gpu_activity(table, p, steps) for p in gpu) if a is not None],
+        sync_copies=sync,
+        pageable_copies=pageable,
+        sync_calls=_sync_calls(table),
+        module_runs=runs,
+        programs=programs,
+    )
+
+
+__all__ = ["GAP_MIN_PS", "CopyStats", "GpuActivity", "HostFacts", "ModuleRuns", "ProgramActivity", "TimedEvent",
+           "Window",
+           "host_facts"]

@@ -54,7 +54,8 @@ def _top_ops(inputs: RunInputs, categories) -> list[Evidence]:
     table = inputs.hlo_stats.table
     rows = table[table["category"].isin(list(categories))].head(TOP_OPS)
     return [Evidence(f"{row.hlo_op_name} ({row.category}, {int(row.occurrences)} runs)",
-                     float(row.total_self_time_percent), "percent", csv_source(HLO_STATS_CSV, {"Rank": row.rank}, "Total self time (%)"),
+                     float(row.total_self_time_percent), "percent",
+                     csv_source(HLO_STATS_CSV, {"Rank": row.rank}, "Total self time (%)"),
                      inputs.page("hlo_stats", hlo_op_anchor(row.rank)))
             for row in rows.itertuples()]
 

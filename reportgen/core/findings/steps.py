@@ -137,8 +137,9 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         ]
         if position is not None:
             evidence.append(Evidence(f"{short} share of that execution",
-                                     float(focus.tree["self_percent"].iloc[position]), "percent", csv_source(TF_DATA_ITERATORS_CSV, {"Iterator": name},
-                                                           "Self time (% of execution)"), href))
+                                     float(focus.tree["self_percent"].iloc[position]), "percent",
+                                     csv_source(TF_DATA_ITERATORS_CSV, {"Iterator": name},
+                                                "Self time (% of execution)"), href))
         links.insert(0, Link(f"tf.data bottleneck: {short}", href))
         finding_id = "input.tf_data_bottleneck"
         title = (f"The step waits for input {percent:.1f}% of the time; the tf.data bottleneck is {short} "

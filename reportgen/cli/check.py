@@ -7,7 +7,15 @@ import tempfile
 from pathlib import Path
 
 from reportgen.cli.common import BUILD_FIRST_JOBS, fail, warn
-from reportgen.compare.budget import Budget, BudgetError, Regression, check_site, load_budget, resolve_baseline
+from reportgen.compare.budget import (
+    Budget,
+    BudgetError,
+    Regression,
+    check_site,
+    finding_values,
+    load_budget,
+    resolve_baseline,
+)
 from reportgen.compare.sources import BuiltSite, RunNotFoundError, RunResolver
 
 EXAMPLES = """\
@@ -19,10 +27,12 @@ listed), 1 the check could not be made. A budget file (TOML) holds the same budg
   max_regression = "5%"          # or 5 (percent), or "12ms"
   baseline = "main"              # a run of the site, or SITE:RUN, LOGDIR:RUN, a run folder
   runs = ["pr"]                  # optional: only these runs (default: all but the baseline)
+  fail_on_finding = ["high", "capture.clock_skew"]   # a severity (and worse), or finding ids (* allowed)
 
 examples:
   reportgen check site/ --max-step-ms 150 --max-input-percent 20
   reportgen check site/ --max-regression 5% --baseline main
+  reportgen check site/ --fail-on-finding medium --fail-on-finding 'input.*'
   reportgen check ~/logs --budget budget.toml
   reportgen build ~/logs -o site/ --budget budget.toml
 """
@@ -42,6 +52,9 @@ def add_parser(sub) -> None:
                        help="largest step-time increase over --baseline: 5%% or 12ms")
     check.add_argument("--baseline", metavar="RUN_OR_SITE",
                        help="the run to measure regressions against: a run of SITE, or SITE:RUN, LOGDIR:RUN, a folder")
+    check.add_argument("--fail-on-finding", action="append", metavar="SEVERITY|ID",
+                       help="exit 3 when a run has a finding of this severity or worse (high, medium, low, info), "
+                            "or with this id (`*` matches any text; repeat or separate with commas)")
     check.add_argument("--runs", metavar="NAME,...", help="only these runs (default: every run but the baseline)")
     check.add_argument("--budget", metavar="FILE", help="budgets from a TOML file; options given here override it")
     check.add_argument("--jobs", **BUILD_FIRST_JOBS)
@@ -60,6 +73,8 @@ def budget_of(args: argparse.Namespace) -> Budget:
         budget.baseline, budget.base_dir = args.baseline, None
     if args.runs:
         budget.runs = [r.strip() for r in args.runs.split(",") if r.strip()]
+    if args.fail_on_finding:
+        budget.fail_on_finding = finding_values(args.fail_on_finding)
     return budget
 
 
@@ -69,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     except BudgetError as exc:
         return fail(str(exc))
     if budget.empty:
-        return fail("check: give at least one budget (--max-step-ms, --max-input-percent, --max-regression "
-                    "or --budget FILE)")
+        return fail("check: give at least one budget (--max-step-ms, --max-input-percent, --max-regression, "
+                    "--fail-on-finding or --budget FILE)")
     return check_command(args.location, budget, jobs=max(1, args.jobs))
 
 

@@ -1,18 +1,21 @@
 """Performance budgets for CI: `reportgen check` and `reportgen build --budget FILE`.
 
 A budget caps the average step time, the input share of the step time, and
-the step-time regression against a baseline run. Every figure is the run's
-own figure from the built site (summary.json and the run's CSVs), the same
-the pages show. Exit status 3 means a budget was exceeded.
+the step-time regression against a baseline run, and can refuse findings
+(`fail_on_finding`: a severity, which refuses that severity and worse, or
+finding ids, `*` allowed). Every figure is the run's own figure from the
+built site (summary.json and the run's CSVs), the same the pages show.
+Exit status 3 means a budget was exceeded.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reportgen.compare.model import compare_runs
+from reportgen.compare.model import compare_runs, findings_of
 from reportgen.compare.sources import BuiltRun, BuiltSite, RunNotFoundError, RunRef, RunResolver
 from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value, fmt_value
 
@@ -22,6 +25,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 EXIT_BUDGET_EXCEEDED = 3
+SEVERITIES = ("high", "medium", "low", "info")  # most severe first, as findings are
 
 
 class BudgetError(Exception):
@@ -63,10 +67,12 @@ class Budget:
     baseline: str | None = None  # a run of the checked site, or a run reference (SITE:RUN, LOGDIR:RUN, folder)
     runs: list[str] | None = None  # only these runs (default: every run but the baseline)
     base_dir: Path | None = None  # relative baseline paths of a budget file are relative to the file
+    fail_on_finding: list[str] | None = None  # severities (that one and worse) or finding ids (`*` allowed)
 
     @property
     def empty(self) -> bool:
-        return self.max_step_ms is None and self.max_input_percent is None and self.max_regression is None
+        return (self.max_step_ms is None and self.max_input_percent is None and self.max_regression is None
+                and not self.fail_on_finding)
 
     def validate(self) -> Budget:
         for name in ("max_step_ms", "max_input_percent"):
@@ -75,10 +81,35 @@ class Budget:
                 raise BudgetError(f"{name} must be a non-negative number, not {value!r}")
         if self.max_regression is not None and self.baseline is None:
             raise BudgetError("a regression budget needs a baseline run (--baseline, or baseline = \"…\")")
+        for value in self.fail_on_finding or []:
+            if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.*?-]+", value):
+                raise BudgetError(f"fail on finding {value!r}: give a severity ({', '.join(SEVERITIES)}) or a "
+                                  "finding id such as input.tf_data_bottleneck (`*` matches any text)")
         return self
 
+    def refused(self, finding: dict) -> str | None:
+        """The fail-on-finding value that refuses this finding, or None."""
+        for value in self.fail_on_finding or []:
+            if value in SEVERITIES:
+                if SEVERITIES.index(finding.get("severity", "info")) <= SEVERITIES.index(value):
+                    return value
+            elif fnmatch.fnmatchcase(finding.get("id", ""), value):
+                return value
+        return None
 
-BUDGET_KEYS = ("max_step_ms", "max_input_percent", "max_regression", "baseline", "runs")
+
+BUDGET_KEYS = ("max_step_ms", "max_input_percent", "max_regression", "baseline", "runs", "fail_on_finding")
+
+
+def finding_values(value: object) -> list[str]:
+    """`fail_on_finding` as given: one value, a comma-separated text, or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            raise BudgetError(f"fail on finding {item!r}: give a severity or a finding id (text)")
+        out += [part.strip() for part in item.split(",") if part.strip()]
+    return out
 
 
 def load_budget(path: str | Path) -> Budget:
@@ -88,6 +119,7 @@ def load_budget(path: str | Path) -> Budget:
         max_input_percent = 20
         max_regression = "5%"
         baseline = "main"
+        fail_on_finding = ["high", "capture.*"]
     """
     path = Path(path)
     try:
@@ -112,11 +144,13 @@ def load_budget(path: str | Path) -> Budget:
             max_input_percent=data.get("max_input_percent"),
             max_regression=Regression.parse(data["max_regression"]) if "max_regression" in data else None,
             baseline=baseline, runs=runs, base_dir=path.parent,
+            fail_on_finding=finding_values(data["fail_on_finding"]) if "fail_on_finding" in data else None,
         ).validate()
     except BudgetError as exc:
         raise BudgetError(f"{path}: {exc}") from exc
     if budget.empty:
-        raise BudgetError(f"{path}: sets no budget (give max_step_ms, max_input_percent or max_regression)")
+        raise BudgetError(f"{path}: sets no budget (give max_step_ms, max_input_percent, max_regression or "
+                          "fail_on_finding)")
     return budget
 
 
@@ -125,6 +159,7 @@ class Violation:
     run: str
     budget: str  # the budget's key
     message: str
+    finding: dict | None = None  # fail_on_finding: the finding (as summary.json holds it)
 
 
 @dataclass
@@ -176,6 +211,25 @@ def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result:
             result.passed.append(f"{name}: input {fmt_value(share, 'percent')} ≤ {budget.max_input_percent:g}%")
     if budget.max_regression is not None and baseline is not None:
         _check_regression(run, baseline, budget.max_regression, result)
+    if budget.fail_on_finding:
+        _check_findings(run, budget, result)
+
+
+def _check_findings(run: BuiltRun, budget: Budget, result: CheckResult) -> None:
+    findings = findings_of(run)
+    wanted = ", ".join(budget.fail_on_finding or [])
+    if findings is None:
+        result.unchecked.append(f"{run.name}: findings (the run has none: a capture of an older profiler)")
+        return
+    refused = [(f, budget.refused(f)) for f in findings]
+    refused = [(f, value) for f, value in refused if value is not None]
+    for f, value in refused:
+        result.violations.append(Violation(run.name, "fail_on_finding", (
+            f"{run.name}: finding {f['id']} ({f['severity']}): {f['title']} (fail on finding {value})"),
+            finding=f))
+    if not refused:
+        result.passed.append(f"{run.name}: no finding matches {wanted} ({len(findings)} finding"
+                             f"{'s' if len(findings) != 1 else ''} in all)")
 
 
 def _check_regression(run: BuiltRun, baseline: BuiltRun, limit: Regression, result: CheckResult) -> None:
@@ -231,4 +285,4 @@ def check_site(site: BuiltSite, budget: Budget, baseline: BuiltRun | None = None
 
 
 __all__ = ["BUDGET_KEYS", "EXIT_BUDGET_EXCEEDED", "Budget", "BudgetError", "CheckResult", "Regression", "Violation",
-           "check_site", "load_budget", "resolve_baseline"]
+           "check_site", "finding_values", "load_budget", "resolve_baseline"]

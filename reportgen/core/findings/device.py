@@ -271,9 +271,9 @@ def tpu_device_idle(inputs: RunInputs) -> list[Finding]:
         return [Finding(
             id="device.idle", severity="low",
             title=f"The TPU idled {between:.1f}% of the time between program runs, all before its main program "
-                  "started running: compilation and setup",
+                  "started running (warm-up)",
             estimate="The time no program ran on the idlest TPU core between its first and last program runs; the "
-                     "long stretches come before the steady state, which runs back to back.",
+                     "stretches come before the steady state, which runs back to back: a one-off start-up cost.",
             action="Open the idle stretches on the timeline and look at the host threads: compiling (the first call "
                    "of each jitted function) and loading data. " + steady_state,
             evidence=evidence, links=links, percent_of_device_time=between,

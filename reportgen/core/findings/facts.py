@@ -29,6 +29,8 @@ GAP_MIN_PS = 1_000_000_000  # 1 ms: an idle stretch of a GPU worth showing
 TOP_EVENTS = 3  # longest gaps, copies, synchronisation calls kept as evidence
 WINDOWS_WITHOUT_STEPS = 10  # a GPU's active span cut into this many windows when the capture has no steps
 _SYNC_API = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
+# Compilation on host threads: XLA's compilers (JAX's backend_compile, PJRT, TF's XlaCompile op).
+_COMPILE = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$")
 _DETAIL = re.compile(r"(\w+):(\S+)")
 
 
@@ -89,6 +91,19 @@ class CopyStats:
 
 
 @dataclass
+class StepShare:
+    """Host-thread work of one kind inside the steps: how many events, the time some thread spent in them (their
+    union, clipped to the steps), and the longest ones."""
+
+    count: int = 0
+    busy_ps: int = 0
+    longest: list[TimedEvent] = field(default_factory=list)
+    # Of busy_ps, the time nothing more important ran: no GPU work (and, for host ops, no launch call), as
+    # XProf's step breakdown gives each moment to the highest-priority activity.
+    exposed_ps: int = 0
+
+
+@dataclass
 class ModuleRuns:
     """Executions of one top-level XLA program on a device's `XLA Modules` line."""
 
@@ -136,6 +151,9 @@ class HostFacts:
     sync_calls: CopyStats = field(default_factory=CopyStats)  # host threads in *Synchronize calls
     module_runs: list[ModuleRuns] = field(default_factory=list)  # most executed first
     programs: list[ProgramActivity] = field(default_factory=list)  # one per device plane with program runs
+    launches: StepShare = field(default_factory=StepShare)  # kernel launch and copy API calls (GPU hosts)
+    compilation: StepShare = field(default_factory=StepShare)  # XLA compilation on host threads
+    host_ops: StepShare = field(default_factory=StepShare)  # framework ops on host threads (GPU hosts)
 
 
 def _framework(table: EventTable, module_names: list[str]) -> str:
@@ -298,12 +316,69 @@ def _module_runs(table: EventTable) -> tuple[list[ModuleRuns], list[ProgramActiv
     return runs, activity
 
 
+def _clipped(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int, int]]):
+    """Sorted disjoint intervals cut to the (disjoint) windows."""
+    out_s, out_e = [], []
+    for _, lo, hi in windows:
+        a, b = np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi, side="left")
+        out_s.append(np.clip(starts[a:b], lo, hi))
+        out_e.append(np.clip(ends[a:b], lo, hi))
+    if not out_s:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_s), np.concatenate(out_e)
+
+
+def _step_share(table: EventTable, rows: np.ndarray, steps, cover=None) -> StepShare:
+    """The host-thread events `rows` inside the steps (see StepShare); `cover`: sorted disjoint intervals of
+    higher-priority activity."""
+    if len(rows) == 0 or not steps:
+        return StepShare()
+    inside_any = np.zeros(len(rows), bool)
+    for _, lo, hi in steps:
+        inside_any |= (table.end[rows] > lo) & (table.start[rows] < hi)
+    rows = rows[inside_any]
+    if len(rows) == 0:
+        return StepShare()
+    busy = _clipped(*merged(table.start[rows], table.end[rows]), steps)
+    busy_ps = int((busy[1] - busy[0]).sum())
+    exposed = busy_ps - intersection_length(busy, cover) if cover is not None else busy_ps
+    order = np.lexsort((table.start[rows], -table.duration[rows]))[:TOP_EVENTS]
+    host_plane = table.plane_names[table.host_plane]
+    return StepShare(count=len(rows), busy_ps=busy_ps, exposed_ps=int(exposed),
+                     longest=[TimedEvent(host_plane, str(table.names[rows[i]]), int(table.start[rows[i]]),
+                                         int(table.duration[rows[i]])) for i in order])
+
+
+def _host_work(table: EventTable, steps, gpu: list[int]) -> tuple[StepShare, StepShare, StepShare]:
+    """Launch calls, compilation and framework ops on the host threads, inside the steps."""
+    if table.host_plane is None or not steps:
+        return StepShare(), StepShare(), StepShare()
+    rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+    rows = rows[table.duration[rows] > 0]
+    compile_md = np.array([bool(_COMPILE.search(str(n))) for n in table.md_names], dtype=bool)
+    compiling = compile_md[table.md[rows]]
+    if not gpu:
+        return StepShare(), _step_share(table, rows[compiling], steps), StepShare()
+    # XProf: a host event with a correlation id is a kernel launch (or a copy's API call).
+    launching = table.stat_present("correlation_id")[rows]
+    op_md = np.array([op.category == TENSORFLOW for op in table.md_tf_op], dtype=bool)
+    ops = op_md[table.md[rows]] & ~launching & ~compiling
+    device_rows = np.flatnonzero(np.isin(table.plane, gpu) & ~table.derived_lines[table.line] & (table.duration > 0))
+    gpu_busy = _clipped(*merged(table.start[device_rows], table.end[device_rows]), steps)
+    launch_rows = rows[launching]
+    launch_busy = merged(table.start[launch_rows], table.end[launch_rows])
+    busier = merged(np.concatenate([gpu_busy[0], launch_busy[0]]), np.concatenate([gpu_busy[1], launch_busy[1]]))
+    return (_step_share(table, launch_rows, steps, gpu_busy), _step_share(table, rows[compiling], steps),
+            _step_share(table, rows[ops], steps, busier))
+
+
 def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -> HostFacts:
     """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names)."""
     steps = _step_windows(step_db)
     gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
     sync, pageable = _copies(table, gpu)
     runs, programs = _module_runs(table)
+    launches, compilation, host_ops = _host_work(table, steps, gpu)
     return HostFacts(
         host=host,
         framework=_framework(table, module_names),
@@ -314,9 +389,11 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
         sync_calls=_sync_calls(table),
         module_runs=runs,
         programs=programs,
+        launches=launches,
+        compilation=compilation,
+        host_ops=host_ops,
     )
 
 
-__all__ = ["GAP_MIN_PS", "CopyStats", "GpuActivity", "HostFacts", "ModuleRuns", "ProgramActivity", "TimedEvent",
-           "Window",
-           "host_facts"]
+__all__ = ["GAP_MIN_PS", "CopyStats", "GpuActivity", "HostFacts", "ModuleRuns", "ProgramActivity", "StepShare",
+           "TimedEvent", "Window", "host_facts"]

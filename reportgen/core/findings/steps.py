@@ -194,60 +194,112 @@ def tpu_host_round_trips(inputs: RunInputs) -> list[Finding]:
 
 # --- the other step categories ------------------------------------------------------------------------------
 
-def kernel_launch(inputs: RunInputs) -> list[Finding]:
-    """The host launching GPU kernels takes a share of the step (XProf's kernel-launch statement)."""
-    if not inputs.steps or inputs.overview.analysis.tpu or _share(inputs, "kernel_launch") < KERNEL_LAUNCH_PERCENT:
+def _host_work(inputs: RunInputs, kind: str, exposed: bool) -> tuple[float, float, list[Evidence]]:
+    """(ms per step, % of the step time, evidence) of one kind of host-thread work inside the hosts' steps,
+    measured on the timeline (`exposed`: only while nothing more important ran)."""
+    total = window = count = 0
+    evidence = []
+    for host, facts in inputs.facts.items():
+        share = getattr(facts, kind)
+        if not facts.steps or not share.count:
+            continue
+        ps = share.exposed_ps if exposed else share.busy_ps
+        total += ps
+        window += sum(e - b for _, b, e in facts.steps)
+        count += len(facts.steps)
+        field = "exposed" if exposed else "busy"
+        evidence += [Evidence(f"Events on {host}'s threads inside its {len(facts.steps)} steps", share.count, "count",
+                              {"trace_total": {"host": host, "kind": kind}}, ""),
+                     Evidence(f"Time in them on {host}" + (" while nothing more important ran" if exposed else ""),
+                              ps / 1e9, "ms", {"trace_total": {"host": host, "kind": kind, "field": field}}, "")]
+        evidence += [Evidence(f"{e.name} on {host}", e.duration_ps / 1e9, "ms",
+                              {"trace": {"host": host, "plane": e.plane, "t0_ps": e.begin_ps,
+                                         "t1_ps": e.begin_ps + e.duration_ps, "what": "event", "name": e.name}},
+                              timeline_href(host, e.begin_ps, e.begin_ps + e.duration_ps, e.name)
+                              if "trace" in inputs.pages else "")
+                     for e in share.longest]
+    if not count or not window:
+        return 0.0, 0.0, []
+    return total / 1e9 / count, 100.0 * total / window, evidence
+
+
+def _timeline_finding(inputs: RunInputs, kind: str, exposed: bool, finding_id: str, title: str, estimate: str,
+                      action: str, threshold: float) -> list[Finding]:
+    ms, share, evidence = _host_work(inputs, kind, exposed)
+    if share < threshold:
         return []
-    share = _share(inputs, "kernel_launch")
-    tf_data = inputs.overview.analysis.input_breakdown is not None and \
+    links = [Link(f"Longest on the timeline: {e.label}", e.href) for e in evidence if e.href][:1]
+    return [Finding(id=finding_id, severity=severity_for(share), title=title.format(share=share), estimate=estimate,
+                    action=action, evidence=[*evidence, inputs.step_time_evidence()], links=links,
+                    ms_per_step=ms, percent_of_step=share)]
+
+
+def kernel_launch(inputs: RunInputs) -> list[Finding]:
+    """Host threads launching GPU work while the GPU has nothing to run (the step waits on launches)."""
+    if inputs.hardware != "GPU":
+        return []
+    tf_data = inputs.overview is not None and inputs.overview.analysis.input_breakdown is not None and \
         inputs.overview.analysis.input_breakdown.uses_tf_data
-    return [_breakdown_finding(
-        inputs, "kernel_launch", "gpu.kernel_launch_bound",
-        f"Launching GPU kernels takes {share:.1f}% of the step time",
-        _estimate("Kernel launch", inputs),
+    return _timeline_finding(
+        inputs, "launches", True, "gpu.kernel_launch_bound",
+        "The GPU waits on kernel launches {share:.1f}% of the step time",
+        "The time host threads spent in kernel-launch and copy API calls (events with a correlation id) inside the "
+        "steps while no GPU of the host ran anything, per step: XProf's 'Kernel launch' time, measured on the "
+        "timeline.",
         pick(inputs.framework,
-             "Compile the step with XLA (`tf.function(jit_compile=True)`) so that fewer, larger kernels are "
-             "launched, and grow the batch so each launch does more work."
+             "Launch fewer, larger kernels: compile the step with XLA (`tf.function(jit_compile=True)`) and grow "
+             "the batch so each launch does more work."
              + (" The host also runs tf.data: set `TF_GPU_THREAD_MODE=gpu_private` so that launches get their "
                 "own threads." if tf_data else ""),
-             "Put more of the step under one `jax.jit` (no Python loop of small jitted calls), so XLA fuses it "
-             "into fewer kernels; grow the batch so each launch does more work."),
-    )]
+             "Launch fewer, larger kernels: put more of the step under one `jax.jit` (no Python loop of small "
+             "jitted calls) so that XLA fuses it, and grow the batch so each launch does more work."),
+        KERNEL_LAUNCH_PERCENT)
 
 
 def host_compute(inputs: RunInputs) -> list[Finding]:
-    """On a GPU or TPU, host computation inside the step keeps the device waiting."""
-    if not inputs.steps or inputs.overview.analysis.tpu or inputs.hardware not in ("GPU", "TPU"):
+    """On a GPU host, framework ops running on host threads while the GPU has nothing to run."""
+    if inputs.hardware != "GPU":
         return []
-    share = _share(inputs, "host_compute")
-    if share < HOST_COMPUTE_PERCENT:
-        return []
-    return [_breakdown_finding(
-        inputs, "host_compute", "host.compute_in_step",
-        f"Host computation takes {share:.1f}% of the step while the device waits",
-        _estimate("Host compute", inputs),
+    return _timeline_finding(
+        inputs, "host_ops", True, "host.compute_in_step",
+        "Host ops run while the GPU idles, {share:.1f}% of the step time",
+        "The time framework ops ran on host threads inside the steps while no GPU of the host ran anything and "
+        "no launch call was under way, per step: XProf's 'Host compute' time, measured on the timeline.",
         pick(inputs.framework,
-             "Move the work the TF stats page lists on the host into the compiled step (`tf.function`, and "
-             "`jit_compile=True`), or into the tf.data pipeline where it overlaps the device; ops without a GPU "
-             "kernel run on the host — look for them there.",
-             "Move host-side NumPy/Python work into the jitted step (jnp instead of np), or do it in the input "
-             "loader where it overlaps the device."),
-        [Evidence("Host op time in the TF stats table", "see the host rows", "", None, inputs.page("tf_stats"))]
-        if "tf_stats" in inputs.pages else None,
-    )]
+             "Find these ops in the TF stats page (host rows) and on the timeline: give them a GPU kernel or move "
+             "them into the compiled step (`tf.function(jit_compile=True)`), or into the tf.data pipeline where "
+             "they overlap the GPU; ops without a GPU kernel (string ops, some casts, Python functions) run on "
+             "the host.",
+             "Move host-side NumPy/Python work into the jitted step (jnp instead of np), or into the input loader "
+             "where it overlaps the device."),
+        HOST_COMPUTE_PERCENT)
 
 
 def all_others(inputs: RunInputs) -> list[Finding]:
-    """XProf cannot attribute a share of the step to any op ('All others'): Python, dispatch, waiting."""
+    """XProf cannot attribute a share of the step to any op ('All others'): Python, dispatch, waiting. On GPU
+    hosts, the part the launch and host-op findings measure on the timeline is theirs, not this one's."""
     if not inputs.steps or inputs.overview.analysis.tpu:
         return []
-    share = _share(inputs, "other")
+    other_ms = inputs.overview.analysis.categories["other"].average
+    explained_ms, explained = 0.0, []
+    if inputs.hardware == "GPU":
+        for kind, label in (("launches", "kernel launches"), ("host_ops", "host ops")):
+            ms, _, _ = _host_work(inputs, kind, True)
+            if ms > 0:
+                explained_ms += ms
+                explained.append(Evidence(f"Of it, the GPU waiting on {label} (per step, on the timeline)", ms, "ms",
+                                          None, ""))
+    remainder = max(0.0, other_ms - explained_ms)
+    share = 100.0 * remainder / inputs.step_ms if inputs.step_ms else 0.0
     if share < ALL_OTHERS_PERCENT:
         return []
-    return [_breakdown_finding(
+    xprof_share = _share(inputs, "other")
+    finding = _breakdown_finding(
         inputs, "other", "host.unattributed_step_time",
-        f"{share:.1f}% of the step time is spent outside any op ('All others'): Python, dispatch or waiting",
-        _estimate("All others", inputs),
+        f"{xprof_share:.1f}% of the step time is spent outside any op ('All others'): Python, dispatch or waiting",
+        "XProf's 'All others' time per step, averaged over the steps analysed"
+        + (", minus the part the kernel-launch and host-op findings count" if explained else "")
+        + ": the time each step would save if it went away.",
         pick(inputs.framework,
              "Look at the host threads on the timeline for the gaps between ops: run the step as one "
              "`tf.function` (no eager Python between ops), use Keras `steps_per_execution`, and keep logging and "
@@ -255,7 +307,10 @@ def all_others(inputs: RunInputs) -> list[Finding]:
              "Look at the timeline between the jitted calls: put the whole step (forward, backward, update) in one "
              "`jax.jit`, avoid Python work and device-to-host reads (`float(loss)`, `.item()`, printing) every "
              "step, and keep dispatch asynchronous."),
-    )]
+        explained,
+    )
+    finding.ms_per_step, finding.percent_of_step, finding.severity = remainder, share, severity_for(share)
+    return [finding]
 
 
 def communication(inputs: RunInputs) -> list[Finding]:
@@ -291,24 +346,19 @@ def communication(inputs: RunInputs) -> list[Finding]:
 
 
 def compilation(inputs: RunInputs) -> list[Finding]:
-    """Compilation inside the analysed steps: something recompiles while training."""
-    if not inputs.steps or inputs.overview.analysis.tpu:
-        return []
-    share = _share(inputs, "compile")
-    if share < COMPILE_PERCENT:
-        return []
-    return [_breakdown_finding(
-        inputs, "compile", "host.compilation_in_steps",
-        f"Compilation runs inside the steps ({share:.1f}% of the step time): something is recompiled while "
-        "training",
-        _estimate("Compilation", inputs),
+    """XLA compilation inside the analysed steps: something is recompiled while training."""
+    return _timeline_finding(
+        inputs, "compilation", False, "host.compilation_in_steps",
+        "Compilation runs inside the steps ({share:.1f}% of the step time): something is recompiled while training",
+        "The time host threads spent compiling (JAX's backend_compile, PJRT and XLA compilers, TF's XlaCompile) "
+        "inside the steps, per step: XProf's 'Compilation' time, measured on the timeline.",
         pick(inputs.framework,
              "Stop retracing: give the `tf.function` an `input_signature` (or `reduce_retracing=True`), pass "
              "tensors rather than Python numbers, and keep batch shapes fixed (`drop_remainder=True`).",
              "Stop recompiling: keep shapes and dtypes fixed (pad the last batch), mark Python configuration as "
              "`static_argnums` only when it does not change, and find the cause with "
              "`jax.config.update('jax_explain_cache_misses', True)` / `jax_log_compiles`."),
-    )]
+        COMPILE_PERCENT)
 
 
 def step_variance(inputs: RunInputs) -> list[Finding]:

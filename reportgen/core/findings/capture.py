@@ -173,7 +173,9 @@ def missing_hlo_metadata(inputs: RunInputs) -> list[Finding]:
     if data is None:
         return []
     run = data.run
-    records = run.records[(run.records["category"] != IDLE) & (run.records["occurrences"] > 0)]
+    # Program 0 holds the framework's own (non-XLA) device ops, which have no HLO to miss.
+    records = run.records[(run.records["category"] != IDLE) & (run.records["occurrences"] > 0)
+                          & (run.records["hlo_module_id"] != 0)]
     unknown = records[~records["hlo_module_id"].map(lambda p: (int(p) % (1 << 64)) in run.details.program_names)]
     total = float(run.op_stats.device_db.total_time_ps)
     if unknown.empty or total <= 0:

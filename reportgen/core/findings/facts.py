@@ -148,7 +148,7 @@ class HostFacts:
     gpus: list[GpuActivity] = field(default_factory=list)
     sync_copies: CopyStats = field(default_factory=CopyStats)  # memcpy/memset with async:0
     pageable_copies: CopyStats = field(default_factory=CopyStats)  # memcpy from or to pageable host memory
-    sync_calls: CopyStats = field(default_factory=CopyStats)  # host threads in *Synchronize calls
+    sync_calls: StepShare = field(default_factory=lambda: StepShare())  # host threads in *Synchronize calls
     module_runs: list[ModuleRuns] = field(default_factory=list)  # most executed first
     programs: list[ProgramActivity] = field(default_factory=list)  # one per device plane with program runs
     launches: StepShare = field(default_factory=StepShare)  # kernel launch and copy API calls (GPU hosts)
@@ -268,20 +268,18 @@ def _copies(table: EventTable, gpu: list[int]) -> tuple[CopyStats, CopyStats]:
             _copy_stats(table, rows[pageable], ids[pageable], size[pageable]))
 
 
-def _sync_calls(table: EventTable) -> CopyStats:
-    """Host threads blocked in CUDA/HIP synchronisation calls (the driver/runtime API events)."""
+def _sync_calls(table: EventTable, steps) -> StepShare:
+    """Host threads blocked in CUDA/HIP synchronisation calls (driver/runtime API events), inside the steps (or,
+    without steps, over the host's whole timeline)."""
     if table.host_plane is None:
-        return CopyStats()
+        return StepShare()
     rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
-    names = table.md_names
-    matching = np.array([bool(_SYNC_API.match(str(n))) for n in names], dtype=bool)
-    rows = rows[matching[table.md[rows]]]
+    matching = np.array([bool(_SYNC_API.match(str(n))) for n in table.md_names], dtype=bool)
+    rows = rows[matching[table.md[rows]] & (table.duration[rows] > 0)]
     if len(rows) == 0:
-        return CopyStats()
-    order = np.lexsort((table.start[rows], -table.duration[rows]))[:TOP_EVENTS]
-    return CopyStats(count=len(rows), duration_ps=int(table.duration[rows].sum()),
-                     longest=[TimedEvent(table.plane_names[table.host_plane], str(table.names[rows[i]]),
-                                         int(table.start[rows[i]]), int(table.duration[rows[i]])) for i in order])
+        return StepShare()
+    windows = steps or [("", int(table.start[rows].min()), int(table.end[rows].max()))]
+    return _step_share(table, rows, windows)
 
 
 def _module_runs(table: EventTable) -> tuple[list[ModuleRuns], list[ProgramActivity]]:
@@ -386,7 +384,7 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
         gpus=[a for a in (_gpu_activity(table, p, steps) for p in gpu) if a is not None],
         sync_copies=sync,
         pageable_copies=pageable,
-        sync_calls=_sync_calls(table),
+        sync_calls=_sync_calls(table, steps),
         module_runs=runs,
         programs=programs,
         launches=launches,

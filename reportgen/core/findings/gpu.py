@@ -4,7 +4,7 @@ collective kernels overlapping compute)."""
 
 from __future__ import annotations
 
-from reportgen.core.findings.facts import CopyStats, GpuActivity
+from reportgen.core.findings.facts import CopyStats, GpuActivity, StepShare
 from reportgen.core.findings.inputs import RunInputs, pick
 from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, severity_for, summary_source
 from reportgen.core.pages import KERNEL_STATS_CSV, kernel_anchor, timeline_href
@@ -140,7 +140,7 @@ def _copy_finding(inputs: RunInputs, kind: str, finding_id: str, title: str, act
     )]
 
 
-def _event_evidence(inputs: RunInputs, host: str, stats: CopyStats) -> list[Evidence]:
+def _event_evidence(inputs: RunInputs, host: str, stats: CopyStats | StepShare) -> list[Evidence]:
     return [Evidence(f"{e.name} on {e.plane}" + (f" ({e.detail})" if e.detail else ""), e.duration_ps / 1e9, "ms",
                      {"trace": {"host": host, "plane": e.plane, "t0_ps": e.begin_ps,
                                 "t1_ps": e.begin_ps + e.duration_ps, "what": "event", "name": e.name}},
@@ -149,7 +149,7 @@ def _event_evidence(inputs: RunInputs, host: str, stats: CopyStats) -> list[Evid
             for e in stats.longest]
 
 
-def _timeline_links(inputs: RunInputs, stats: dict[str, CopyStats]) -> list[Link]:
+def _timeline_links(inputs: RunInputs, stats: dict[str, CopyStats] | dict[str, StepShare]) -> list[Link]:
     if "trace" not in inputs.pages:
         return []
     return [Link(f"The longest on the timeline ({host})",
@@ -188,23 +188,29 @@ def sync_calls(inputs: RunInputs) -> list[Finding]:
     stats = {h: f.sync_calls for h, f in inputs.facts.items() if f.sync_calls.count}
     if not stats:
         return []
-    total = sum(s.duration_ps for s in stats.values())
-    busy = sum(g.busy_ps for f in inputs.facts.values() for g in f.gpus)
-    ms, share = _per_step_share(inputs, total, busy)
+    total = sum(s.busy_ps for s in stats.values())
+    window = sum(sum(e - b for _, b, e in inputs.facts[h].steps) for h in stats)
+    count = sum(len(inputs.facts[h].steps) for h in stats)
+    if count and window:
+        ms, share = total / 1e9 / count, 100.0 * total / window
+    else:
+        busy = sum(g.busy_ps for f in inputs.facts.values() for g in f.gpus)
+        ms, share = None, 100.0 * total / busy if busy else 0.0
     if share < SYNC_CALL_PERCENT:
         return []
     evidence = []
     for host, s in stats.items():
         evidence += [Evidence(f"Synchronisation calls on {host}", s.count, "count",
                               {"trace_total": {"host": host, "kind": "sync_calls"}}),
-                     Evidence(f"Time in them on {host}", s.duration_ps / 1e9, "ms",
-                              {"trace_total": {"host": host, "kind": "sync_calls", "field": "duration"}})]
+                     Evidence(f"Time in them on {host}", s.busy_ps / 1e9, "ms",
+                              {"trace_total": {"host": host, "kind": "sync_calls", "field": "busy"}})]
         evidence += _event_evidence(inputs, host, s)
     return [Finding(
         id="gpu.stream_synchronization", severity=severity_for(share),
-        title=f"Host threads wait in GPU synchronisation calls for {share:.1f}% of the time",
-        estimate=("The time host threads spent in cuda/hip *Synchronize calls per step, as a share of the step "
-                  "time." if ms is not None else "The time in *Synchronize calls as a share of the GPUs' busy time."),
+        title=f"Host threads wait in GPU synchronisation calls for {share:.1f}% of the "
+              + ("step time" if ms is not None else "GPUs' busy time"),
+        estimate=("The time some host thread spent in cuda/hip *Synchronize calls inside the steps, per step."
+                  if ms is not None else "The time in *Synchronize calls as a share of the GPUs' busy time."),
         action=pick(inputs.framework,
                     "Find what reads results back each step (`.numpy()`, printing tensors, Python conditions on "
                     "tensor values, metrics computed on the host) and do it every N steps, or inside the graph.",
@@ -281,7 +287,7 @@ def idle_gaps(inputs: RunInputs) -> list[Finding]:
     share = 100.0 * gpu.gap_total_ps / gpu.window_ps
     steps = len(gpu.windows) if inputs.steps else 0
     ms = gpu.gap_total_ps / 1e9 / steps if steps else None
-    evidence = [Evidence(f"{gpu.plane} idle in stretches of 1 ms or more", gpu.gap_total_ps / 1e9, "ms",
+    evidence = [Evidence(f"Idle stretches of 1 ms or more on {gpu.plane}, in all", gpu.gap_total_ps / 1e9, "ms",
                          {"trace": {"host": host, "plane": gpu.plane, "windows": [[w.begin_ps, w.end_ps]
                                                                                    for w in gpu.windows],
                                     "what": "gap_total"}}, ""),

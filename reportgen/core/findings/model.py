@@ -35,6 +35,16 @@ def severity_for(percent: float | None) -> str:
     return "info"
 
 
+def ms_text(ms: float) -> str:
+    """Milliseconds for a title: one decimal, or three significant digits below 10 ms."""
+    return f"{ms:,.1f} ms" if abs(ms) >= 10 else f"{ms:.3g} ms"
+
+
+def step_label(name: str) -> str:
+    """A step as the pages name it: its marker's name (`train 7`), or `step 7` for a bare number."""
+    return f"step {name}" if name.isdigit() else name
+
+
 def summary_source(*path: str) -> dict:
     """The number is the run's summary.json block at this key path, e.g. ("overview", "input_percent")."""
     return {"summary": list(path)}
@@ -124,5 +134,5 @@ def _finite(value):
     return value
 
 
-__all__ = ["Evidence", "Finding", "Link", "SEVERITIES", "csv_source", "ordered", "severity_for", "summary_source",
-           "trace_source"]
+__all__ = ["Evidence", "Finding", "Link", "SEVERITIES", "csv_source", "ms_text", "ordered", "severity_for",
+           "step_label", "summary_source", "trace_source"]

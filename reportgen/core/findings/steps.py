@@ -10,7 +10,16 @@ from __future__ import annotations
 import statistics
 
 from reportgen.core.findings.inputs import RunInputs, pick
-from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, severity_for, summary_source
+from reportgen.core.findings.model import (
+    Evidence,
+    Finding,
+    Link,
+    csv_source,
+    ms_text,
+    severity_for,
+    step_label,
+    summary_source,
+)
 from reportgen.core.pages import (
     OVERVIEW_STEPS_CSV,
     TF_DATA_ITERATORS_CSV,
@@ -62,7 +71,7 @@ def _top_steps(inputs: RunInputs, key: str, count: int = TOP_STEPS) -> list[Evid
     view = inputs.overview
     steps = view.steps.sort_values([key, "step_num"], ascending=[False, True], kind="stable").head(count)
     label = f"{_label(key, view.analysis.tpu)} (ms)"
-    return [Evidence(f"Step {row.step_name}", float(getattr(row, key)), "ms",
+    return [Evidence(step_label(str(row.step_name)).capitalize(), float(getattr(row, key)), "ms",
                      csv_source(OVERVIEW_STEPS_CSV, {"Host": view.label, "Step id": row.step_num}, label),
                      inputs.page("overview", step_anchor(row.step_num)))
             for row in steps.itertuples() if getattr(row, key) > 0]
@@ -375,7 +384,7 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
     share = 100.0 * lost / summary.average
     view = inputs.overview
     steps = view.steps.sort_values(["step_time_ms", "step_num"], ascending=[False, True], kind="stable")
-    slow = [Evidence(f"Step {row.step_name}", float(row.step_time_ms), "ms",
+    slow = [Evidence(step_label(str(row.step_name)).capitalize(), float(row.step_time_ms), "ms",
                      csv_source(OVERVIEW_STEPS_CSV, {"Host": view.label, "Step id": row.step_num}, "Step time (ms)"),
                      inputs.page("overview", step_anchor(row.step_num)))
             for row in steps.head(TOP_STEPS).itertuples()]
@@ -384,11 +393,12 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
     window = _step_window(inputs, str(slowest["step_name"]))
     if window is not None and "trace" in inputs.pages:
         host, begin, end = window
-        links.append(Link(f"Slowest step on the timeline ({slowest['step_name']})", timeline_href(host, begin, end)))
+        links.append(Link(f"Slowest step on the timeline ({step_label(str(slowest['step_name']))})",
+                          timeline_href(host, begin, end)))
     return [Finding(
         id="steps.variance", severity=severity_for(share),
-        title=f"Step time varies by {variation:.0f}% (σ {summary.standard_deviation:.1f} ms around "
-              f"{summary.average:.1f} ms)",
+        title=f"Step time varies by {variation:.0f}% (σ {ms_text(summary.standard_deviation)} around "
+              f"{ms_text(summary.average)})",
         estimate="The average step time minus the fastest step's: what each step would save if all ran like the "
                  "fastest one.",
         action="Compare the slowest steps with a fast one on the timeline: periodic work (checkpoints, "
@@ -444,8 +454,8 @@ def straggler_hosts(inputs: RunInputs) -> list[Finding]:
                 for h, a in sorted(averages.items(), key=lambda kv: -kv[1])]
     return [Finding(
         id="steps.straggler_host", severity=severity_for(share),
-        title=f"Host {slow_host} is a straggler: its steps average {slow_average:.1f} ms against "
-              f"{median:.1f} ms on the median host",
+        title=f"Host {slow_host} is a straggler: its steps average {ms_text(slow_average)} against "
+              f"{ms_text(median)} on the median host",
         estimate="The straggler's average step time minus the median host's: in synchronous training every host "
                  "waits for the slowest one each step.",
         action="Look at what differs on that host: its input pipeline (input pipeline page, per host), other "

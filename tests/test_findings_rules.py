@@ -415,7 +415,8 @@ def test_layout_padding_and_missing_hlo(tmp_path):
         "Hlo Proto": _hlo_module(7, "fusion.9", [8, 128], [(8, 128)]), "program_id": 7})
     assert "tpu.layout_padding" not in findings(tmp_path / "b", unpadded)
     # Without the module, the ops of program 7 cannot be attributed.
-    missing = findings(tmp_path / "c", tpu_space([("fusion.9", "loop fusion", 10, 800)]))["capture.missing_hlo_metadata"]
+    bare = tpu_space([("fusion.9", "loop fusion", 10, 800)])
+    missing = findings(tmp_path / "c", bare)["capture.missing_hlo_metadata"]
     assert evidence(missing, "Program ids without HLO").value == "7"
     assert missing.percent_of_device_time == pytest.approx(evidence(missing, "Device time in ops").value)
 

@@ -221,6 +221,12 @@ def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int
     )
 
 
+def _shown_name(table: EventTable, row: int) -> str:
+    """An event's name as the trace shows it: its display name when it has one (a TF op's type)."""
+    display = str(table.md_display_names[table.md[row]])
+    return display or str(table.names[row])
+
+
 def _is_collective(table: EventTable) -> np.ndarray:
     """Per event metadata: a collective kernel (NCCL on Nvidia, RCCL on AMD)."""
     return np.array([str(n).lower().startswith(("nccl", "rccl")) for n in table.md_names], dtype=bool)
@@ -241,7 +247,7 @@ def _copy_stats(table: EventTable, rows: np.ndarray, detail_ids: np.ndarray, siz
     details = table.strings(detail_ids[order])
     return CopyStats(
         count=len(rows), duration_ps=int(table.duration[rows].sum()), bytes=int(sizes.sum()),
-        longest=[TimedEvent(table.plane_names[table.plane[rows[i]]], str(table.names[rows[i]]),
+        longest=[TimedEvent(table.plane_names[table.plane[rows[i]]], _shown_name(table, rows[i]),
                             int(table.start[rows[i]]), int(table.duration[rows[i]]), str(text))
                  for i, text in zip(order, details)],
     )
@@ -343,7 +349,7 @@ def _step_share(table: EventTable, rows: np.ndarray, steps, cover=None) -> StepS
     order = np.lexsort((table.start[rows], -table.duration[rows]))[:TOP_EVENTS]
     host_plane = table.plane_names[table.host_plane]
     return StepShare(count=len(rows), busy_ps=busy_ps, exposed_ps=int(exposed),
-                     longest=[TimedEvent(host_plane, str(table.names[rows[i]]), int(table.start[rows[i]]),
+                     longest=[TimedEvent(host_plane, _shown_name(table, rows[i]), int(table.start[rows[i]]),
                                          int(table.duration[rows[i]])) for i in order])
 
 

@@ -200,10 +200,11 @@ def sync_calls(inputs: RunInputs) -> list[Finding]:
         return []
     evidence = []
     for host, s in stats.items():
-        evidence += [Evidence(f"Synchronisation calls on {host}", s.count, "count",
-                              {"trace_total": {"host": host, "kind": "sync_calls"}}),
+        steps = inputs.facts[host].steps
+        source = {"host": host, "kind": "sync_calls", "windows": [[b, e] for _, b, e in steps] if steps else None}
+        evidence += [Evidence(f"Synchronisation calls on {host}", s.count, "count", {"trace_total": source}),
                      Evidence(f"Time in them on {host}", s.busy_ps / 1e9, "ms",
-                              {"trace_total": {"host": host, "kind": "sync_calls", "field": "busy"}})]
+                              {"trace_total": {**source, "field": "busy"}})]
         evidence += _event_evidence(inputs, host, s)
     return [Finding(
         id="gpu.stream_synchronization", severity=severity_for(share),

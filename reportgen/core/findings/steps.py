@@ -111,7 +111,7 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
     key = "tc_infeed" if view.analysis.tpu else "input"
     evidence = [Evidence("Share of the step time waiting for input", percent, "percent",
                          summary_source("overview", "input_percent"), inputs.page("input_pipeline", "summary")),
-                Evidence("XProf's classification", f"{view.analysis.bottleneck.input_bound} input-bound", "",
+                Evidence("XProf's classification (input-bound)", view.analysis.bottleneck.input_bound, "",
                          summary_source("overview", "input_bound"), inputs.page("input_pipeline", "summary"))]
     links = [Link("Input pipeline analysis", inputs.page("input_pipeline", "summary"))]
     data = inputs.input_pipeline
@@ -216,11 +216,12 @@ def _host_work(inputs: RunInputs, kind: str, exposed: bool) -> tuple[float, floa
         total += ps
         window += sum(e - b for _, b, e in facts.steps)
         count += len(facts.steps)
-        field = "exposed" if exposed else "busy"
+        source = {"host": host, "kind": kind, "windows": [[b, e] for _, b, e in facts.steps]}
         evidence += [Evidence(f"Events on {host}'s threads inside its {len(facts.steps)} steps", share.count, "count",
-                              {"trace_total": {"host": host, "kind": kind}}, ""),
+                              {"trace_total": source}, ""),
                      Evidence(f"Time in them on {host}" + (" while nothing more important ran" if exposed else ""),
-                              ps / 1e9, "ms", {"trace_total": {"host": host, "kind": kind, "field": field}}, "")]
+                              ps / 1e9, "ms",
+                              {"trace_total": {**source, "field": "exposed" if exposed else "busy"}}, "")]
         evidence += [Evidence(f"{e.name} on {host}", e.duration_ps / 1e9, "ms",
                               {"trace": {"host": host, "plane": e.plane, "t0_ps": e.begin_ps,
                                          "t1_ps": e.begin_ps + e.duration_ps, "what": "event", "name": e.name}},

@@ -134,18 +134,18 @@ def _at_stake(item: dict) -> str:
         parts.append(f"{fmt_value(item['percent_of_device_time'], 'percent')} of the device time")
     if item.get("bytes") is not None:
         parts.append(fmt_value(item["bytes"], "bytes"))
-    return f" ({', '.join(parts)})" if parts else ""
+    return ", ".join(parts) or "–"
 
 
-def _finding_lines(items: list[dict], run: BuiltRun, site_url: str | None) -> list[str]:
-    """One Markdown list item per finding: severity, title (escaped), what is at stake, its id (linked)."""
-    lines = []
+def _findings_table(items: list[dict], run: BuiltRun, site_url: str | None) -> list[str]:
+    """One row per finding: severity, title (escaped), what is at stake, its id (linked to the run page)."""
+    rows = []
     for item in items:
         name = md_code(item["id"], 60)
         if site_url:
             name = _link(name, _url(site_url, run.folder, "index.html") + f"#finding-{quote(item['id'])}")
-        lines.append(f"- **{md_escape(item['severity'])}** {md_escape(item['title'], 240)}{_at_stake(item)} {name}")
-    return lines
+        rows.append([f"**{md_escape(item['severity'])}**", md_escape(item["title"], 240), _at_stake(item), name])
+    return [_table(["Severity", "Finding", "At stake", "Id"], list("llll"), rows), ""]
 
 
 def _findings_markdown(runs: list[BuiltRun], headlines: dict[str, dict], top: int, site_url: str | None) -> list[str]:
@@ -160,7 +160,7 @@ def _findings_markdown(runs: list[BuiltRun], headlines: dict[str, dict], top: in
                                                if items else "no finding")
         shown = items[:top]
         more = f", the top {len(shown)} below" if len(items) > len(shown) else ""
-        parts += [head + more, "", *_finding_lines(shown, run, site_url), ""] if shown else [head, ""]
+        parts += [head + more, "", *_findings_table(shown, run, site_url)] if shown else [head, ""]
     return ["### Findings", "", *parts] if parts else []
 
 
@@ -173,10 +173,10 @@ def _findings_change_markdown(c: Comparison, top: int, site_url: str | None) -> 
     parts = []
     if change.appeared:
         parts += [f"**Findings that appeared** in {md_code(c.candidate.name)}", "",
-                  *_finding_lines(change.appeared[:top], c.candidate, site_url), ""]
+                  *_findings_table(change.appeared[:top], c.candidate, site_url)]
     if change.gone:
         parts += [f"**Findings that went away** (were in {md_code(c.baseline.name)})", "",
-                  *_finding_lines(change.gone[:top], c.baseline, site_url), ""]
+                  *_findings_table(change.gone[:top], c.baseline, site_url)]
     return parts
 
 

@@ -30,8 +30,16 @@ def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def overlap_length(start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> int:
-    """Total length of disjoint sorted intervals inside [lo, hi)."""
-    return int(np.clip(np.minimum(end, hi) - np.maximum(start, lo), 0, None).sum())
+    """Total length of disjoint sorted intervals inside [lo, hi) (the ones that reach it found by bisection)."""
+    a, b = np.searchsorted(end, lo, side="right"), np.searchsorted(start, hi, side="left")
+    return int(np.clip(np.minimum(end[a:b], hi) - np.maximum(start[a:b], lo), 0, None).sum())
+
+
+def overlapping(start: np.ndarray, end: np.ndarray, windows_start: np.ndarray, windows_end: np.ndarray) -> np.ndarray:
+    """Per interval [start, end): whether it overlaps one of the disjoint windows (sorted by start)."""
+    last = np.searchsorted(windows_start, end, side="left") - 1  # the last window starting before the end
+    ok = last >= 0
+    return ok & (windows_end[np.maximum(last, 0)] > start)
 
 
 def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:

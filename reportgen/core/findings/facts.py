@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from reportgen.core.events import schema
-from reportgen.core.events.intervals import intersection_length, merged, overlap_length
+from reportgen.core.events.intervals import intersection_length, merged, overlap_length, overlapping
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import TENSORFLOW, TF_DATA
 
@@ -167,6 +167,7 @@ def _framework(table: EventTable, module_names: list[str]) -> str:
 
 
 def _step_windows(step_db) -> list[tuple[str, int, int]]:
+    """(name, begin, end) of each step of the host's step database, over all its cores."""
     s = step_db.steps
     if s.empty:
         return []
@@ -174,7 +175,16 @@ def _step_windows(step_db) -> list[tuple[str, int, int]]:
     g = s.assign(end=ends).groupby("step_num", sort=False)
     names = g["name"].first()
     begins, last = g["begin_ps"].min(), g["end"].max()
-    return [(str(names[k]) or str(k), int(begins[k]), int(last[k])) for k in names.index if last[k] > begins[k]]
+    windows = sorted((int(begins[k]), int(last[k]), str(names[k]) or str(k))
+                     for k in names.index if last[k] > begins[k])
+    # Disjoint, in time order: a step that begins before the previous one ends starts where that one ends.
+    out, reach = [], None
+    for begin, end, name in windows:
+        begin = begin if reach is None else max(begin, reach)
+        if end > begin:
+            out.append((name, begin, end))
+            reach = end
+    return out
 
 
 def _gaps(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int, int]]) -> tuple[list, int]:
@@ -337,10 +347,9 @@ def _step_share(table: EventTable, rows: np.ndarray, steps, cover=None) -> StepS
     higher-priority activity."""
     if len(rows) == 0 or not steps:
         return StepShare()
-    inside_any = np.zeros(len(rows), bool)
-    for _, lo, hi in steps:
-        inside_any |= (table.end[rows] > lo) & (table.start[rows] < hi)
-    rows = rows[inside_any]
+    begins = np.array([b for _, b, _ in steps], np.int64)
+    ends = np.array([e for _, _, e in steps], np.int64)
+    rows = rows[overlapping(table.start[rows], table.end[rows], begins, ends)]
     if len(rows) == 0:
         return StepShare()
     busy = _clipped(*merged(table.start[rows], table.end[rows]), steps)

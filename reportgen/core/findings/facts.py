@@ -202,6 +202,8 @@ def _gaps(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int, in
 
 
 def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int]]) -> GpuActivity | None:
+    """The GPU's busy time in each step it ran a kernel in (or, without steps, in each slice of its active span
+    with a kernel): a GPU the job does not compute on (copies only, or idle) is not judged idle."""
     lines = table.lines_of_plane(plane)
     lines = lines[~table.derived_lines[lines]]
     rows = table.events_of_lines(lines)
@@ -209,16 +211,18 @@ def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int
     if len(rows) == 0:
         return None
     busy = merged(table.start[rows], table.end[rows])
-    first, last = int(busy[0][0]), int(busy[1][-1])
-    # With steps, the GPU's busy time inside each step; without, its active span in equal slices.
+    copy = (table.str_stat("memcpy_details")[rows] >= 0) | (table.str_stat("memset_details")[rows] >= 0)
+    kernels = merged(table.start[rows[~copy]], table.end[rows[~copy]])
     if steps:
-        windows = [(n, b, e) for n, b, e in steps if e > first and b < last]
-        if not windows:
-            return None  # it ran only outside the steps analysed
+        windows = steps
     else:
+        first, last = int(busy[0][0]), int(busy[1][-1])
         edges = np.linspace(first, last, WINDOWS_WITHOUT_STEPS + 1).astype(np.int64)
         windows = [(f"{k + 1}/{WINDOWS_WITHOUT_STEPS}", int(a), int(b)) for k, (a, b) in
                    enumerate(zip(edges[:-1], edges[1:])) if b > a]
+    windows = [(n, b, e) for n, b, e in windows if overlap_length(kernels[0], kernels[1], b, e) > 0]
+    if not windows:
+        return None  # no kernel inside the steps analysed
     gaps, gap_total = _gaps(busy[0], busy[1], windows)
     collective = _is_collective(table)[table.md[rows]]
     comm = merged(table.start[rows[collective]], table.end[rows[collective]])

@@ -258,7 +258,9 @@ def low_utilization(inputs: RunInputs) -> list[Finding]:
                                                                                    for w in gpu.windows],
                                     "what": "busy_percent"}}, ""),
                 *_windows_evidence(inputs, host, gpu), *_gap_evidence(inputs, host, gpu)]
-    others = [f"{g.plane} on {h}: {100.0 * g.busy_ps / g.window_ps:.0f}%" for h, g in gpus if g is not gpu]
+    several_hosts = len({h for h, _ in gpus}) > 1
+    others = [f"{g.plane}{f' on {h}' if several_hosts else ''}: {100.0 * g.busy_ps / g.window_ps:.0f}%"
+              for h, g in gpus if g is not gpu]
     where = "the steps analysed" if inputs.steps else "its active time"
     return [Finding(
         id="gpu.low_utilization", severity=severity_for(100.0 - busy),

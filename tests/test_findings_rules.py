@@ -301,6 +301,14 @@ def test_low_gpu_utilization_and_idle_gaps(tmp_path):
     assert not {"gpu.low_utilization", "gpu.idle_gaps"} & set(busy)
 
 
+def test_a_gpu_that_only_copies_is_not_judged_idle(tmp_path):
+    space = gpu_steps(kernels=((100, 780),))
+    copies = space.gpu(1).line(9, "Stream #9(MemcpyH2D)")
+    for k in range(3):
+        copies.event("MemcpyH2D", (k * 1200 + 400) * US, 5 * US, memcpy_details="size:4 dest:1 async:1")
+    assert not {"gpu.low_utilization", "gpu.idle_gaps"} & set(findings(tmp_path, space))
+
+
 def test_synchronous_and_pageable_copies(tmp_path):
     copies = ((850, 50, "kind_src:pageable kind_dst:device size:4096 dest:0 async:0"),)
     found = findings(tmp_path, gpu_steps(copies=copies))

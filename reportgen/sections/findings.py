@@ -10,14 +10,14 @@ summary.json.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 
 from reportgen.core.findings.facts import HostFacts, host_facts
 from reportgen.core.findings.inputs import RunInputs
 from reportgen.core.findings.model import SEVERITIES, Finding
-from reportgen.core.findings.registry import RULE_IDS, evaluate
+from reportgen.core.findings.registry import evaluate
 from reportgen.sections.base import HostContext, RunContext, Section
 
 CSV_PATH = "data/findings/findings.csv"
@@ -30,9 +30,7 @@ _NOT_PAGES = {"inventory", "findings"}
 
 @dataclass
 class FindingsData:
-    findings: list[Finding]
-    rules: int = len(RULE_IDS)
-    pages: set[str] = field(default_factory=set)
+    findings: list[Finding]  # most costly first
 
 
 def run_inputs(run: RunContext, facts: dict[str, HostFacts]) -> RunInputs:
@@ -76,8 +74,7 @@ class FindingsSection(Section):
                           [m.name for m in host.hlo_modules.values()])
 
     def combine(self, run: RunContext, parts: dict[str, HostFacts]) -> FindingsData:
-        inputs = run_inputs(run, parts)
-        return FindingsData(findings=evaluate(inputs), pages=inputs.pages)
+        return FindingsData(findings=evaluate(run_inputs(run, parts)))
 
     def summary(self, data: FindingsData) -> dict:
         return findings_summary(data.findings)

@@ -59,11 +59,6 @@ def csv_source(path: str, where: dict, column: str, aggregate: str = "") -> dict
     return source
 
 
-def trace_source(host: str, t0_ps: int, t1_ps: int, what: str, plane: str = "") -> dict:
-    """The number is a time window of a host's trace: a `gap` (nothing ran on `plane`) or an `event`."""
-    return {"trace": {"host": host, "plane": plane, "t0_ps": int(t0_ps), "t1_ps": int(t1_ps), "what": what}}
-
-
 @dataclass
 class Evidence:
     """One number behind a finding, with the place the site shows it."""
@@ -71,7 +66,11 @@ class Evidence:
     label: str
     value: float | int | str
     unit: str = ""  # "ms", "us", "percent", "bytes", "count" or "" (text)
-    source: dict | None = None  # summary_source / csv_source / trace_source; None: text, or counted here
+    # Where the site shows it: summary_source(), csv_source(), {"page_text": page}, {"sum": [sources]}, or the
+    # trace: {"trace": {"host", "plane", "t0_ps", "t1_ps" or "windows", "what"}} for a window (an event, a gap,
+    # a busy share) or {"trace_total": {"host", "kind", "field", "windows"}} for events counted on the timeline.
+    # None: text, or a number derived from the others.
+    source: dict | None = None
     href: str = ""  # the page (and row) that shows it, relative to the run's folder
 
 
@@ -135,4 +134,4 @@ def _finite(value):
 
 
 __all__ = ["Evidence", "Finding", "Link", "SEVERITIES", "csv_source", "ms_text", "ordered", "severity_for",
-           "step_label", "summary_source", "trace_source"]
+           "step_label", "summary_source"]

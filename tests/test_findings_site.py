@@ -10,6 +10,7 @@ import html
 import json
 import math
 import re
+import time
 from functools import cache
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from reportgen.core.events.schema import DERIVED_MIN
 from reportgen.core.events.tf_op import TENSORFLOW, parse_tf_op_fullname
 from reportgen.core.findings.facts import GAP_MIN_PS
 from reportgen.pipeline.build import BuildOptions, build_site
+from tests.browser import chromium, console_errors, needs_browser
 from tests.conftest import LOGDIR, RUNS, needs_shared
 from tests.sitecheck import parse_page
 
@@ -391,3 +393,23 @@ def test_numbers_are_finite(site):
         for item in items(site, run):
             for key in ("ms_per_step", "percent_of_step", "percent_of_device_time"):
                 assert item[key] is None or math.isfinite(item[key])
+
+
+@needs_browser
+def test_run_page_and_a_row_link_in_a_browser(site, tmp_path):
+    with chromium(tmp_path / "profile", window="1280,800") as driver:
+        driver.get((site / "tf_keras_input_bound" / "index.html").as_uri())
+        assert console_errors(driver) == []
+        box = driver.execute_script("var b = document.getElementById('findings').getBoundingClientRect();"
+                                    "return [b.top, b.right];")
+        assert box[0] < 800 and box[1] <= 1280  # above the fold, and no wider than the window
+        href = driver.execute_script("return document.querySelector('#finding-input\\\\.tf_data_bottleneck "
+                                     ".finding-links a').getAttribute('href')")
+        assert href.startswith("input_pipeline.html#iterator-")
+        driver.get((site / "tf_keras_input_bound" / href.split("#")[0]).as_uri() + "#" + href.split("#")[1])
+        time.sleep(1.0)  # the page shows the row again once its charts have rendered
+        top, bottom, text = driver.execute_script(
+            "var row = document.getElementById(location.hash.slice(1)); var b = row.getBoundingClientRect();"
+            "return [b.top, b.bottom, row.textContent];")
+        assert 0 <= top and bottom <= 800 and "MapAndBatch" in text
+        assert console_errors(driver) == []

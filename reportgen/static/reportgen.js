@@ -96,4 +96,6 @@
     revealTarget();
   });
   window.addEventListener("hashchange", revealTarget);
+  // Charts above the row render after the page loads and push it down: show it again once they have.
+  window.addEventListener("load", function () { setTimeout(revealTarget, 300); });
 })();

@@ -25,7 +25,7 @@ from urllib.parse import quote
 from reportgen import __version__
 from reportgen.errors import NoCapturesError
 from reportgen.loaders.logdir import RunSource, discover, merge_same_folder
-from reportgen.output.site import PageWriter, SiteTransaction, write_assets
+from reportgen.output.site import PageWriter, SiteTransaction, write_assets, write_page_assets
 from reportgen.pipeline.cache import HostCache, default_cache_dir
 from reportgen.pipeline.host_stage import HostOutcome, HostTask
 from reportgen.pipeline.progress import BuildProgress
@@ -235,6 +235,9 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             assets = assets_future.result()
         summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
                                                      options.log or (lambda _line: None), progress)
+        with timings.stage("assets (pages)"):
+            shown = {slug for block in summary.values() for slug in block.get("tools", {})}
+            write_page_assets(site_dir, assets, {key for s in SECTIONS if s.slug in shown for key in s.assets})
         # What the site shows carries no path of the build machine.
         site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
         root = PageWriter(site_dir=site_dir, assets=assets)

@@ -336,20 +336,28 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
     return summary, rows, all_errors
 
 
-def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict], site_dir: Path, assets,
-                timings: Timings) -> tuple[dict, dict]:
-    """Combine a run's hosts and write its pages: (its summary.json block, its site index row)."""
+def combine_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict] | None = None,
+                timings: Timings | None = None) -> RunContext:
+    """Combine a run's hosts, section by section in registry order (`RunContext.sections`: each section's data)."""
+    timings = timings if timings is not None else Timings()
     good = [o for o in host_outcomes if o.error is None]
-    run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors)
-    computed = {}
+    run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors if errors is not None else [])
     for section in SECTIONS:
         parts = {o.host: o.parts[section.slug] for o in good if section.slug in o.parts}
         if not parts:
             continue
         with timings.stage(f"combine.{section.slug}"):
-            data = section.combine(run_ctx, parts)
+            data = section.combine(run_ctx, parts)  # the findings section (last) reads what the others computed
         if data is not None:
-            computed[section.slug] = data
+            run_ctx.sections[section.slug] = data
+    return run_ctx
+
+
+def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict], site_dir: Path, assets,
+                timings: Timings) -> tuple[dict, dict]:
+    """Combine a run's hosts and write its pages: (its summary.json block, its site index row)."""
+    run_ctx = combine_run(name, host_outcomes, errors, timings)
+    computed = run_ctx.sections
     tools = [
         {"slug": s.slug, "title": s.title, "href": f"{s.slug}.html"}
         for s in SECTIONS
@@ -359,7 +367,7 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
     page = PageWriter(site_dir=site_dir, assets=assets, folder=name, nav=nav, run=name)
     (site_dir / name).mkdir(parents=True, exist_ok=True)
     run_summary: dict[str, Any] = {
-        "hosts": [o.host for o in good],
+        "hosts": [o.host for o in host_outcomes if o.error is None],
         "errors": errors,
         "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
     }
@@ -397,4 +405,4 @@ def _device_label(hosts: list[HostSummary]) -> str:
     return ", ".join(labels) if labels else "–"
 
 
-__all__ = ["BuildOptions", "BuildReport", "build_site", "EXIT_OK", "EXIT_FAILED", "EXIT_PARTIAL"]
+__all__ = ["BuildOptions", "BuildReport", "build_site", "combine_run", "EXIT_OK", "EXIT_FAILED", "EXIT_PARTIAL"]

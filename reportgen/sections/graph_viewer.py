@@ -18,9 +18,9 @@ from __future__ import annotations
 import orjson
 
 from reportgen.core.hlo.graph import ModuleGraph
+from reportgen.core.pages import safe_file_part
 from reportgen.core.tools.graph_viewer import GraphViewerData, GraphViewerPart, graph_viewer_data, graph_viewer_part
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.memory_profile import safe_file_part
 
 U64 = 1 << 64
 DATA_DIR = "graph_viewer"

@@ -12,11 +12,12 @@ import altair as alt
 import pandas as pd
 
 from reportgen.core.ops.device_run import DevicePart, device_part
+from reportgen.core.pages import HLO_STATS_CSV, hlo_op_anchor
 from reportgen.core.tools.hlo_stats import COLUMNS, HloStatsData, hlo_stats_data
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 
-CSV_PATH = "data/hlo_stats/hlo_stats.csv"
+CSV_PATH = HLO_STATS_CSV
 # Columns the page shows (all of them go to the CSV).
 SHOWN = ["rank", "program_id", "category", "hlo_op_name", "tf_op_name", "occurrences", "total_time", "avg_time",
          "total_self_time", "total_self_time_percent", "cumulative_total_self_time_percent", "model_flop_rate",
@@ -64,7 +65,7 @@ class HloStatsSection(Section):
         page.write_html(
             "hlo_stats.html",
             "hlo_stats.html",
-            rows=data.table.to_dict("records"),
+            rows=[{**row, "anchor": hlo_op_anchor(row["rank"])} for row in data.table.to_dict("records")],
             columns=SHOWN,
             labels=COLUMNS,
             chart=category_chart(data.table) if len(data.table) else None,

@@ -82,4 +82,6 @@ class InventorySection(Section):
             page.write_csv("data/inventory/lines.csv", pd.DataFrame(columns=["host", "plane", "line_id", "line",
                                                                             "events", "first_ms", "last_ms"]))
         tools = [n for n in page.nav if n["href"] != "index.html"]
-        page.write_html("index.html", "run_index.html", hosts=hosts, errors=run.errors, tools=tools)
+        findings = run.sections.get("findings")  # combined before any page is written
+        page.write_html("index.html", "run_index.html", hosts=hosts, errors=run.errors, tools=tools,
+                        findings=findings.findings if findings is not None else None)

@@ -3,15 +3,16 @@ runs, each of which zooms the host's timelines to its run (`static/memory_profil
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
+from reportgen.core.pages import memory_profile_anchor, memory_profile_csv, safe_file_part
 from reportgen.core.tools.memory_profile import (
     ALLOCATION,
+    BREAKDOWN_COLUMNS,
     NEAR_CAPACITY,
     AllocatorProfile,
     HostMemoryProfile,
@@ -23,27 +24,11 @@ from reportgen.sections.vega import vega_spec, with_datasets
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
-BREAKDOWN_COLUMNS = {
-    "op": "Op Name",
-    "allocation_gib": "Allocation Size (GiBs)",
-    "requested_gib": "Requested Size (GiBs)",
-    "occurrences": "Occurrences",
-    "region_type": "Region type",
-    "data_type": "Data type",
-    "shape": "Shape",
-    "allocation_bytes": "Allocation Size (bytes)",
-    "requested_bytes": "Requested Size (bytes)",
-}
 OOM_TOP_ROWS = 5
 FREE_SHOWN_UP_TO = 10  # × the peak in use
 TIME_DOMAIN = "time_domain"  # the timeline's time-axis variable (ms), set by the page to zoom
 MODULE_COLUMNS = {"id": "Id", "name": "HLO Module", "plane": "Device", "start_ms": "Start Time (ms)",
                   "end_ms": "End Time (ms)", "duration_ms": "Duration (ms)"}
-
-
-def safe_file_part(text: str) -> str:
-    """A name usable in a file name and a URL path segment without surprises."""
-    return re.sub(r"[^A-Za-z0-9._()-]", "_", text) or "_"
 
 
 def _shows_free(profile: AllocatorProfile) -> bool:
@@ -202,12 +187,13 @@ class MemoryProfileSection(Section):
                 modules.append({"host": host, "csv": csv, "rows": frame.to_dict("records")})
             for memory_id, p in part.profiles.items():
                 key = f"{host}/{memory_id}"
-                csv = f"data/memory_profile/{safe_file_part(host)}__{safe_file_part(memory_id)}__breakdown.csv"
+                csv = memory_profile_csv(host, memory_id)
                 frame = breakdown_frame(p)
                 page.write_csv(csv, frame.rename(columns=BREAKDOWN_COLUMNS))
                 unit, scale = _unit(p)
                 panel = {
                     "key": key, "host": host, "memory_id": memory_id, "profile": p, "csv": csv,
+                    "anchor": memory_profile_anchor(host, memory_id),
                     "unit": unit, "chart": timeline_chart(p), "rows": frame.to_dict("records"),
                     "free_hidden": bool((p.timeline["free_bytes"] != 0).any()) and not _shows_free(p),
                     "peak_percent": 100.0 * p.peak_bytes / p.memory_capacity if p.memory_capacity else None,

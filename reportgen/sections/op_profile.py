@@ -18,6 +18,7 @@ import pandas as pd
 
 from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.ops.op_metrics import safe_divide
+from reportgen.core.pages import OP_PROFILE_CSV, safe_file_part
 from reportgen.core.tools.op_profile import (
     Node,
     OpProfileData,
@@ -30,9 +31,8 @@ from reportgen.core.tools.op_profile import (
     wasted_time_fraction,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.memory_profile import safe_file_part
 
-CSV_PATH = "data/op_profile/op_profile.csv"
+CSV_PATH = OP_PROFILE_CSV
 HOST_CSV_PATH = "data/op_profile/op_profile__{host}.csv"
 PATH_SEPARATOR = " > "
 CSV_COLUMNS = ["Path", "Name", "Category", "Time (%)", "Wasted time (%)", "HBM (%)", "Framework op type",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reportgen.legacy.sections import LEGACY_SECTIONS
 from reportgen.sections.base import Section
+from reportgen.sections.findings import FindingsSection
 from reportgen.sections.graph_viewer import GraphViewerSection
 from reportgen.sections.hlo_stats import HloStatsSection
 from reportgen.sections.input_pipeline import InputPipelineSection
@@ -35,6 +36,8 @@ SECTIONS: list[Section] = [
     GraphViewerSection(),
     PodViewerSection(),
     TraceSection(),
+    # Last: its rules read what every section above computed; the run page shows its findings.
+    FindingsSection(),
 ]
 
 __all__ = ["SECTIONS"]

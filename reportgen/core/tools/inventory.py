@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.capture import HostCapture
+from reportgen.core.events.intervals import union_intervals
 
 
 def line_inventory(capture: HostCapture) -> pd.DataFrame:
@@ -49,22 +50,6 @@ def plane_inventory(capture: HostCapture) -> pd.DataFrame:
     )
 
 
-def _union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
-    """Merge overlapping [start, end) intervals within each group.
-
-    Inputs sorted by (group, start). Returns merged (group, start, end).
-    """
-    if len(start) == 0:
-        return group, start, end
-    running_end = pd.Series(end).groupby(group).cummax().to_numpy()
-    prev_end = np.concatenate([[np.iinfo(np.int64).min], running_end[:-1]])
-    new_group = np.concatenate([[True], group[1:] != group[:-1]])
-    opens = new_group | (start > prev_end)
-    ids = np.cumsum(opens) - 1
-    merged_end = pd.Series(running_end).groupby(ids).max().to_numpy()
-    return group[opens], start[opens], merged_end
-
-
 def _by_line_then_start(line: np.ndarray, start: np.ndarray) -> bool:
     same_line = line[1:] == line[:-1]
     return bool((line[1:] >= line[:-1]).all() and (start[1:] >= start[:-1])[same_line].all())
@@ -86,7 +71,7 @@ def line_activity(capture: HostCapture, bins: int = 100) -> pd.DataFrame:
     if not _by_line_then_start(line, start):  # profilers write them so; sort only when not
         order = np.lexsort((start, line))
         line, start, end = line[order], start[order], end[order]
-    g, s, e = _union_intervals(start, end, line)
+    g, s, e = union_intervals(start, end, line)
     t0, t1 = int(start.min()), int(end.max())
     edges = np.linspace(t0, max(t1, t0 + 1), bins + 1)
     width = edges[1] - edges[0]

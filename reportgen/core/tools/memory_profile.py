@@ -29,6 +29,18 @@ ALLOCATION_EVENT, DEALLOCATION_EVENT = "MemoryAllocation", "MemoryDeallocation"
 ALLOCATION, DEALLOCATION = 1, 2
 MAX_TIMELINE_SNAPSHOTS = 1000
 UNUSED_PREALLOCATED = "unused preallocated device memory"
+# The memory breakdown table's columns, XProf's labels (plus exact byte counts).
+BREAKDOWN_COLUMNS = {
+    "op": "Op Name",
+    "allocation_gib": "Allocation Size (GiBs)",
+    "requested_gib": "Requested Size (GiBs)",
+    "occurrences": "Occurrences",
+    "region_type": "Region type",
+    "data_type": "Data type",
+    "shape": "Shape",
+    "allocation_bytes": "Allocation Size (bytes)",
+    "requested_bytes": "Requested Size (bytes)",
+}
 NEAR_CAPACITY = 0.10  # a peak within 10% of capacity is reported as out-of-memory risk
 
 _DATA_TYPES = [
@@ -421,6 +433,6 @@ def memory_profile_summary(hosts: dict[str, HostMemoryProfile]) -> dict:
     return {"profiles": profiles}
 
 
-__all__ = ["NEAR_CAPACITY", "allocator_capacities", "AllocatorProfile", "data_type_string", "hlo_module_runs",
-           "hlo_modules_json", "host_memory_profile", "HostMemoryProfile", "memory_profile_summary", "memory_profiles",
-           "out_of_memory_messages", "snapshot_table"]
+__all__ = ["BREAKDOWN_COLUMNS", "NEAR_CAPACITY", "allocator_capacities", "AllocatorProfile", "data_type_string",
+           "hlo_module_runs", "hlo_modules_json", "host_memory_profile", "HostMemoryProfile", "memory_profile_summary",
+           "memory_profiles", "out_of_memory_messages", "snapshot_table"]

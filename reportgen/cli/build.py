@@ -57,6 +57,11 @@ def add_parser(sub) -> None:
         "--trace-format", choices=("json", "perfetto", "both"), default="json",
         help="trace export: chunked Chrome JSON (gzip), one Perfetto .pftrace per host, or both (default: json)",
     )
+    build.add_argument(
+        "--max-memory", metavar="SIZE",
+        help="memory one host's decode may use, e.g. 8G or 512M; a capture estimated to need more is refused "
+        "with the estimate while the others build (default: 3/4 of the memory available, divided among --jobs)",
+    )
     build.add_argument("--timings", action="store_true", help="print the time each build stage took, and peak memory")
     build.add_argument("-v", "--verbose", action="store_true", help="one line per host: decoded or from the cache")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
@@ -79,6 +84,14 @@ def run(args: argparse.Namespace) -> int:
         except BudgetError as exc:
             return fail(str(exc))
 
+    max_memory = None
+    if args.max_memory is not None:
+        from reportgen.pipeline.memory import parse_size
+
+        try:
+            max_memory = parse_size(args.max_memory)
+        except ValueError as exc:
+            return fail(f"--max-memory: {exc}")
     locations = args.logdirs or [sample_logdir()]
     runs = {r.strip() for r in args.runs.split(",") if r.strip()} if args.runs else None
     remote = args.output is not None and is_gcs_url(args.output)
@@ -102,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             cache_dir=args.cache_dir,
             scheduler=args.scheduler,
             trace_format=args.trace_format,
+            max_memory=max_memory,
             log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
             notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
         )

@@ -343,10 +343,11 @@ def ps_to_us(ps: np.ndarray) -> np.ndarray:
     return out
 
 
-def decode_trace_events(data: bytes) -> tuple[TraceEventColumns, bytes]:
+def decode_trace_events(data: bytes, check_counts=None) -> tuple[TraceEventColumns, bytes]:
     """The events of a serialized Trace as columns, and its `devices` fields (to parse with protobuf).
 
-    Raises TraceDecodeError when the bytes are not a well-formed Trace.
+    Raises TraceDecodeError when the bytes are not a well-formed Trace. `check_counts(events, args)`,
+    when given, is called before the columns are allocated (a memory budget check may raise there).
     """
     buf = np.frombuffer(data, dtype=np.uint8)
     err = np.zeros(2, dtype=np.int64)
@@ -355,6 +356,8 @@ def decode_trace_events(data: bytes) -> tuple[TraceEventColumns, bytes]:
     _walk(buf, False, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, np.zeros((0, 2), np.int64), counts, err)
     _raise(err)
     n, n_args, n_dev = (int(c) for c in counts)
+    if check_counts is not None:
+        check_counts(n, n_args)
     ev = [np.empty(n, dtype=np.int64) for _ in range(6)]
     arg_start = np.empty(n + 1, dtype=np.int64)
     args = [np.empty(n_args, dtype=np.int64) for _ in range(4)]

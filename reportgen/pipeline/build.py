@@ -24,10 +24,12 @@ from urllib.parse import quote
 
 from reportgen import __version__
 from reportgen.errors import NoCapturesError
+from reportgen.loaders.limits import format_bytes
 from reportgen.loaders.logdir import RunSource, discover, merge_same_folder
 from reportgen.output.site import PageWriter, SiteTransaction, write_assets
 from reportgen.pipeline.cache import HostCache, default_cache_dir
 from reportgen.pipeline.host_stage import HostOutcome, HostTask
+from reportgen.pipeline.memory import default_budget
 from reportgen.pipeline.progress import BuildProgress
 from reportgen.pipeline.timings import Timings, peak_rss_bytes
 from reportgen.sections.base import HostSummary, RunContext
@@ -55,6 +57,7 @@ class BuildOptions:
     log: Callable[[str], None] | None = None  # -v: one line per stage and per host (decoded or from the cache)
     notes: Callable[[str], None] | None = None  # where one-off notes go when there is no progress bar
     trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
+    max_memory: int | None = None  # bytes one host's stage may use; default: memory.default_budget(jobs)
 
 
 @dataclass
@@ -212,8 +215,12 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             sources.extend(discover(location, options.runs))
         sources = merge_same_folder(sources)
         named = _unique_run_names(sources)
-        tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format)
+        # On Dask, each worker sets its own default from its machine (pipeline/host_stage.py).
+        budget = options.max_memory or (None if options.scheduler else default_budget(options.jobs))
+        tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format, memory_budget=budget)
                  for i, (name, host) in enumerate((name, host) for name, run in named for host in run.hosts)]
+    if options.log is not None and budget is not None:
+        options.log(f"memory budget: {format_bytes(budget)} per host (--max-memory to change it)")
 
     transaction = SiteTransaction(Path(options.output))
     cache = None

@@ -59,21 +59,25 @@ def absurd_length() -> bytes:
     return _frame(1, 1 << 62) + key(1, 0) + varint(0)
 
 
-def run_capped(args: list[str], address_space: int, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_capped(args: list[str], address_space: int, cwd: Path, user_cache: Path,
+               timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m reportgen ARGS` with its address space (and its workers') capped by setrlimit(RLIMIT_AS):
-    a regression that allocates without bound fails the test instead of the machine."""
+    a regression that allocates without bound fails the test instead of the machine. `user_cache`
+    (see `seeded_user_cache`) stands for the user's cache folder."""
+    from reportgen.kernels import CACHE_DIR
     from tests.clirun import reportgen
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
-    return reportgen(*args, cwd=cwd, preexec_fn=cap, timeout=timeout)
+    env = {"XDG_CACHE_HOME": str(user_cache), "NUMBA_CACHE_DIR": str(CACHE_DIR)}  # the kernels stay where they are
+    return reportgen(*args, cwd=cwd, preexec_fn=cap, timeout=timeout, env=env)
 
 
-def vega_bundle_cache(folder: Path) -> Path:
-    """A rebuild cache folder holding the Vega bundle: the bundler (V8) reserves far more address space
-    than a capped build allows, so capped builds take it from there."""
+def seeded_user_cache(folder: Path) -> Path:
+    """A user cache folder (XDG_CACHE_HOME) holding the Vega bundle: the bundler (V8) reserves far more
+    address space than a capped build allows, so capped builds take it from there."""
     from reportgen.output.site import vega_bundle
 
-    vega_bundle(folder / "assets")
+    vega_bundle(folder / "reportgen" / "assets")
     return folder

@@ -17,7 +17,7 @@ from reportgen.errors import CaptureError
 from reportgen.loaders import limits
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import REPO
-from tests.hostile import absurd_length, empty_events, gzip_bomb, run_capped, vega_bundle_cache
+from tests.hostile import absurd_length, empty_events, gzip_bomb, run_capped, seeded_user_cache
 
 GOOD = REPO / "reportgen/sample/plugins/profile/tf_keras_fast/vm.xplane.pb"
 ADDRESS_SPACE = 3 << 30  # the capped build: numba and numpy need about 1.5 GiB of it
@@ -26,12 +26,12 @@ MANY_EVENTS = 30_000_000  # 60 MB on disk
 
 
 @pytest.fixture(scope="module")
-def bundle_cache(tmp_path_factory) -> Path:
-    return vega_bundle_cache(tmp_path_factory.mktemp("cache"))
+def user_cache(tmp_path_factory) -> Path:
+    return seeded_user_cache(tmp_path_factory.mktemp("user-cache"))
 
 
 @pytest.fixture(scope="module")
-def hostile_build(tmp_path_factory, bundle_cache):
+def hostile_build(tmp_path_factory, user_cache):
     root = tmp_path_factory.mktemp("hostile")
     profile = root / "logdir" / "plugins" / "profile"
     inputs = {
@@ -47,8 +47,8 @@ def hostile_build(tmp_path_factory, bundle_cache):
         (run / "good.xplane.pb").write_bytes(GOOD.read_bytes())
     (profile / "zz_good").mkdir()
     (profile / "zz_good" / "vm.xplane.pb").write_bytes(GOOD.read_bytes())
-    proc = run_capped(["build", str(root / "logdir"), "-o", str(root / "site"), "--jobs", "2", "--cache-dir",
-                       str(bundle_cache)], ADDRESS_SPACE, cwd=root)
+    proc = run_capped(["build", str(root / "logdir"), "-o", str(root / "site"), "--jobs", "2"], ADDRESS_SPACE,
+                      cwd=root, user_cache=user_cache)
     return proc, root / "site"
 
 
@@ -91,11 +91,10 @@ def test_the_estimate_is_checked_before_the_columns_exist():
     assert decode_xspace("many.xplane.pb", data).event_count == 1_000_000  # unlimited: it decodes
 
 
-def test_max_memory_is_a_size(tmp_path, bundle_cache):
+def test_max_memory_is_a_size(tmp_path):
     from tests.clirun import reportgen
 
     proc = reportgen("build", str(GOOD), "-o", str(tmp_path / "site"), "--max-memory", "lots")
     assert proc.returncode == 1 and "--max-memory: 'lots' is not a size" in proc.stderr
-    proc = reportgen("build", str(GOOD), "-o", str(tmp_path / "site"), "--max-memory", "1M", "-q",
-                     "--cache-dir", str(bundle_cache))
+    proc = reportgen("build", str(GOOD), "-o", str(tmp_path / "site"), "--max-memory", "1M", "-q")
     assert proc.returncode == 1 and re.search(r"vm\.xplane\.pb: needs about .* more than the 1\.0 MiB", proc.stderr)

@@ -114,7 +114,8 @@ Assets = dict
 
 
 def vega_bundle(cache_dir: Path | None = None) -> bytes:
-    """The Vega bundle; generating it takes seconds, so a build cache keeps it per vl-convert version."""
+    """The Vega bundle; generating it takes seconds, so the user's cache folder keeps it per vl-convert
+    version (a folder of this user's only: the pages run this code)."""
     if cache_dir is None:
         return _vega_bundle()
     import vl_convert
@@ -129,7 +130,7 @@ def vega_bundle(cache_dir: Path | None = None) -> bytes:
         pass
     content = _vega_bundle()
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for target, data in ((path, content), (checksum, hashlib.sha256(content).hexdigest().encode())):
             tmp = target.with_name(f".{target.name}.{os.getpid()}")
             tmp.write_bytes(data)

@@ -121,14 +121,21 @@ def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCach
     settings = {"trace_format": options.trace_format}
     if not options.cache:
         return None
-    if options.cache_dir is not None:
-        return HostCache(Path(options.cache_dir), settings)
-    return HostCache(default_cache_dir(transaction.target), settings)
+    root = Path(options.cache_dir) if options.cache_dir is not None else default_cache_dir(transaction.target)
+    cache = HostCache(root, settings, log=options.log)
+    cache.open()
+    return cache
 
 
 def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
-    """Write the assets on a thread: bundling Vega takes seconds and releases the GIL."""
-    cache_dir = cache.root / "assets" if cache is not None else None
+    """Write the assets on a thread: bundling Vega takes seconds and releases the GIL.
+
+    The generated bundle is kept in the user's own cache folder (private, like the compiled kernels),
+    never in a rebuild cache that others may share: it is code that the pages run.
+    """
+    from reportgen.kernels import user_cache_dir
+
+    cache_dir = user_cache_dir() / "assets" if cache is not None else None
 
     def write():
         with timings.stage("assets (background)"):

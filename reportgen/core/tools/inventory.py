@@ -24,7 +24,8 @@ def line_inventory(capture: HostCapture) -> pd.DataFrame:
     )
     out = pd.DataFrame(
         {
-            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else [],
+            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else (
+                np.array([], dtype=object)),
             "line_id": lines["id"],
             "line": [d or n for d, n in zip(lines["display_name"], lines["name"])],
             "events": lines["event_count"],

@@ -342,3 +342,46 @@ def run_case(case: Case, trace_format: str = "json") -> Result:
         return Result(case, "built", None)
     kind = "internal error" if "internal error" in outcome.error else "input error"
     return Result(case, kind, outcome.error)
+
+
+def run_build(case: Case) -> Result:
+    """The case through a whole build (combine and render too), beside an unchanged copy of its seed."""
+    from reportgen.pipeline.build import BuildOptions, build_site
+
+    with tempfile.TemporaryDirectory(prefix="reportgen-fuzz-") as folder:
+        run = Path(folder) / "logs" / "plugins" / "profile" / "run"
+        run.mkdir(parents=True)
+        (run / "fuzz.xplane.pb").write_bytes(case.data)
+        report = build_site([str(Path(folder) / "logs")],
+                            BuildOptions(output=str(Path(folder) / "site"), jobs=1, cache=False, max_memory=2 << 30))
+    errors = [e["message"] for e in report.errors]
+    if not errors:
+        return Result(case, "built", None)
+    kind = "internal error" if any("internal error" in e for e in errors) else "input error"
+    return Result(case, kind, "; ".join(errors))
+
+
+def worker(base_seed: int, start: int, stop: int, build_every: int, extra: list[Path]) -> None:
+    """Run cases start..stop-1 (case i uses seed i mod the number of seeds), one JSON line per case on
+    stdout, each preceded by a `start` line: a case that crashes the process is the last one started."""
+    import json
+    import sys
+
+    found = seeds(extra)
+    for number in range(start, stop):
+        seed = found[number % len(found)]
+        print(json.dumps({"start": number}), flush=True)
+        case = make_case(seed, number, base_seed)
+        whole = build_every > 0 and number % build_every == 0
+        result = run_build(case) if whole else run_case(case)
+        print(json.dumps({"case": number, "seed": seed.name, "build": whole, "outcome": result.outcome,
+                          "message": result.message, "mutations": case.mutations}), flush=True)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    import sys
+
+    _, command, base, first, last, every, *files = sys.argv
+    assert command == "worker"
+    worker(int(base), int(first), int(last), int(every), [Path(f) for f in files])

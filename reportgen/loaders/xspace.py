@@ -134,6 +134,54 @@ def _shorten(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Times an event may have, in ps (its start, and its end): ±2^62 ps is ±53 days from the capture's start,
+# far past any profile, and keeps every difference of two times within 64 bits.
+TIME_LIMIT_PS = 1 << 62
+START_LOW_PS = -(1 << 61)
+# Why events were left out, as "<count> event(s) <reason>".
+NEGATIVE_DURATION = "with a negative duration"
+OUT_OF_RANGE = "whose start or end lies more than 53 days (2^62 ps) from the capture's start"
+
+
+def _drop_unplaceable_events(cols: wire.LineColumns) -> dict[str, int]:
+    """Leave out events that have no place on a time line: a negative duration (XProf reads durations as
+    unsigned, making them end past the end of time) or a start or end beyond ±2^62 ps (the walker's start,
+    line timestamp × 1000 + offset, would not even fit 64 bits). Returns {reason: events}; the event and
+    stat columns are filtered in place (stats follow their events)."""
+    n = len(cols.ev_start_ps)
+    if n == 0:
+        return {}
+    timestamp_ns = cols.line_vals[:, wire.L_TIMESTAMP_NS]
+    with np.errstate(over="ignore"):
+        base_wrapped = timestamp_ns * np.int64(1000)  # as the walker added it
+    base = [int(t) * 1000 for t in timestamp_ns.tolist()]  # exact (lines are few)
+    int64 = np.iinfo(np.int64)
+    low = np.array([min(max(START_LOW_PS - b, int64.min), int64.max) for b in base], dtype=np.int64)
+    high = np.array([min(max(TIME_LIMIT_PS - b, int64.min), int64.max) for b in base], dtype=np.int64)
+    line = cols.ev_line
+    with np.errstate(over="ignore"):
+        offset = cols.ev_start_ps - base_wrapped[line]  # undoes the walker's (wrapping) addition
+    placed = (offset >= low[line]) & (offset <= high[line])
+    start = np.where(placed, cols.ev_start_ps, 0)  # exact where placed: no wrap happened there
+    duration = cols.ev_duration_ps
+    negative = duration < 0
+    placed &= negative | (duration <= TIME_LIMIT_PS - start)  # the end, too (no overflow: start ≥ -2^61)
+    keep = placed & ~negative
+    if keep.all():
+        return {}
+    dropped = {reason: int(count) for reason, count in ((NEGATIVE_DURATION, negative.sum()),
+                                                         (OUT_OF_RANGE, (~placed & ~negative).sum())) if count}
+    rows = np.flatnonzero(keep)
+    renumber = np.cumsum(keep) - 1
+    stat_keep = keep[cols.st_owner]
+    for name in ("ev_line", "ev_md", "ev_metadata_id", "ev_start_ps", "ev_duration_ps", "ev_occurrences"):
+        setattr(cols, name, getattr(cols, name)[rows])
+    for name in ("st_key", "st_kind", "st_raw", "st_str"):
+        setattr(cols, name, getattr(cols, name)[stat_keep])
+    cols.st_owner = renumber[cols.st_owner[stat_keep]].astype(np.int32)
+    return dropped
+
+
 def _host_name(path: str) -> str:
     name = file_name(path)
     for suffix in (".xplane.pb.gz", ".xplane.pb"):
@@ -281,12 +329,14 @@ def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, 
         value = data[pos : pos + length]
         mapping[u] = intern(_text(value) if kind == wire.KIND_STR else value)
     wire.remap_strings(cols.st_kind, cols.st_str, mapping)
+    dropped = _drop_unplaceable_events(cols)
 
     # --- lines ----------------------------------------------------------------
     lv = cols.line_vals
     line_names = [_text(data[s : s + n]) for s, n in lv[:, [wire.L_NAME_POS, wire.L_NAME_LEN]].tolist()]
     line_display = [_text(data[s : s + n]) for s, n in lv[:, [wire.L_DISPLAY_POS, wire.L_DISPLAY_LEN]].tolist()]
-    line_events = counts[:, wire.C_EVENTS]
+    line_events = (np.bincount(cols.ev_line, minlength=len(layout.line_ranges)).astype(np.int64) if dropped
+                   else counts[:, wire.C_EVENTS])
     lines = pd.DataFrame(
         {
             "plane": layout.line_ranges[:, 0].astype(np.int32),
@@ -349,6 +399,7 @@ def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, 
         plane_stats=_stat_table(plane_stat_rows),
         strings=intern.values,
         _string_index=intern.index,
+        dropped=dropped,
     )
     capture.proto_stats = decode_stat_protos(capture)
     return capture

@@ -68,6 +68,7 @@ class InventorySection(Section):
                     **vars(summary),
                     "lines_table": with_events.to_dict("records"),
                     "empty_planes": part.empty_planes,
+                    "dropped": part.dropped,
                     "csv_href": quote(part.csv),
                     "chart": _activity_spec(part.activity),
                 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -71,8 +72,9 @@ def run(args: argparse.Namespace) -> int:
     # The build machinery (pandas, numba, Altair) is imported here, not at the top, so that
     # --help, --version, `serve` and `publish` answer at once.
     from reportgen.errors import SchedulerError
-    from reportgen.output.site import OutputNotASiteError
+    from reportgen.output.transaction import OutputError
     from reportgen.pipeline.build import BuildOptions, build_site
+    from reportgen.pipeline.stopping import BuildStopped, stop_on_signals
     from reportgen.pipeline.timings import format_timings
 
     budget = None
@@ -92,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             max_memory = parse_size(args.max_memory)
         except ValueError as exc:
             return fail(f"--max-memory: {exc}")
+    if args.output is not None and not args.output.strip():
+        return fail('-o "": the output folder has no name; give a folder (or gs://BUCKET/PREFIX) for the site')
     locations = args.logdirs or [sample_logdir()]
     runs = {r.strip() for r in args.runs.split(",") if r.strip()} if args.runs else None
     remote = args.output is not None and is_gcs_url(args.output)
@@ -120,8 +124,14 @@ def run(args: argparse.Namespace) -> int:
             notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
         )
         try:
-            report = build_site(locations, options)
-        except (NoCapturesError, OutputNotASiteError, SchedulerError) as exc:
+            with stop_on_signals():
+                report = build_site(locations, options)
+        except KeyboardInterrupt as exc:
+            signum = exc.signum if isinstance(exc, BuildStopped) else signal.SIGINT
+            print(f"reportgen: build stopped ({signal.Signals(signum).name}); the output folder is as it was",
+                  file=sys.stderr)
+            return 128 + signum
+        except (NoCapturesError, OutputError, SchedulerError) as exc:
             return fail(str(exc))
         except OSError as exc:
             return fail(f"cannot write the site: {exc}")

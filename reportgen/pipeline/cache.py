@@ -56,6 +56,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -80,6 +81,7 @@ OUTCOME_STEM = "outcome"  # outcome.json (+ outcome.npz)
 RUN_STEM = "run"
 FILES_FOLDER = "files"
 MEMO_FILE = "fingerprints.json"
+STALE_WRITE_S = 3600  # a half-written entry this old in a shared cache folder is a dead build's
 
 
 def _digest(*parts: Any) -> str:
@@ -169,12 +171,23 @@ class HostCache:
         if self._log is not None:
             self._log(text)
 
-    def open(self) -> None:
-        """Create the cache folder, private to this user, when it does not exist yet."""
+    def open(self, exclusive: bool = False) -> None:
+        """Create the cache folder, private to this user, when it does not exist yet, and remove the
+        half-written entries of builds that were killed: all of them when this build is the folder's only
+        user (`exclusive`: the cache beside a site, under the site's lock), else those over an hour old."""
         try:
             make_private_dir(self.root)
         except OSError as exc:
             self.warnings.append(f"cannot create the cache folder {self.root}: {exc.strerror or exc}")
+            return
+        cutoff = time.time() - (0 if exclusive else STALE_WRITE_S)
+        for pattern in ("hosts/*/.*", "runs/.*", ".*.json.*"):
+            for path in self.root.glob(pattern):
+                try:
+                    if path.lstat().st_mtime <= cutoff:
+                        shutil.rmtree(path) if path.is_dir() else path.unlink()
+                except OSError:
+                    pass
 
     # keys -------------------------------------------------------------
 

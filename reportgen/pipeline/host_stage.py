@@ -83,6 +83,9 @@ class HostOutcome:
     code: str | None = None
     cached: bool = False  # filled from the rebuild cache, not computed in this build
     peak_rss: int = 0  # of the process that ran the stage, in bytes
+    # The host's outputs could not be written (a full disk, a read-only folder): not the capture's fault, so
+    # the build stops with it. (errno, reason, file) of the OSError.
+    write_error: tuple[int, str, str] | None = None
 
 
 PACKAGE = Path(__file__).resolve().parent.parent  # the reportgen package
@@ -246,6 +249,9 @@ def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutco
             clock = timed(f"host.{section.slug}", clock)
             if part is not None:
                 outcome.parts[section.slug] = part
+    except OSError as exc:  # reading the capture raises CaptureError: this is writing the host's outputs
+        outcome.write_error = (exc.errno or 0, exc.strerror or str(exc), str(exc.filename or ""))
+        return outcome
     except CaptureError as exc:
         # An older profiler's host has several files: the error names the one at fault.
         bad = exc.path if host.legacy and exc.path in host.legacy else host.path

@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
     )
     build.add_argument(
         "--single-file", metavar="FILE",
-        help="also write one self-contained HTML file with every page (no trace)",
+        help="also write one self-contained HTML file with every page (no trace, no graph viewer)",
     )
     build.add_argument("--runs", metavar="NAME,...", help="only these runs (comma-separated names)")
     build.add_argument(

@@ -104,8 +104,29 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     "css": ("style", "style.css"),
     "js": ("reportgen", "reportgen.js"),
     "memory_viewer_js": ("memory-viewer", "memory_viewer.js"),
+    "memory_profile_js": ("memory-profile", "memory_profile.js"),
     "trace_js": ("trace", "trace.js"),
     "op_profile_js": ("op-profile", "op_profile.js"),
+    "graph_viewer_js": ("graph-viewer", "graph_viewer.js"),
+    # Graphviz compiled to WebAssembly (vendored from npm, see static/vendor/hpcc-js-wasm/NOTICE.md).
+    "graphviz_js": ("graphviz", "vendor/hpcc-js-wasm/graphviz.umd.js"),
+    "timeline_js": ("timeline", "timeline.js"),
+    # Vendored from the npm registry (scripts/vendor/refresh_flame_chart_js.sh), with its licence below.
+    "flame_chart_js": ("flame-chart", "vendor/flame-chart-js/flame-chart.min.js"),
+}
+# Licences of vendored components, copied beside the assets (content-hashed like them: the assets
+# folder is published with an immutable cache policy).
+VENDOR_NOTICES: dict[str, str] = {
+    "vendor/flame-chart-js/LICENSE": "flame-chart-js-LICENSE.txt",
+}
+# Assets that only one tool's pages load (a section names them in `Section.assets`): every page knows
+# their names from the start, but the files go into the site only when some run has such a page
+# (`write_page_assets`), so that a site without HLO modules carries no 797 KiB Graphviz bundle.
+ON_DEMAND_ASSETS = frozenset({"graph_viewer_js", "graphviz_js"})
+# Licences of vendored on-demand assets, written beside them (as VENDOR_NOTICES).
+ON_DEMAND_NOTICES: dict[str, dict[str, str]] = {
+    "graphviz_js": {"vendor/hpcc-js-wasm/LICENSE": "hpcc-js-wasm-LICENSE.txt",
+                    "vendor/hpcc-js-wasm/NOTICE.md": "hpcc-js-wasm-NOTICE.md"},
 }
 
 # Asset key → path relative to the site root. Names are content-hashed, so
@@ -141,14 +162,20 @@ def vega_bundle(cache_dir: Path | None = None) -> bytes:
 
 
 def asset_files(cache_dir: Path | None = None) -> tuple[Assets, dict[str, bytes]]:
-    """The assets (key → path relative to the site root) and their contents (path → bytes), not yet written."""
+    """The assets every site needs, not yet written: their names (key → path relative to the site root,
+    on-demand ones included, written later by `write_page_assets`) and what to write now (path → bytes)."""
     files = [("vega", "vega-bundle", ".js", vega_bundle(cache_dir))]
     for key, (stem, filename) in STATIC_ASSETS.items():
         files.append((key, stem, Path(filename).suffix, _static_asset(filename)))
     assets, contents = {}, {}
     for key, stem, suffix, content in files:
         assets[key] = "assets/" + _hashed_name(stem, suffix, content)
-        contents[assets[key]] = content
+        if key not in ON_DEMAND_ASSETS:
+            contents[assets[key]] = content
+    for source, name in VENDOR_NOTICES.items():
+        content = _static_asset(source)
+        stem, suffix = name.rsplit(".", 1)
+        contents["assets/" + _hashed_name(stem, "." + suffix, content)] = content
     return Assets(assets), contents
 
 
@@ -159,9 +186,29 @@ def write_asset_files(site_dir: Path, contents: dict[str, bytes]) -> None:
 
 
 def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
+    """Write the assets every site needs; return the names of all of them (see `asset_files`)."""
     assets, contents = asset_files(cache_dir)
     write_asset_files(site_dir, contents)
     return assets
+
+
+def _write_notice(assets_dir: Path, source: str, name: str) -> None:
+    content = _static_asset(source)
+    stem, suffix = name.rsplit(".", 1)
+    (assets_dir / _hashed_name(stem, "." + suffix, content)).write_bytes(content)
+
+
+def write_page_assets(site_dir: Path, assets: Assets, keys: set[str] | frozenset[str]) -> list[str]:
+    """Write the on-demand assets `keys` (those the site's pages load) under the names `assets` gave them."""
+    written = []
+    for key in sorted(keys & ON_DEMAND_ASSETS):
+        target = site_dir / assets[key]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(_static_asset(STATIC_ASSETS[key][1]))
+        for source, name in ON_DEMAND_NOTICES.get(key, {}).items():
+            _write_notice(target.parent, source, name)
+        written.append(assets[key])
+    return written
 
 
 @dataclass

@@ -26,7 +26,7 @@ from reportgen import __version__
 from reportgen.errors import NoCapturesError
 from reportgen.loaders.limits import format_bytes
 from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_folder, problem_text
-from reportgen.output.site import PageWriter, asset_files, write_asset_files
+from reportgen.output.site import PageWriter, asset_files, write_asset_files, write_page_assets
 from reportgen.output.transaction import OutputError, SiteTransaction
 from reportgen.pipeline.cache import HostCache, default_cache_dir
 from reportgen.pipeline.host_stage import HostOutcome, HostTask
@@ -254,6 +254,9 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             write_asset_files(site_dir, asset_contents)
         summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
                                                      options.log or (lambda _line: None), progress)
+        with timings.stage("assets (pages)"):
+            shown = {slug for block in summary.values() for slug in block.get("tools", {})}
+            write_page_assets(site_dir, assets, {key for s in SECTIONS if s.slug in shown for key in s.assets})
         # What the site shows carries no path of the build machine.
         site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
         root = PageWriter(site_dir=site_dir, assets=assets)

@@ -68,6 +68,9 @@ class Section:
     # Sections sharing a key (memory profile and memory viewer write
     # `memory`) have their blocks merged.
     summary_key: str = ""
+    # Assets only this tool's pages load (keys of `output.site.ON_DEMAND_ASSETS`): written into the
+    # site when a run has this tool's page.
+    assets: tuple[str, ...] = ()
 
     def host_part(self, host: HostContext) -> Any | None:
         return None

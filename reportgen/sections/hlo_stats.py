@@ -1,7 +1,9 @@
 """HLO op stats page: XProf's hlo_stats table, one row per device op (see `reportgen/core/tools/hlo_stats.py`).
 
 A chart of self time by HLO category and by bound-by resource sits above the
-sortable, filterable table. Runs without device ops get no page.
+sortable, filterable table. Runs without a device get no page; a device on which
+no XLA op could be placed (a GPU capture without HLO modules) gets XProf's empty
+table and the reason.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class HloStatsSection(Section):
             labels=COLUMNS,
             chart=category_chart(data.table) if len(data.table) else None,
             device_type=env.device_type,
+            hardware_type=env.hardware_type,
+            has_ops=data.run.has_ops,
             hosts=data.run.hosts,
             csv_path=CSV_PATH,
         )

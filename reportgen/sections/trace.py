@@ -13,12 +13,24 @@ from dataclasses import dataclass, field
 import altair as alt
 
 from reportgen import __version__
+from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor_core_planes
 from reportgen.export.host_export import HostExport, export_host
+from reportgen.export.tables import AddedRows
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices, short_label
 from reportgen.sections.vega import vega_spec
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
+
+
+def derived_rows(host: HostContext) -> AddedRows | None:
+    """The rows XProf derives on TPU cores (Framework Ops, Framework Name Scope, Source code, Host
+    Offload Ops), for the export; None where the capture has no TensorCore plane."""
+    if not has_tensor_core_planes(host.capture.planes["name"]):
+        return None
+    derived = derived_tpu_lines(host.events, host.grouping)
+    return AddedRows(lines=derived.lines, line=derived.line, start_ps=derived.start_ps,
+                     duration_ps=derived.duration_ps, name=derived.name)
 
 
 @dataclass
@@ -79,7 +91,7 @@ class TraceSection(Section):
     def host_part(self, host: HostContext) -> TraceHostPart | None:
         out_dir = f"{host.site_dir}/{host.run}/trace/{host.host}"
         export = export_host(host.capture, host.run, out_dir, host.trace_format,
-                             generator=f"reportgen {__version__}")
+                             generator=f"reportgen {__version__}", added=derived_rows(host))
         if export.events == 0:
             return None
         return TraceHostPart(export=export)
@@ -121,6 +133,7 @@ class TraceSection(Section):
                 "chart": overview_chart(part) if export.activity is not None and len(export.activity) else None,
                 "json_bytes": sum(c.json_bytes or 0 for c in export.chunks),
                 "notes": part.notes,
+                "timeline": export.timeline,
             })
         page.write_html("trace.html", "trace.html", hosts=hosts, errors=data.run.errors,
                         total=self.summary(data))

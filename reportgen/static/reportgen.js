@@ -14,6 +14,9 @@
       window.vegaEmbed(el, spec, {
         renderer: "svg",
         actions: { export: true, source: false, compiled: false, editor: false }
+      }).then(function (result) {
+        el.vegaView = result.view;  // for page scripts that change a chart's variables (memory_profile.js)
+        el.dispatchEvent(new CustomEvent("reportgen:chart", { bubbles: true }));
       }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
     });
   }

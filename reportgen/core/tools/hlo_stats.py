@@ -114,9 +114,10 @@ class HloStatsData:
 
 
 def hlo_stats_data(host_names: list[str], parts: dict[str, DevicePart]) -> HloStatsData | None:
-    """The run's HLO op stats; None when no op ran on a device."""
+    """The run's HLO op stats; None without a device. A device on which no XLA op could be placed (a GPU
+    capture without HLO modules) gets XProf's empty table, which XProf still lists."""
     device = combine_device_parts(host_names, parts)
-    if device is None or not device.has_ops:
+    if device is None:
         return None
     env = device.op_stats.environment
     table = hlo_stats_table(device.records, device.op_stats.perf_env, env.hardware_type,

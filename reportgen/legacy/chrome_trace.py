@@ -184,7 +184,8 @@ def parse_tracetable(path: str, data: bytes) -> ChromeTrace:
     event) and converted by the same code.
     """
     try:
-        table = read_table(data)
+        table = read_table(data, lambda size: limits.check(
+            path, len(data) + 2 * size, f"its blocks decompress to {limits.format_bytes(size)}"))
     except TableError as exc:
         raise CaptureError(path, f"cannot be read as a LevelDB table: it {exc}") from exc
     is_metadata = np.zeros(len(table), dtype=bool)

@@ -28,7 +28,6 @@ Four formats, one result (`ChromeTrace`, one input file's events):
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,16 +41,13 @@ from reportgen.legacy.files import TRACE_PROTO_SUFFIX, TRACETABLE_SUFFIX
 from reportgen.legacy.sstable import TableError, read_table, values_as_field
 from reportgen.legacy.trace_proto import TRACE_EVENTS as TRACE_EVENTS_FIELD
 from reportgen.legacy.trace_proto import TraceDecodeError, TraceEventColumns, decode_trace_events
+from reportgen.loaders import limits
 from reportgen.loaders.logdir import file_name
 from reportgen.loaders.proto import trace_events_pb2
 
-try:  # ISA-L's inflate: about twice zlib's speed on large traces
-    from isal import igzip as _gzip
-    from isal.isal_zlib import error as _inflate_error
-except ImportError:  # pragma: no cover - isal is a dependency
-    import gzip as _gzip
-
-    _inflate_error = zlib.error
+# Memory per Cloud TPU trace event and per arg: their columns, and their share of a chunk's JSON.
+TRACE_EVENT_COST = 300
+TRACE_ARG_COST = 100
 
 # The entry of a .tracetable that holds the Trace (devices and resources); XProf's later tables use "/trace".
 TRACETABLE_METADATA_KEYS = (b"trace", b"/trace")
@@ -114,21 +110,13 @@ class ChromeTrace:
         return orjson.dumps([self.events[i] for i in rows.tolist()])[1:-1]
 
 
-def _gunzip(path: str, data: bytes) -> bytes:
-    if data[:2] != b"\x1f\x8b":
-        raise CaptureError(path, "is named .gz but is not gzip data")
-    try:
-        return _gzip.decompress(data)
-    except (OSError, EOFError, zlib.error, _inflate_error) as exc:
-        raise CaptureError(path, f"gzip data is corrupt or truncated ({exc})") from exc
-
-
 def parse_chrome_trace(path: str, data: bytes) -> ChromeTrace:
     """A Chrome trace JSON file (gzip when its name ends in .gz); CaptureError names the file otherwise."""
     if path.endswith(".gz"):
-        data = _gunzip(path, data)
+        data = limits.gunzip(path, data)
     if not data.strip():
         raise CaptureError(path, "is empty: no Chrome trace in it")
+    limits.check_json(path, data)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -164,7 +152,9 @@ def _times(path: str, events: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 def parse_trace_proto(path: str, data: bytes, what: str = "a Trace protobuf") -> ChromeTrace:
     """A Cloud TPU `.trace` file (serialized `Trace` proto) as Chrome trace events, kept as columns."""
     try:
-        columns, device_fields = decode_trace_events(data)
+        columns, device_fields = decode_trace_events(data, lambda events, args: limits.check(
+            path, len(data) + events * TRACE_EVENT_COST + args * TRACE_ARG_COST,
+            f"{events:,} trace events with {args:,} args"))
         devices = trace_events_pb2.Trace.FromString(device_fields).devices
     except (TraceDecodeError, DecodeError) as exc:
         raise CaptureError(path, f"cannot be decoded as {what} ({exc})") from exc
@@ -194,7 +184,8 @@ def parse_tracetable(path: str, data: bytes) -> ChromeTrace:
     event) and converted by the same code.
     """
     try:
-        table = read_table(data)
+        table = read_table(data, lambda size: limits.check(
+            path, len(data) + 2 * size, f"its blocks decompress to {limits.format_bytes(size)}"))
     except TableError as exc:
         raise CaptureError(path, f"cannot be read as a LevelDB table: it {exc}") from exc
     is_metadata = np.zeros(len(table), dtype=bool)

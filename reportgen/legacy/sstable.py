@@ -262,8 +262,19 @@ def values_as_field(table: Table, rows: np.ndarray, field_number: int) -> bytes:
     return out[:used].tobytes()
 
 
-def read_table(data: bytes) -> Table:
-    """Every entry of the table, in table order."""
+def _stored_size(data: bytes, offset: int, size: int) -> int:
+    """What a block will take once decompressed (a Snappy block says so in its first bytes)."""
+    if offset + size < len(data) and data[offset + size] == SNAPPY_COMPRESSION:
+        try:
+            return int(cramjam.snappy.decompress_raw_len(data[offset:offset + min(size, 16)]))
+        except cramjam.DecompressionError:
+            return size  # _block says what is wrong with it
+    return size
+
+
+def read_table(data: bytes, check_size=None) -> Table:
+    """Every entry of the table, in table order. `check_size(bytes)`, when given, is called with what the
+    decompressed blocks will take before any is decompressed (a memory budget check may raise there)."""
     if len(data) < FOOTER_SIZE:
         raise TableError(f"is {len(data)} bytes, shorter than a table's {FOOTER_SIZE}-byte footer (truncated?)")
     footer_at = len(data) - FOOTER_SIZE
@@ -272,6 +283,10 @@ def read_table(data: bytes) -> Table:
     _, _, pos = _handle(data, footer_at, len(data) - 8, "the footer")
     index_offset, index_size, _ = _handle(data, pos, len(data) - 8, "the footer")
     index = _walk([_block(data, index_offset, index_size, footer_at, "the index block")], ["the index block"])
+    if check_size is not None:
+        handles = [_handle(index.value(n), 0, len(index.value(n)), f"the index block's entry {n}")
+                   for n in range(len(index))]
+        check_size(sum(_stored_size(data, offset, size) for offset, size, _ in handles))
     blocks, names = [], []
     for n in range(len(index)):
         handle = index.value(n)

@@ -18,7 +18,8 @@ from reportgen.legacy.chrome_trace import read_trace
 from reportgen.legacy.files import TIMELINE_PATTERN, timeline_step
 from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
 from reportgen.legacy.timeline_chunks import ChromeTraceExport
-from reportgen.loaders.logdir import file_name, read_file
+from reportgen.loaders import limits
+from reportgen.loaders.logdir import file_name
 from reportgen.sections.trace import TraceHostPart
 
 NO_PFTRACE = ("No .pftrace for this host: its timeline came as Chrome trace events from an older profiler, and the "
@@ -51,7 +52,7 @@ def _kind(names: list[str]) -> str:
 def _read(path: str):
     """One timeline file, decoded; CaptureError names it when it cannot be read or holds no event."""
     try:
-        data = read_file(path)
+        data = limits.read_input(path)
     except OSError as exc:
         raise CaptureError(path, f"cannot be read ({exc.strerror or exc})") from exc
     trace = read_trace(path, data)

@@ -24,10 +24,13 @@ from urllib.parse import quote
 
 from reportgen import __version__
 from reportgen.errors import NoCapturesError
-from reportgen.loaders.logdir import RunSource, discover, merge_same_folder
-from reportgen.output.site import PageWriter, SiteTransaction, write_assets, write_page_assets
+from reportgen.loaders.limits import format_bytes
+from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_folder, problem_text
+from reportgen.output.site import PageWriter, asset_files, write_asset_files, write_page_assets
+from reportgen.output.transaction import OutputError, SiteTransaction
 from reportgen.pipeline.cache import HostCache, default_cache_dir
 from reportgen.pipeline.host_stage import HostOutcome, HostTask
+from reportgen.pipeline.memory import default_budget
 from reportgen.pipeline.progress import BuildProgress
 from reportgen.pipeline.timings import Timings, peak_rss_bytes
 from reportgen.sections.base import HostSummary, RunContext
@@ -55,6 +58,7 @@ class BuildOptions:
     log: Callable[[str], None] | None = None  # -v: one line per stage and per host (decoded or from the cache)
     notes: Callable[[str], None] | None = None  # where one-off notes go when there is no progress bar
     trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
+    max_memory: int | None = None  # bytes one host's stage may use; default: memory.default_budget(jobs)
 
 
 @dataclass
@@ -118,21 +122,29 @@ def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCach
     settings = {"trace_format": options.trace_format}
     if not options.cache:
         return None
-    if options.cache_dir is not None:
-        return HostCache(Path(options.cache_dir), settings)
-    return HostCache(default_cache_dir(transaction.target), settings)
+    root = Path(options.cache_dir) if options.cache_dir is not None else default_cache_dir(transaction.target)
+    cache = HostCache(root, settings, log=options.log)
+    cache.open(exclusive=options.cache_dir is None)  # the cache beside the site is under the site's lock
+    return cache
 
 
-def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
-    """Write the assets on a thread: bundling Vega takes seconds and releases the GIL."""
-    cache_dir = cache.root / "assets" if cache is not None else None
+def _start_assets(cache: HostCache | None, timings: Timings):
+    """Make the assets on a thread: bundling Vega takes seconds and releases the GIL. The thread only makes
+    them; the build writes them into the site (a build stopped meanwhile leaves nothing behind).
 
-    def write():
+    The generated bundle is kept in the user's own cache folder (private, like the compiled kernels),
+    never in a rebuild cache that others may share: it is code that the pages run.
+    """
+    from reportgen.kernels import user_cache_dir
+
+    cache_dir = user_cache_dir() / "assets" if cache is not None else None
+
+    def make():
         with timings.stage("assets (background)"):
-            return write_assets(site_dir, cache_dir)
+            return asset_files(cache_dir)
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-assets")
-    future = pool.submit(write)
+    future = pool.submit(make)
     pool.shutdown(wait=False)
     return future
 
@@ -163,6 +175,8 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
     stats = {task.index: HostCache._stat_key(task.host.path) for task, _, _ in work} if cache else {}
 
     def done(task: HostTask, outcome: HostOutcome) -> None:
+        if outcome.write_error is not None:  # the disk, not the capture: the build stops here
+            raise OSError(*outcome.write_error)
         outcomes[task.index] = outcome
         timings.merge(outcome.timings)
         if cache is not None:
@@ -212,17 +226,21 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             sources.extend(discover(location, options.runs))
         sources = merge_same_folder(sources)
         named = _unique_run_names(sources)
-        tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format)
+        # On Dask, each worker sets its own default from its machine (pipeline/host_stage.py).
+        budget = options.max_memory or (None if options.scheduler else default_budget(options.jobs))
+        tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format, memory_budget=budget)
                  for i, (name, host) in enumerate((name, host) for name, run in named for host in run.hosts)]
+    if options.log is not None and budget is not None:
+        options.log(f"memory budget: {format_bytes(budget)} per host (--max-memory to change it)")
 
-    transaction = SiteTransaction(Path(options.output))
+    transaction = SiteTransaction(Path(options.output), shown=options.output)
     cache = None
     progress = BuildProgress(bar=options.progress, log=options.log, notes=options.notes)
     compiling = None
     try:
         site_dir = transaction.tmp
         cache = _open_cache(options, transaction)
-        assets_future = _start_assets(site_dir, cache, timings)
+        assets_future = _start_assets(cache, timings)
         with timings.stage("kernels"):
             compiling, cold = _start_kernels(tasks, options, progress)
         staging = site_dir / STAGING_FOLDER
@@ -232,7 +250,8 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         with timings.stage("outputs"):
             _place_outputs(outcomes, staging, site_dir)
         with timings.stage("assets (wait)"):
-            assets = assets_future.result()
+            assets, asset_contents = assets_future.result()
+            write_asset_files(site_dir, asset_contents)
         summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
                                                      options.log or (lambda _line: None), progress)
         with timings.stage("assets (pages)"):
@@ -269,13 +288,18 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
                 if options.cache_dir is None:
                     cache.prune()
                 cache.save_memo()
+    except OSError as exc:  # a full disk, a folder that cannot be written: the previous site is untouched
+        transaction.abort()
+        progress.close()
+        raise OutputError(f"{options.output}: the site could not be written ({_what_failed(exc, transaction)}); "
+                          "the output folder is as it was") from exc
     except BaseException:
         transaction.abort()
-        raise
-    finally:
         progress.close()
-        if compiling is not None:  # done by now, unless no host got as far as the trace export
-            compiling.wait()
+        raise  # a child compiling kernels ahead goes on alone: what it compiles is kept for the next build
+    progress.close()
+    if compiling is not None:  # done by now, unless no host got as far as the trace export
+        compiling.wait()
     worker_rss = max((o.peak_rss for o in outcomes), default=0)
     return BuildReport(
         output=transaction.target,
@@ -294,6 +318,19 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     )
 
 
+def _what_failed(exc: OSError, transaction: SiteTransaction) -> str:
+    """An OSError as the user can act on it: its reason, and the file within the site (not the temporary
+    folder's name)."""
+    reason = exc.strerror or str(exc)
+    path = exc.filename
+    if isinstance(path, (str, os.PathLike)):
+        try:
+            return f"{reason}: {Path(path).relative_to(transaction.tmp).as_posix()}"
+        except ValueError:
+            return f"{reason}: {path}"
+    return reason
+
+
 def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site_dir: Path, assets,
                  cache: HostCache | None, timings: Timings, log: Callable[[str], None], progress: BuildProgress):
     progress.stage("pages", len(named), "run")
@@ -303,10 +340,14 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
     summary: dict[str, dict] = {}
     rows = []
     all_errors = []
-    for name, _source in named:
+    for name, source in named:
         pairs = by_run.get(name, [])
         host_outcomes = [o for _, o in pairs]
         errors, local_messages = [], []
+        for path, why, detail in source.problems:  # inputs found but not usable (links, FIFOs, unreadable)
+            shown = name if path.rstrip("/") == source.path.rstrip("/") else f"{name}/{file_name(path)}"
+            errors.append({"path": shown, "message": f"{shown}: {why}"})
+            local_messages.append(problem_text(path, why, detail))
         for o in host_outcomes:
             if o.error:
                 errors.append({"path": o.path, "message": o.error})
@@ -316,7 +357,7 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
                 local_messages.append(bad["local_message"])
         all_errors.extend({"run": name, **e, "local_message": m} for e, m in zip(errors, local_messages))
         key = None
-        if cache is not None:
+        if cache is not None and not source.problems:  # pages naming problems are rendered afresh
             key = cache.run_key(name, [t for t, _ in pairs], host_outcomes, assets)
         reused = None
         if key is not None and all(o.cached for o in host_outcomes):

@@ -17,7 +17,7 @@ from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor
 from reportgen.export.host_export import HostExport, export_host
 from reportgen.export.tables import AddedRows
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.busy_chart import busy_heatmap, busy_slices
+from reportgen.sections.busy_chart import busy_heatmap, busy_slices, short_label
 from reportgen.sections.vega import vega_spec
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
@@ -56,7 +56,7 @@ class TraceData:
 def overview_chart(part: TraceHostPart) -> dict:
     """Busy share per line over time, with step starts and chunk cuts marked."""
     export = part.export
-    labels = export.row_labels
+    labels = [short_label(label) for label in export.row_labels]  # as busy_slices shows them
     height = max(80, min(14 * len(labels), 2400))
     busy = busy_slices(export.activity)
     x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))

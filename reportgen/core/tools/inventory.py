@@ -6,7 +6,7 @@ not counted twice), binned over the capture's time span.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,8 @@ def line_inventory(capture: HostCapture) -> pd.DataFrame:
     )
     out = pd.DataFrame(
         {
-            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else [],
+            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else (
+                np.array([], dtype=object)),
             "line_id": lines["id"],
             "line": [d or n for d, n in zip(lines["display_name"], lines["name"])],
             "events": lines["event_count"],
@@ -105,6 +106,7 @@ class HostInventory:
     activity: pd.DataFrame  # line label, bin, bin_start_ms, bin_end_ms, busy_percent
     empty_planes: list[str]
     csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
+    dropped: dict = field(default_factory=dict)  # events the loader left out, {reason: count}
 
 
 def host_inventory(capture: HostCapture) -> HostInventory:
@@ -115,4 +117,4 @@ def host_inventory(capture: HostCapture) -> HostInventory:
     activity = activity.assign(label=labels.to_numpy()[activity["line"].to_numpy().astype(int)])
     planes_with_lines = set(lines["plane"])
     empty = [p for p in capture.planes["name"] if p not in planes_with_lines]
-    return HostInventory(lines=lines, activity=activity, empty_planes=empty)
+    return HostInventory(lines=lines, activity=activity, empty_planes=empty, dropped=dict(capture.dropped))

@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from reportgen.core.tools.inventory import HostInventory, host_inventory
+from reportgen.output.site import neutralize_formulas
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads
 from reportgen.sections.vega import responsive, vega_spec
@@ -49,7 +50,7 @@ class InventorySection(Section):
         # contract (it also works when this stage runs on a Dask worker).
         inventory.csv = host_csv_path(host.host)
         with host.open_output(inventory.csv) as handle:
-            with_ms(inventory.lines)[HOST_CSV_COLUMNS].to_csv(handle, index=False)
+            neutralize_formulas(with_ms(inventory.lines)[HOST_CSV_COLUMNS]).to_csv(handle, index=False)
         return inventory
 
     def combine(self, run: RunContext, parts: dict[str, HostInventory]) -> dict:
@@ -73,6 +74,7 @@ class InventorySection(Section):
                     **vars(summary),
                     "lines_table": with_events.to_dict("records"),
                     "empty_planes": part.empty_planes,
+                    "dropped": part.dropped,
                     "csv_href": quote(part.csv),
                     "chart": chart,
                     "grouped_lines": pooled,

@@ -15,6 +15,7 @@ import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.ops.views import ALL_HOSTS
+from reportgen.core.pages import TF_STATS_CSV, tf_op_anchor
 from reportgen.core.tools.tf_stats import COLUMNS, PERCENT_COLUMNS, TfStatsView, tf_stats_summary, tf_stats_views
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec, with_datasets
@@ -121,7 +122,7 @@ def page_table(table: pd.DataFrame, has_gpu: bool, table_id: str) -> dict:
                for key, label, cell, shown, key_column in PAGE_COLUMNS
                if has_gpu or key != "gpu_tensorcore_utilization"]
     keys = [c["key"] for c in columns]
-    return {"id": table_id, "columns": columns, "rows": frame[keys].to_dict("split")["data"]}
+    return {"id": table_id, "columns": columns, "rows": frame[keys].to_dict("split")["data"], "anchors": []}
 
 
 def csv_frame(table: pd.DataFrame, has_gpu: bool) -> pd.DataFrame:
@@ -149,11 +150,13 @@ class TfStatsSection(Section):
     def render(self, data: dict, page) -> None:
         views: dict[str, TfStatsView] = data["views"]
         first = next(iter(views.values()))
-        page.write_csv("data/tf_stats/framework_op_stats.csv", csv_frame(first.with_idle, first.has_gpu))
+        page.write_csv(TF_STATS_CSV, csv_frame(first.with_idle, first.has_gpu))
         rendered = []
         for index, view in enumerate(views.values()):
             tables = {mode: page_table(table, view.has_gpu, f"ops-{index}-{mode}")
                       for mode, table in (("without", view.without_idle), ("with", view.with_idle))}
+            # Row ids in the run's table with IDLE (the CSV's rows), where the findings point.
+            tables["with"]["anchors"] = [tf_op_anchor(r) for r in view.with_idle["rank"]] if index == 0 else []
             rendered.append({"view": view, "tables": tables, "index": index, "pies": pie_charts(view),
                              "has_device": bool((view.with_idle["host_or_device"] == "Device").any())})
         page.write_html("tf_stats.html", "tf_stats.html", views=rendered, labels=list(views), all_hosts=ALL_HOSTS)

@@ -13,12 +13,24 @@ from dataclasses import dataclass, field
 import altair as alt
 
 from reportgen import __version__
+from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor_core_planes
 from reportgen.export.host_export import HostExport, export_host
+from reportgen.export.tables import AddedRows
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads
+from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads, short_label
 from reportgen.sections.vega import responsive, vega_spec
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
+
+
+def derived_rows(host: HostContext) -> AddedRows | None:
+    """The rows XProf derives on TPU cores (Framework Ops, Framework Name Scope, Source code, Host
+    Offload Ops), for the export; None where the capture has no TensorCore plane."""
+    if not has_tensor_core_planes(host.capture.planes["name"]):
+        return None
+    derived = derived_tpu_lines(host.events, host.grouping)
+    return AddedRows(lines=derived.lines, line=derived.line, start_ps=derived.start_ps,
+                     duration_ps=derived.duration_ps, name=derived.name)
 
 
 @dataclass
@@ -46,7 +58,7 @@ def overview_chart(part: TraceHostPart) -> tuple[dict, int]:
     as pool rows."""
     export = part.export
     busy = busy_slices(export.activity)
-    labels = list(export.row_labels)
+    labels = [short_label(label) for label in export.row_labels]  # as busy_slices shows them
     # Every row is of this host (the page says which): its name does not start each label.
     prefix = f"{export.host} "
     if labels and all(label.startswith(prefix) for label in labels):
@@ -86,7 +98,7 @@ class TraceSection(Section):
     def host_part(self, host: HostContext) -> TraceHostPart | None:
         out_dir = f"{host.site_dir}/{host.run}/trace/{host.host}"
         export = export_host(host.capture, host.run, out_dir, host.trace_format,
-                             generator=f"reportgen {__version__}")
+                             generator=f"reportgen {__version__}", added=derived_rows(host))
         if export.events == 0:
             return None
         return TraceHostPart(export=export)

@@ -78,6 +78,8 @@
         actions: { export: true, source: false, compiled: false, editor: false }
       }).then(function (result) {
         nameChartMenu(el);
+        el.vegaView = result.view;  // for page scripts that change a chart's variables (memory_profile.js)
+        el.dispatchEvent(new CustomEvent("reportgen:chart", { bubbles: true }));
         return result;
       }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
     });
@@ -147,6 +149,19 @@
       self.rows = keyed.map(function (k) { return k[2]; });
       self.filter(self.needle || "");
     });
+  };
+
+  // Show the row with this id (a link's target): clear a filter that hides it, turn to its page.
+  DataTable.prototype.reveal = function (id) {
+    var row = this.rows.filter(function (r) { return r.id === id; })[0];
+    if (!row) return;
+    if (this.shown.indexOf(row) < 0) {
+      var filter = document.querySelector("input[data-filter-table='" + this.table.id + "']");
+      if (filter) filter.value = "";
+      this.filter("");
+    }
+    if (this.paged && !this.showAll) this.page = Math.floor(this.shown.indexOf(row) / PAGE_SIZE);
+    this.render();
   };
 
   DataTable.prototype.filter = function (value) {
@@ -350,6 +365,26 @@
     slot.appendChild(select);
   }
 
+  /* A link to a row (page.html#row-id) may point into a closed <details>, a hidden panel (a host, TF stats with
+     IDLE), a row the filter hides or another page of a long table: open and show what holds it, then scroll it
+     into view (CSS :target highlights it). */
+  function revealTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    if (!id) return;
+    // A row of a long table may be off its current page, out of the document: the table puts it back first.
+    tables.forEach(function (t) { t.reveal(id); });
+    var target = document.getElementById(id);
+    if (!target) return;
+    for (var el = target.parentElement; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS") el.open = true;
+      if (el.hidden && el.dataset.hostPanel) {
+        var select = document.querySelector("select[data-host-select='" + el.dataset.hostPanel + "']");
+        if (select) { select.value = el.dataset.host; select.dispatchEvent(new Event("change")); }
+      }
+    }
+    target.scrollIntoView({ block: "center" });
+  }
+
   window.reportgen = { fmt: fmt, embedCharts: embedCharts, nameChartMenu: nameChartMenu };
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -366,5 +401,9 @@
     embedCharts(document);
     // Charts inside a <details> that opens later are drawn then.
     document.addEventListener("toggle", function (e) { if (e.target.open) embedCharts(e.target); }, true);
+    revealTarget();
   });
+  window.addEventListener("hashchange", revealTarget);
+  // Charts above the row render after the page loads and push it down: show it again once they have.
+  window.addEventListener("load", function () { setTimeout(revealTarget, 300); });
 })();

@@ -6,12 +6,13 @@ not counted twice), binned over the capture's time span.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from reportgen.capture import HostCapture
+from reportgen.core.events.intervals import union_intervals
 
 
 def line_inventory(capture: HostCapture) -> pd.DataFrame:
@@ -24,7 +25,8 @@ def line_inventory(capture: HostCapture) -> pd.DataFrame:
     )
     out = pd.DataFrame(
         {
-            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else [],
+            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else (
+                np.array([], dtype=object)),
             "line_id": lines["id"],
             "line": [d or n for d, n in zip(lines["display_name"], lines["name"])],
             "events": lines["event_count"],
@@ -49,22 +51,6 @@ def plane_inventory(capture: HostCapture) -> pd.DataFrame:
     )
 
 
-def _union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
-    """Merge overlapping [start, end) intervals within each group.
-
-    Inputs sorted by (group, start). Returns merged (group, start, end).
-    """
-    if len(start) == 0:
-        return group, start, end
-    running_end = pd.Series(end).groupby(group).cummax().to_numpy()
-    prev_end = np.concatenate([[np.iinfo(np.int64).min], running_end[:-1]])
-    new_group = np.concatenate([[True], group[1:] != group[:-1]])
-    opens = new_group | (start > prev_end)
-    ids = np.cumsum(opens) - 1
-    merged_end = pd.Series(running_end).groupby(ids).max().to_numpy()
-    return group[opens], start[opens], merged_end
-
-
 def _by_line_then_start(line: np.ndarray, start: np.ndarray) -> bool:
     same_line = line[1:] == line[:-1]
     return bool((line[1:] >= line[:-1]).all() and (start[1:] >= start[:-1])[same_line].all())
@@ -86,7 +72,7 @@ def line_activity(capture: HostCapture, bins: int = 100) -> pd.DataFrame:
     if not _by_line_then_start(line, start):  # profilers write them so; sort only when not
         order = np.lexsort((start, line))
         line, start, end = line[order], start[order], end[order]
-    g, s, e = _union_intervals(start, end, line)
+    g, s, e = union_intervals(start, end, line)
     t0, t1 = int(start.min()), int(end.max())
     edges = np.linspace(t0, max(t1, t0 + 1), bins + 1)
     width = edges[1] - edges[0]
@@ -120,6 +106,7 @@ class HostInventory:
     activity: pd.DataFrame  # line label, bin, bin_start_ms, bin_end_ms, busy_percent
     empty_planes: list[str]
     csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
+    dropped: dict = field(default_factory=dict)  # events the loader left out, {reason: count}
 
 
 def host_inventory(capture: HostCapture) -> HostInventory:
@@ -130,4 +117,4 @@ def host_inventory(capture: HostCapture) -> HostInventory:
     activity = activity.assign(label=labels.to_numpy()[activity["line"].to_numpy().astype(int)])
     planes_with_lines = set(lines["plane"])
     empty = [p for p in capture.planes["name"] if p not in planes_with_lines]
-    return HostInventory(lines=lines, activity=activity, empty_planes=empty)
+    return HostInventory(lines=lines, activity=activity, empty_planes=empty, dropped=dict(capture.dropped))

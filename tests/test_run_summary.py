@@ -68,8 +68,10 @@ def test_run_page_leads_with_the_answer(site):
 
 def test_site_index_has_one_row_per_run_with_its_answer(site):
     text = _text(site / "index.html")
-    assert re.search(r"tf_keras_input_bound 137\.8 ms ± 11\.9 ms 5 73\.6% HIGHLY Input 73\.6% CPU 1", text), text
-    assert re.search(r"tf_keras_fast 24\.2 ms ± 0\.8 ms 5 0\.4% NOT Host compute 98\.2% CPU 1", text), text
+    # Run, step time, steps, input, bottleneck, findings (how many, the most costly), device, hosts.
+    assert re.search(r"tf_keras_input_bound 137\.8 ms ± 11\.9 ms 5 73\.6% HIGHLY Input 73\.6% "
+                     r"1 high The step waits for input 73\.6% of the time[^C]* CPU 1", text), text
+    assert re.search(r"tf_keras_fast 24\.2 ms ± 0\.8 ms 5 0\.4% NOT Host compute 98\.2% none CPU 1", text), text
     assert "Step time across runs" in text
     html = (site / "index.html").read_text(encoding="utf-8")
     assert html.count("data-vega-spec=") == 1
@@ -121,6 +123,7 @@ def test_an_older_capture_without_steps_counts_its_summary_step_time():
                                                          "minimum": 300.0, "maximum": 320.0}}}
     row = index_row("old", "old/index.html", block, hosts, [], [])
     assert row["step_ms"] == 313.8 and row["device"] == "TPU × 8"
+    assert row["findings"] is None  # no findings block: no rules ran (not "none found")
     assert run_verdict("old", block, hosts, [])["has_steps"]
 
 

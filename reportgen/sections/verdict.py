@@ -76,8 +76,8 @@ def classification(overview: dict | None) -> dict:
     """The answer's headline: a short class, its severity (for colour, never alone) and XProf's statement."""
     if not has_steps(overview):
         return {"label": "No steps marked", "severity": "none", "statement":
-                "The capture marks no steps, so there is no step time to break down. "
-                "The device and host time below is over the whole capture."}
+                "The capture marks no steps, so there is no step time to break down: "
+                "the figures below are over the whole capture."}
     bound = overview.get("input_bound")
     bottleneck = overview.get("bottleneck") or {}
     statement = overview.get("statement") or ""
@@ -177,7 +177,8 @@ def run_verdict(name: str, block: dict, hosts: list[HostSummary], nav: list[dict
         "sinks": sink_groups(block, pages),
         "device": {key: _finite((op_profile or {}).get(key)) for key in (
             "flops_utilization_percent", "hbm_utilization_percent", "idle_percent", "peak_flop_rate",
-            "peak_hbm_bandwidth")} if op_profile else None,
+            "peak_hbm_bandwidth")} if op_profile and op_profile.get("top_ops") else None,  # no XLA op placed: no
+        # utilisation to speak of (a GPU capture without HLO modules: its op profile is idle time only)
         "memory": memory_rows(block),
         "device_label": device_label(hosts),
         "capture_ps": max((h.duration_ps for h in hosts), default=0),
@@ -214,7 +215,16 @@ def index_row(name: str, href: str, block: dict, hosts: list[HostSummary], error
         "bottleneck": bottleneck,
         "severity": classification(overview or None)["severity"],
         "breakdown_ms": overview.get("breakdown_ms") if timed else None,
+        # The run's most costly finding and how many there are (runs of older profilers' files have none).
+        "findings": _findings_brief(block.get("findings")),
     }
+
+
+def _findings_brief(block: dict | None) -> dict | None:
+    if not block:
+        return None
+    items = block.get("items") or []
+    return {"count": len(items), "top": items[0] if items else None}
 
 
 __all__ = ["TOOL_QUESTIONS", "classification", "device_label", "index_row", "run_verdict"]

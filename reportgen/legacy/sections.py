@@ -93,10 +93,14 @@ HIDDEN_COLUMNS = {"avg_time_us", "avg_self_time_us", "device_cumulative_percent"
                   "shmem_bytes", "block_dim", "grid_dim", "min_duration_us", "max_duration_us", "depth",
                   "is_op_tensor_core_eligible", "replica", "total_time_us", "bound_by"}
 UNIT_SUFFIXES = {"_us": " (µs)", "_ms": " (ms)", "_percent": " (%)", "_bytes": " (bytes)", "_gbps": " (GiB/s)"}
+# The names the other pages give these columns.
+LABELS = {"flops_percent": "FLOPS utilization (%)", "gflops": "FLOP rate (GFLOP/s)"}
 
 
 def _label(column: str) -> str:
     """`total_self_time_us` → `Total self time (µs)`."""
+    if column in LABELS:
+        return LABELS[column]
     unit = ""
     for suffix, text in UNIT_SUFFIXES.items():
         if column.endswith(suffix):
@@ -108,7 +112,9 @@ def _label(column: str) -> str:
 
 def _table(frame: pd.DataFrame, table_id: str) -> dict:
     shown = frame.head(TABLE_ROWS)
-    columns = [{"key": str(c), "label": _label(str(c)), "key_column": c in KEY_COLUMNS, "hidden": c in HIDDEN_COLUMNS}
+    columns = [{"key": str(c), "label": _label(str(c)), "key_column": c in KEY_COLUMNS, "hidden": c in HIDDEN_COLUMNS,
+                # shares as the other pages write them: two decimals and a % sign
+                "format": "pct" if str(c).endswith("_percent") else ""}
                for c in shown.columns]
     return {"id": table_id, "columns": columns, "rows": shown.to_dict("split")["data"], "total": int(len(frame))}
 

@@ -15,7 +15,7 @@ from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.pages import HLO_STATS_CSV, hlo_op_anchor
 from reportgen.core.tools.hlo_stats import COLUMNS, HloStatsData, hlo_stats_data
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import responsive, vega_spec
 
 CSV_PATH = HLO_STATS_CSV
 # Columns the page offers (all of them go to the CSV): label shown, shown by default, key column. XProf's label is
@@ -52,9 +52,9 @@ def category_chart(table: pd.DataFrame) -> dict:
                      alt.Tooltip("total_self_time:Q", title="Self time (µs)", format=",.3f"),
                      alt.Tooltip("percent:Q", title="Share of op time (%)", format=".2f")],
         )
-        .properties(width=480, height=alt.Step(18))
+        .properties(height=alt.Step(18))
     )
-    return vega_spec(chart)
+    return responsive(vega_spec(chart))
 
 
 def csv_frame(table: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from reportgen.core.tools.op_profile import gibi_to_giga
 from reportgen.core.tools.roofline import COLUMNS, FRACTION_COLUMNS, RooflineData, RooflineModel, roofline_data
 from reportgen.output.formatting import fmt_gflops, fmt_gib_per_s
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import responsive, vega_spec
 
 CSV_PATH = "data/roofline_model/roofline_model.csv"
 # Columns the page offers (all of XProf's go to the CSV): label shown, shown by default, key column.
@@ -90,8 +90,9 @@ def roofline_chart(model: RooflineModel) -> dict | None:
                  alt.Tooltip("total_time:Q", title="Total time (µs)", format=",.3f"),
                  alt.Tooltip("self_time_percent:Q", title="Self time (%)", format=".3f")],
     )
-    return vega_spec(alt.layer(roof_layer, point_layer).resolve_scale(color="independent").properties(
-        width=640, height=420))
+    # As wide as the page: ops crowd the ridge points, and every pixel of width separates them.
+    return responsive(vega_spec(alt.layer(roof_layer, point_layer).resolve_scale(color="independent").properties(
+        height=420)))
 
 
 def csv_frame(records: pd.DataFrame) -> pd.DataFrame:

@@ -283,6 +283,8 @@
     sticky.forEach(function (th) {
       var n = self.headers.indexOf(th) + 1;
       rules.push("#" + id + " > * > tr > :nth-child(" + n + ") { position: sticky; left: " + left + "px; z-index: 1; }");
+      // its header cell above the rows scrolling under it and the header cells scrolling sideways under it
+      rules.push("#" + id + " > thead > tr > :nth-child(" + n + ") { z-index: 3; }");
       left += th.getBoundingClientRect().width;
     });
     if (!this.stickyStyle) {

@@ -137,7 +137,7 @@ def test_csv_cells_a_spreadsheet_would_evaluate_are_quoted(tmp_path):
                     assert not (cell.startswith(FORMULAS) and not plain_number.fullmatch(cell)), (path, cell)
                     quoted += cell.startswith(("'=", "'+", "'-", "'@"))
     assert len(csvs) >= 4 and quoted > 20
-    page = (tmp_path / "site" / "run" / "index.html").read_text()
+    page = (tmp_path / "site" / "run" / "inventory.html").read_text()  # the lines, by name
     assert ">=tf_Compute/" in page and "&#39;=tf_Compute" not in page
     lines = BuiltSite.open(str(tmp_path / "site")).run("run").table("inventory/lines.csv")
     assert lines["host"].tolist()[0] == "=cmd" and all(str(line).startswith("=") for line in lines["line"])

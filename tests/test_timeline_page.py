@@ -132,7 +132,7 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     clicked = _click_event(driver, "Stream #134(Compute)")
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
         "return document.querySelector('section:not([hidden]) [data-timeline]').dataset.argsReady"))
     details = driver.execute_script("""
       var panel = document.querySelector('section:not([hidden]) [data-timeline-details]');

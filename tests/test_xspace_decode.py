@@ -245,7 +245,7 @@ def test_negative_int64_values():
     ids = _stat_md(plane, "neg", "min")
     _event_md(plane, -3, "negative id")
     line = plane.lines.add(id=-2, display_id=-9, timestamp_ns=-1000, duration_ps=-1)
-    ev = line.events.add(metadata_id=-3, offset_ps=-20, duration_ps=-7)
+    ev = line.events.add(metadata_id=-3, offset_ps=-20, duration_ps=7)
     ev.stats.add(metadata_id=ids["neg"], int64_value=-1)
     ev.stats.add(metadata_id=ids["min"], int64_value=-(2**63))
     plane.stats.add(metadata_id=ids["neg"], int64_value=-123456789)
@@ -253,11 +253,29 @@ def test_negative_int64_values():
     assert capture.planes["id"][0] == -5
     assert (capture.lines["id"][0], capture.lines["display_id"][0]) == (-2, -9)
     assert capture.events["start_ps"][0] == -1000 * 1000 - 20
-    assert capture.events["duration_ps"][0] == -7
+    assert capture.events["duration_ps"][0] == 7
     assert capture.event_metadata["name"].to_numpy()[capture.events["md"][0]] == "negative id"
     assert _stats_of(capture, 0) == {"neg": (KIND_INT64, -1, ""), "min": (KIND_INT64, -(2**63), "")}
     assert list(capture.event_stats.int_values()) == [-1, -(2**63)]
     assert int(capture.plane_stats.raw[0]) == -123456789
+
+
+def test_events_of_negative_duration_are_left_out_and_counted():
+    # XProf reads durations as unsigned: such an event would end past the end of time.
+    space = pb.XSpace()
+    plane = space.planes.add(id=1, name="p")
+    ids = _stat_md(plane, "neg")
+    _event_md(plane, 3, "kept")
+    _event_md(plane, 4, "negative")
+    line = plane.lines.add(id=2, timestamp_ns=1000)
+    line.events.add(metadata_id=3, offset_ps=10, duration_ps=5)
+    line.events.add(metadata_id=4, offset_ps=20, duration_ps=-7).stats.add(metadata_id=ids["neg"], int64_value=-1)
+    capture = decode_xspace("mem.xplane.pb", space.SerializeToString())
+    names = capture.event_metadata["name"].to_numpy()[capture.events["md"]]
+    assert list(names) == ["kept"] and list(capture.events["duration_ps"]) == [5]
+    assert int(capture.lines["event_count"][0]) == 1
+    assert capture.dropped == {"with a negative duration": 1}
+    assert len(capture.event_stats.int_values()) == 0, "the stats of a left-out event go with it"
 
 
 def test_uint64_values_above_2_pow_63():

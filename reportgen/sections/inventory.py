@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import quote
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from reportgen.core.tools.inventory import HostInventory, host_inventory
 from reportgen.output.site import neutralize_formulas
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import records, vega_spec, with_datasets
 
 HOST_CSV_COLUMNS = ["plane", "line_id", "line", "events", "first_ms", "last_ms"]
 
@@ -24,15 +26,22 @@ def with_ms(lines: pd.DataFrame) -> pd.DataFrame:
     return lines.assign(first_ms=lines["first_ps"] / 1e9, last_ms=lines["last_ps"] / 1e9)
 
 
-def activity_chart(activity: pd.DataFrame) -> alt.Chart:
+def activity_chart(rows: int) -> alt.Chart:
+    """The activity heatmap of a host whose busy slices have this many distinct lines."""
     x = alt.X("bin_start_ms:Q", title="Time since capture start (ms)")
-    height = max(60, 16 * activity["label"].nunique())
-    return busy_heatmap("activity", x, None, 360).properties(width=900, height=height)
+    return busy_heatmap("activity", x, None, 360).properties(width=900, height=max(60, 16 * rows))
+
+
+@lru_cache(maxsize=64)
+def _activity_chart_spec(rows: int) -> dict:
+    """The chart without its data, built once per height: building it costs more than a tiny host's
+    whole inventory, and a run of many hosts has few distinct heights."""
+    return vega_spec(activity_chart(rows))
 
 
 def _activity_spec(activity: pd.DataFrame) -> dict | None:
     shown = busy_slices(activity)
-    return vega_spec(activity_chart(shown), {"activity": shown}) if len(shown) else None
+    return with_datasets(_activity_chart_spec(shown["label"].nunique()), {"activity": shown}) if len(shown) else None
 
 
 class InventorySection(Section):
@@ -55,27 +64,31 @@ class InventorySection(Section):
     def render(self, data: dict, page) -> None:
         run: RunContext = data["run"]
         parts: dict[str, HostInventory] = data["hosts"]
+        shown = [(summary, parts[summary.host]) for summary in run.hosts if summary.host in parts]
         hosts = []
-        csv_rows = []
-        for summary in run.hosts:
-            part = parts.get(summary.host)
-            if part is None:
-                continue
-            table = with_ms(part.lines)
-            csv_rows.append(table.assign(host=summary.host))
-            with_events = table[table["events"] > 0]
-            hosts.append(
-                {
-                    **vars(summary),
-                    "lines_table": with_events.to_dict("records"),
-                    "empty_planes": part.empty_planes,
-                    "dropped": part.dropped,
-                    "csv_href": quote(part.csv),
-                    "chart": _activity_spec(part.activity),
-                }
-            )
-        if csv_rows:
-            frame = pd.concat(csv_rows, ignore_index=True)
+        if shown:
+            # All hosts' lines in one frame (per-host pandas calls cost milliseconds a host, and a pod's run
+            # has thousands of hosts), then each host's lines with events back to its own table.
+            counts = [len(part.lines) for _, part in shown]
+            frame = with_ms(pd.concat([part.lines for _, part in shown], ignore_index=True))
+            table_columns = list(frame.columns)
+            frame["host"] = np.repeat(np.array([summary.host for summary, _ in shown], dtype=object), counts)
+            owner = np.repeat(np.arange(len(shown)), counts)
+            with_events = frame["events"].to_numpy() > 0
+            lines_tables: list[list[dict]] = [[] for _ in shown]
+            for index, row in zip(owner[with_events], records(frame.loc[with_events, table_columns])):
+                lines_tables[index].append(row)
+            for (summary, part), lines_table in zip(shown, lines_tables):
+                hosts.append(
+                    {
+                        **vars(summary),
+                        "lines_table": lines_table,
+                        "empty_planes": part.empty_planes,
+                        "dropped": part.dropped,
+                        "csv_href": quote(part.csv),
+                        "chart": _activity_spec(part.activity),
+                    }
+                )
             page.write_csv(
                 "data/inventory/lines.csv",
                 frame[["host", "plane", "line_id", "line", "events", "first_ms", "last_ms"]],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats
-from reportgen.core.ops.views import ALL_HOSTS
+from reportgen.core.ops.views import ALL_HOSTS, host_views_note
 from reportgen.core.pages import OVERVIEW_STEPS_CSV, step_anchor
 from reportgen.core.tools.overview import OverviewView, overview_summary, overview_views
 from reportgen.sections.base import HostContext, RunContext, Section
@@ -26,7 +26,8 @@ class OverviewSection(Section):
         return host.op_stats
 
     def combine(self, run: RunContext, parts: dict[str, HostOpStats]) -> dict:
-        return {"run": run.name, "views": overview_views(parts, run.host_names)}
+        return {"run": run.name, "views": overview_views(parts, run.host_names),
+                "views_note": host_views_note(len(parts))}
 
     def summary(self, data: dict) -> dict:
         return overview_summary(next(iter(data["views"].values())))
@@ -49,6 +50,7 @@ class OverviewSection(Section):
         csv = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         page.write_csv(OVERVIEW_STEPS_CSV, csv)
         page.write_html("overview.html", "overview.html", views=rendered, labels=list(views),
-                        all_hosts=ALL_HOSTS, available=sorted(available))
+                        all_hosts=ALL_HOSTS, available=sorted(available),
+                        views_note=data.get("views_note", ""))
 
 

@@ -9,6 +9,7 @@ manifest and the page that helps users pick what to open.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import altair as alt
 
@@ -18,7 +19,7 @@ from reportgen.export.host_export import HostExport, export_host
 from reportgen.export.tables import AddedRows
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices, short_label
-from reportgen.sections.vega import vega_spec
+from reportgen.sections.vega import vega_spec, with_datasets
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
 
@@ -56,32 +57,39 @@ class TraceData:
 def overview_chart(part: TraceHostPart) -> dict:
     """Busy share per line over time, with step starts and chunk cuts marked."""
     export = part.export
-    labels = [short_label(label) for label in export.row_labels]  # as busy_slices shows them
-    height = max(80, min(14 * len(labels), 2400))
-    busy = busy_slices(export.activity)
-    x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
-    heat = busy_heatmap("busy", x, labels, 420)
-    layers = [heat]
-    datasets: dict = {"busy": busy}
+    labels = tuple(short_label(label) for label in export.row_labels)  # as busy_slices shows them
+    datasets: dict = {"busy": busy_slices(export.activity)}
     steps = export.steps
     if steps:
         every = max(1, len(steps) // MAX_STEP_MARKS)
         datasets["steps"] = [{"step": n, "start_ms": s / 1e3, "end_ms": e / 1e3} for n, s, e in steps[::every]]
+    if export.cuts_us:
+        datasets["cuts"] = [{"cut_ms": c / 1e3, "chunk": f"{export.host}-{k + 1:03d}"}
+                            for k, c in enumerate(export.cuts_us)]
+    return with_datasets(_overview_spec(labels, bool(steps), bool(export.cuts_us)), datasets)
+
+
+@lru_cache(maxsize=64)
+def _overview_spec(labels: tuple[str, ...], steps: bool, cuts: bool) -> dict:
+    """The overview chart without its data: hosts of a run are often alike (a pod's hosts run the same
+    program), and building the chart costs more than a tiny host's whole export."""
+    height = max(80, min(14 * len(labels), 2400))
+    x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
+    layers = [busy_heatmap("busy", x, list(labels), 420)]
+    if steps:
         layers.append(alt.Chart(alt.Data(name="steps")).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(
             x="start_ms:Q",
             tooltip=[alt.Tooltip("step:Q", title="Step"),
                      alt.Tooltip("start_ms:Q", title="Starts (ms)", format=",.3f"),
                      alt.Tooltip("end_ms:Q", title="Ends (ms)", format=",.3f")],
         ))
-    if export.cuts_us:
-        datasets["cuts"] = [{"cut_ms": c / 1e3, "chunk": f"{export.host}-{k + 1:03d}"}
-                            for k, c in enumerate(export.cuts_us)]
+    if cuts:
         layers.append(alt.Chart(alt.Data(name="cuts")).mark_rule(color="#cf222e", strokeWidth=2).encode(
             x="cut_ms:Q",
             tooltip=[alt.Tooltip("chunk:N", title="Chunk starts"),
                      alt.Tooltip("cut_ms:Q", title="At (ms)", format=",.3f")],
         ))
-    return vega_spec(alt.layer(*layers).properties(width=900, height=height), datasets)
+    return vega_spec(alt.layer(*layers).properties(width=900, height=height))
 
 
 class TraceSection(Section):

@@ -123,6 +123,27 @@ def test_a_stopped_build_cleans_up_and_says_so(previous, logdir, signum):
     assert _building(site) == [] and _snapshot(site) == before
 
 
+def test_a_worker_started_as_the_pool_ends_leaves_no_traceback():
+    """The fork server's hook: a worker whose pool semaphore is gone (the build ending its pool) is silent;
+    any other failure is still printed."""
+    code = """
+import multiprocessing.synchronize as s, sys
+from reportgen.pipeline import preload
+lock = object.__new__(s.Lock)
+try:
+    lock.__setstate__((0, 1, 1, "/reportgen-test-no-such-semaphore"))
+except FileNotFoundError:
+    sys.excepthook(*sys.exc_info())
+try:
+    raise ValueError("another failure")
+except ValueError:
+    sys.excepthook(*sys.exc_info())
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "FileNotFoundError" not in proc.stderr and "ValueError: another failure" in proc.stderr
+
+
 def test_two_builds_into_one_folder_never_mix(previous, logdir):
     site, _ = previous
     first = _start(["build", str(logdir), "-o", str(site), "--jobs", "1", "--no-cache", "-q"], site.parent)

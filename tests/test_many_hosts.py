@@ -3,6 +3,7 @@ numbers while doing per-host work in numpy (bench/many_hosts.py times it)."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -105,3 +106,37 @@ def test_a_run_of_many_hosts_is_shown_combined_and_says_so(many_hosts_site, page
     few = (site / "pair" / f"{page}.html").read_text()
     assert "shown combined" not in few and f'data-host-select="{group}"' in few
 
+
+
+def _overview_by_altair(part) -> dict:
+    """The trace overview chart built through Altair every time: what the shared, relabelled spec must equal."""
+    import altair as alt
+
+    from reportgen.sections.busy_chart import busy_heatmap, busy_slices, short_label
+    from reportgen.sections.vega import vega_spec
+
+    export = part.export
+    labels = [short_label(label) for label in export.row_labels]
+    x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
+    layers = [busy_heatmap("busy", x, labels, 420)]
+    datasets = {"busy": busy_slices(export.activity)}
+    if export.steps:
+        datasets["steps"] = [{"step": n, "start_ms": s / 1e3, "end_ms": e / 1e3} for n, s, e in export.steps]
+        layers.append(alt.Chart(alt.Data(name="steps")).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(
+            x="start_ms:Q",
+            tooltip=[alt.Tooltip("step:Q", title="Step"),
+                     alt.Tooltip("start_ms:Q", title="Starts (ms)", format=",.3f"),
+                     alt.Tooltip("end_ms:Q", title="Ends (ms)", format=",.3f")]))
+    height = max(80, min(14 * len(labels), 2400))
+    return vega_spec(alt.layer(*layers).properties(width=900, height=height), datasets)
+
+
+@pytest.mark.parametrize("labels", [["python", "worker 2"], ["worker 2", "python"], ["x" * 300], []])
+def test_trace_overview_charts_share_one_spec_per_shape_and_keep_their_rows(labels):
+    from reportgen.sections.trace import TraceHostPart, overview_chart
+
+    activity = pd.DataFrame({"label": labels, "bin_start_ms": [0.0] * len(labels),
+                             "bin_end_ms": [1.0] * len(labels), "busy_percent": [50.0] * len(labels)})
+    export = SimpleNamespace(row_labels=labels, activity=activity, steps=[(1, 0, 1000)], cuts_us=[], host="h")
+    part = TraceHostPart(export=export)
+    assert json.dumps(overview_chart(part)) == json.dumps(_overview_by_altair(part))  # key order too

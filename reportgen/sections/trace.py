@@ -66,16 +66,28 @@ def overview_chart(part: TraceHostPart) -> dict:
     if export.cuts_us:
         datasets["cuts"] = [{"cut_ms": c / 1e3, "chunk": f"{export.host}-{k + 1:03d}"}
                             for k, c in enumerate(export.cuts_us)]
-    return with_datasets(_overview_spec(labels, bool(steps), bool(export.cuts_us)), datasets)
+    spec = _overview_spec(len(labels), bool(steps), bool(export.cuts_us))
+    return with_datasets(_with_row_order(spec, list(labels)), datasets)
+
+
+def _with_row_order(spec: dict, labels: list[str]) -> dict:
+    """A copy of an overview spec whose heatmap rows are these labels, in this order (only the path to the
+    row order is copied: specs are never changed once built)."""
+    heat, *others = spec["layer"]
+    y = heat["encoding"]["y"]
+    if "sort" not in y:
+        return spec
+    heat = {**heat, "encoding": {**heat["encoding"], "y": {**y, "sort": labels}}}
+    return {**spec, "layer": [heat, *others]}
 
 
 @lru_cache(maxsize=64)
-def _overview_spec(labels: tuple[str, ...], steps: bool, cuts: bool) -> dict:
-    """The overview chart without its data: hosts of a run are often alike (a pod's hosts run the same
-    program), and building the chart costs more than a tiny host's whole export."""
-    height = max(80, min(14 * len(labels), 2400))
+def _overview_spec(rows: int, steps: bool, cuts: bool) -> dict:
+    """The overview chart of a host with this many rows, without its data or row names: building it
+    through Altair costs more than a tiny host's whole export, and a pod's run has thousands of hosts."""
+    height = max(80, min(14 * rows, 2400))
     x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
-    layers = [busy_heatmap("busy", x, list(labels), 420)]
+    layers = [busy_heatmap("busy", x, [str(row) for row in range(rows)], 420)]
     if steps:
         layers.append(alt.Chart(alt.Data(name="steps")).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(
             x="start_ms:Q",

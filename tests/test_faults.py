@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -280,3 +281,12 @@ def test_only_reportgens_own_folders_are_replaced(tmp_path, previous):
     assert proc.returncode == 1 and "is not a reportgen site" in proc.stderr
     assert (copied / "thesis.tex").read_text() == "precious"
     assert _snapshot(site) == before
+
+
+def test_a_write_error_without_a_file_names_only_its_reason(tmp_path):
+    from reportgen.pipeline.build import _what_failed
+
+    transaction = SimpleNamespace(tmp=tmp_path / ".site.building-x")
+    assert _what_failed(OSError(28, "No space left on device", ""), transaction) == "No space left on device"
+    inside = OSError(28, "No space left on device", str(transaction.tmp / "run" / "trace.html"))
+    assert _what_failed(inside, transaction) == "No space left on device: run/trace.html"

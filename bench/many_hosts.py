@@ -1,7 +1,7 @@
 """Many tiny hosts in one run: build time and peak memory against the host count.
 
     PYTHONPATH=. python bench/many_hosts.py [--hosts 1000,3000,10000] [--jobs N] [--out bench/out/many_hosts]
-        [--real] [--keep]
+        [--real] [--keep] [--show] [--checkout ../main]
 
 A TPU pod slice has hundreds to thousands of hosts, each one file of a run. For each count N it
 writes N tiny XSpace hosts (`<run>/host_<i>.xplane.pb`, made with the tests' builder
@@ -79,12 +79,12 @@ def real_run(folder: Path, hosts: int = 8) -> Path | None:
     return run
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float, int]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess, float, int]:
     """Run a command; (result, wall seconds, peak RSS in bytes of it or of a child it waited for)."""
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss_file:
         started = time.perf_counter()
         done = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file.name, *cmd],
-                              capture_output=True, text=True, env=env)
+                              capture_output=True, text=True, env=env, cwd=cwd)
         wall = time.perf_counter() - started
         text = rss_file.read().strip().splitlines()
     rss = int(text[-1]) * 1024 if text and text[-1].isdigit() else 0
@@ -104,13 +104,13 @@ def stages_of(output: str) -> dict[str, float]:
     return stages
 
 
-def build(run: Path, site: Path, jobs: int | None) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+def build(run: Path, site: Path, jobs: int | None, checkout: Path = REPO) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(checkout))
     cmd = [sys.executable, "-m", "reportgen", "build", str(run), "-o", str(site), "--no-cache", "--timings", "-q"]
     if jobs:
         cmd += ["--jobs", str(jobs)]
     shutil.rmtree(site, ignore_errors=True)
-    done, wall, rss = timed(cmd, env)
+    done, wall, rss = timed(cmd, env, cwd=checkout)
     if done.returncode != 0:
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
         raise SystemExit(f"build of {run} failed with exit {done.returncode}")
@@ -125,6 +125,8 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="also 8 real GPU hosts in one run")
     parser.add_argument("--keep", action="store_true", help="keep the sites")
     parser.add_argument("--show", action="store_true", help="print each build's per-stage table")
+    parser.add_argument("--checkout", type=Path, default=REPO,
+                        help="build with this checkout's reportgen (e.g. another worktree, to compare)")
     args = parser.parse_args()
 
     counts = [int(text) for text in args.hosts.split(",") if text]
@@ -132,7 +134,7 @@ def main() -> None:
     print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}")
     for count in counts:
         run = make_run(args.out / f"hosts_{count}", count)
-        result = build(run, args.out / f"site_{count}", args.jobs)
+        result = build(run, args.out / f"site_{count}", args.jobs, args.checkout)
         results[str(count)] = result
         print(f"{count:>6} hosts: {result['wall']:7.1f} s, peak RSS {result['rss'] / 2**20:7.0f} MiB, "
               f"{1000 * result['wall'] / count:6.1f} ms and {result['rss'] / 2**10 / count:7.1f} KiB per host "
@@ -144,7 +146,7 @@ def main() -> None:
     if args.real:
         run = real_run(args.out)
         if run is not None:
-            result = build(run, args.out / "site_real", args.jobs)
+            result = build(run, args.out / "site_real", args.jobs, args.checkout)
             hosts = len(list(run.glob("*.xplane.pb")))
             print(f"real run ({hosts} hosts): {result['wall']:.1f} s, peak RSS {result['rss'] / 2**20:.0f} MiB")
             if args.show:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -121,6 +122,27 @@ def test_a_stopped_build_cleans_up_and_says_so(previous, logdir, signum):
     assert "Traceback" not in err
     assert _no_processes_left(proc.pid), f"processes outlived the build: {_session_processes(proc.pid)}"
     assert _building(site) == [] and _snapshot(site) == before
+
+
+def test_a_worker_started_as_the_pool_ends_leaves_no_traceback():
+    """The fork server's hook: a worker whose pool semaphore is gone (the build ending its pool) is silent;
+    any other failure is still printed."""
+    code = """
+import multiprocessing.synchronize as s, sys
+from reportgen.pipeline import preload
+lock = object.__new__(s.Lock)
+try:
+    lock.__setstate__((0, 1, 1, "/reportgen-test-no-such-semaphore"))
+except FileNotFoundError:
+    sys.excepthook(*sys.exc_info())
+try:
+    raise ValueError("another failure")
+except ValueError:
+    sys.excepthook(*sys.exc_info())
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "FileNotFoundError" not in proc.stderr and "ValueError: another failure" in proc.stderr
 
 
 def test_two_builds_into_one_folder_never_mix(previous, logdir):
@@ -259,3 +281,12 @@ def test_only_reportgens_own_folders_are_replaced(tmp_path, previous):
     assert proc.returncode == 1 and "is not a reportgen site" in proc.stderr
     assert (copied / "thesis.tex").read_text() == "precious"
     assert _snapshot(site) == before
+
+
+def test_a_write_error_without_a_file_names_only_its_reason(tmp_path):
+    from reportgen.pipeline.build import _what_failed
+
+    transaction = SimpleNamespace(tmp=tmp_path / ".site.building-x")
+    assert _what_failed(OSError(28, "No space left on device", ""), transaction) == "No space left on device"
+    inside = OSError(28, "No space left on device", str(transaction.tmp / "run" / "trace.html"))
+    assert _what_failed(inside, transaction) == "No space left on device: run/trace.html"

@@ -321,7 +321,7 @@ def _what_failed(exc: OSError, transaction: SiteTransaction) -> str:
     folder's name)."""
     reason = exc.strerror or str(exc)
     path = exc.filename
-    if isinstance(path, (str, os.PathLike)):
+    if isinstance(path, (str, os.PathLike)) and str(path):  # a worker's error without a file comes back as ""
         try:
             return f"{reason}: {Path(path).relative_to(transaction.tmp).as_posix()}"
         except ValueError:

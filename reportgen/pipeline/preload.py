@@ -5,8 +5,30 @@ never from the building process (which may run threads: the asset bundler,
 fsspec's I/O loop, the progress bar), so they inherit no half-held lock. The
 server imports the host stage and warms the compiled decoder here, once, so
 each worker starts ready.
+
+A worker the server forks while the build is ending its pool (stopped by a
+signal, or failing) finds the pool's semaphores already removed and cannot
+start: the fork server prints that through `sys.excepthook`, a traceback after
+the build's own one-line message. It is not needed and exits quietly instead.
 """
+
+import sys
+import traceback
 
 from reportgen.pipeline.host_stage import warm_up
 
+
+def _is_pool_gone(value: BaseException, tb) -> bool:
+    """A worker's start failed on rebuilding one of the pool's semaphores, which the build has removed."""
+    return isinstance(value, FileNotFoundError) and any(
+        frame.f_code.co_name == "__setstate__" and frame.f_code.co_filename.endswith("synchronize.py")
+        for frame, _ in traceback.walk_tb(tb))
+
+
+def _quiet_when_the_pool_is_gone(kind, value, tb, report=sys.excepthook) -> None:
+    if not _is_pool_gone(value, tb):
+        report(kind, value, tb)
+
+
+sys.excepthook = _quiet_when_the_pool_is_gone
 warm_up()

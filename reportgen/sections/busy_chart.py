@@ -7,6 +7,7 @@ import hashlib
 import re
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 # Beyond this many rows a heatmap's labels become unreadable: the threads of one pool (lines named
@@ -29,12 +30,16 @@ def short_label(text: str) -> str:
 def busy_slices(activity: pd.DataFrame) -> pd.DataFrame:
     """Only the busy slices and the columns the chart reads, rounded: a capture of many lines
     or a run of many hosts otherwise carries megabytes of idle bins into its page."""
-    shown = activity.loc[activity["busy_percent"] > 0, ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]]
-    shown = shown.round({"bin_start_ms": 4, "bin_end_ms": 4, "busy_percent": 2})
-    long = shown["label"].str.len() > LABEL_LIMIT
-    if long.any():
-        shown = shown.assign(label=shown["label"].map(short_label))
-    return shown
+    busy = activity["busy_percent"].to_numpy() > 0
+    # Built from numpy columns: DataFrame.loc and .round cost milliseconds per host, and a run can have
+    # thousands of hosts (np.round is what DataFrame.round calls).
+    labels = activity["label"].to_numpy()[busy]
+    if any(len(label) > LABEL_LIMIT for label in labels):
+        labels = np.array([short_label(label) for label in labels], dtype=object)
+    return pd.DataFrame({"label": labels,
+                         "bin_start_ms": np.round(activity["bin_start_ms"].to_numpy()[busy], 4),
+                         "bin_end_ms": np.round(activity["bin_end_ms"].to_numpy()[busy], 4),
+                         "busy_percent": np.round(activity["busy_percent"].to_numpy()[busy], 2)})
 
 
 def busy_heatmap(data_name: str, x: alt.X, sort: list[str] | None, label_limit: int) -> alt.Chart:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from reportgen.core.input.advice import RECOMMENDATIONS, in_our_words, link_segments
 from reportgen.core.input.input_ops import BREAKDOWN
-from reportgen.core.ops.views import ALL_HOSTS
+from reportgen.core.ops.views import ALL_HOSTS, host_views_note
 from reportgen.core.pages import (
     INPUT_OPS_CSV,
     INPUT_STEPS_CSV,
@@ -73,6 +73,7 @@ class InputPipelineSection(Section):
             "input_pipeline.html",
             labels=list(data.views),
             all_hosts=ALL_HOSTS,
+            views_note=host_views_note(len(data.hosts)),
             views=[_view_panel(view, str(i), anchors=i == 0) for i, view in enumerate(data.views.values())],
             recommendations=[link_segments(text) for text in RECOMMENDATIONS],
             tf_data=_tf_data_view(data, pipelines),

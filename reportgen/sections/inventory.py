@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import quote
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from reportgen.core.tools.inventory import HostInventory, host_inventory
 from reportgen.output.site import neutralize_formulas
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads
-from reportgen.sections.vega import responsive, vega_spec
+from reportgen.sections.vega import records, responsive, vega_spec, with_datasets
 
 HOST_CSV_COLUMNS = ["plane", "line_id", "line", "events", "first_ms", "last_ms"]
 
@@ -29,13 +31,20 @@ def activity_chart(rows: list[str]) -> alt.Chart:
     return busy_heatmap("activity", x, rows, 300).properties(height=max(60, 16 * len(rows)))
 
 
+@lru_cache(maxsize=64)
+def _activity_chart_spec(rows: tuple[str, ...]) -> dict:
+    """The chart without its data, built once per list of rows: building it costs more than a tiny host's
+    whole inventory, and a run of many hosts has few distinct lists of lines."""
+    return responsive(vega_spec(activity_chart(list(rows))))
+
+
 def _activity_spec(activity: pd.DataFrame) -> tuple[dict | None, int]:
     """The chart's spec (None when no line is busy) and how many thread lines it draws as pool rows."""
     shown = busy_slices(activity)
     if not len(shown):
         return None, 0
     shown, rows, pooled = pool_threads(shown, list(dict.fromkeys(activity["label"])))
-    return responsive(vega_spec(activity_chart(rows), {"activity": shown})), pooled
+    return with_datasets(_activity_chart_spec(tuple(rows)), {"activity": shown}), pooled
 
 
 class InventorySection(Section):
@@ -59,29 +68,33 @@ class InventorySection(Section):
     def render(self, data: dict, page) -> None:
         run: RunContext = data["run"]
         parts: dict[str, HostInventory] = data["hosts"]
+        shown = [(summary, parts[summary.host]) for summary in run.hosts if summary.host in parts]
         hosts = []
-        csv_rows = []
-        for summary in run.hosts:
-            part = parts.get(summary.host)
-            if part is None:
-                continue
-            table = with_ms(part.lines)
-            csv_rows.append(table.assign(host=summary.host))
-            with_events = table[table["events"] > 0]
-            chart, pooled = _activity_spec(part.activity)
-            hosts.append(
-                {
-                    **vars(summary),
-                    "lines_table": with_events.to_dict("records"),
-                    "empty_planes": part.empty_planes,
-                    "dropped": part.dropped,
-                    "csv_href": quote(part.csv),
-                    "chart": chart,
-                    "grouped_lines": pooled,
-                }
-            )
-        if csv_rows:
-            frame = pd.concat(csv_rows, ignore_index=True)
+        if shown:
+            # All hosts' lines in one frame (per-host pandas calls cost milliseconds a host, and a pod's run
+            # has thousands of hosts), then each host's lines with events back to its own table.
+            counts = [len(part.lines) for _, part in shown]
+            frame = with_ms(pd.concat([part.lines for _, part in shown], ignore_index=True))
+            table_columns = list(frame.columns)
+            frame["host"] = np.repeat(np.array([summary.host for summary, _ in shown], dtype=object), counts)
+            owner = np.repeat(np.arange(len(shown)), counts)
+            with_events = frame["events"].to_numpy() > 0
+            lines_tables: list[list[dict]] = [[] for _ in shown]
+            for index, row in zip(owner[with_events], records(frame.loc[with_events, table_columns])):
+                lines_tables[index].append(row)
+            for (summary, part), lines_table in zip(shown, lines_tables):
+                chart, pooled = _activity_spec(part.activity)
+                hosts.append(
+                    {
+                        **vars(summary),
+                        "lines_table": lines_table,
+                        "empty_planes": part.empty_planes,
+                        "dropped": part.dropped,
+                        "csv_href": quote(part.csv),
+                        "chart": chart,
+                        "grouped_lines": pooled,
+                    }
+                )
             page.write_csv(
                 "data/inventory/lines.csv",
                 frame[["host", "plane", "line_id", "line", "events", "first_ms", "last_ms"]],

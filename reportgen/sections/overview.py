@@ -12,7 +12,7 @@ import pandas as pd
 
 from reportgen.core.input.advice import in_our_words
 from reportgen.core.ops.op_stats import HostOpStats
-from reportgen.core.ops.views import ALL_HOSTS
+from reportgen.core.ops.views import ALL_HOSTS, host_views_note
 from reportgen.core.pages import OVERVIEW_STEPS_CSV, step_anchor
 from reportgen.core.tools.overview import OverviewView, overview_summary, overview_views
 from reportgen.sections.base import HostContext, RunContext, Section
@@ -27,7 +27,8 @@ class OverviewSection(Section):
         return host.op_stats
 
     def combine(self, run: RunContext, parts: dict[str, HostOpStats]) -> dict:
-        return {"run": run.name, "views": overview_views(parts, run.host_names)}
+        return {"run": run.name, "views": overview_views(parts, run.host_names),
+                "views_note": host_views_note(len(parts))}
 
     def summary(self, data: dict) -> dict:
         views = list(data["views"].items())
@@ -57,6 +58,7 @@ class OverviewSection(Section):
         page.write_csv(OVERVIEW_STEPS_CSV, csv)
         page.write_html("overview.html", "overview.html", views=rendered, labels=list(views),
                         all_hosts=ALL_HOSTS, tool_titles={item["href"].removesuffix(".html"): item["title"]
-                                                          for item in page.nav})
+                                                          for item in page.nav},
+                        views_note=data.get("views_note", ""))
 
 

@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats
-from reportgen.core.ops.views import ALL_HOSTS
+from reportgen.core.ops.views import ALL_HOSTS, host_views_note
 from reportgen.core.pages import TF_STATS_CSV, tf_op_anchor
 from reportgen.core.tools.tf_stats import COLUMNS, PERCENT_COLUMNS, TfStatsView, tf_stats_summary, tf_stats_views
 from reportgen.sections.base import HostContext, RunContext, Section
@@ -142,7 +142,7 @@ class TfStatsSection(Section):
         return host.op_stats
 
     def combine(self, run: RunContext, parts: dict[str, HostOpStats]) -> dict:
-        return {"views": tf_stats_views(parts, run.host_names)}
+        return {"views": tf_stats_views(parts, run.host_names), "views_note": host_views_note(len(parts))}
 
     def summary(self, data: dict) -> dict:
         return tf_stats_summary(next(iter(data["views"].values())))
@@ -159,7 +159,8 @@ class TfStatsSection(Section):
             tables["with"]["anchors"] = [tf_op_anchor(r) for r in view.with_idle["rank"]] if index == 0 else []
             rendered.append({"view": view, "tables": tables, "index": index, "pies": pie_charts(view),
                              "has_device": bool((view.with_idle["host_or_device"] == "Device").any())})
-        page.write_html("tf_stats.html", "tf_stats.html", views=rendered, labels=list(views), all_hosts=ALL_HOSTS)
+        page.write_html("tf_stats.html", "tf_stats.html", views=rendered, labels=list(views), all_hosts=ALL_HOSTS,
+                        views_note=data.get("views_note", ""))
 
 
 __all__ = ["TfStatsSection"]

@@ -9,6 +9,7 @@ manifest and the page that helps users pick what to open.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import altair as alt
 
@@ -18,7 +19,7 @@ from reportgen.export.host_export import HostExport, export_host
 from reportgen.export.tables import AddedRows
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads, short_label
-from reportgen.sections.vega import responsive, vega_spec
+from reportgen.sections.vega import responsive, vega_spec, with_datasets
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
 
@@ -65,30 +66,50 @@ def overview_chart(part: TraceHostPart) -> tuple[dict, int]:
         labels = [label[len(prefix):] for label in labels]
         busy = busy.assign(label=busy["label"].str.slice(len(prefix)))
     busy, labels, pooled = pool_threads(busy, labels)
-    height = max(80, min(14 * len(labels), 2400))
-    x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
-    heat = busy_heatmap("busy", x, labels, 300)
-    layers = [heat]
     datasets: dict = {"busy": busy}
     steps = export.steps
     if steps:
         every = max(1, len(steps) // MAX_STEP_MARKS)
         datasets["steps"] = [{"step": n, "start_ms": s / 1e3, "end_ms": e / 1e3} for n, s, e in steps[::every]]
+    if export.cuts_us:
+        datasets["cuts"] = [{"cut_ms": c / 1e3, "chunk": f"{export.host}-{k + 1:03d}"}
+                            for k, c in enumerate(export.cuts_us)]
+    spec = _overview_spec(len(labels), bool(steps), bool(export.cuts_us))
+    return with_datasets(_with_row_order(spec, list(labels)), datasets), pooled
+
+
+def _with_row_order(spec: dict, labels: list[str]) -> dict:
+    """A copy of an overview spec whose heatmap rows are these labels, in this order (only the path to the
+    row order is copied: specs are never changed once built)."""
+    heat, *others = spec["layer"]
+    y = heat["encoding"]["y"]
+    if "sort" not in y:
+        return spec
+    heat = {**heat, "encoding": {**heat["encoding"], "y": {**y, "sort": labels}}}
+    return {**spec, "layer": [heat, *others]}
+
+
+@lru_cache(maxsize=64)
+def _overview_spec(rows: int, steps: bool, cuts: bool) -> dict:
+    """The overview chart of a host with this many rows, without its data or row names: building it
+    through Altair costs more than a tiny host's whole export, and a pod's run has thousands of hosts."""
+    height = max(80, min(14 * rows, 2400))
+    x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
+    layers = [busy_heatmap("busy", x, [str(row) for row in range(rows)], 300)]
+    if steps:
         layers.append(alt.Chart(alt.Data(name="steps")).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(
             x="start_ms:Q",
             tooltip=[alt.Tooltip("step:Q", title="Step"),
                      alt.Tooltip("start_ms:Q", title="Starts (ms)", format=",.3f"),
                      alt.Tooltip("end_ms:Q", title="Ends (ms)", format=",.3f")],
         ))
-    if export.cuts_us:
-        datasets["cuts"] = [{"cut_ms": c / 1e3, "chunk": f"{export.host}-{k + 1:03d}"}
-                            for k, c in enumerate(export.cuts_us)]
+    if cuts:
         layers.append(alt.Chart(alt.Data(name="cuts")).mark_rule(color="#cf222e", strokeWidth=2).encode(
             x="cut_ms:Q",
             tooltip=[alt.Tooltip("chunk:N", title="Chunk starts"),
                      alt.Tooltip("cut_ms:Q", title="At (ms)", format=",.3f")],
         ))
-    return responsive(vega_spec(alt.layer(*layers).properties(height=height), datasets)), pooled
+    return responsive(vega_spec(alt.layer(*layers).properties(height=height)))
 
 
 class TraceSection(Section):

@@ -16,6 +16,7 @@ from reportgen.core.ops.device_details import DeviceOpDetails, combine_device_op
 from reportgen.core.ops.device_records import hlo_op_records, normalized_total_op_time_ps
 from reportgen.core.ops.op_metrics import IDLE, safe_divide
 from reportgen.core.ops.op_stats import HostOpStats, RunOpStats, combine_op_stats
+from reportgen.core.ops.views import hosts_in_order
 
 
 @dataclass
@@ -59,7 +60,7 @@ def device_part(host: HostContext) -> DevicePart | None:
 
 def combine_device_parts(host_names: list[str], parts: dict[str, DevicePart]) -> DeviceRun | None:
     """The run's hosts with a device (`host_names`: the run's host order), combined."""
-    hosts = [h for h in host_names if h in parts] + [h for h in parts if h not in host_names]
+    hosts = hosts_in_order(host_names, parts)
     if not hosts:
         return None
     op_stats = combine_op_stats([parts[h].op_stats for h in hosts])

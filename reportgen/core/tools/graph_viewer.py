@@ -76,7 +76,8 @@ def op_metrics(host_names: list[str], parts: dict[str, DevicePart]) -> tuple[dic
 def graph_viewer_data(host_names: list[str], parts: dict[str, GraphViewerPart]) -> GraphViewerData | None:
     """The run's modules (None when no host carries one) with the device ops' numbers."""
     modules: dict[str, ModuleGraph] = {}
-    for host in [*host_names, *(h for h in parts if h not in host_names)]:
+    named = set(host_names)
+    for host in [*host_names, *(h for h in parts if h not in named)]:
         part = parts.get(host)
         if part is not None:
             for name, graph in part.modules.items():

@@ -44,7 +44,7 @@ from reportgen.core.input.tf_data_advice import (
 from reportgen.core.input.tf_data_graph import iterator_tree, pipeline_iterators
 from reportgen.core.ops.op_metrics import OpMetricsDb
 from reportgen.core.ops.op_stats import HostOpStats, RunOpStats
-from reportgen.core.ops.views import run_views
+from reportgen.core.ops.views import hosts_in_order, run_views
 from reportgen.core.steps import events as et
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS, GENERIC_CATEGORIES
 from reportgen.core.steps.step_db import DEFAULT_GPU_CORE, StepDb
@@ -528,7 +528,7 @@ def host_input_part(host: HostContext) -> HostInputPart:
 
 def input_pipeline_data(run: str, host_names: list[str], parts: dict[str, HostInputPart]) -> InputPipelineData:
     """The run's analysis: one view per host and all hosts combined, and the tf.data bottleneck."""
-    hosts = [h for h in host_names if h in parts] + [h for h in parts if h not in host_names]
+    hosts = hosts_in_order(host_names, parts)
     # XProf 2.24.2's input pipeline, like its overview, leaves out the first and last step of a
     # host with more than five.
     views = run_views({h: parts[h].op_stats for h in hosts}, hosts, overview_steps=True)

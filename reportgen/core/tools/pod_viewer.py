@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats, combine_op_stats
+from reportgen.core.ops.views import hosts_in_order
 from reportgen.core.steps.categories import GENERIC_CATEGORIES
 from reportgen.core.steps.step_db import StepDb
 
@@ -160,7 +161,7 @@ def _frames(stats: PodStats, multi_host: bool) -> tuple[pd.DataFrame, pd.DataFra
 
 def pod_viewer_data(host_names: list[str], parts: dict[str, HostOpStats]) -> PodViewerData | None:
     """The run's hosts combined as XProf combines them; None when the run has no step."""
-    hosts = [h for h in host_names if h in parts] + [h for h in parts if h not in host_names]
+    hosts = hosts_in_order(host_names, parts)
     ordered = [parts[h] for h in hosts]
     combined = combine_op_stats(ordered)
     names = hostnames_by_core([(p.environment.hostnames[0], p.core_details) for p in ordered])

@@ -1,0 +1,144 @@
+"""Runs of many hosts: pages show them combined past MAX_HOST_VIEWS hosts, and combining hosts keeps XProf's
+numbers while doing per-host work in numpy (bench/many_hosts.py times it)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reportgen.core.ops import op_stats as ops
+from reportgen.core.ops.views import MAX_HOST_VIEWS
+from reportgen.core.steps.step_db import StepDb, empty_steps
+from tests.clirun import reportgen
+from tests.logdirs import make_logdir
+from tests.xspace import host_space
+
+
+def _steps(rows: list[tuple[int, int, int, int]]) -> StepDb:
+    """(step_num, core, begin_ps, duration_ps) rows, in the order given."""
+    frame = empty_steps()
+    frame = pd.DataFrame({column: np.zeros(len(rows), frame[column].dtype) for column in frame.columns})
+    frame["name"] = [str(r[0]) for r in rows]
+    for index, column in enumerate(["step_num", "core", "begin_ps", "duration_ps"]):
+        frame[column] = np.array([r[index] for r in rows], np.int64)
+    frame["t1"] = frame["duration_ps"] // 2
+    return StepDb(steps=frame)
+
+
+def _spans_by_groupby(db: StepDb) -> tuple[np.ndarray, np.ndarray]:
+    s = db.steps
+    g = s.assign(end=s["begin_ps"] + s["duration_ps"]).groupby("step_num", sort=False)
+    b, e = g["begin_ps"].min().to_numpy(np.int64), g["end"].max().to_numpy(np.int64)
+    empty = b >= e
+    return np.where(empty, 0, b), np.where(empty, 0, e)
+
+
+def test_step_spans_keep_first_appearance_order_and_empty_spans():
+    db = _steps([(7, 1, 500, 100), (3, 1, 100, 50), (7, 2, 400, 300), (3, 2, 90, 0), (9, 1, 50, 0)])
+    begin, end = ops._step_spans(db)
+    reference = _spans_by_groupby(db)
+    assert begin.tolist() == reference[0].tolist() == [400, 90, 0]
+    assert end.tolist() == reference[1].tolist() == [700, 150, 0]
+
+
+def _combined_steps_per_host(parts, no_accelerator: bool) -> pd.DataFrame:
+    """What the combine did host by host with pandas: the reference the one-pass version must equal."""
+    workers = {i: p.step_db for i, p in enumerate(parts) if p.environment.has_device or no_accelerator}
+    inter = ops.step_intersection(workers)
+    frames = []
+    for host_id, db in workers.items():
+        first = inter.first_index.get(host_id, 0)
+        chosen = db.step_numbers[first:first + inter.num_steps]
+        steps = db.steps[db.steps["step_num"].isin(chosen)].copy()
+        steps["core"] = host_id * ops.MAX_DEVICES_PER_HOST + steps["core"]
+        steps["step_num"] = steps["step_num"].map({old: new for new, old in enumerate(chosen)})
+        frames.append(steps)
+    steps = pd.concat(frames, ignore_index=True)
+    return steps.sort_values(["step_num", "core"], kind="stable", ignore_index=True)
+
+
+def test_hosts_combine_into_the_same_steps_as_host_by_host():
+    step = 1_000
+    hosts = [
+        _steps([(n, 1, n * step, step - 10) for n in range(10, 16)]),  # six steps
+        _steps([(n, 1, (n - 8) * step + 5, step - 20) for n in range(20, 24)]),  # four, shifted
+        _steps([(n, c, (n - 1) * step, step // 2) for n in range(1, 8) for c in (1, 2)]),  # two cores
+    ]
+    parts = [SimpleNamespace(step_db=db, environment=SimpleNamespace(has_device=False)) for db in hosts]
+    combined = ops._combine_steps(parts, no_accelerator=True).steps
+    reference = _combined_steps_per_host(parts, no_accelerator=True)
+    assert len(combined) > 0
+    pd.testing.assert_frame_equal(combined, reference)
+
+
+@pytest.fixture(scope="module")
+def many_hosts_site(tmp_path_factory):
+    """One run just past MAX_HOST_VIEWS tiny hosts, one of two hosts."""
+    root = tmp_path_factory.mktemp("many")
+
+    def tiny(i: int) -> bytes:
+        space = host_space(f"h{i}")
+        line = space.host_plane().line(1, "python")
+        for n in range(3):
+            line.event("train", n * 1_000_000, 900_000 + i, step_num=n, _r=1)
+        return space.serialize()
+
+    hosts = MAX_HOST_VIEWS + 1
+    logdir = make_logdir(root / "logs", {"pod": {f"h{i}": tiny(i) for i in range(hosts)},
+                                         "pair": {f"h{i}": tiny(i) for i in range(2)}})
+    site = root / "site"
+    proc = reportgen("build", str(logdir), "-o", str(site), "--no-cache", "--jobs", "1", "-q")
+    assert proc.returncode == 0, proc.stderr
+    return site, hosts
+
+
+@pytest.mark.parametrize("page, group", [("overview", "overview"), ("tf_stats", "tfstats"),
+                                         ("input_pipeline", "input-view")])
+def test_a_run_of_many_hosts_is_shown_combined_and_says_so(many_hosts_site, page, group):
+    site, hosts = many_hosts_site
+    many = (site / "pod" / f"{page}.html").read_text()
+    assert f"This run has {hosts:,} hosts: they are shown combined." in many
+    assert f'data-host-select="{group}"' not in many and many.count(f'data-host-panel="{group}"') == 1
+    few = (site / "pair" / f"{page}.html").read_text()
+    assert "shown combined" not in few and f'data-host-select="{group}"' in few
+
+
+
+def _overview_by_altair(part) -> dict:
+    """The trace overview chart built through Altair every time: what the shared, relabelled spec must equal."""
+    import altair as alt
+
+    from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads, short_label
+    from reportgen.sections.vega import responsive, vega_spec
+
+    export = part.export
+    labels = [short_label(label) for label in export.row_labels]
+    busy, labels, _ = pool_threads(busy_slices(export.activity), labels)
+    x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
+    layers = [busy_heatmap("busy", x, labels, 300)]
+    datasets = {"busy": busy}
+    if export.steps:
+        datasets["steps"] = [{"step": n, "start_ms": s / 1e3, "end_ms": e / 1e3} for n, s, e in export.steps]
+        layers.append(alt.Chart(alt.Data(name="steps")).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(
+            x="start_ms:Q",
+            tooltip=[alt.Tooltip("step:Q", title="Step"),
+                     alt.Tooltip("start_ms:Q", title="Starts (ms)", format=",.3f"),
+                     alt.Tooltip("end_ms:Q", title="Ends (ms)", format=",.3f")]))
+    height = max(80, min(14 * len(labels), 2400))
+    return responsive(vega_spec(alt.layer(*layers).properties(height=height), datasets))
+
+
+@pytest.mark.parametrize("labels", [["python", "worker 2"], ["worker 2", "python"], ["x" * 300], []])
+def test_trace_overview_charts_share_one_spec_per_shape_and_keep_their_rows(labels):
+    from reportgen.sections.trace import TraceHostPart, overview_chart
+
+    activity = pd.DataFrame({"label": labels, "bin_start_ms": [0.0] * len(labels),
+                             "bin_end_ms": [1.0] * len(labels), "busy_percent": [50.0] * len(labels)})
+    export = SimpleNamespace(row_labels=labels, activity=activity, steps=[(1, 0, 1000)], cuts_us=[], host="h")
+    part = TraceHostPart(export=export)
+    chart, _ = overview_chart(part)
+    assert json.dumps(chart, sort_keys=True) == json.dumps(_overview_by_altair(part), sort_keys=True)

@@ -27,8 +27,9 @@ from reportgen.errors import NoCapturesError
 from reportgen.loaders.logdir import RunSource, discover, merge_same_folder
 from reportgen.output.site import PageWriter, SiteTransaction, write_assets
 from reportgen.pipeline.cache import HostCache, default_cache_dir
-from reportgen.pipeline.host_stage import HostOutcome, HostTask
+from reportgen.pipeline.host_stage import HostOutcome, HostTask, plain_pages
 from reportgen.pipeline.progress import BuildProgress
+from reportgen.pipeline.runners import PARALLEL_MIN_BYTES
 from reportgen.pipeline.timings import Timings, peak_rss_bytes
 from reportgen.sections.base import HostSummary, RunContext
 from reportgen.sections.registry import SECTIONS
@@ -55,6 +56,9 @@ class BuildOptions:
     log: Callable[[str], None] | None = None  # -v: one line per stage and per host (decoded or from the cache)
     notes: Callable[[str], None] | None = None  # where one-off notes go when there is no progress bar
     trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
+    # Hosts weighing less than this together run in this process, whatever `jobs` says: starting
+    # worker processes would cost more than they save (`reportgen.pipeline.runners.worth_a_pool`).
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES
 
 
 @dataclass
@@ -123,13 +127,13 @@ def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCach
     return HostCache(default_cache_dir(transaction.target), settings)
 
 
-def _start_assets(site_dir: Path, cache: HostCache | None, timings: Timings):
-    """Write the assets on a thread: bundling Vega takes seconds and releases the GIL."""
-    cache_dir = cache.root / "assets" if cache is not None else None
+def _start_assets(site_dir: Path, timings: Timings):
+    """Write the assets on a thread: when the Vega bundle is not in the user cache folder yet,
+    making it takes seconds (in a child process)."""
 
     def write():
         with timings.stage("assets (background)"):
-            return write_assets(site_dir, cache_dir)
+            return write_assets(site_dir)
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-assets")
     future = pool.submit(write)
@@ -177,7 +181,7 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
         if work and options.scheduler:
             runner = "dask"
             runners.run_dask(work, options.scheduler, done)
-        elif len(work) > 1 and jobs > 1:
+        elif jobs > 1 and runners.worth_a_pool(work, options.parallel_min_bytes):
             runner = "processes"
             runners.run_pool(work, jobs, done)
         elif work:
@@ -205,6 +209,7 @@ def _place_outputs(outcomes: list[HostOutcome], staging: Path, site_dir: Path) -
 def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     """Build the site. Raises NoCapturesError when nothing can be built."""
     started = time.perf_counter()
+    plain_pages()
     timings = Timings()
     with timings.stage("discover"):
         sources: list[RunSource] = []
@@ -222,7 +227,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     try:
         site_dir = transaction.tmp
         cache = _open_cache(options, transaction)
-        assets_future = _start_assets(site_dir, cache, timings)
+        assets_future = _start_assets(site_dir, timings)
         with timings.stage("kernels"):
             compiling, cold = _start_kernels(tasks, options, progress)
         staging = site_dir / STAGING_FOLDER

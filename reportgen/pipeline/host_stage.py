@@ -11,6 +11,7 @@ Hosts of older profilers go through `reportgen.legacy.host_stage` instead.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import shutil
 import tempfile
@@ -28,7 +29,7 @@ from reportgen.core.host import HostContext
 from reportgen.errors import CaptureError
 from reportgen.legacy.host_stage import process_legacy_host
 from reportgen.loaders.hlo import hlo_modules
-from reportgen.loaders.logdir import HostFile, file_name, read_file
+from reportgen.loaders.logdir import HostFile, file_name, map_file
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.timings import peak_rss_bytes
 from reportgen.sections.base import HostSummary
@@ -146,17 +147,44 @@ class _BackgroundHash:
     """sha256 of the file's bytes on a second thread while the decoder runs.
 
     hashlib releases the GIL on large buffers, so on a multi-core machine the
-    hash of a cold file costs (almost) no wall time.
+    hash of a cold file costs (almost) no wall time. A mapped file is hashed
+    piece by piece, each piece's pages handed back once hashed (as the
+    decoder does with its own).
     """
 
-    def __init__(self, data: bytes):
+    PIECE = 64 * 2**20
+
+    def __init__(self, data: bytes | mmap.mmap):
         self._digest = hashlib.new(CONTENT_HASH)
-        self._thread = threading.Thread(target=self._digest.update, args=(data,), daemon=True)
+        self._thread = threading.Thread(target=self._hash, args=(data,), daemon=True)
         self._thread.start()
+
+    def _hash(self, data: bytes | mmap.mmap) -> None:
+        if not isinstance(data, mmap.mmap):
+            self._digest.update(data)
+            return
+        with memoryview(data) as view:
+            for start in range(0, len(data), self.PIECE):
+                self._digest.update(view[start : start + self.PIECE])
+                end = min(start + self.PIECE, len(data))
+                if hasattr(mmap, "MADV_DONTNEED") and end - start >= mmap.PAGESIZE:
+                    data.madvise(mmap.MADV_DONTNEED, start, end - start - (end - start) % mmap.PAGESIZE)
+
+    def wait(self) -> None:
+        self._thread.join()
 
     def result(self) -> str:
         self._thread.join()
         return f"{CONTENT_HASH}:{self._digest.hexdigest()}"
+
+
+def _close(data: bytes | mmap.mmap) -> None:
+    """Unmap a mapped host file now (not when the garbage collector gets to it)."""
+    if isinstance(data, mmap.mmap):
+        try:
+            data.close()
+        except BufferError:  # a view of it is still alive: it is unmapped when that goes
+            pass
 
 
 def list_files(root: str) -> list[str]:
@@ -230,18 +258,24 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
             outcome.peak_rss = peak_rss_bytes()
             return outcome
         try:
-            data = read_file(host.path)
-        except OSError as exc:
-            raise CaptureError(host.path, f"cannot be read ({exc.strerror or exc})") from exc
+            data = map_file(host.path)
+        except (OSError, ValueError) as exc:
+            raise CaptureError(host.path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from exc
         clock = timed("host.read", clock)
-        hashing = _BackgroundHash(data) if hash_content else None
-        capture = decode_xspace(host.path, data, host=host.host)
-        if len(capture.planes) == 0:
-            raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
-        clock = timed("host.decode", clock)
-        if hashing is not None:
-            outcome.content_hash = hashing.result()
-            clock = timed("host.hash (beyond decode)", clock)
+        hashing = None
+        try:
+            hashing = _BackgroundHash(data) if hash_content else None
+            capture = decode_xspace(host.path, data, host=host.host)
+            if len(capture.planes) == 0:
+                raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
+            clock = timed("host.decode", clock)
+            if hashing is not None:
+                outcome.content_hash = hashing.result()
+                clock = timed("host.hash (beyond decode)", clock)
+        finally:
+            if hashing is not None:
+                hashing.wait()
+            _close(data)
         del data
         ctx = host_context(task.run, capture, out_dir, task.trace_format)
         # The shared core (HLO modules, event table, step grouping, OpStats)

@@ -282,11 +282,13 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
         # that every tool reads: timed on its own so that it does not hide in
         # the first section to ask for it.
         ctx.op_stats  # noqa: B018
+        ctx.forget_stat_columns()
         clock = timed("host.core", clock)
         outcome.summary = summarize_host(ctx, shown)
         clock = timed("host.summary", clock)
         for section in SECTIONS:
             part = section.host_part(ctx)
+            ctx.forget_stat_columns()
             clock = timed(f"host.{section.slug}", clock)
             if part is not None:
                 outcome.parts[section.slug] = part

@@ -155,7 +155,9 @@ class EventTable:
         """Event stat rows grouped by stat name, once (a counting sort), so that
         each stat column costs only its own rows."""
         stats = self.capture.event_stats
-        return bucket_by_key(stats.key, len(self.capture.strings))
+        order = np.empty(len(stats), np.int32 if len(stats) < 2**31 else np.int64)
+        start = bucket_by_key(stats.key, len(self.capture.strings), order)
+        return order, start
 
     def stat_positions(self, name: str) -> np.ndarray:
         """Positions in `capture.event_stats` of the stats named `name`, in file order."""
@@ -169,6 +171,62 @@ class EventTable:
         stats = self.capture.event_stats
         rows = self.stat_positions(name)
         return StatTable(stats.owner[rows], stats.key[rows], stats.kind[rows], stats.raw[rows], stats.str_id[rows])
+
+    def forget_stats(self) -> None:
+        """Drop the cached stat columns (each holds a value per event): a section that needs one
+        again extracts it again. Between the host stage's sections, whose stats hardly overlap."""
+        self._int_cache.clear()
+        self._str_cache.clear()
+        self._double_cache.clear()
+
+    def _rows_at(self, name: str, rows: np.ndarray) -> tuple[StatTable, np.ndarray, np.ndarray]:
+        """The stats named `name` and, for each of `rows` (event rows), the position among them of its
+        first and (`last`) last such stat: (stats, first, last); an event without one has last < first.
+
+        Stats are stored in file order, so each event's are one run of its owner's rows.
+        """
+        stats = self._rows(name)
+        rows = np.asarray(rows, dtype=np.int64)
+        first = np.searchsorted(stats.owner, rows, side="left")
+        last = np.searchsorted(stats.owner, rows, side="right") - 1
+        return stats, first, last
+
+    def int_stat_at(self, name: str, rows: np.ndarray, uint_ok: bool = True,
+                    last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """`int_stat(name, uint_ok, last)` at `rows` only, without a column for every event: for a
+        stat read on a few events (memory events, kernels)."""
+        stats, first, final = self._rows_at(name, rows)
+        present = final >= first
+        pick = np.where(present, final if last else first, 0)
+        values = np.zeros(len(pick), np.int64)
+        if len(stats):
+            kind = stats.kind[pick]
+            ints = (kind == KIND_INT64) | (kind == KIND_UINT64) if uint_ok else kind == KIND_INT64
+            values = np.where(present & ints, stats.raw[pick], 0)
+        return values, present
+
+    def str_stat_at(self, name: str, rows: np.ndarray, last: bool = False) -> np.ndarray:
+        """`str_stat(name, last)` at `rows` only (see `int_stat_at`)."""
+        stats, first, final = self._rows_at(name, rows)
+        present = final >= first
+        out = np.full(len(first), NO_STRING, np.int32)
+        if len(stats):
+            pick = np.where(present, final if last else first, 0)
+            kind = stats.kind[pick]
+            is_text = present & ((kind == KIND_STR) | (kind == KIND_REF))
+            out[is_text] = stats.str_id[pick][is_text]
+        return out
+
+    def double_stat_at(self, name: str, rows: np.ndarray, last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """`double_stat(name, last)` at `rows` only (see `int_stat_at`)."""
+        stats, first, final = self._rows_at(name, rows)
+        present = final >= first
+        values = np.zeros(len(first), np.float64)
+        if len(stats):
+            pick = np.where(present, final if last else first, 0)
+            is_double = present & (stats.kind[pick] == KIND_DOUBLE)
+            values[is_double] = stats.raw[pick][is_double].view(np.float64)
+        return values, present
 
     def has_stat(self, name: str) -> bool:
         return self.capture.string_id(name) != NO_STRING and len(self._rows(name)) > 0

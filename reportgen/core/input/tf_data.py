@@ -156,8 +156,8 @@ def tf_data_stats(table: EventTable, host: str) -> TfDataStats:
     end = table.end[rows]
     line = table.line[rows]
     # XProf's IntValue of `_a`: only int64 values mark an event asynchronous.
-    async_value, is_async = table.int_stat("_a", uint_ok=False)
-    skip = is_async[rows] & (async_value[rows] != 0)
+    async_value, is_async = table.int_stat_at("_a", rows, uint_ok=False)
+    skip = is_async & (async_value != 0)
     new_line = np.concatenate([[True], line[1:] != line[:-1]]) if len(line) else np.zeros(0, bool)
     parent = line_parents(np.arange(len(rows), dtype=np.int64), new_line, begin, end, skip)
     ev = _PlaneEvents(rows, line, begin, end, names, md_tf_data[inverse], parent,
@@ -165,9 +165,9 @@ def tf_data_stats(table: EventTable, host: str) -> TfDataStats:
                       _name_index(unique_names, CONSUME_EVENTS)[inverse])
 
     # Iterator ids are 64-bit and stored as int64 or uint64 (same bits).
-    ids, has_id = (a[rows] for a in table.int_stat("id"))
-    parent_ids, has_parent = (a[rows] for a in table.int_stat("parent_id"))
-    element, has_element = (a[rows] for a in table.int_stat("element_id"))
+    ids, has_id = table.int_stat_at("id", rows)
+    parent_ids, has_parent = table.int_stat_at("parent_id", rows)
+    element, has_element = table.int_stat_at("element_id", rows)
 
     device_second = (unique_names == DEVICE_SECOND_ITERATOR)[inverse]
     iterator_event = ev.tf_data & ~device_second

@@ -46,17 +46,16 @@ def _op_catalog(table: EventTable, rows: np.ndarray):
     # Input-pipeline stages are keyed by stage id, named after the event. XProf keeps stage ids and
     # metadata ids in one map (first sight wins), so an event whose metadata id equals a stage id
     # seen earlier is taken for that stage, and the other way round.
-    stage_id, has_stage = table.int_stat("_ipl_stage_id", uint_ok=False)
-    staged = has_stage[rows]
+    stage_id, staged = table.int_stat_at("_ipl_stage_id", rows, uint_ok=False)
     if staged.any():
-        has_cat = table.stat_present("_ipl_stage_cat")[rows]
+        has_cat = table.int_stat_at("_ipl_stage_cat", rows)[1]
         metadata_id = table.capture.events["metadata_id"].to_numpy(np.int64)[rows]
-        key = np.where(staged, stage_id[rows], metadata_id)
+        key = np.where(staged, stage_id, metadata_id)
         named = table.names[rows] != ""
         defines = np.flatnonzero((staged & has_cat & named) | (~staged & (op_of_event >= 0)))
         first = pd.DataFrame({"key": key[defines], "pos": defines}).drop_duplicates("key")
         pos = first["pos"].to_numpy(np.int64)
-        cats = table.strings(table.str_stat("_ipl_stage_cat")[rows][pos])
+        cats = table.strings(table.str_stat_at("_ipl_stage_cat", rows[pos]))
         names = table.names[rows][pos]
         key_op = [index((int(key[p]), str(names[i]), str(cats[i]))) if staged[p] else int(op_of_event[p])
                   for i, p in enumerate(pos)]
@@ -65,7 +64,7 @@ def _op_catalog(table: EventTable, rows: np.ndarray):
         op_of_event = key_op[found]
 
     # A `tf_op` stat adds a second op activity on the same span.
-    tf_op_ids = table.str_stat("tf_op")[rows]
+    tf_op_ids = table.str_stat_at("tf_op", rows)
     op_of_stat = np.full(len(rows), -1, np.int64)
     with_stat = np.flatnonzero(tf_op_ids != NO_STRING)
     if len(with_stat):

@@ -107,7 +107,7 @@ def _two_step_capture():
 def test_grouping_follows_roots_nesting_and_context_links():
     table = EventTable(_two_step_capture())
     g = group_events(table)
-    names = table.names
+    names = table.names_of(slice(None))
     assert g.group_names == {0: "train 3", 1: "train 4"}
     matmul = np.flatnonzero(names == "dense/MatMul:MatMul")
     assert list(g.group_id[matmul]) == [0, 1]
@@ -119,7 +119,7 @@ def test_grouping_follows_roots_nesting_and_context_links():
 
 def _groups(space: Space, name: str) -> list[int]:
     table = EventTable(space.capture(sort_lines=True))
-    return list(group_events(table).group_id[table.names == name])
+    return list(group_events(table).group_id[table.names_of(slice(None)) == name])
 
 
 def test_context_links_carry_the_step_to_other_threads():

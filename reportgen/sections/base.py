@@ -68,6 +68,10 @@ class Section:
     # Sections sharing a key (memory profile and memory viewer write
     # `memory`) have their blocks merged.
     summary_key: str = ""
+    # True when `host_part` reads only the capture and the host's names and output folder, none of
+    # the host's shared analyses: the host stage then runs it on a thread beside the others (from
+    # the decode on), so that its compiled, GIL-free work overlaps theirs.
+    capture_only: bool = False
 
     def host_part(self, host: HostContext) -> Any | None:
         return None

@@ -75,6 +75,8 @@ def overview_chart(part: TraceHostPart) -> dict:
 class TraceSection(Section):
     slug = "trace"
     title = "Trace"
+    # The export reads the capture alone; its JSON writer and deflate release the GIL.
+    capture_only = True
 
     def host_part(self, host: HostContext) -> TraceHostPart | None:
         out_dir = f"{host.site_dir}/{host.run}/trace/{host.host}"

@@ -185,7 +185,7 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
         return StepEvents()
 
     # Per metadata row: marker / compute classification of the name.
-    md_rows = np.unique(table.md[rows])
+    md_rows = table.mds_of(rows)
     md_explicit = np.zeros(len(table.md_names), bool)
     md_compute = np.zeros(len(table.md_names), bool)
     md_type = np.full(len(table.md_names), HOST_COMPUTE, np.int8)
@@ -217,7 +217,7 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
     markers = _frame(
         group=group[marker_pos], kind=np.where(explicit[marker_pos], EXPLICIT_HOST_MARKER, IMPLICIT_HOST_MARKER)
         .astype(np.int8), core=np.full(len(marker_pos), -1, np.int64), begin=table.start[rows[marker_pos]],
-        duration=table.duration[rows[marker_pos]], name=table.names[rows[marker_pos]],
+        duration=table.duration[rows[marker_pos]], name=table.names_of(rows[marker_pos]),
     )
     span_pos = np.flatnonzero(compute)
     spans = _frame(group=group[span_pos], type=etype[span_pos], begin=table.start[rows[span_pos]],
@@ -314,7 +314,7 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
         mb, md_ = device_timespans(table, marker_rows)
         markers = _frame(group=group_id[marker_rows], kind=np.full(len(marker_rows), DEVICE_MARKER, np.int8),
                          core=np.full(len(marker_rows), plane_id, np.int64), begin=mb, duration=md_,
-                         name=table.names[marker_rows])
+                         name=table.names_of(marker_rows))
     else:
         markers = derived_step_markers(table, group_id, op_lines, plane_id)
 

@@ -2,7 +2,8 @@
 
 `broken_links(site)` reads every HTML page and reports each relative `href`
 or `src` that does not resolve to a file inside the site (and each
-`#fragment` that names no element of its target page), plus any resource
+`#fragment` that names no element of its target page; a fragment of
+`key=value` pairs is a view its page's timeline opens), plus any resource
 (script, stylesheet, image) fetched from outside the site: the pages must
 work offline and from `file://`.
 """
@@ -88,6 +89,10 @@ def broken_links(site: Path) -> list[str]:
                 problems.append(f"{label}: points outside the site folder")
             elif not target.is_file():
                 problems.append(f"{label}: {target.relative_to(site)} does not exist")
+            elif "=" in parts.fragment:
+                # A view of a page (trace.html#host=…&t0=…), which the page's script opens: its timeline.
+                if "data-timeline" not in target.read_text(encoding="utf-8"):
+                    problems.append(f"{label}: a view link, but {target.relative_to(site)} has no timeline")
             elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in ids_of(target):
                 problems.append(f"{label}: no element with id {parts.fragment!r} in {target.relative_to(site)}")
     return problems

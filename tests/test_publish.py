@@ -56,7 +56,8 @@ def test_every_file_becomes_an_object_with_its_type_and_cache_policy(built, fs, 
         assert fs.cat(f"{BUCKET}/team/site/{name}") == (built.site / name).read_bytes()
     expected_types = {".html": "text/html; charset=utf-8", ".json": "application/json",
                       ".csv": "text/csv; charset=utf-8", ".js": "application/javascript", ".css": "text/css",
-                      ".gz": "application/gzip"}  # trace chunks (.json.gz), stored as they are
+                      ".gz": "application/gzip",  # trace chunks (.json.gz), stored as they are
+                      ".txt": "text/plain; charset=utf-8"}  # vendored components' licences
     for name, info in objects.items():
         assert info["contentType"] == expected_types[Path(name).suffix], name
         if name.startswith("assets/"):

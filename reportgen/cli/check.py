@@ -7,7 +7,14 @@ import tempfile
 from pathlib import Path
 
 from reportgen.cli.common import BUILD_FIRST_JOBS, fail, warn
-from reportgen.compare.budget import Budget, BudgetError, Regression, check_site, load_budget, resolve_baseline
+from reportgen.compare.budget import (
+    Budget,
+    BudgetError,
+    CheckResult,
+    budget_from_options,
+    check_site,
+    resolve_baseline,
+)
 from reportgen.compare.sources import BuiltSite, RunNotFoundError, RunResolver
 
 EXAMPLES = """\
@@ -24,7 +31,13 @@ examples:
   reportgen check site/ --max-step-ms 150 --max-input-percent 20
   reportgen check site/ --max-regression 5% --baseline main
   reportgen check ~/logs --budget budget.toml
+  reportgen check site/ --budget budget.toml --max-regression off        drop one budget of the file
+  reportgen check site/ --budget budget.toml --format github --junit junit.xml   GitHub annotations, JUnit
   reportgen build ~/logs -o site/ --budget budget.toml
+
+--format github prints an ::error annotation for each breach and a ::warning for each check that
+could not be made; --junit FILE writes one test case per run and budget (breaches fail);
+--codequality FILE writes GitLab's Code Quality report.
 """
 
 
@@ -35,32 +48,33 @@ def add_parser(sub) -> None:
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("location", metavar="SITE_OR_LOGDIR")
-    check.add_argument("--max-step-ms", type=float, metavar="MS", help="largest average step time allowed")
-    check.add_argument("--max-input-percent", type=float, metavar="PERCENT",
-                       help="largest share of the step time spent waiting for input")
-    check.add_argument("--max-regression", metavar="LIMIT",
-                       help="largest step-time increase over --baseline: 5%% or 12ms")
-    check.add_argument("--baseline", metavar="RUN_OR_SITE",
-                       help="the run to measure regressions against: a run of SITE, or SITE:RUN, LOGDIR:RUN, a folder")
+    add_budget_arguments(check)
     check.add_argument("--runs", metavar="NAME,...", help="only these runs (default: every run but the baseline)")
-    check.add_argument("--budget", metavar="FILE", help="budgets from a TOML file; options given here override it")
+    check.add_argument("--format", choices=("text", "github"), default="text",
+                       help="github: also an ::error / ::warning annotation line per breach (default: text)")
+    check.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report: a test case per run and budget")
+    check.add_argument("--codequality", metavar="FILE", help="also write a GitLab Code Quality report (JSON)")
     check.add_argument("--jobs", **BUILD_FIRST_JOBS)
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser, title: str | None = None) -> None:
+    """The budget options `check` and `summary` share."""
+    group = parser.add_argument_group(title)
+    group.add_argument("--budget", metavar="FILE", help="budgets from a TOML file; options given here override it")
+    group.add_argument("--max-step-ms", metavar="MS", help="largest average step time allowed (off: none)")
+    group.add_argument("--max-input-percent", metavar="PERCENT",
+                       help="largest share of the step time spent waiting for input (off: none)")
+    group.add_argument("--max-regression", metavar="LIMIT",
+                       help="largest step-time increase over --baseline: 5%% or 12ms (off: none)")
+    group.add_argument("--baseline", metavar="RUN_OR_SITE",
+                       help="the run to measure regressions against: a run of SITE, or SITE:RUN, LOGDIR:RUN, a folder")
 
 
 def budget_of(args: argparse.Namespace) -> Budget:
     """The budget file's budgets (if any) with the options given on the command line over them."""
-    budget = load_budget(args.budget) if args.budget else Budget()
-    if args.max_step_ms is not None:
-        budget.max_step_ms = args.max_step_ms
-    if args.max_input_percent is not None:
-        budget.max_input_percent = args.max_input_percent
-    if args.max_regression is not None:
-        budget.max_regression = Regression.parse(args.max_regression)
-    if args.baseline is not None:
-        budget.baseline, budget.base_dir = args.baseline, None
-    if args.runs:
-        budget.runs = [r.strip() for r in args.runs.split(",") if r.strip()]
-    return budget
+    return budget_from_options(args.budget, max_step_ms=args.max_step_ms, max_input_percent=args.max_input_percent,
+                               max_regression=args.max_regression, baseline=args.baseline,
+                               runs=getattr(args, "runs", None))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,24 +82,59 @@ def run(args: argparse.Namespace) -> int:
         budget = budget_of(args)
     except BudgetError as exc:
         return fail(str(exc))
-    if budget.empty:
+    if budget.empty and not budget.turned_off:
         return fail("check: give at least one budget (--max-step-ms, --max-input-percent, --max-regression "
                     "or --budget FILE)")
-    return check_command(args.location, budget, jobs=max(1, args.jobs))
+    return check_command(args.location, budget, jobs=max(1, args.jobs), fmt=args.format, junit=args.junit,
+                         codequality=args.codequality)
 
 
-def check_command(location: str, budget: Budget, jobs: int = 1) -> int:
-    """Check the site at `location` (a logdir is built first); 3 when over budget."""
-    with tempfile.TemporaryDirectory(prefix="reportgen-check-") as scratch:
-        resolver = RunResolver(Path(scratch), jobs=jobs, warn=warn)
-        try:
-            budget.validate()
-            site = resolver.site(location)
-            result = check_site(site, budget, resolve_baseline(site, budget, resolver))
-        except (RunNotFoundError, BudgetError) as exc:
-            return fail(str(exc))
-    print(result.report())
+def checked(site: BuiltSite, budget: Budget, resolver: RunResolver) -> CheckResult:
+    """The budget check of `site` (`check`, and the budgets `summary` shows)."""
+    return check_site(site, budget.validate(), resolve_baseline(site, budget, resolver))
+
+
+def check_command(location: str, budget: Budget, jobs: int = 1, *, fmt: str = "text", junit: str | None = None,
+                  codequality: str | None = None) -> int:
+    """Check the site at `location` (a logdir is built first); 3 when over budget.
+
+    `fmt="github"` adds an annotation line for each breach (error) and each check
+    that could not be made (warning); `junit` and `codequality` name report files."""
+    from reportgen.ci import annotations as notes
+
+    if budget.empty:  # every budget was turned off: nothing to check, nothing wrong
+        print(f"reportgen check: no budget left to check ({', '.join(sorted(budget.turned_off))} off)")
+        result = CheckResult(checked=[])
+    else:
+        with tempfile.TemporaryDirectory(prefix="reportgen-check-") as scratch:
+            resolver = RunResolver(Path(scratch), jobs=jobs, warn=warn)
+            try:
+                result = checked(resolver.site(location), budget, resolver)
+            except (RunNotFoundError, BudgetError) as exc:
+                return fail(str(exc))
+        report = result.report()
+        print(notes.without_workflow_commands(report) if fmt == "github" else report)
+    annotations = notes.from_budget(result, budget)
+    if fmt == "github":
+        for line in notes.github_commands(annotations):
+            print(line)
+    try:
+        if junit:
+            from reportgen.ci.junit import junit_xml
+
+            _write_report(Path(junit), junit_xml(result))
+        if codequality:
+            from reportgen.ci.codequality import codequality_report
+
+            _write_report(Path(codequality), codequality_report(annotations).encode("utf-8"))
+    except OSError as exc:
+        return fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
     return result.exit_code
+
+
+def _write_report(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
 
 
 def check_built_site(site_dir: Path, budget: Budget, jobs: int = 1) -> int | None:

@@ -22,6 +22,10 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 EXIT_BUDGET_EXCEEDED = 3
+OFF = "off"  # a budget given as `off` on the command line drops that budget of the file
+
+# The status of one check.
+OVER, WITHIN, NOT_CHECKED = "over budget", "within budget", "not checked"
 
 
 class BudgetError(Exception):
@@ -63,17 +67,26 @@ class Budget:
     baseline: str | None = None  # a run of the checked site, or a run reference (SITE:RUN, LOGDIR:RUN, folder)
     runs: list[str] | None = None  # only these runs (default: every run but the baseline)
     base_dir: Path | None = None  # relative baseline paths of a budget file are relative to the file
+    file: Path | None = None  # the budget file, when there is one
+    from_file: frozenset[str] = frozenset()  # the budgets whose limit is the file's (not overridden)
+    turned_off: frozenset[str] = frozenset()  # budgets given as `off` on the command line
 
     @property
     def empty(self) -> bool:
         return self.max_step_ms is None and self.max_input_percent is None and self.max_regression is None
 
-    def validate(self) -> Budget:
+    def source(self, key: str) -> Path | None:
+        """The budget file that set `key`'s limit, or None when the command line did."""
+        return self.file if key in self.from_file else None
+
+    def validate(self, need_baseline: bool = True) -> Budget:
+        """Raises BudgetError for a limit that is not a number, or (unless the baseline
+        is still to be given) a regression budget without a baseline."""
         for name in ("max_step_ms", "max_input_percent"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
                 raise BudgetError(f"{name} must be a non-negative number, not {value!r}")
-        if self.max_regression is not None and self.baseline is None:
+        if need_baseline and self.max_regression is not None and self.baseline is None:
             raise BudgetError("a regression budget needs a baseline run (--baseline, or baseline = \"…\")")
         return self
 
@@ -81,13 +94,15 @@ class Budget:
 BUDGET_KEYS = ("max_step_ms", "max_input_percent", "max_regression", "baseline", "runs")
 
 
-def load_budget(path: str | Path) -> Budget:
+def load_budget(path: str | Path, need_baseline: bool = True) -> Budget:
     """A budget file (TOML), e.g.::
 
         max_step_ms = 150
         max_input_percent = 20
         max_regression = "5%"
         baseline = "main"
+
+    The baseline may be left out when the command line gives it (need_baseline=False).
     """
     path = Path(path)
     try:
@@ -111,8 +126,9 @@ def load_budget(path: str | Path) -> Budget:
             max_step_ms=data.get("max_step_ms"),
             max_input_percent=data.get("max_input_percent"),
             max_regression=Regression.parse(data["max_regression"]) if "max_regression" in data else None,
-            baseline=baseline, runs=runs, base_dir=path.parent,
-        ).validate()
+            baseline=baseline, runs=runs, base_dir=path.parent, file=path,
+            from_file=frozenset(k for k in ("max_step_ms", "max_input_percent", "max_regression") if k in data),
+        ).validate(need_baseline)
     except BudgetError as exc:
         raise BudgetError(f"{path}: {exc}") from exc
     if budget.empty:
@@ -120,33 +136,87 @@ def load_budget(path: str | Path) -> Budget:
     return budget
 
 
-@dataclass
-class Violation:
-    run: str
-    budget: str  # the budget's key
-    message: str
+def budget_from_options(file: str | None = None, *, max_step_ms: float | str | None = None,
+                        max_input_percent: float | str | None = None, max_regression: str | None = None,
+                        baseline: str | None = None, runs: str | None = None) -> Budget:
+    """A budget from a file (if any) and command-line options, which override it.
+
+    Each limit may be `off`, which drops that budget of the file (a workflow
+    without a baseline run turns the regression budget off this way).
+    """
+    budget = load_budget(file, need_baseline=False) if file else Budget()
+    turned_off = set()
+    for key, value in (("max_step_ms", max_step_ms), ("max_input_percent", max_input_percent),
+                       ("max_regression", max_regression)):
+        if value is None:
+            continue
+        if str(value).strip().lower() == OFF:
+            setattr(budget, key, None)
+            turned_off.add(key)
+        elif key == "max_regression":
+            budget.max_regression = Regression.parse(value)
+        else:
+            try:
+                setattr(budget, key, float(value))
+            except ValueError:
+                raise BudgetError(f"{key.replace('_', ' ')} {value!r}: give a number, or off") from None
+        budget.from_file = budget.from_file - {key}
+    budget.turned_off = frozenset(turned_off)
+    if baseline is not None:
+        budget.baseline, budget.base_dir = baseline, None
+    if runs:
+        budget.runs = [r.strip() for r in runs.split(",") if r.strip()]
+    return budget
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One check of one run against one budget."""
+
+    run: str  # the run checked
+    budget: str  # the budget's key (max_step_ms, max_input_percent, max_regression)
+    status: str  # OVER, WITHIN or NOT_CHECKED
+    subject: str  # what was checked: the run's name, or "RUN against BASELINE"
+    detail: str  # the figures and the limit, or why the check could not be made
+
+    @property
+    def message(self) -> str:
+        return f"{self.subject}: {self.detail}"
 
 
 @dataclass
 class CheckResult:
     checked: list[str]  # run names
-    violations: list[Violation] = field(default_factory=list)
-    passed: list[str] = field(default_factory=list)  # one line per check within budget
-    unchecked: list[str] = field(default_factory=list)  # checks that could not be made, and why
+    outcomes: list[Outcome] = field(default_factory=list)  # in the order the checks were made
+
+    def _with(self, status: str) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == status]
+
+    @property
+    def violations(self) -> list[Outcome]:
+        return self._with(OVER)
+
+    @property
+    def passed(self) -> list[Outcome]:
+        return self._with(WITHIN)
+
+    @property
+    def unchecked(self) -> list[Outcome]:
+        return self._with(NOT_CHECKED)
 
     @property
     def exit_code(self) -> int:
         return EXIT_BUDGET_EXCEEDED if self.violations else 0
 
-    def report(self) -> str:
+    def headline(self) -> str:
         budgets = len(self.violations) + len(self.passed)
-        head = (f"reportgen check: {len(self.checked)} run{'s' if len(self.checked) != 1 else ''}, "
+        head = (f"{len(self.checked)} run{'s' if len(self.checked) != 1 else ''}, "
                 f"{budgets} check{'s' if budgets != 1 else ''}: ")
-        head += (f"{len(self.violations)} over budget" if self.violations else "all within budget")
-        lines = [head]
-        lines += [f"  over budget: {v.message}" for v in self.violations]
-        lines += [f"  within budget: {line}" for line in self.passed]
-        lines += [f"  not checked: {line}" for line in self.unchecked]
+        return head + (f"{len(self.violations)} over budget" if self.violations else "all within budget")
+
+    def report(self) -> str:
+        lines = [f"reportgen check: {self.headline()}"]
+        lines += [f"  {status}: {o.message}" for status in (OVER, WITHIN, NOT_CHECKED) for o in self._with(status)]
         return "\n".join(lines)
 
 
@@ -154,26 +224,29 @@ def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result:
     overview = run.block.get("overview") or {}
     step = (overview.get("step_time_ms") or {}).get("average") if overview.get("steps") else None
     name = run.name
+
+    def record(key: str, status: str, detail: str) -> None:
+        result.outcomes.append(Outcome(name, key, status, name, detail))
+
     if budget.max_step_ms is not None:
         if step is None:
-            result.unchecked.append(f"{name}: step time (the run has no steps)")
+            record("max_step_ms", NOT_CHECKED, "step time (the run has no steps)")
         elif step > budget.max_step_ms:
-            result.violations.append(Violation(name, "max_step_ms", (
-                f"{name}: average step time {fmt_value(step, 'ms')} is over the "
-                f"{budget.max_step_ms:g} ms budget (max step ms)")))
+            record("max_step_ms", OVER, f"average step time {fmt_value(step, 'ms')} is over the "
+                   f"{budget.max_step_ms:g} ms budget (max step ms)")
         else:
-            result.passed.append(f"{name}: average step time {fmt_value(step, 'ms')} ≤ {budget.max_step_ms:g} ms")
+            record("max_step_ms", WITHIN, f"average step time {fmt_value(step, 'ms')} ≤ {budget.max_step_ms:g} ms")
     if budget.max_input_percent is not None:
         share = overview.get("input_percent") if overview.get("steps") else None
         if share is None:
-            result.unchecked.append(f"{name}: input share (the run has no steps)")
+            record("max_input_percent", NOT_CHECKED, "input share (the run has no steps)")
         elif share > budget.max_input_percent:
-            result.violations.append(Violation(name, "max_input_percent", (
-                f"{name}: {fmt_value(share, 'percent')} of the step time waits for input, over the "
-                f"{budget.max_input_percent:g}% budget (max input percent; XProf: {overview.get('input_bound')} "
-                "input-bound)")))
+            record("max_input_percent", OVER, f"{fmt_value(share, 'percent')} of the step time waits for input, "
+                   f"over the {budget.max_input_percent:g}% budget (max input percent; XProf: "
+                   f"{overview.get('input_bound')} input-bound)")
         else:
-            result.passed.append(f"{name}: input {fmt_value(share, 'percent')} ≤ {budget.max_input_percent:g}%")
+            record("max_input_percent", WITHIN,
+                   f"input {fmt_value(share, 'percent')} ≤ {budget.max_input_percent:g}%")
     if budget.max_regression is not None and baseline is not None:
         _check_regression(run, baseline, budget.max_regression, result)
 
@@ -181,13 +254,17 @@ def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result:
 def _check_regression(run: BuiltRun, baseline: BuiltRun, limit: Regression, result: CheckResult) -> None:
     comparison = compare_runs(baseline, run)
     change = comparison.step_time
-    name = f"{run.name} against {baseline.name}"
+    subject = f"{run.name} against {baseline.name}"
+
+    def record(status: str, detail: str) -> None:
+        result.outcomes.append(Outcome(run.name, "max_regression", status, subject, detail))
+
     if change.delta is None:
-        result.unchecked.append(f"{name}: regression (a run has no steps)")
+        record(NOT_CHECKED, "regression (a run has no steps)")
         return
     amount = change.delta_percent if limit.unit == "percent" else change.delta
     if amount is None:
-        result.unchecked.append(f"{name}: regression (the baseline step time is 0)")
+        record(NOT_CHECKED, "regression (the baseline step time is 0)")
         return
     test = comparison.test.result
     noise = (f"; {'beyond' if test.significant else 'within'} the runs' noise ({fmt_p_value(test.p_value)})"
@@ -195,10 +272,9 @@ def _check_regression(run: BuiltRun, baseline: BuiltRun, limit: Regression, resu
     what = (f"step time {fmt_value(change.baseline, 'ms')} → {fmt_value(change.candidate, 'ms')} "
             f"({fmt_delta(change.delta, 'ms')}, {fmt_change_pct(change.delta_percent)})")
     if amount > limit.limit:
-        result.violations.append(Violation(run.name, "max_regression",
-                                           f"{name}: {what}, over the {limit} regression budget{noise}"))
+        record(OVER, f"{what}, over the {limit} regression budget{noise}")
     else:
-        result.passed.append(f"{name}: {what} ≤ {limit} regression{noise}")
+        record(WITHIN, f"{what} ≤ {limit} regression{noise}")
 
 
 def resolve_baseline(site: BuiltSite, budget: Budget, resolver: RunResolver) -> BuiltRun | None:
@@ -230,5 +306,6 @@ def check_site(site: BuiltSite, budget: Budget, baseline: BuiltRun | None = None
     return result
 
 
-__all__ = ["BUDGET_KEYS", "EXIT_BUDGET_EXCEEDED", "Budget", "BudgetError", "CheckResult", "Regression", "Violation",
-           "check_site", "load_budget", "resolve_baseline"]
+__all__ = ["BUDGET_KEYS", "EXIT_BUDGET_EXCEEDED", "NOT_CHECKED", "OFF", "OVER", "WITHIN", "Budget", "BudgetError",
+           "CheckResult", "Outcome", "Regression", "budget_from_options", "check_site", "load_budget",
+           "resolve_baseline"]

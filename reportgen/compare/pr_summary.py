@@ -6,6 +6,11 @@ changes in a small table. Charts are PNG files written next to the Markdown,
 referenced by file name, ready to attach. Every capture string is escaped so
 that it reads as text wherever the Markdown is rendered: no HTML, no links,
 no mentions or emoji from an op name.
+
+For CI, the summary can open with the budget check's verdict, link its charts
+where a workflow published them (`chart_url`), end with links of the
+workflow's own, and carry the hidden marker of a sticky comment
+(`reportgen.ci.sticky_comment`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from urllib.parse import quote
 import altair as alt
 import pandas as pd
 
+from reportgen.ci.sticky_comment import Link, link_url
+from reportgen.compare.budget import NOT_CHECKED, OVER, WITHIN, CheckResult
 from reportgen.compare.charts import breakdown_chart, elide, op_change_chart, step_times_chart
 from reportgen.compare.model import Comparison
 from reportgen.compare.page import page_stem
@@ -26,7 +33,7 @@ from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
 from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value, fmt_ratio, fmt_value
 from reportgen.sections.vega import vega_spec
 
-MAX_CHARS = 65_000  # GitHub's limit for a comment body
+MAX_CHARS = 65_000  # under GitHub's limit for a comment body (65,536), counted in UTF-8 bytes
 NAME_CHARS = 100  # capture names are cut to this length in tables
 TOP_OPS = 10
 SUMMARY_SCHEMA = 1
@@ -57,6 +64,10 @@ def _table(header: list[str], align: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks[a] for a in align) + " |"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 def _link(text: str, url: str) -> str:
@@ -103,6 +114,25 @@ def _run_headline(run: BuiltRun) -> dict:
         "bottleneck_iterator": bottleneck.get("iterator"),
         "top_op": top,
     }
+
+
+_STATUS = {OVER: "❌ over", WITHIN: "✅ within", NOT_CHECKED: "⚠️ not checked"}
+BUDGET_LABELS = {"max_step_ms": "Step time", "max_input_percent": "Input share", "max_regression": "Regression"}
+
+
+def _budget_markdown(checks: CheckResult) -> list[str]:
+    """The budget check's verdict and one row per check, breaches first."""
+    total = len(checks.violations) + len(checks.passed)
+    verdict = (f"❌ **{len(checks.violations)} of {total} checks over budget**" if checks.violations
+               else f"✅ **All {total} checks within budget**" if total else "⚠️ **No check could be made**")
+    if checks.unchecked and total:
+        verdict += f" ({len(checks.unchecked)} not checked)"
+    order = {OVER: 0, WITHIN: 1, NOT_CHECKED: 2}
+    rows = [[md_code(o.subject), BUDGET_LABELS.get(o.budget, md_escape(o.budget)), _STATUS[o.status],
+             md_escape(o.detail)]
+            for o in sorted(checks.outcomes, key=lambda o: order[o.status])]
+    return ["### Budgets", "", verdict + ".", "", _table(["Run", "Budget", "Result", "Figures"], list("llll"), rows),
+            ""]
 
 
 def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
@@ -195,9 +225,13 @@ def _runs_markdown(runs: list[BuiltRun], headlines: dict[str, dict], site_url: s
 
 
 def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_url: str | None = None,
-                  chart_stem: str = "summary", with_charts: bool = True) -> SummaryDocument:
+                  chart_stem: str = "summary", with_charts: bool = True, *, chart_url: str | None = None,
+                  checks: CheckResult | None = None, links: list[Link] | tuple[Link, ...] = (),
+                  marker: str | None = None) -> SummaryDocument:
     """The Markdown, its JSON twin and its charts (not written yet; without charts, the
-    Markdown refers to none)."""
+    Markdown refers to none). Charts are linked by file name, or under `chart_url`
+    (where a workflow publishes them); `checks` puts the budget verdict first,
+    `links` end the summary, and `marker` opens it (a sticky comment's)."""
     runs = [site.run(name) for name in site.run_names]
     headlines = {run.name: _run_headline(run) for run in runs}
     compare_url = None
@@ -220,30 +254,39 @@ def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_ur
         if spec is not None:
             charts.append(Chart(f"{chart_stem}-breakdown.png", "Step-time breakdown", spec))
 
+    def chart_link(chart: Chart) -> str:
+        return link_url(chart_url.rstrip("/") + "/" + quote(chart.file)) if chart_url else quote(chart.file)
+
     def render(top: int) -> str:
         title = "## Profile summary"
         if comparison is not None:
             title = f"## Profile comparison: {md_code(comparison.baseline.name)} → {md_code(comparison.candidate.name)}"
-        parts = [title, ""]
+        parts = [marker] if marker else []
+        parts += [title, ""]
+        if checks is not None:
+            parts += _budget_markdown(checks)
         if comparison is not None:
             parts += _comparison_markdown(comparison, top, compare_url)
         if charts:
-            parts += [f"![{md_escape(chart.title)}]({quote(chart.file)})" for chart in charts] + [""]
+            parts += [f"![{md_escape(chart.title)}]({chart_link(chart)})" for chart in charts] + [""]
         parts += [f"### Runs ({len(runs)})", ""] if comparison is not None else []
         parts += _runs_markdown(runs, headlines, site_url)
-        if site_url:
-            parts += [_link("Full report", _url(site_url, "index.html")), ""]
+        footer = [_link("Full report", _url(site_url, "index.html"))] if site_url else []
+        footer += [_link(md_escape(link.text), link.url) for link in links]
+        if footer:
+            parts += [" · ".join(footer), ""]
         parts.append(f"<sub>{md_escape(site.summary.get('generator', 'reportgen'))}; numbers follow XProf's "
                      "definitions.</sub>")
         return "\n".join(parts) + "\n"
 
     markdown = render(TOP_OPS)
     top = TOP_OPS
-    while len(markdown) > MAX_CHARS and top > 1:
+    while _size(markdown) > MAX_CHARS and top > 1:
         top //= 2
         markdown = render(top)
-    if len(markdown) > MAX_CHARS:
-        markdown = markdown[: MAX_CHARS - 40].rsplit("\n", 1)[0] + "\n\n(summary cut to fit a comment)\n"
+    if _size(markdown) > MAX_CHARS:  # cut at a line end; the marker and title open the text and stay
+        head = markdown.encode("utf-8")[: MAX_CHARS - 40].decode("utf-8", "ignore")
+        markdown = head.rsplit("\n", 1)[0] + "\n\n(summary cut to fit a comment)\n"
     data = {
         "schema": SUMMARY_SCHEMA,
         "generator": site.summary.get("generator"),
@@ -251,6 +294,8 @@ def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_ur
         "comparison": comparison.as_dict(top=TOP_OPS) if comparison is not None else None,
         "links": {"site": _url(site_url, "index.html") if site_url else None, "comparison": compare_url},
         "charts": [chart.file for chart in charts],
+        "budgets": None if checks is None else [
+            {"run": o.run, "budget": o.budget, "status": o.status, "message": o.message} for o in checks.outcomes],
     }
     return SummaryDocument(markdown, data, charts)
 

@@ -23,6 +23,7 @@ from reportgen.export.json_writer import KernelArgs, document_head, measure_rows
 from reportgen.export.perfetto_writer import write_pftrace
 from reportgen.export.steps import StepMarks
 from reportgen.export.tables import TraceTables, build_tables
+from reportgen.export.timeline import TimelineFiles, export_timeline
 
 FORMATS = ("json", "perfetto", "both")
 SAMPLE_PER_LINE = 512  # events measured per line to estimate chunk sizes
@@ -68,6 +69,7 @@ class HostExport:
     # the host's first event for older profilers' timelines (ProfilerHook
     # steps count µs since the epoch).
     origin_us: float = 0.0
+    timeline: TimelineFiles | None = None  # the page's in-page timeline (`<host>/timeline/`)
 
 
 def _estimate_bytes(tables: TraceTables, kernel: KernelArgs, rows: np.ndarray) -> np.ndarray:
@@ -93,7 +95,7 @@ def _us(ps) -> float:
 def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_format: str = "json",
                 max_events: int = MAX_CHUNK_EVENTS, max_bytes: int = MAX_CHUNK_BYTES,
                 steps: StepMarks | None = None, generator: str = "reportgen",
-                activity_bins: int = 200) -> HostExport:
+                activity_bins: int = 200, timeline: bool = True) -> HostExport:
     """Write the host's trace files into out_dir; file names in the records are `<host>/<file>`."""
     if trace_format not in FORMATS:
         raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
@@ -121,6 +123,8 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
                 last_us=_us(end.max()), first_step=first, last_step=last, events=written.events,
                 bytes=written.file_bytes,
             ))
+        if timeline and len(rows):
+            result.timeline = export_timeline(tables, out)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # no half-written host in the site
         raise

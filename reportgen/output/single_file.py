@@ -10,7 +10,8 @@ so every tool page a section writes is included with nothing to register:
   pages never collide (chart specs, filters, host selectors, fragments);
 - links between pages become in-page anchors; small downloads (CSV tables,
   images) are inlined as data: URLs within a size budget; anything else, the
-  trace in particular, is left out and a note on the page says where it is;
+  trace in particular, is left out and a note on the page says where it is; the trace
+  page's timeline keeps each host's busiest step (reportgen/trace/timeline_embed.py);
 - the stylesheets and scripts the pages load (the Vega bundle among them) are
   inlined once. Chart specs already carry their data (Altair inlines it).
 
@@ -219,6 +220,12 @@ class _PageRewriter(HTMLParser):
             elif name in _GROUP_ATTRS or (name.startswith("data-") and value in self.ids):
                 new = self._ns(value)
             elif name in _URL_ATTRS:
+                view = urlsplit(value).fragment if tag == "a" else ""
+                if "=" in view:
+                    # A link to a view of a page (trace.html#host=…&t0=…): to the page's section here, with
+                    # the view for the page's script (timeline.js), which opens it on click.
+                    value = value.split("#", 1)[0]
+                    extra.append(("data-view", view))
                 new, download = self._rewrite_url(tag, name, value)
                 if new is None:
                     changed = True
@@ -376,9 +383,18 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
         head.append(f"<style>\n{_inline_style(code)}\n</style>" if kind == "css"
                     else f"<script>\n{_inline_script(code)}\n</script>")
 
+    # (Imported here: the trace export's modules load numba, which a report without a trace never needs.)
+    from reportgen.export.timeline_embed import MAX_EMBEDDED_BYTES, embed_timelines
+
     body: list[str] = []
     omitted: list[str] = []
+    timeline_bytes = 0
     for page in composed:
+        # The trace page's timeline: each host's busiest step, embedded (the whole trace stays in the site).
+        page.main, used = embed_timelines(
+            site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
+            lambda data: f'<script type="application/json" data-timeline-data>{data}</script>\n')
+        timeline_bytes += used
         note = _omitted_note(page.omitted) if page.omitted else ""
         omitted.extend(t for t in page.omitted if t not in omitted)
         header = f'<header class="top">{page.header}</header>\n' if page.header.strip() else ""
@@ -391,9 +407,11 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
     if trace_runs:
         where = ", ".join(f"<code>{html.escape(r)}/{TRACE_DIR}/</code>" for r in trace_runs)
         trace_note = (
-            f'<p class="note">The timeline trace is not included in this file. It is in the site that '
-            f"<code>reportgen build LOGDIR -o site/</code> writes, under {where}; serve that site with "
-            "<code>reportgen serve site</code> to open it in Perfetto UI.</p>\n"
+            f'<p class="note">The timeline trace is not included in this file: each trace page\'s timeline '
+            f"holds the busiest step of each host (at most {MAX_EMBEDDED_BYTES // 2**20} MiB for them all). "
+            f"The whole trace is in the site that <code>reportgen build LOGDIR -o site/</code> writes, under {where}; "
+            "open its trace pages for every event, or serve the site with <code>reportgen serve site</code> to "
+            "open the files in Perfetto UI.</p>\n"
         )
     generator = f"reportgen {__version__}"
     document = (

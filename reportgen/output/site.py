@@ -111,6 +111,14 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     "memory_viewer_js": ("memory-viewer", "memory_viewer.js"),
     "trace_js": ("trace", "trace.js"),
     "op_profile_js": ("op-profile", "op_profile.js"),
+    "timeline_js": ("timeline", "timeline.js"),
+    # Vendored from the npm registry (scripts/vendor/refresh_flame_chart_js.sh), with its licence below.
+    "flame_chart_js": ("flame-chart", "vendor/flame-chart-js/flame-chart.min.js"),
+}
+# Licences of vendored components, copied beside the assets (content-hashed like them: the assets
+# folder is published with an immutable cache policy).
+VENDOR_NOTICES: dict[str, str] = {
+    "vendor/flame-chart-js/LICENSE": "flame-chart-js-LICENSE.txt",
 }
 
 # Asset key → path relative to the site root. Names are content-hashed, so
@@ -159,6 +167,10 @@ def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
         name = _hashed_name(stem, suffix, content)
         (assets_dir / name).write_bytes(content)
         written[key] = "assets/" + name
+    for source, name in VENDOR_NOTICES.items():
+        content = _static_asset(source)
+        stem, suffix = name.rsplit(".", 1)
+        (assets_dir / _hashed_name(stem, "." + suffix, content)).write_bytes(content)
     return Assets(written)
 
 

@@ -123,6 +123,7 @@ class TraceSection(Section):
                 "chart": overview_chart(part) if export.activity is not None and len(export.activity) else None,
                 "json_bytes": sum(c.json_bytes or 0 for c in export.chunks),
                 "notes": part.notes,
+                "timeline": export.timeline,
             })
         page.write_html("trace.html", "trace.html", hosts=hosts, errors=data.run.errors,
                         total=self.summary(data))

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# sticky-comment.sh BODY_FILE PR_NUMBER: post BODY_FILE on pull request PR_NUMBER of
+# $GITHUB_REPOSITORY as its sticky comment. The body's first line is the marker
+# that `reportgen summary --sticky KEY` writes, <!-- reportgen:sticky:KEY -->; the
+# comment whose body starts with that line is edited, and only when there is none
+# is a comment posted, so a pull request keeps one comment per KEY however often
+# it is pushed. Needs GH_TOKEN with pull-requests: write.
+set -euo pipefail
+
+body_file="$1"
+pr="$2"
+repo="${GITHUB_REPOSITORY:?GITHUB_REPOSITORY is not set}"
+# shellcheck source=gh-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gh-env.sh"
+
+marker="$(head -n 1 -- "$body_file")"
+marker_pattern='^<!-- reportgen:sticky:[A-Za-z0-9._-]{1,64} -->$'
+if ! [[ $marker =~ $marker_pattern ]]; then
+  echo "::error title=reportgen::$body_file does not open with a sticky-comment marker (reportgen summary --sticky KEY): refusing to post a comment that the next push could not find" >&2
+  exit 1
+fi
+if ! [[ $pr =~ ^[1-9][0-9]*$ ]]; then
+  echo "::error title=reportgen::pull request number '$pr' is not a number" >&2
+  exit 1
+fi
+
+# The oldest comment that opens with the marker (the key allows no quote or
+# backslash, so the marker is a plain jq string). --paginate runs the filter on
+# each page: keep the first id printed.
+ids="$(gh api --paginate "repos/$repo/issues/$pr/comments?per_page=100" \
+  --jq "[.[] | select(.body | startswith(\"$marker\"))][0].id // empty")"
+id="${ids%%$'\n'*}"
+if [ -n "$id" ]; then
+  url="$(gh api --method PATCH "repos/$repo/issues/comments/$id" -F "body=@$body_file" --jq .html_url)"
+  echo "reportgen: updated the pull request's comment $url"
+else
+  url="$(gh api --method POST "repos/$repo/issues/$pr/comments" -F "body=@$body_file" --jq .html_url)"
+  echo "reportgen: posted the pull request's comment $url"
+fi

@@ -1,0 +1,435 @@
+"""The trace page's in-page timeline: its data, per time window and level of detail, as `<script>` files.
+
+Written in the per-host stage (where the capture is in memory) beside the
+chunks, into `<out_dir>/timeline/`:
+
+* `index.js`: the tracks (XProf's processes and threads, in its order; the
+  threads of a thread pool share one collapsible track), the steps, the time
+  windows and the level-of-detail tiles with their time ranges and counts;
+* `w-NNN.js`: every event that starts in one time window, at full detail
+  (track, nesting level, name and long name, start, duration), plus the
+  longer events of earlier windows still running in it;
+* `a-NNN.js`: the same events as the chunks write them (Chrome trace JSON
+  objects: args, flow ids, category), read only when an event is selected;
+* `x-000.js`, `xa-000.js`: an excerpt (the busiest step, at most EXCERPT_EVENTS
+  events) that the single-file report embeds instead of the whole trace;
+* `lL-NNNNN.js`: level-of-detail tiles. Level L cuts the host's span into 4^L
+  tiles, each drawn at about LOD_BINS blocks per lane: events shorter than a
+  block that follow each other on one lane merge into one block that counts
+  them; longer events stay whole. The page shows the coarsest level fine
+  enough for its zoom, and full-detail windows only once the visible ones hold
+  few enough events: it never loads the whole trace.
+
+Every file is a script that hands its data to `reportgenTimeline.add(header,
+payload)`, so that a page opened from `file://` can load it by inserting a
+`<script>` element (browsers refuse to fetch local files). Event columns are
+binary, behind their name table (`_with_names`), zlib-compressed and
+base64-encoded; the page inflates them with the browser's DecompressionStream.
+Times are integer picoseconds from the host's time origin, exact in a JavaScript number up to 2^53 ps (2.5 hours).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import orjson
+from isal import isal_zlib
+
+from reportgen.export import schema
+from reportgen.export.chunks import plan_chunks
+from reportgen.export.flows import FLOW_ASYNC
+from reportgen.export.json_kernel import write_events
+from reportgen.export.json_writer import KernelArgs
+from reportgen.export.layout import LINE_EVENTS
+from reportgen.export.tables import TraceTables
+from reportgen.export.timeline_kernel import block_capacity, detail_blocks, nesting_depth
+
+WINDOW_EVENTS = 100_000  # events per full-detail window (cut on step starts where possible)
+LOD_BINS = 2000  # blocks per lane across one level-of-detail tile
+LOD_MIN_EVENTS = 150_000  # below this the page loads every window at once: no tiles
+MAX_LOD_LEVELS = 8
+EXCERPT_EVENTS = 50_000  # the single-file report's excerpt (the busiest step) holds at most this many events
+WRITER_THREADS = 2
+COMPRESS_LEVEL = 2  # ISA-L (0–3): level 2 is within a few % of zlib -6 here, several times faster
+POOL_THREAD = re.compile(r"^(.+)/-?[0-9]+$")  # "tf_Compute/188715669": thread 188715669 of pool tf_Compute
+REGISTER = "reportgenTimeline.add"
+DIR = "timeline"
+
+
+@dataclass
+class TimelineFiles:
+    """What the timeline export wrote for one host (the page reports it, the summary sums it)."""
+
+    index: str  # relative to the host's trace folder: "timeline/index.js"
+    events: int  # events drawn (counter samples are not)
+    tracks: int
+    windows: int
+    lod_levels: int
+    files: int
+    bytes: int
+    seconds: float
+    counter_samples: int = 0
+    files_written: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Tracks:
+    """Lanes (one per trace thread) grouped into tracks (a thread, or a pool's threads)."""
+
+    entries: list[dict]  # index.js `tracks`
+    lane_of_line: np.ndarray  # int64 per capture line, -1 when not drawn
+    lane_track: np.ndarray  # int64 per lane
+    lane_offset: np.ndarray  # int64 per lane: first level of the lane in its track (after depths)
+
+
+def _pool(name: str) -> str | None:
+    match = POOL_THREAD.match(name)
+    return match.group(1) if match else None
+
+
+def _tracks(tables: TraceTables) -> tuple[list[tuple[str, str, list[tuple[int, str, list[int]]]]], np.ndarray]:
+    """(process name, track title, [(tid, thread name, lines)]) per track, in XProf's order, and lane of each line.
+
+    Threads are ordered by tid within their process, as XProf orders them; the threads of a
+    pool (names `<pool>/<id>`) are grouped into one track where the first of them stands.
+    """
+    layout = tables.layout
+    lane_of_line = np.full(len(layout.line_kind), -1, dtype=np.int64)
+    tracks = []
+    lane = 0
+    for proc in layout.processes:
+        threads = proc.sorted_threads()
+        pools: dict[str, list] = {}
+        for thread in threads:
+            key = _pool(thread.name)
+            if key is not None:
+                pools.setdefault(key, []).append(thread)
+        placed: set[str] = set()
+        for thread in threads:
+            key = _pool(thread.name)
+            members = pools.get(key, []) if key is not None else []
+            if len(members) > 1:
+                if key in placed:
+                    continue
+                placed.add(key)
+                title = f"{key} ({len(members)} threads)"
+            else:
+                members = [thread]
+                title = thread.name
+            group = []
+            for member in members:
+                lines = [ln for ln in member.lines if layout.line_kind[ln] == LINE_EVENTS]
+                lane_of_line[lines] = lane
+                lane += 1
+                group.append((member.tid, member.name, lines))
+            tracks.append((proc.name, title, group))
+    return tracks, lane_of_line
+
+
+def _js_text(value) -> bytes:
+    # No `<` at all (JSON has it only inside strings): `</script` would end the element when the file
+    # is inlined into a page (the single-file report), and capture text stays inert there.
+    return orjson.dumps(value).replace(b"<", b"\\u003c")
+
+
+def _script(header: dict, payload: bytes) -> bytes:
+    packed = base64.b64encode(isal_zlib.compress(payload, COMPRESS_LEVEL))
+    return REGISTER.encode() + b"(" + _js_text(header) + b',"' + packed + b'");\n'
+
+
+def _columns(start: np.ndarray, dur: np.ndarray, name: np.ndarray, track: np.ndarray, level: np.ndarray,
+             count: np.ndarray | None = None, long_name: np.ndarray | None = None) -> bytes:
+    """Event columns, little-endian, 8-byte columns first so that every typed array view is aligned.
+
+    Starts are stored as differences from the previous row (exact integers in a double):
+    rows are sorted by (track, level, start), so most differences are small and compress well.
+    """
+    delta = np.diff(start, prepend=np.int64(0)).astype("<f8")
+    parts = [delta.tobytes(), dur.astype("<f8").tobytes(), name.astype("<i4").tobytes()]
+    if long_name is not None:
+        parts.append(long_name.astype("<i4").tobytes())
+    if count is not None:
+        parts.append(count.astype("<u4").tobytes())
+    parts += [track.astype("<u2").tobytes(), level.astype("<u2").tobytes()]
+    return b"".join(parts)
+
+
+def _with_names(names: list[str], columns: bytes) -> bytes:
+    """The payload of an events file: its name table (uint32 length, JSON, padded to 8 bytes), then its columns.
+
+    Names go inside the compressed payload: a window's distinct full names (XProf's long_name) can
+    take more room than its events.
+    """
+    text = orjson.dumps(names)
+    pad = -(4 + len(text)) % 8
+    return len(text).to_bytes(4, "little") + text + b" " * pad + columns
+
+
+def _names(sids: np.ndarray, tables: TraceTables) -> tuple[list[str], np.ndarray]:
+    """The distinct names of some events, and each event's index into them (-1 stays -1)."""
+    valid = sids >= 0
+    distinct, inverse = np.unique(sids[valid], return_inverse=True)
+    index = np.full(len(sids), -1, dtype=np.int64)
+    index[valid] = inverse
+    return [tables.pool.text(int(s)) for s in distinct], index
+
+
+def _event_objects(rows: np.ndarray, kernel: KernelArgs, in_out_async: np.ndarray) -> bytes:
+    """`[{…},{…}]`: the rows as the chunks write them, one object per row.
+
+    The compiled writer closes an in-out async event with a second object (its end);
+    that one is dropped so that object i is row i.
+    """
+    buf = np.empty(8 << 20, dtype=np.uint8)
+    parts = []
+    i = 0
+    while i < len(rows):
+        n, nxt = write_events(rows, i, len(rows), buf, *kernel.args)
+        if nxt == i:
+            buf = np.empty(len(buf) * 4, dtype=np.uint8)
+            continue
+        parts.append(buf[:n].copy())
+        i = nxt
+    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    if in_out_async.any() and len(data):
+        # Objects start at ",\n{" (JSON strings hold no raw newline); mark the bytes of each dropped one.
+        starts = np.flatnonzero((data[:-2] == 44) & (data[1:-1] == 10) & (data[2:] == 123))
+        owner_piece = np.cumsum(in_out_async.astype(np.int64) + 1) - 1  # the last object written for each row
+        drop = np.zeros(len(starts), dtype=bool)
+        drop[owner_piece[in_out_async]] = True
+        bounds = np.append(starts, len(data))
+        keep = np.repeat(~drop, np.diff(bounds))
+        data = data[keep]
+    body = data[2:].tobytes() if len(data) else b""  # without the first ",\n"
+    return b"[" + body + b"]"
+
+
+def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = None,
+                    window_events: int | None = None) -> TimelineFiles | None:
+    """Write the host's timeline files into `out / DIR`; None when the host has no event to draw."""
+    started = time.perf_counter()
+    layout = tables.layout
+    rows = tables.exported
+    lines = tables.line_of(rows)
+    drawn = layout.line_kind[lines] == LINE_EVENTS
+    counter_samples = int(np.count_nonzero(~drawn))
+    rows, lines = rows[drawn], lines[drawn]
+    if len(rows) == 0:
+        return None
+    kernel = kernel or KernelArgs(tables)
+    track_list, lane_of_line = _tracks(tables)
+    lane = lane_of_line[lines]
+    start = tables.start_ps(rows)
+    end = start + np.maximum(tables.end_ps(rows) - start, 1)  # every event lasts at least 1 ps, as in XProf
+
+    # Nesting depth per lane, then each lane's levels placed under the previous lanes of its track.
+    by_lane = np.lexsort((-end, start, lane))
+    depth = np.empty(len(rows), dtype=np.int64)
+    depth[by_lane] = nesting_depth(lane[by_lane], start[by_lane], end[by_lane])
+    n_lanes = int(lane_of_line.max()) + 1
+    lane_levels = np.zeros(n_lanes, dtype=np.int64)
+    np.maximum.at(lane_levels, lane, depth + 1)
+    lane_track = np.empty(n_lanes, dtype=np.int64)
+    lane_offset = np.zeros(n_lanes, dtype=np.int64)
+    entries = []
+    lane_id = 0
+    for k, (process, title, threads) in enumerate(track_list):
+        offset = 0
+        thread_entries = []
+        for tid, name, _lines in threads:
+            lane_track[lane_id] = k
+            if len(threads) > 1 and lane_levels[lane_id]:
+                offset += 1  # in a pool, a row above each thread's events names the thread
+            lane_offset[lane_id] = offset
+            thread_entries.append({"tid": tid, "name": name, "level": offset, "levels": int(lane_levels[lane_id])})
+            offset += int(lane_levels[lane_id])
+            lane_id += 1
+        entries.append({"process": process, "title": title, "threads": thread_entries, "levels": offset,
+                        "pool": len(threads) > 1})
+    track = lane_track[lane]
+    level = lane_offset[lane] + depth
+    track_events = np.bincount(track, minlength=len(entries))
+    for k, entry in enumerate(entries):
+        entry["events"] = int(track_events[k])
+    keep_tracks = [k for k, e in enumerate(entries) if e["events"]]
+    if len(keep_tracks) != len(entries):  # threads whose every event is a counter sample
+        renumber = np.full(len(entries), -1, dtype=np.int64)
+        renumber[keep_tracks] = np.arange(len(keep_tracks))
+        track = renumber[track]
+        entries = [entries[k] for k in keep_tracks]
+
+    order = np.lexsort((start, level, track))
+    rows, start, end, track, level = rows[order], start[order], end[order], track[order], level[order]
+    name_sid = _name_sids(tables, rows)
+    long_sid = _long_sids(tables, rows)
+    flow_bits = _in_out_async(tables, rows)
+
+    target = out / DIR
+    target.mkdir(parents=True, exist_ok=True)
+    host = tables.capture.host
+    written: list[tuple[str, int]] = []
+
+    def write(name: str, content: bytes) -> None:
+        (target / name).write_bytes(content)
+        written.append((name, len(content)))
+
+    # Full-detail windows, cut like the chunks: on step starts where the caps allow.
+    by_start = np.argsort(start, kind="stable")
+    plan = plan_chunks(np.arange(len(rows)), start[by_start], np.ones(len(rows), np.int32),
+                       tables.steps.start_ps, window_events or WINDOW_EVENTS, 1 << 62)
+    cuts = np.array(plan.cuts_ps, dtype=np.int64)
+    first_window = np.searchsorted(cuts, start, side="right")
+    last_window = np.searchsorted(cuts, end - 1, side="right")
+    spans = last_window - first_window
+    carried = np.flatnonzero(spans > 0)
+    carry_rows = np.repeat(carried, spans[carried])
+    carry_window = np.concatenate([np.arange(a + 1, b + 1) for a, b in
+                                   zip(first_window[carried], last_window[carried])]) \
+        if len(carried) else np.zeros(0, np.int64)
+    member = np.concatenate([np.arange(len(rows)), carry_rows])
+    member_window = np.concatenate([first_window, carry_window])
+    member_carried = np.concatenate([np.zeros(len(rows), bool), np.ones(len(carry_rows), bool)])
+    grouped = np.lexsort((member, member_window))  # by window, then in (track, level, start) order
+    member, member_window, member_carried = member[grouped], member_window[grouped], member_carried[grouped]
+    window_bounds = np.searchsorted(member_window, np.arange(len(plan) + 1))
+    def write_window(key: str, args_key: str, sel: np.ndarray, carried_here: np.ndarray) -> None:
+        # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
+        names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
+        name_index, long_index = index_of[:len(sel)], index_of[len(sel):]
+        header = {"host": host, "key": key, "n": len(sel), "carried": carried_here.tolist()}
+        write(f"{key}.js", _script(header, _with_names(names, _columns(
+            start[sel], end[sel] - start[sel], name_index, track[sel], level[sel], long_name=long_index))))
+        write(f"{args_key}.js", _script({"host": host, "key": args_key, "n": len(sel)},
+                                        _event_objects(rows[sel], kernel, flow_bits[sel])))
+
+    windows = []
+    t_first, t_last = int(start.min()), int(end.max())
+    # Windows are written on a few threads: the JSON writer and ISA-L release the GIL.
+    with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
+        pending = []
+        for k in range(len(plan)):
+            sel = member[window_bounds[k]:window_bounds[k + 1]]
+            carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
+            key, args_key = f"w-{k:03d}", f"a-{k:03d}"
+            pending.append(pool.submit(write_window, key, args_key, sel, carried_here))
+            w0 = int(cuts[k - 1]) if k > 0 else t_first
+            w1 = int(cuts[k]) if k < len(cuts) else t_last
+            windows.append({"key": key, "args": args_key, "start": w0, "end": w1,
+                            "events": int(len(sel) - len(carried_here))})
+        for future in pending:
+            future.result()
+
+    # An excerpt for the single-file report: the busiest step (most events starting in it), at most
+    # EXCERPT_EVENTS of its events; without steps, the first EXCERPT_EVENTS events.
+    excerpt = _excerpt_range(start, tables.steps, t_first, t_last)
+    inside = np.flatnonzero((start >= excerpt["start"]) & (start < excerpt["end"]))
+    running = np.flatnonzero((start < excerpt["start"]) & (end > excerpt["start"]))
+    sel = np.union1d(inside, running)  # in (track, level, start) order, like every window
+    write_window("x-000", "xa-000", sel, np.searchsorted(sel, running))
+    excerpt.update(key="x-000", args="xa-000", events=int(len(inside)))
+
+    lod = _write_lod(tables, host, start, end, track, level, name_sid, t_first, t_last, windows, write)
+    marks = tables.steps
+    index = {
+        "host": host,
+        "start": t_first,
+        "end": t_last,
+        "events": int(len(rows)),
+        "counter_samples": counter_samples,
+        "tracks": entries,
+        "steps": [[int(n), int(s), int(e)] for n, s, e in zip(marks.number, marks.start_ps, marks.end_ps)],
+        "windows": windows,
+        "lod": lod,
+        "excerpt": excerpt,
+    }
+    write("index.js", REGISTER.encode() + b"(" + _js_text({"host": host, "key": "index"}) + b"," +
+          _js_text(index) + b");\n")
+    return TimelineFiles(
+        index=f"{DIR}/index.js", events=int(len(rows)), tracks=len(entries), windows=len(windows),
+        lod_levels=len(lod), files=len(written), bytes=sum(size for _, size in written),
+        seconds=time.perf_counter() - started, counter_samples=counter_samples,
+        files_written=[f"{DIR}/{name}" for name, _ in written],
+    )
+
+
+def _excerpt_range(start: np.ndarray, steps, t_first: int, t_last: int) -> dict:
+    """{start, end, step}: the busiest step's time range, cut to EXCERPT_EVENTS events."""
+    by_time = np.sort(start)
+    if len(steps):
+        counts = np.searchsorted(by_time, steps.end_ps) - np.searchsorted(by_time, steps.start_ps)
+        k = int(np.argmax(counts))
+        lo, hi, step = int(steps.start_ps[k]), int(steps.end_ps[k]), int(steps.number[k])
+    else:
+        lo, hi, step = t_first, t_last + 1, None
+    first = int(np.searchsorted(by_time, lo))
+    if int(np.searchsorted(by_time, hi)) - first > EXCERPT_EVENTS:
+        hi = int(by_time[first + EXCERPT_EVENTS])  # the events starting before it: at most the cap (ties aside)
+    return {"start": lo, "end": hi, "step": step}
+
+
+def _name_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
+    n = tables.n_events
+    real = rows < n
+    out = np.empty(len(rows), dtype=np.int64)
+    out[real] = tables.name_sid[rows[real]]
+    out[~real] = tables.synthetic.name_sid[rows[~real] - n]
+    return out
+
+
+def _long_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
+    n = tables.n_events
+    real = rows < n
+    out = np.full(len(rows), -1, dtype=np.int64)
+    out[real] = tables.md_long_sid[tables.capture.events["md"].to_numpy()[rows[real]]]
+    return out
+
+
+def _in_out_async(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
+    """Rows the JSON writer writes as two objects (async events with an in-out flow)."""
+    n = tables.n_events
+    real = rows < n
+    bits = np.zeros(len(rows), dtype=np.int64)
+    bits[real] = tables.flows.flow_bits[rows[real]]
+    return ((bits & FLOW_ASYNC) != 0) & ((bits & 3) == schema.FLOW_IN_OUT)
+
+
+def _write_lod(tables: TraceTables, host: str, start: np.ndarray, end: np.ndarray, track: np.ndarray,
+               level: np.ndarray, name_sid: np.ndarray, t_first: int, t_last: int, windows: list[dict],
+               write) -> list[dict]:
+    """Level-of-detail tiles, coarsest first, down to tiles about as long as a window."""
+    if len(start) < LOD_MIN_EVENTS:
+        return []
+    span = max(t_last - t_first, 1)
+    window_span = span / max(len(windows), 1)
+    levels = []
+    for lod_level in range(MAX_LOD_LEVELS):
+        tile_span = -(-span // 4 ** lod_level)
+        resolution = max(1, tile_span // LOD_BINS)
+        capacity = block_capacity(start, end, t_first, tile_span)
+        event, tile, b_start, b_end, count = detail_blocks(track, level, start, end, t_first, tile_span,
+                                                           resolution, capacity)
+        by_tile = np.argsort(tile, kind="stable")
+        event, tile, b_start, b_end, count = event[by_tile], tile[by_tile], b_start[by_tile], b_end[by_tile], \
+            count[by_tile]
+        sids = np.where(count == 1, name_sid[event], -1)  # a merged block has no name of its own
+        b_track, b_level = track[event], level[event]
+        tiles = {}
+        bounds = np.flatnonzero(np.diff(tile, prepend=-1, append=-1))
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            t = int(tile[a])
+            names, name_index = _names(sids[a:b], tables)
+            key = f"l{lod_level}-{t:05d}"
+            header = {"host": host, "key": key, "n": int(b - a)}
+            write(f"{key}.js", _script(header, _with_names(names, _columns(
+                b_start[a:b], b_end[a:b] - b_start[a:b], name_index, b_track[a:b], b_level[a:b], count[a:b]))))
+            tiles[str(t)] = [key, int(b - a)]
+        levels.append({"tile": int(tile_span), "resolution": int(resolution), "tiles": tiles})
+        if tile_span <= window_span:
+            break
+    return levels

@@ -1,0 +1,74 @@
+"""Reading the in-page timeline's files back in Python, as the page does (tests only)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+PREFIX = b"reportgenTimeline.add("
+SUFFIX = b");\n"
+
+
+def read_script(path: Path) -> tuple[dict, object]:
+    """(header, payload) of one file: the index's payload is its object, others' their decoded bytes."""
+    raw = path.read_bytes()
+    assert raw.startswith(PREFIX) and raw.endswith(SUFFIX), f"{path}: not a reportgenTimeline.add(…) call"
+    text = raw[len(PREFIX):-len(SUFFIX)].decode("utf-8")
+    decoder = json.JSONDecoder()
+    header, end = decoder.raw_decode(text)
+    assert text[end] == ","
+    payload, end = decoder.raw_decode(text, end + 1)
+    assert end == len(text)
+    if isinstance(payload, str):
+        return header, zlib.decompress(base64.b64decode(payload))
+    return header, payload
+
+
+@dataclass
+class Columns:
+    start: np.ndarray  # ps
+    dur: np.ndarray
+    name: list[str]  # per row ("" for a merged block)
+    long_name: list[str] | None  # full-detail windows: the `long_name` arg, "" where none
+    count: np.ndarray | None
+    track: np.ndarray
+    level: np.ndarray
+    carried: list[int]
+
+
+def read_columns(path: Path) -> tuple[dict, Columns]:
+    header, raw = read_script(path)
+    n = header["n"]
+    lod = header["key"].startswith("l")
+    length = int.from_bytes(raw[:4], "little")
+    names = json.loads(raw[4:4 + length])
+    off = 4 + length + (-(4 + length) % 8)
+
+    def take(dtype: str, size: int) -> np.ndarray:
+        nonlocal off
+        out = np.frombuffer(raw, dtype=dtype, count=n, offset=off)
+        off += size * n
+        return out
+
+    delta = take("<f8", 8)
+    dur = take("<f8", 8)
+    name = take("<i4", 4)
+    long_name = None if lod else take("<i4", 4)
+    count = take("<u4", 4) if lod else None
+    track = take("<u2", 2)
+    level = take("<u2", 2)
+    assert off == len(raw), f"{path}: {len(raw) - off} bytes left over"
+    return header, Columns(
+        start=np.cumsum(delta), dur=dur, name=[names[i] if i >= 0 else "" for i in name], count=count,
+        long_name=None if long_name is None else [names[i] if i >= 0 else "" for i in long_name],
+        track=track.astype(np.int64), level=level.astype(np.int64), carried=header.get("carried", []),
+    )
+
+
+def read_index(folder: Path) -> dict:
+    return read_script(folder / "index.js")[1]

@@ -160,11 +160,15 @@ def start_precompile() -> subprocess.Popen | None:
 
 
 def wait_for_precompile() -> None:
-    """Wait (once per process) until no process compiles kernels ahead for this cache folder."""
+    """Wait (once per process) until no process compiles kernels ahead for this cache folder, unless
+    this process's ahead-compiled kernels are in the cache already (another reportgen sharing the
+    folder may be compiling its own)."""
     global _waited
     if _waited or CACHE_PROBLEM is not None or fcntl is None:
         return
     _waited = True
+    if not cold_modules(tuple(PRECOMPILED)):
+        return
     try:
         lock = os.open(CACHE_DIR / PRECOMPILE_LOCK, os.O_RDONLY)
     except OSError:  # never created: nothing was ever compiled ahead here

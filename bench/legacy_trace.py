@@ -1,4 +1,4 @@
-"""Cloud TPU `.trace` (Trace proto) conversion speed: events/s of the decode and of the whole export.
+"""Cloud TPU `.trace` (Trace proto) and `.tracetable` conversion speed: events/s of the decode and of the export.
 
     PYTHONPATH=. python bench/legacy_trace.py [--events 1000000] [--args-every 5] [--repeat 3]
         [--scratch /tmp/legacy-trace-bench] [--keep]
@@ -12,7 +12,11 @@ times in this process, the best of:
 * decode: `read_trace` on the file's bytes (the Trace proto into the
   export's columns);
 * export: decode plus `ChromeTraceExport.add` and `finish` (chunks written
-  as gzip JSON into the scratch folder, the activity overview computed).
+  as gzip JSON into the scratch folder, the activity overview computed);
+* tracetable: the same events as a `.tracetable` (the LevelDB table layout
+  of capture_tpu_profile 1.9's streaming trace, Snappy blocks of 64 KiB,
+  written by tests/sstable_writer.py), decoded by `read_trace`, and the ratio
+  to the `.trace` decode of the same run.
 
 The machine is shared and noisy: compare runs made one after the other.
 """
@@ -28,8 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.legacy.chrome_trace import read_trace
+from reportgen.legacy.sstable import crc32c
 from reportgen.legacy.timeline_chunks import ChromeTraceExport
 from reportgen.loaders.proto import trace_events_pb2 as tpb
+from tests.sstable_writer import tracetable
 
 NAMES = [f"fusion.{i}" for i in range(300)] + ['while/body "q"\\x', "conv\u00e9\t1"]
 
@@ -92,6 +98,20 @@ def main() -> None:
     print(f"{path} ({len(data) / 2**20:.1f} MiB, {events:,} events, {len(result.chunks)} chunks)")
     print(f"decode: best {min(decode):.3f} s  {events / min(decode):,.0f} events/s")
     print(f"export: best {min(export):.3f} s  {events / min(export):,.0f} events/s")
+    table_path = scratch / "bench.tracetable"
+    if not table_path.exists():
+        trace_proto = tpb.Trace.FromString(data)
+        table_path.write_bytes(tracetable(trace_proto, block_size=64 * 1024, crc=crc32c))
+        del trace_proto
+    table = table_path.read_bytes()
+    read_trace(str(table_path), table)  # warm-up
+    table_decode = []
+    for _ in range(args.repeat):
+        started = time.perf_counter()
+        read_trace(str(table_path), table)
+        table_decode.append(time.perf_counter() - started)
+    print(f"{table_path} ({len(table) / 2**20:.1f} MiB): decode best {min(table_decode):.3f} s  "
+          f"{events / min(table_decode):,.0f} events/s, {min(table_decode) / min(decode):.2f}x the .trace decode")
     if not args.keep and args.scratch is None:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -105,6 +105,7 @@ class HostCapture:
     strings:        interned strings (bytes values stay `bytes`)
     proto_stats:    proto-valued stats decoded into plain Python (`core_details`,
                     `memory_access_breakdown`), by (stat name, string id)
+    dropped:        events left out by the loader, {reason: count} (see loaders/xspace.py)
     """
 
     path: str
@@ -126,6 +127,9 @@ class HostCapture:
     # Bytes stats that hold serialized protos, decoded by the loader (loaders/stat_protos.py):
     # {(stat name, value's string id): plain value}.
     proto_stats: dict = field(default_factory=dict, repr=False)
+    # Events the loader left out ({reason: count}, read as "<count> events <reason>"): times no time line
+    # can hold.
+    dropped: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self._string_index:

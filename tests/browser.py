@@ -2,11 +2,13 @@
 
 `needs_browser` skips a test (with the install command) where chromium or
 chromedriver is missing; `chromium(profile_dir)` opens a browser that logs
-the console, so that `console_errors(driver)` can assert a page raised none.
+the console, so that `console_errors(driver)` can assert a page raised none;
+`screenshot(driver, name)` keeps a PNG when REPORTGEN_SCREENSHOTS names a folder.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,3 +55,11 @@ def chromium(profile_dir: Path, window: str = "1400,1000") -> Iterator:
 def console_errors(driver) -> list[dict]:
     """The SEVERE console entries logged since the last call."""
     return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def screenshot(driver, name: str) -> None:
+    """Keep a screenshot named `name` in the folder REPORTGEN_SCREENSHOTS names, for a look (none without it)."""
+    folder = os.environ.get("REPORTGEN_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(folder) / name))

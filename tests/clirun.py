@@ -21,9 +21,9 @@ CAP_DAC_READ_SEARCH = 2
 
 
 def reportgen(*args: str, cwd: Path | None = None, preexec_fn: Callable[[], None] | None = None,
-              timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python -m reportgen ARGS`, this checkout first on the import path."""
-    env = dict(os.environ)
+              timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m reportgen ARGS`, this checkout first on the import path (`env`: variables to set)."""
+    env = {**os.environ, **(env or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env.pop("COLUMNS", None)
     return subprocess.run(

@@ -183,8 +183,9 @@ def test_failed_build_leaves_previous_site_untouched(previous_site, tmp_path, ca
     assert cli.main(["build", str(tmp_path / "nothing"), "-o", str(previous_site)]) == 1
     assert "no such file or directory" in capsys.readouterr().err
     assert _snapshot(previous_site) == before
-    # No temporary folders left; the rebuild cache of the first (good) build stays beside its site.
-    assert sorted(p.name for p in previous_site.parent.iterdir()) == [".site.reportgen-cache", "site"]
+    # No temporary folders left; the rebuild cache of the first (good) build and the site's lock file stay
+    # beside it.
+    assert sorted(p.name for p in previous_site.parent.iterdir()) == [".site.lock", ".site.reportgen-cache", "site"]
 
 
 def test_output_that_is_not_a_site_is_refused(tmp_path, capsys):

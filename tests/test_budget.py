@@ -86,6 +86,8 @@ def test_bad_regression_limits(text):
     ("baseline = 'main'\n", "sets no budget"),
     ("max_step_ms = 'fast'\n", "must be a non-negative number"),
     ("max_input_percent = 20\nruns = 'a'\n", "runs must be a list"),
+    ("fail_on_finding = 3\n", "give a severity or a finding id"),
+    ("fail_on_finding = ['high', 'a b']\n", "fail on finding 'a b'"),
 ])
 def test_bad_budget_files(tmp_path, content, message):
     path = tmp_path / "budget.toml"
@@ -111,3 +113,19 @@ def test_build_with_a_budget_file(site, tmp_path, capsys):
     (tmp_path / "bad.toml").write_text("max_step = 1\n")
     assert main(["build", str(SAMPLE), "-o", str(tmp_path / "never"), "--budget", str(tmp_path / "bad.toml")]) == 1
     assert not (tmp_path / "never").exists()
+
+
+def test_findings_budget_refuses_a_severity_and_worse_or_ids(site, tmp_path, capsys):
+    (tmp_path / "budget.toml").write_text('fail_on_finding = "high, capture.*"\n')
+    budget = load_budget(tmp_path / "budget.toml")
+    assert budget.fail_on_finding == ["high", "capture.*"]
+    assert budget.refused({"id": "input.bound", "severity": "high"}) == "high"
+    assert budget.refused({"id": "capture.no_steps", "severity": "low"}) == "capture.*"
+    assert budget.refused({"id": "steps.variance", "severity": "medium"}) is None
+    assert main(["check", str(site), "--budget", str(tmp_path / "budget.toml"), "--runs", BASELINE]) == 3
+    out = capsys.readouterr().out
+    assert f"over budget: {BASELINE}: finding input.tf_data_bottleneck (high): The step waits for input" in out
+    assert main(["check", str(site), "--fail-on-finding", "medium", "--runs", CANDIDATE]) == 0
+    assert f"within budget: {CANDIDATE}: no finding matches medium" in capsys.readouterr().out
+    # `off` drops the file's findings budget: nothing is left to check.
+    assert main(["check", str(site), "--budget", str(tmp_path / "budget.toml"), "--fail-on-finding", "off"]) == 0

@@ -67,23 +67,76 @@ def test_touched_files_are_reused_changed_files_rebuilt_and_the_site_equals_a_fr
     assert not [p for p in (tmp_path / "site").rglob("*") if p.name.endswith(".pickle")]
 
 
-def test_a_corrupt_cache_entry_is_ignored_with_a_warning(tmp_path):
+def test_corrupt_truncated_and_foreign_entries_are_ignored_reported_with_v_and_rebuilt(tmp_path):
     logdir = _small_logdir(tmp_path / "logdir")
     _build(logdir, tmp_path / "site", jobs=1)
     cache = tmp_path / ".site.reportgen-cache"
-    entries = sorted(cache.glob("hosts/*/*/outcome.pickle"))
-    assert len(entries) == 4
+    entries = sorted(cache.glob("hosts/*/*/outcome.json"))
+    assert len(entries) == 4 and not list(cache.rglob("*.pickle"))
     entries[0].write_bytes(entries[0].read_bytes()[:40])  # truncated
-    entries[1].write_bytes(b"not a pickle at all")
-    for run_entry in cache.glob("runs/*/run.pickle"):
-        run_entry.write_bytes(b"\x80\x05garbage")
-    rebuilt, _ = _build(logdir, tmp_path / "site", jobs=1)
-    assert rebuilt.exit_code == 0
-    assert len(rebuilt.decoded) == 2 and len(rebuilt.cached) == 2
-    unreadable = [w for w in rebuilt.warnings if "ignoring an unreadable cache entry" in w]
-    assert len(unreadable) >= 2
+    entries[1].write_bytes(b"not JSON at all")
+    # Foreign: a well-formed file naming a type that is not reportgen's (here: a call to os.system).
+    foreign = json.loads(entries[2].read_bytes())
+    foreign["value"] = {"$": "dc", "t": "os:system", "f": {}}
+    entries[2].write_text(json.dumps(foreign))
+    arrays = sorted(cache.glob("hosts/*/*/outcome.npz"))
+    assert arrays
+    arrays[-1].write_bytes(b"PK\x03\x04 not really a zip")
+    for run_entry in cache.glob("runs/*/run.json"):
+        run_entry.write_bytes(b'{"format": "reportgen-data/1", "value": {"$": "nd", "d": "<i8", "o": 5, "s": [99]}}')
+    rebuilt, lines = _build(logdir, tmp_path / "site", jobs=1)
+    assert rebuilt.exit_code == 0 and rebuilt.warnings == []
+    assert len(rebuilt.decoded) == 4 - len(rebuilt.cached) and len(rebuilt.cached) <= 1
+    ignored = [line for line in lines if "ignoring an unreadable cache entry" in line]
+    assert len(ignored) >= 4 and any("names a type outside reportgen: 'os:system'" in line for line in ignored), lines
     fresh, _ = _build(logdir, tmp_path / "fresh", cache=False)
     assert_same_site(tmp_path / "site", tmp_path / "fresh")
+    again, _ = _build(logdir, tmp_path / "site", jobs=1)  # the bad entries were replaced
+    assert len(again.cached) == 4
+
+
+def test_a_crafted_entry_cannot_run_code(tmp_path):
+    """A pickle that runs a command when loaded (what the cache held before) is never loaded; a data
+    entry can only name reportgen's own dataclasses, and builds them without calling their code."""
+    import pickle
+
+    logdir = _small_logdir(tmp_path / "logdir")
+    _build(logdir, tmp_path / "site", jobs=1)
+    cache = tmp_path / ".site.reportgen-cache"
+    proof = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {proof}",)
+
+    for entry in cache.glob("hosts/*/*"):
+        (entry / "outcome.pickle").write_bytes(pickle.dumps(Payload()))
+        tree = json.loads((entry / "outcome.json").read_bytes())
+        tree["value"]["f"]["summary"] = {"$": "dc", "t": "reportgen.pipeline.cache:HostCache", "f": {}}
+        (entry / "outcome.json").write_text(json.dumps(tree))
+    rebuilt, lines = _build(logdir, tmp_path / "site", jobs=1)
+    assert not proof.exists()
+    assert rebuilt.exit_code == 0 and len(rebuilt.decoded) == 4
+    assert any("is not a dataclass" in line or "fields do not match" in line for line in lines), lines
+
+
+def test_the_cache_folder_is_private_and_site_files_are_copies(tmp_path):
+    logdir = _small_logdir(tmp_path / "logdir")
+    _build(logdir, tmp_path / "site", jobs=1)
+    cache = tmp_path / ".site.reportgen-cache"
+    assert (cache.stat().st_mode & 0o777) == 0o700
+    _build(logdir, tmp_path / "site", jobs=1)  # every host and run page from the cache
+    page = tmp_path / "site" / "a" / "index.html"
+    assert page.stat().st_nlink == 1
+    cached_pages = list(cache.glob("runs/*/files/index.html"))
+    assert cached_pages
+    before = {p: p.read_bytes() for p in cached_pages}
+    with open(page, "r+b") as handle:  # edited in place, as an editor that does not rename would
+        handle.write(b"<!-- edited -->")
+    assert {p: p.read_bytes() for p in cached_pages} == before
+    shared = tmp_path / "shared-cache"
+    _build(logdir, tmp_path / "other", jobs=1, cache_dir=str(shared / "deep"))
+    assert (shared.stat().st_mode & 0o777) == 0o700 and ((shared / "deep").stat().st_mode & 0o777) == 0o700
 
 
 def test_no_cache_forces_every_host_and_a_code_change_invalidates_the_cache(tmp_path, monkeypatch):
@@ -139,15 +192,15 @@ def test_the_cache_beside_a_site_keeps_the_last_build_only(tmp_path):
     logdir = _small_logdir(tmp_path / "logdir")
     cache = tmp_path / ".site.reportgen-cache"
     _build(logdir, tmp_path / "site", jobs=1)
-    assert len(list(cache.glob("hosts/*/*/outcome.pickle"))) == 4
-    assert len(list(cache.glob("runs/*/run.pickle"))) == 3
+    assert len(list(cache.glob("hosts/*/*/outcome.json"))) == 4
+    assert len(list(cache.glob("runs/*/run.json"))) == 3
     shutil.rmtree(logdir / "plugins" / "profile" / "c")
     (logdir / "plugins" / "profile" / "b" / "vm.xplane.pb").write_bytes(small_capture(6))
     report, _ = _build(logdir, tmp_path / "site", jobs=1)
     assert report.decoded == ["b/vm.xplane.pb"]
     # Run c is gone and b's old content is superseded: their entries went with them.
-    assert len(list(cache.glob("hosts/*/*/outcome.pickle"))) == 3
-    assert len(list(cache.glob("runs/*/run.pickle"))) == 2
+    assert len(list(cache.glob("hosts/*/*/outcome.json"))) == 3
+    assert len(list(cache.glob("runs/*/run.json"))) == 2
     again, _ = _build(logdir, tmp_path / "site", jobs=1)
     assert again.decoded == [] and len(again.cached) == 3
 

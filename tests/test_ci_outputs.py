@@ -133,6 +133,15 @@ def test_check_writes_annotations_junit_and_codequality(site, budget_file, tmp_p
     out = capsys.readouterr().out
     assert code == 3
     commands = [line for line in out.splitlines() if line.startswith("::") and not line.startswith("::stop")]
+    # The runs' findings come as annotations of their own, one per finding (no budget refuses them here).
+    runs = json.loads((site / "summary.json").read_text())["runs"]
+    findings = [f for name, run in runs.items() if name != CANDIDATE for f in run.get("findings", {}).get("items", [])]
+    assert findings
+    finding_commands = [c for c in commands if "%3A " in c.split("::", 2)[1] and " finding " in c.split("::", 2)[1]]
+    assert len(finding_commands) == len(findings)
+    assert sum(c.startswith("::warning") for c in finding_commands) == sum(f["severity"] in ("high", "medium")
+                                                                          for f in findings)
+    commands = [c for c in commands if c not in finding_commands]
     errors = [c for c in commands if c.startswith("::error")]
     warnings = [c for c in commands if c.startswith("::warning")]
     assert len(errors) == 3 and all(c.startswith(f"::error file={budget_file.as_posix()},line=") for c in errors)
@@ -140,7 +149,7 @@ def test_check_writes_annotations_junit_and_codequality(site, budget_file, tmp_p
     assert all(XSS_RUN in w for w in warnings)
     junit = ElementTree.parse(tmp_path / "r" / "junit.xml").getroot()
     assert (junit.get("tests"), junit.get("failures"), junit.get("skipped")) == ("6", "3", "3")
-    assert len(json.loads((tmp_path / "r" / "cq.json").read_text())) == 6
+    assert len(json.loads((tmp_path / "r" / "cq.json").read_text())) == 6 + len(findings)
     # Plain text elsewhere: no workflow command at all.
     assert main(["check", str(site), "--budget", str(budget_file), "--baseline", CANDIDATE]) == 3
     assert "::" not in "".join(line[:2] for line in capsys.readouterr().out.splitlines())
@@ -270,3 +279,14 @@ def test_comment_fits_github_on_the_largest_shared_capture(tmp_path_factory, cap
         assert text.count("<code>") > 50  # runs, ops and kernels are all there
     capsys.readouterr()
     print(f"comment sizes on the shared capture: {sizes}")
+
+
+def test_refused_findings_are_errors_and_failed_cases(site, tmp_path, capsys):
+    code = main(["check", str(site), "--fail-on-finding", "input.*", "--format", "github", "--junit",
+                 str(tmp_path / "junit.xml"), "--runs", BASELINE])
+    out = capsys.readouterr().out
+    assert code == 3
+    errors = [line for line in out.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1 and "finding input.tf_data_bottleneck" in errors[0]
+    cases = ElementTree.parse(tmp_path / "junit.xml").getroot().findall("testsuite/testcase")
+    assert [(c.get("name"), c.find("failure") is not None) for c in cases] == [("fail_on_finding", True)]

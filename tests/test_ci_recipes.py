@@ -199,6 +199,14 @@ def test_pull_request_gets_one_sticky_comment_and_fails_over_budget(tmp_path, to
             "::error file=profile-budget.toml,line=7,title=pr-42%3A over the regression budget::pr-42 against main: "
             "step time 24.24 ms → 137.82 ms (+113.58 ms, +468.5%25), over the 5%25 regression budget; beyond the "
             "runs' noise (p < 0.0001)",
+            # The run's finding, as an annotation of its own (no budget refuses findings here).
+            "::warning title=pr-42%3A high finding input.tf_data_bottleneck::The step waits for input 73.6%25 of "
+            "the time; the tf.data bottleneck is MapAndBatch (Iterator::Root::MapAndBatch). What to do: Run the map "
+            "function in parallel (the trace recorded parallelism=1): pass num_parallel_calls to map. "
+            "(`dataset.map(f, num_parallel_calls=tf.data.AUTOTUNE)`) Consider adding cache after this "
+            "transformation if the data fits in memory and nothing upstream is random (e.g. shuffle). (`dataset = "
+            "dataset.cache()`) This pipeline has no prefetch: add one as the last transformation so that input "
+            "preparation overlaps the training step. (`dataset = dataset.prefetch(tf.data.AUTOTUNE)`)",
         ]
         assert re.search(r"^::stop-commands::[0-9a-f]{32}$", check, re.M)  # the plain report runs no command
         # The job summary: the same report, no marker, no charts (nothing published to link them from).
@@ -358,7 +366,8 @@ def test_merge_request_gets_one_sticky_note_and_fails_over_budget(tmp_path, tool
         quality = json.loads((workspace / "reportgen/codequality.json").read_text())
         assert [(q["check_name"], q["location"]) for q in quality] == [
             ("reportgen/budget/max_input_percent", {"path": "profile-budget.toml", "lines": {"begin": 6}}),
-            ("reportgen/budget/max_regression", {"path": "profile-budget.toml", "lines": {"begin": 7}})]
+            ("reportgen/budget/max_regression", {"path": "profile-budget.toml", "lines": {"begin": 7}}),
+            ("reportgen/finding/input.tf_data_bottleneck", {"path": ".", "lines": {"begin": 1}})]
         assert (workspace / "reportgen/site/index.html").is_file()
 
         # The next pipeline's note entry finds that note (past the first page of 100) and edits it.

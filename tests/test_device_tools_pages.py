@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 
 from reportgen.core.tools.hlo_stats import COLUMNS as HLO_COLUMNS
@@ -13,7 +14,7 @@ from reportgen.core.tools.roofline import COLUMNS as ROOFLINE_COLUMNS
 from reportgen.pipeline.build import BuildOptions, build_site
 from reportgen.sections.op_profile import CSV_COLUMNS
 from reportgen.sections.registry import SECTIONS
-from tests.browser import console_errors, needs_browser, start_chromium
+from tests.browser import console_errors, needs_browser, screenshot, start_chromium
 from tests.builtsite import built_site
 from tests.conftest import LOGDIR, ORACLE, needs_shared
 from tests.xspace import Space
@@ -62,8 +63,10 @@ def site(tmp_path_factory) -> Path:
     """The small TPU run built in code, plus (when present) two shared runs: TPU, and GPU on two hosts."""
     root = tmp_path_factory.mktemp("device")
     logdir = write_tpu_run(root / "logs")
+    for host, steps in (("pair-a", 3), ("pair-b", 1)):  # a run of two TPU hosts
+        tpu_space(host, steps).write(logdir / "plugins" / "profile" / "tpu_pair", host)
     locations = [str(logdir)]
-    runs = {"tpu_small"}
+    runs = {"tpu_small", "tpu_pair"}
     if LOGDIR.exists():
         locations.append(str(LOGDIR))
         runs |= SHARED_RUNS
@@ -110,6 +113,44 @@ def test_small_tpu_pod_viewer_breaks_steps_down_by_category(site):
     assert "loop fusion" in html  # the page's breakdown and bottleneck: HLO categories
 
 
+def test_a_run_of_two_hosts_has_each_hosts_op_profile_beside_the_combined_one(site):
+    html = (site / "tpu_pair" / "op_profile.html").read_text()
+    assert '<option value="pair-a">pair-a</option>' in html and '<option value="pair-b">pair-b</option>' in html
+    payload = json.loads(html.split('<script type="application/json" id="op-profile-data">', 1)[1].split(
+        "</script>", 1)[0])
+    assert sorted(payload["hosts"]) == ["pair-a", "pair-b"] and set(payload["hosts"]["pair-a"]) == set(payload["trees"])
+
+    def occurrences(rows: list[list[str]]) -> int:
+        return int(next(r for r in rows if r[0].endswith(f"loop fusion > {XSS_OP}"))[CSV_COLUMNS.index("Occurrences")])
+
+    folder = site / "tpu_pair" / "data" / "op_profile"
+    assert occurrences(_csv(folder / "op_profile.csv")) == 4  # 3 steps on pair-a, 1 on pair-b
+    assert occurrences(_csv(folder / "op_profile__pair-a.csv")) == 3
+    assert occurrences(_csv(folder / "op_profile__pair-b.csv")) == 1
+    assert 'href="data/op_profile/op_profile__pair-b.csv"' in html
+    # One host: no host choice (its combined view is that host's).
+    assert "data-op-host" not in (site / "tpu_small" / "op_profile.html").read_text()
+
+
+def test_hosts_trees_stay_within_the_pages_budget(tmp_path, monkeypatch):
+    from reportgen.core.host import HostContext
+    from reportgen.core.ops.device_run import device_part
+    from reportgen.core.tools.op_profile import op_profile_data
+    from reportgen.sections import op_profile as section
+
+    parts = {}
+    for host, steps in (("pair-a", 3), ("pair-b", 1)):
+        capture = tpu_space(host, steps).capture(host, sort_lines=True)
+        parts[host] = device_part(HostContext(run="r", host=host, capture=capture, site_dir=str(tmp_path)))
+    data = op_profile_data(["pair-a", "pair-b"], parts)
+    whole = section.page_payload(data)
+    assert list(whole["hosts"]) == ["pair-a", "pair-b"] and whole["hosts_left_out"] == []
+    one_host = len(orjson.dumps(whole["hosts"]["pair-a"]))
+    monkeypatch.setattr(section, "MAX_HOST_TREES_BYTES", one_host + 10)
+    cut = section.page_payload(data)
+    assert list(cut["hosts"]) == ["pair-a"] and cut["hosts_left_out"] == ["pair-b"]
+
+
 def test_op_profile_csv_is_the_program_tree_flattened(site):
     rows = _csv(site / "tpu_small" / "data" / "op_profile" / "op_profile.csv")
     assert rows[0] == CSV_COLUMNS
@@ -126,9 +167,32 @@ def test_shared_runs_list_the_pages_they_have_data_for(site):
     tpu = summary["tpu_inference_2"]
     assert set(DEVICE_PAGES) <= set(tpu["tools"]) and "pod_viewer" not in tpu["tools"]  # no steps
     gpu = summary["gpu_multi_worker"]
-    assert "op_profile" in gpu["tools"] and "pod_viewer" in gpu["tools"]
-    assert "hlo_stats" not in gpu["tools"] and "roofline_model" not in gpu["tools"]  # no op ran (idle only)
+    # XProf lists all three device tools for the GPU capture; no XLA op ran, so they have no op rows.
+    assert set(DEVICE_PAGES) | {"pod_viewer"} <= set(gpu["tools"])
     assert gpu["op_profile"]["categories"] == [{"name": "IDLE", "time_percent": 100.0}]
+    for slug in DEVICE_PAGES:
+        html = (site / "gpu_multi_worker" / f"{slug}.html").read_text()
+        assert html.count("data-no-device-ops") == 1 and "its kernels are\nTensorFlow's" in html
+    assert "data-no-device-ops" not in (site / "tpu_inference_2" / "hlo_stats.html").read_text()
+    assert "data-no-device-tools" not in (site / "gpu_multi_worker" / "index.html").read_text()
+
+
+@needs_shared
+def test_gpu_hlo_stats_and_roofline_are_xprofs_empty_table_and_program_records(site):
+    """What XProf has for the GPU capture: HLO op stats without a row; the roofline's program records
+    (per infeed/outfeed choice: Total, Average, step 0) and its peaks."""
+    assert _csv(site / "gpu_multi_worker" / "data" / "hlo_stats" / "hlo_stats.csv") == [list(HLO_COLUMNS.values())]
+    records, _diagnostics = json.loads((ORACLE / "gpu_multi_worker" / "roofline_model.json").read_text())
+    rows = _csv(site / "gpu_multi_worker" / "data" / "roofline_model" / "roofline_model.csv")
+    assert len(rows) - 1 == len(records["rows"]) == 6
+    header = rows[0]
+    for ours, theirs in zip(rows[1:], records["rows"]):
+        expected = {c["id"]: cell.get("v") for c, cell in zip(records["cols"], theirs["c"])}
+        assert ours[header.index(ROOFLINE_COLUMNS["step"])] == expected["step"]
+        assert float(ours[header.index(ROOFLINE_COLUMNS["total_time"])]) == pytest.approx(expected["total_time"])
+        assert ours[header.index(ROOFLINE_COLUMNS["bound_by"])] == expected["bound_by"] == "Unknown"
+    html = (site / "gpu_multi_worker" / "roofline_model.html").read_text()
+    assert "836.4 GiB/s" in html and "1,246,391.900" in html
 
 
 def test_cpu_runs_have_a_pod_viewer_and_no_device_pages():
@@ -141,6 +205,8 @@ def test_cpu_runs_have_a_pod_viewer_and_no_device_pages():
             assert not (built.site / run / f"{slug}.html").exists()
             assert not (built.site / run / "data" / slug).exists()
         assert tools["pod_viewer"] == {"page": f"{run}/pod_viewer.html"}
+        index = (built.site / run / "index.html").read_text()
+        assert "XProf also lists the op profile, HLO op stats and roofline for this run" in index
         rows = _csv(built.site / run / "data" / "pod_viewer" / "pod_stats.csv")
         assert len(rows) - 1 == 5 and {r[2] for r in rows[1:]} == {"vm"}
 
@@ -241,6 +307,22 @@ def test_op_profile_page_interactions(site, tmp_path):
         assert "IDLE" not in names and names[1:3] == ["copy-done", "loop fusion"]
         root_time = driver.find_element(By.CSS_SELECTOR, "[data-op-rows] tr td.num").text
         assert root_time == "100.00%"
+        # Order by wasted time (XProf 2.24): programs by the time they leave both peaks unused; idle time,
+        # which has none, last.
+        driver.find_element(By.CSS_SELECTOR, "input[name='op-group'][value='program']").click()
+        driver.find_element(By.CSS_SELECTOR, "[data-op-idle]").click()
+        programs = ["jit_f(12190760917235803885)", "jit__psum(9646411105960254074)",
+                    "jit_broadcast_in_dim(11287434908481120160)"]
+        names = _row_names(driver)
+        assert [n for n in names if n in programs or n == "IDLE"] == [programs[0], "IDLE", *programs[1:]]
+        driver.find_element(By.CSS_SELECTOR, "[data-op-wasted]").click()
+        names = _row_names(driver)
+        assert [n for n in names if n in programs or n == "IDLE"] == [*programs, "IDLE"]
+        cells = _row(driver, "copy-done").find_elements(By.TAG_NAME, "td")
+        assert [c.text for c in cells[1:5]] == ["-", "83.59%", "82.51%", "24.87%"]  # type, time, wasted, HBM
+        assert [c.text for c in _row(driver, "IDLE").find_elements(By.TAG_NAME, "td")[1:5]] == [
+            "-", "13.36%", "-", "0.0%"]
+        screenshot(driver, "op-profile-wasted.png")
         flops_cell = driver.find_elements(By.CSS_SELECTOR, "[data-op-rows] tr td.util")[0]
         assert "hsl(" in flops_cell.get_attribute("style") or "rgb(" in flops_cell.get_attribute("style")
         assert console_errors(driver) == []

@@ -8,16 +8,28 @@ by name.
 from __future__ import annotations
 
 import json
+import math
+import re
 from functools import cache
 
 import pytest
 
 from reportgen.core.ops.device_details import combine_device_op_details, device_op_details
 from reportgen.core.ops.device_records import hlo_op_records
-from reportgen.core.ops.device_run import DeviceRun
+from reportgen.core.ops.device_run import DevicePart, DeviceRun
 from reportgen.core.ops.op_stats import combine_op_stats
 from reportgen.core.tools.hlo_stats import hlo_stats_table
-from reportgen.core.tools.op_profile import ProfileTotals, build_op_profile, xprof_json
+from reportgen.core.tools.op_profile import (
+    Node,
+    ProfileTotals,
+    build_op_profile,
+    by_wasted_time,
+    framework_op_type,
+    hbm_fraction,
+    op_profile_data,
+    wasted_time_fraction,
+    xprof_json,
+)
 from reportgen.core.tools.pod_viewer import hostnames_by_core, pod_stats
 from reportgen.core.tools.pod_viewer import xprof_json as pod_json
 from reportgen.core.tools.roofline import roofline_model
@@ -31,8 +43,9 @@ DEVICE_RUNS = ["tpu_inference_2", "gpu_multi_worker"]
 
 
 @cache
-def device_run(run: str) -> DeviceRun:
-    captures = decoded_hosts(run)
+def device_run(run: str, host: str | None = None) -> DeviceRun:
+    """The run's device ops, all hosts combined (or one host's alone)."""
+    captures = [c for c in decoded_hosts(run) if host is None or c.host == host]
     stats = host_op_stats(run)
     parts = [stats[c.host] for c in captures]
     details = [device_op_details(c, p.device_db, p.environment.hardware_type == "TPU", hlo_modules(c))
@@ -103,6 +116,130 @@ def test_op_profile_trees(run, group_by, tool):
         problems: list[str] = []
         compare_nodes(xprof_json(tree), expected[key + suffix], "", problems)
         assert problems == [], f"{key + suffix}:\n" + "\n".join(problems[:20])
+
+
+def _per_host_cases() -> list[tuple[str, str]]:
+    return [(run, h.name) for run in DEVICE_RUNS if (ORACLE / run / "per_host").exists()
+            for h in sorted((ORACLE / run / "per_host").iterdir()) if (h / "op_profile.json").exists()]
+
+
+@needs_shared
+@pytest.mark.parametrize("run,host", _per_host_cases(), ids=[f"{r}/{h}" for r, h in _per_host_cases()])
+@pytest.mark.parametrize("group_by,tool", [("program", "op_profile"), ("category", "op_profile.by_category")])
+def test_op_profile_of_each_host_alone(run, host, group_by, tool):
+    """XProf shows the op profile of a multi-host run one host at a time: each host's trees against
+    XProf's output for that host's file alone."""
+    expected = json.loads((ORACLE / run / "per_host" / host / f"{tool}.json").read_text())
+    device = device_run(run, host)
+    assert device.hosts == [host]
+    db = device.op_stats.device_db
+    key = "byProgram" if group_by == "program" else "byCategory"
+    for exclude, suffix in ((False, ""), (True, "ExcludeIdle")):
+        tree = build_op_profile(device.records, device.details.hlo, device.details.program_names,
+                                device.op_stats.perf_env, ProfileTotals(db.total_time_ps, db.total_op_time_ps),
+                                group_by, exclude)
+        problems: list[str] = []
+        compare_nodes(xprof_json(tree), expected[key + suffix], "", problems)
+        assert problems == [], f"{host} {key + suffix}:\n" + "\n".join(problems[:20])
+
+
+@needs_shared
+def test_the_op_profile_data_holds_each_host_of_a_multi_host_run():
+    captures = decoded_hosts("gpu_multi_worker")
+    stats = host_op_stats("gpu_multi_worker")
+    parts = {c.host: DevicePart(op_stats=stats[c.host], details=device_op_details(
+        c, stats[c.host].device_db, False, hlo_modules(c))) for c in captures}
+    data = op_profile_data([c.host for c in captures], parts)
+    assert sorted(data.per_host) == sorted(p.name for p in (ORACLE / "gpu_multi_worker" / "per_host").iterdir())
+    single = decoded_hosts("tpu_inference_2")[0]
+    stats = host_op_stats("tpu_inference_2")[single.host]
+    alone = op_profile_data([single.host], {single.host: DevicePart(op_stats=stats, details=device_op_details(
+        single, stats.device_db, True, hlo_modules(single)))})
+    assert alone.per_host == {}  # one host: the combined view is that host's
+
+
+# --- XProf 2.24's op table: the columns its page computes from the tree ------------------------------
+# An independent reading of the rules of XProf 2.24.2's op table (op_table_entry; common/utils in its
+# frontend), applied to XProf's own tree JSON, against reportgen's core on reportgen's tree.
+
+def _xprof_time_fraction(node: dict, root: dict) -> float:
+    t, r = node.get("metrics", {}).get("rawTime"), root.get("metrics", {}).get("rawTime")
+    return t / r if t and r else 0.0
+
+
+def _xprof_wasted(node: dict, root: dict) -> float:
+    """timeFraction × (1 − max(uncapped FLOPS utilization, HBM utilization)), NaN as the browser gets it."""
+    if "metrics" not in node:
+        return math.nan
+    fraction = _xprof_time_fraction(node, root)
+    flops = node["metrics"].get("uncappedFlops", 0) / fraction if fraction else math.nan
+    hbm = node["metrics"].get("bandwidthUtils", [0])[0] or math.nan
+    biggest = math.nan if math.isnan(flops) or math.isnan(hbm) else max(flops, hbm)
+    return fraction * (1 - biggest)
+
+
+def _xprof_hbm_fraction(node: dict, root: dict) -> float:
+    mine, total = node.get("metrics", {}).get("rawBytesAccessedArray"), root["metrics"]["rawBytesAccessedArray"]
+    return mine[0] / total[0] if mine and total[0] else math.nan
+
+
+def _xprof_op_type(provenance: str | None) -> str:
+    """The browser's regexes (`.` stops at line ends): drop up to the last ':', then up to the last '/';
+    if nothing is left, the last '/' element of the part before the first ':'; else "-"."""
+    if not provenance:
+        return "-"
+    line = r"[^\n\r\u2028\u2029]*"
+    text = re.sub(f"^{line}/", "", re.sub(f"^{line}:", "", provenance, count=1), count=1)
+    if not text:
+        text = re.sub(f"^{line}/", "", provenance.split(":")[0], count=1)
+    return text or "-"
+
+
+def _paired(mine: Node, theirs: dict):
+    """(reportgen node, XProf node) for every node of the two trees, siblings matched by name."""
+    yield mine, theirs
+    remaining: dict[str, list[dict]] = {}
+    for child in theirs.get("children", []):
+        remaining.setdefault(child["name"], []).append(child)
+    for child in mine.children:
+        yield from _paired(child, remaining[child.name].pop(0))
+
+
+def _same(mine: float | None, theirs: float) -> bool:
+    return math.isnan(theirs) if mine is None else mine == pytest.approx(theirs, rel=REL, abs=1e-12)
+
+
+@needs_shared
+@pytest.mark.parametrize("run", DEVICE_RUNS)
+@pytest.mark.parametrize("group_by,tool", [("program", "op_profile"), ("category", "op_profile.by_category")])
+def test_op_table_columns_and_wasted_time_order_as_xprof_shows_them(run, group_by, tool):
+    expected = oracle(run, tool)
+    device = device_run(run)
+    db = device.op_stats.device_db
+    key = "byProgram" if group_by == "program" else "byCategory"
+    checked = wasted = 0
+    for exclude, suffix in ((False, ""), (True, "ExcludeIdle")):
+        root = build_op_profile(device.records, device.details.hlo, device.details.program_names,
+                                device.op_stats.perf_env, ProfileTotals(db.total_time_ps, db.total_op_time_ps),
+                                group_by, exclude)
+        theirs_root = expected[key + suffix]
+        for mine, theirs in _paired(root, theirs_root):
+            where = f"{key + suffix}/{mine.name}"
+            assert _same(wasted_time_fraction(mine, root), _xprof_wasted(theirs, theirs_root)), where
+            assert _same(hbm_fraction(mine, root), _xprof_hbm_fraction(theirs, theirs_root)), where
+            provenance = theirs["xla"]["provenance"] if "xla" in theirs else None
+            assert framework_op_type(mine.symbol.provenance if mine.symbol else "") == _xprof_op_type(provenance)
+            # Order by wasted time: XProf sorts a node's children by it, most first, NaN last.
+            ours = [wasted_time_fraction(c, root) for c in by_wasted_time(mine.children, root)]
+            values = [_xprof_wasted(c, theirs_root) for c in theirs.get("children", [])]
+            reference = sorted((v for v in values if not math.isnan(v)), reverse=True)
+            assert [v for v in ours if v is not None] == pytest.approx(reference, rel=REL, abs=1e-12), where
+            assert ours[len(reference):] == [None] * (len(values) - len(reference)), where
+            checked += 1
+            wasted += wasted_time_fraction(mine, root) is not None
+    assert checked >= 2
+    if run == "tpu_inference_2":
+        assert wasted > 10  # the TPU capture reports HBM traffic: most rows have a wasted time
 
 
 def _source_text(cell: str) -> str:

@@ -12,7 +12,15 @@ from reportgen.core.ops.device_details import READ, WRITE, DeviceOpDetails
 from reportgen.core.ops.device_records import hlo_op_records
 from reportgen.core.ops.op_metrics import OpMetricsDb, metrics_frame
 from reportgen.core.ops.perf_env import PerfEnv
-from reportgen.core.tools.op_profile import ProfileTotals, build_op_profile, walk
+from reportgen.core.tools.op_profile import (
+    ProfileTotals,
+    build_op_profile,
+    by_wasted_time,
+    framework_op_type,
+    hbm_fraction,
+    walk,
+    wasted_time_fraction,
+)
 from reportgen.core.tools.pod_viewer import BREAKDOWN_NAMES, bottleneck
 from reportgen.core.tools.roofline import roofline_metrics
 from reportgen.loaders.hlo import to_plain
@@ -127,6 +135,35 @@ def test_fusion_children_and_bandwidth():
     assert leaf.metrics.raw_bytes_accessed[0] == pytest.approx(2e6)
 
 
+def test_wasted_time_is_the_time_below_both_peaks_and_orders_siblings():
+    memory = pd.DataFrame({"hlo_module_id": [7, 7, 7, 7], "name": ["busy", "busy", "slow", "slow"],
+                           "memory_space": [1] * 4, "operation_type": [READ, WRITE] * 2,
+                           "bytes": [250_000, 250_000, 50_000, 50_000]})
+    rows = [op("busy", "convolution", 1_000_000, flops=80_000_000),  # 80% of the FLOP peak, 50% HBM
+            op("slow", "convolution", 1_000_000, flops=10_000_000),  # 10% FLOPS, 10% HBM
+            op("nohbm", "convolution", 2_000_000)]  # no HBM traffic: XProf shows "-"
+    tree = _tree(rows, total=4_000_000, group_by="category", exclude_idle=True,
+                 details=DeviceOpDetails(memory=memory))
+    ops = {c.name: c for c in tree.children[0].children}
+    assert wasted_time_fraction(ops["busy"], tree) == pytest.approx(0.25 * (1 - 0.8))
+    assert wasted_time_fraction(ops["slow"], tree) == pytest.approx(0.25 * (1 - 0.1))
+    assert wasted_time_fraction(ops["nohbm"], tree) is None
+    assert hbm_fraction(ops["busy"], tree) == pytest.approx(500_000 / 600_000)
+    # In time order nohbm comes first; by wasted time the most wasted first, the one without last.
+    assert [c.name for c in tree.children[0].children] == ["nohbm", "busy", "slow"]
+    assert [c.name for c in by_wasted_time(tree.children[0].children, tree)] == ["slow", "busy", "nohbm"]
+
+
+@pytest.mark.parametrize("provenance,shown", [
+    ("jit(f)/jit(main)/dot_general:DotGeneral", "DotGeneral"),  # name:type → the type
+    ("model/dense/MatMul:tf.linalg/MatMul", "MatMul"),  # the type's last path element
+    ("jit(f)/jit(main)/add:", "add"),  # no type: the name's last path element
+    (":", "-"), ("", "-"),
+])
+def test_framework_op_type_is_the_op_type_of_the_provenance(provenance, shown):
+    assert framework_op_type(provenance) == shown
+
+
 def test_empty_db_gives_an_empty_root():
     records = hlo_op_records(OpMetricsDb(), DeviceOpDetails())
     tree = build_op_profile(records, {}, {}, PERF, ProfileTotals(0, 0))
@@ -157,8 +194,9 @@ def test_shapes_and_layouts_print_as_xla():
 def test_constants_and_convolutions_print_as_xla():
     lit = hlo_pb2.LiteralProto(shape=_shape("F32", [3]), f32s=[1.0, 0.5, -2.25])
     assert literal_text(to_plain(lit)) == "{1, 0.5, -2.25}"
+    # XLA's one-line literal (literal.cc DenseArrayPrintHelper) pads the innermost lists of a 2-D+ array.
     square = hlo_pb2.LiteralProto(shape=_shape("S32", [2, 2]), s32s=[1, 2, 3, 4])
-    assert literal_text(to_plain(square)) == "{ {1, 2}, {3, 4} }"
+    assert literal_text(to_plain(square)) == "{ { 1, 2 }, { 3, 4 } }"
     assert literal_text(to_plain(hlo_pb2.LiteralProto(shape=_shape("F32", [11]), f32s=[0.0] * 11))) == "{...}"
     lhs = hlo_pb2.HloInstructionProto(name="x", opcode="parameter", id=1, shape=_shape("F32", [1, 8, 8, 3]))
     rhs = hlo_pb2.HloInstructionProto(name="w", opcode="parameter", id=2, shape=_shape("F32", [3, 3, 3, 16]))

@@ -53,8 +53,9 @@ def _messages(descriptor) -> list:
 
 
 def test_core_dataclasses_mirror_every_message_of_the_proto():
-    """core/hlo/model.py: one dataclass per message (map entries aside), the same fields in the same order,
-    None-when-unset exactly for the message fields it lists; enums by the same numbers."""
+    """core/hlo/model.py: one dataclass per message (map entries aside), the same fields in the same order
+    (then the loader's list of unknown field numbers where it keeps one), None-when-unset exactly for the
+    singular message fields and oneof scalars it lists; enums by the same names and numbers."""
     messages = [m for top in hlo_pb2.DESCRIPTOR.message_types_by_name.values() for m in _messages(top)
                 if not m.GetOptions().map_entry]
     names = {m.full_name.removeprefix("reportgen.xla.") for m in messages}
@@ -62,10 +63,17 @@ def test_core_dataclasses_mirror_every_message_of_the_proto():
     for descriptor in messages:
         name = descriptor.full_name.removeprefix("reportgen.xla.")
         cls = model.MESSAGES[name]
-        assert [f.name for f in dataclasses.fields(cls)] == [f.name for f in descriptor.fields], name
-        message_fields = {f.name for f in descriptor.fields if f.message_type is not None and not f.is_repeated}
-        assert model.OPTIONAL_FIELDS.get(name, frozenset()) <= message_fields, name
-    assert {t.name: int(t) for t in model.PrimitiveType} == dict(hlo_pb2.PrimitiveType.items())
+        extra = [model.UNKNOWN_FIELD_NUMBERS[name]] if name in model.UNKNOWN_FIELD_NUMBERS else []
+        assert [f.name for f in dataclasses.fields(cls)] == [f.name for f in descriptor.fields] + extra, name
+        may_be_unset = {f.name for f in descriptor.fields if not f.is_repeated and (
+            f.message_type is not None or f.containing_oneof is not None)}
+        assert model.OPTIONAL_FIELDS.get(name, frozenset()) <= may_be_unset, name
+    enums = {e.full_name.removeprefix("reportgen.xla."): e for top in [hlo_pb2.DESCRIPTOR]
+             for e in [*top.enum_types_by_name.values(),
+                       *(e for m in messages for e in m.enum_types)]}
+    assert set(model.ENUMS) == set(enums) - {"DimLevelType", "HeapSimulatorTrace.Event.Kind"}
+    for name, enum in model.ENUMS.items():
+        assert {t.name: int(t) for t in enum} == {v.name: v.number for v in enums[name].values}, name
     kinds = hlo_pb2.HeapSimulatorTrace.Event
     assert (model.ALLOC, model.FREE, model.SHARE_WITH) == (kinds.ALLOC, kinds.FREE, kinds.SHARE_WITH)
 
@@ -79,6 +87,8 @@ def test_plain_modules_hold_the_protos_values_and_none_for_unset_optional_fields
     assert mirrored.shape.dimensions == list(instruction.shape.dimensions)
     assert mirrored.window is None and not instruction.HasField("window")
     assert mirrored.metadata.op_name == instruction.metadata.op_name  # always an object, as proto3 reads it
+    assert mirrored.sharding is None and mirrored.cross_program_prefetch_index is None
+    assert plain.hlo_module.schedule is None and mirrored.unknown_fields == []
     assert [lb.id for lb in plain.buffer_assignment.logical_buffers] == \
         [lb.id for lb in proto.buffer_assignment.logical_buffers]
 
@@ -91,7 +101,10 @@ def test_package_is_our_own():
 XLA_FIELDS = {
     "HloProto": {"hlo_module": 1, "buffer_assignment": 3},
     "HloModuleProto": {"name": 1, "entry_computation_name": 2, "computations": 3, "host_program_shape": 4,
-                       "id": 5, "entry_computation_id": 6, "schedule": 7, "stack_frame_index": 17},
+                       "id": 5, "entry_computation_id": 6, "schedule": 7, "stack_frame_index": 17,
+                       "input_output_alias": 8, "is_dynamic": 11, "spmd_output_sharding": 12,
+                       "spmd_parameters_shardings": 14, "device_assignment": 15, "use_auto_spmd_partitioning": 16,
+                       "buffer_donor": 18, "frontend_attributes": 19},
     "HloComputationProto": {"name": 1, "instructions": 2, "program_shape": 4, "id": 5, "root_id": 6,
                             "is_fusion_computation": 7, "execution_thread": 8},
     "HloInstructionProto": {"name": 1, "opcode": 2, "shape": 3, "metadata": 7, "parameter_number": 9,
@@ -100,9 +113,38 @@ XLA_FIELDS = {
                             "called_computation_ids": 38, "backend_config": 43, "async_execution_thread": 79,
                             "literal": 8, "window": 15, "convolution_dimension_numbers": 16,
                             "dot_dimension_numbers": 30, "feature_group_count": 50, "batch_group_count": 58,
-                            "comparison_direction": 63},
+                            "comparison_direction": 63, "slice_dimensions": 17, "exponent_bits": 18,
+                            "mantissa_bits": 19, "dynamic_slice_sizes": 20, "padding_config": 21,
+                            "outfeed_config": 22, "distribution": 23, "epsilon": 24, "feature_index": 25,
+                            "channel_id": 26, "infeed_config": 27, "outfeed_shape": 29, "fft_type": 31,
+                            "fft_length": 32, "gather_dimension_numbers": 33, "gather_slice_sizes": 34,
+                            "sharding": 40, "all_reduce_id": 45, "is_host_transfer": 47,
+                            "scatter_dimension_numbers": 48, "replica_groups": 49, "precision_config": 51,
+                            "source_target_pairs": 52, "domain_entry_sharding": 54, "domain_exit_sharding": 55,
+                            "constrain_layout": 56, "operand_shapes_with_layout": 57, "is_stable": 60,
+                            "parameter_replication": 61, "custom_call_has_side_effect": 65, "delta": 66,
+                            "indices_are_sorted": 67, "frontend_attributes": 68, "unique_indices": 69,
+                            "rng_algorithm": 70, "use_global_device_ids": 71, "comparison_type": 72,
+                            "is_cross_program_prefetch": 73, "output_operand_aliasing": 74, "padding_type": 75,
+                            "custom_call_schedule": 76, "custom_call_api_version": 77,
+                            "cross_program_prefetch_index": 80, "k": 81, "statistics_viz": 82, "largest": 85,
+                            "collective_device_list": 87, "is_composite": 89},
+    "OpSharding": {"type": 1, "tile_shape": 2, "tile_assignment_dimensions": 3, "tile_assignment_devices": 4,
+                   "tuple_shardings": 5, "replicate_on_last_tile_dim": 6, "metadata": 7, "last_tile_dims": 8,
+                   "iota_reshape_dims": 9, "iota_transpose_perm": 10, "is_shard_group": 11, "shard_group_id": 12,
+                   "shard_group_type": 13},
+    "GatherDimensionNumbers": {"offset_dims": 1, "collapsed_slice_dims": 2, "start_index_map": 3,
+                               "index_vector_dim": 4, "operand_batching_dims": 5, "start_indices_batching_dims": 6},
+    "ScatterDimensionNumbers": {"update_window_dims": 1, "inserted_window_dims": 2,
+                                "scatter_dims_to_operand_dims": 3, "index_vector_dim": 4, "input_batching_dims": 5,
+                                "scatter_indices_batching_dims": 6},
+    "PrecisionConfig": {"operand_precision": 1, "algorithm": 2},
+    "CollectiveDeviceListProto": {"replica_groups": 1, "iota_replica_group_list": 2},
+    "HloInputOutputAliasProto": {"entries": 1},
+    "DeviceAssignmentProto": {"replica_count": 1, "computation_count": 2, "computation_devices": 3},
     "LiteralProto": {"shape": 1, "preds": 2, "u8s": 3, "s32s": 4, "s64s": 5, "u32s": 6, "u64s": 7, "f32s": 8,
-                     "f64s": 9, "tuple_literals": 10, "f16s": 11, "bf16s": 13, "s8s": 15, "u16s": 16, "s16s": 17},
+                     "f64s": 9, "tuple_literals": 10, "f16s": 11, "bf16s": 13, "s8s": 15, "u16s": 16, "s16s": 17,
+                     "c64s": 12, "c128s": 18},
     "WindowDimension": {"size": 1, "stride": 2, "padding_low": 3, "padding_high": 4, "window_dilation": 5,
                         "base_dilation": 6, "window_reversal": 7},
     "Window": {"dimensions": 1},
@@ -149,11 +191,13 @@ def test_field_numbers_are_xlas():
 def test_unknown_fields_are_skipped_on_decode():
     proto = hlo_pb2.HloProto()
     proto.hlo_module.name = "m"
-    # Append a field XLA has and we leave out (HloModuleProto.is_dynamic = 11, varint 1).
-    module_bytes = proto.hlo_module.SerializeToString() + bytes([11 << 3, 1])
+    # Append a field XLA has and we leave out (HloModuleProto.dynamic_parameter_binding = 10, empty message).
+    module_bytes = proto.hlo_module.SerializeToString() + bytes([10 << 3 | 2, 0])
     wire = bytes([1 << 3 | 2, len(module_bytes)]) + module_bytes
     parsed = hlo_pb2.HloProto.FromString(wire)
     assert parsed.hlo_module.name == "m"
+    # The plain module keeps its number, for the printer to say what it does not print.
+    assert plain_hlo(parsed).hlo_module.unknown_fields == [10]
 
 
 def test_trace_events_fields_are_tensorflows():

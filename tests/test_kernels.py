@@ -81,3 +81,17 @@ def test_no_writable_cache_folder_compiles_in_memory_with_one_warning(tmp_path):
     assert "Traceback" not in stderr
     assert (tmp_path / "site" / "index.html").is_file()
     assert _package_cache_files() == before
+
+
+def test_every_kernel_is_declared_through_the_kernel_decorator():
+    # numba's own `cache=True` writes beside the source, into site-packages: files pip does
+    # not track, which later leave a stale package folder behind an editable install.
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "kernels.py" and path.parent == PACKAGE:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for needle in ("from numba import", "numba.njit", "numba.jit", "@njit", "@jit("):
+            if needle in text:
+                offenders.append(f"{path.relative_to(REPO)}: {needle}")
+    assert not offenders, "use reportgen.kernels.kernel instead:\n" + "\n".join(offenders)

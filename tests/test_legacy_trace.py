@@ -1,7 +1,7 @@
 """Older captures' timelines in the trace export: `<host>.trace.json.gz`, ProfilerHook
 `timeline-<step>.json` steps and Cloud TPU `.trace` (Trace proto) files become the same
-`<run>/trace/` chunks, manifest entries, summary block and page as an XSpace host's;
-a `.tracetable` is named as unreadable; broken files are errors naming the file."""
+`<run>/trace/` chunks, manifest entries, summary block and page as an XSpace host's, and so
+does a `.tracetable` (tests/test_tracetable.py reads its table); broken files are errors naming the file."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 
 import reportgen.legacy.trace_export as legacy_trace
 from reportgen.errors import CaptureError
-from reportgen.legacy.chrome_trace import TRACETABLE_NOTE, parse_chrome_trace, parse_trace_proto
+from reportgen.legacy.chrome_trace import parse_chrome_trace, parse_trace_proto
 from reportgen.legacy.timeline_chunks import ChromeTraceExport, plan_time_chunks
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 from reportgen.loaders.proto import trace_events_pb2 as tpb
@@ -28,6 +28,7 @@ from tests.browser import chromium, console_errors, needs_browser
 from tests.clirun import reportgen
 from tests.conftest import CAPTURES, LOGDIR
 from tests.sitecheck import assert_links_resolve
+from tests.sstable_writer import tracetable
 from tests.tftrace import chrome_events_of
 
 REAL_TRACE = LOGDIR / "plugins" / "profile" / "jax_mlp" / "vm.trace.json.gz"  # written by the profiler
@@ -105,7 +106,7 @@ def built(tmp_path_factory) -> tuple[Path, Path, dict, object]:
     (tpu / "10.0.0.2.trace").write_bytes(_trace_proto().SerializeToString())
     table = profile / "tracetable"
     table.mkdir()
-    (table / "10.0.0.3.tracetable").write_bytes(b"\x00sstable bytes reportgen does not read")
+    (table / "10.0.0.3.tracetable").write_bytes(tracetable(_trace_proto(), block_size=512))
     if REAL_TRACE.exists():
         tf22 = profile / "tf22"
         tf22.mkdir()
@@ -116,6 +117,7 @@ def built(tmp_path_factory) -> tuple[Path, Path, dict, object]:
         "truncated": ("w.trace.json.gz", gzip.compress(json.dumps(_timeline(1)).encode())[:-20]),
         "not_chrome": ("w.trace.json.gz", gzip.compress(b'{"displayTimeUnit": "ns", "events": []}')),
         "corrupt_proto": ("w.trace", b"\x0a\xff\xff\xff\xff\x0f garbage"),
+        "corrupt_table": ("w.tracetable", b"\x00sstable bytes, cut before the footer"),
     }
     for run, (name, data) in bad.items():
         (profile / run).mkdir()
@@ -152,11 +154,14 @@ def test_bad_files_are_errors_naming_the_file_while_the_rest_builds(built):
     errors = {e["path"]: e["message"] for e in summary["errors"]}
     bad_steps = {f"hook_bad/{name}" for name in BAD_STEPS}
     assert set(errors) == {"truncated/w.trace.json.gz", "not_chrome/w.trace.json.gz", "corrupt_proto/w.trace",
-                           "mixed_bad/h.trace.json.gz", "hook_all_bad/timeline-1.json",
+                           "corrupt_table/w.tracetable", "mixed_bad/h.trace.json.gz", "hook_all_bad/timeline-1.json",
                            "hook_all_bad/timeline-2.json", *bad_steps}
     assert "gzip data is corrupt or truncated" in errors["truncated/w.trace.json.gz"]
     assert "is not a Chrome trace" in errors["not_chrome/w.trace.json.gz"]
     assert "cannot be decoded as a Trace protobuf" in errors["corrupt_proto/w.trace"]
+    assert errors["corrupt_table/w.tracetable"] == (
+        "corrupt_table/w.tracetable: cannot be read as a LevelDB table: it is 37 bytes, shorter than a table's "
+        "48-byte footer (truncated?)")
     assert "gzip data is corrupt or truncated" in errors["mixed_bad/h.trace.json.gz"]
     for path, message in errors.items():
         assert message.startswith(path + ":") and str(out.parent) not in message
@@ -305,13 +310,18 @@ def test_trace_proto_becomes_chrome_events_as_tensorboard_converted_them(built):
     assert sum(1 for e in events if e["ph"] == "i") == 10
 
 
-def test_tracetable_only_host_says_it_is_not_read(built):
+def test_a_tracetable_is_exported_as_the_same_trace_file_would_be(built):
     _profile, out, summary, _ = built
-    block = summary["runs"]["tracetable"]["trace"]
-    assert {k: block[k] for k in ("chunks", "events", "bytes")} == {"chunks": 0, "events": 0, "bytes": 0}
-    assert block["not_produced"] == [{"host": "10.0.0.3", "format": "json.gz", "reason": TRACETABLE_NOTE}]
+    (table,) = _manifest(out, "tracetable")["chunks"]
+    (proto,) = _manifest(out, "tpu")["chunks"]
+    assert table["file"] == "10.0.0.3/10.0.0.3-000.json.gz"
+    events = [e for e in _chunk(out / "tracetable" / "trace" / table["file"])["traceEvents"] if e["ph"] != "M"]
+    assert Counter(map(_key, events)) == Counter(map(_key, chrome_events_of(_trace_proto())))
+    assert {k: table[k] for k in ("first_us", "last_us", "events")} == {
+        k: proto[k] for k in ("first_us", "last_us", "events")}
+    assert summary["runs"]["tracetable"]["trace"]["events"] == 40
     html = unescape((out / "tracetable" / "trace.html").read_text())
-    assert "This capture's trace is in the .tracetable format, which reportgen does not read" in html
+    assert "Cloud TPU streaming trace table" in html and "does not read" not in html
 
 
 @needs_real_trace

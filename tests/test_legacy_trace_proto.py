@@ -91,6 +91,22 @@ def test_args_keep_the_files_order_and_a_repeated_key_its_last_value():
     assert dict(tpb.TraceEvent.FromString(event).args) == {"b": "3", "a": "2", "": ""}  # protobuf's values
 
 
+@pytest.mark.parametrize("count, distinct", [(17, 5), (3000, 2999), (20_000, 300)])
+def test_an_event_with_many_args_keeps_the_same_rule(count, distinct):
+    """Past a few args the repeated keys are found by sorting them (comparing each with the earlier ones
+    took 20 s for an event of 32,768 args): first place, last value, as a dict built from the entries."""
+    keys = [f"k{(i * 7919) % distinct}" if i % 3 else f"k{i % distinct}" for i in range(count)]
+    keys[-1] = ""
+    event = tpb.TraceEvent(name="op", timestamp_ps=1, duration_ps=1).SerializeToString() + b"".join(
+        tpb.TraceEvent(args={k: f"v{i}"}).SerializeToString() for i, k in enumerate(keys))
+    columns, _ = decode_trace_events(_field(4, event))
+    expected: dict[str, str] = {}
+    for i, k in enumerate(keys):
+        expected[k] = f"v{i}"
+    args = orjson.loads(b"[" + columns.to_json(np.arange(1)) + b"]")[0]["args"]
+    assert list(args.items()) == list(expected.items())
+
+
 def test_malformed_bytes_are_refused_where_protobuf_refuses_them():
     data = _edge_trace().SerializeToString()
     verdicts = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import uuid
+from pathlib import Path
 
 import fsspec
 import pytest
@@ -172,3 +173,65 @@ def test_memory_url_builds_a_site(memory_logdir, tmp_path, sample_logdir):
     local = build_site([str(sample_logdir)], BuildOptions(output=str(tmp_path / "local"), jobs=1))
     fast = (sample_logdir / "plugins/profile/tf_keras_fast/vm.xplane.pb").read_bytes()
     assert report.events == local.events + 2 * decode_xspace("x.xplane.pb", fast).event_count
+
+
+def test_links_are_followed_inside_and_refused_outside_and_odd_entries_are_named(tmp_path, sample_logdir):
+    import os
+
+    good = (sample_logdir / "plugins" / "profile" / "tf_keras_fast" / "vm.xplane.pb").read_bytes()
+    profile = tmp_path / "logs" / "plugins" / "profile"
+    mixed = profile / "mixed"
+    mixed.mkdir(parents=True)
+    (mixed / "real.xplane.pb").write_bytes(good)
+    (mixed / "inside.xplane.pb").symlink_to("real.xplane.pb")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.xplane.pb").write_bytes(good)
+    (mixed / "outside.xplane.pb").symlink_to(elsewhere / "x.xplane.pb")
+    (mixed / "dangling.xplane.pb").symlink_to("nothing.xplane.pb")
+    os.mkfifo(mixed / "fifo.xplane.pb")
+    (mixed / "folder.xplane.pb").mkdir()
+    (mixed / "notes.txt").symlink_to("/etc/hostname")  # not named like an input: not a problem of the run
+    (profile / "linked").symlink_to("mixed")
+    (profile / "away").symlink_to(elsewhere)
+    runs = {r.name: r for r in discover(str(tmp_path / "logs"))}
+    assert sorted(runs) == ["away", "linked", "mixed"]
+    assert [h.host for h in runs["mixed"].hosts] == ["inside", "real"]
+    assert [h.host for h in runs["linked"].hosts] == ["inside", "real"]
+    problems = {Path(path).name: why for path, why, _ in runs["mixed"].problems}
+    assert problems == {
+        "outside.xplane.pb": "is a symbolic link to a place outside the folder given; links are followed only "
+                             "within it",
+        "dangling.xplane.pb": "is a symbolic link that leads nowhere (No such file or directory)",
+        "fifo.xplane.pb": "is a FIFO (named pipe), not a capture file",
+        "folder.xplane.pb": "is a folder, not a capture file",
+    }
+    assert not any(str(tmp_path) in why for _, why, _ in runs["mixed"].problems)  # the site shows `why`
+    details = {Path(path).name: detail for path, _, detail in runs["mixed"].problems}
+    assert str(elsewhere / "x.xplane.pb") in details["outside.xplane.pb"]  # the terminal also gets `detail`
+    assert runs["away"].hosts == [] and "this run folder is a symbolic link to a place outside" in (
+        runs["away"].problems[0][1])
+
+
+def test_an_unreadable_run_is_an_error_of_that_run_only(tmp_path, sample_logdir):
+    from tests.clirun import reportgen, unreadable_file_runner
+
+    good = (sample_logdir / "plugins" / "profile" / "tf_keras_fast" / "vm.xplane.pb").read_bytes()
+    profile = tmp_path / "logs" / "plugins" / "profile"
+    for run in ("locked", "open"):
+        (profile / run).mkdir(parents=True)
+        (profile / run / "vm.xplane.pb").write_bytes(good)
+    preexec, reason = unreadable_file_runner(profile / "locked")
+    if reason:
+        pytest.skip(reason)
+    try:
+        proc = reportgen("build", str(tmp_path / "logs"), "-o", str(tmp_path / "site"), "--jobs", "1", "-q",
+                         preexec_fn=preexec)
+    finally:
+        (profile / "locked").chmod(0o755)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{profile / 'locked'}: this run folder cannot be read (Permission denied)" in proc.stderr
+    summary = json.loads((tmp_path / "site" / "summary.json").read_text())
+    assert summary["runs"]["open"]["hosts"] == ["vm"]
+    assert summary["runs"]["locked"]["errors"] == [
+        {"path": "locked", "message": "locked: this run folder cannot be read (Permission denied)"}]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reportgen.pipeline.build import BuildOptions, build_site
-from tests.browser import chromium, console_errors, needs_browser
+from tests.browser import chromium, console_errors, needs_browser, screenshot
 from tests.conftest import LOGDIR, ORACLE, needs_shared
 from tests.hlo_builder import sample_module
 from tests.xspace import Space, memory_event
@@ -31,6 +31,20 @@ def risky_capture() -> bytes:
     return b.serialize()
 
 
+def tpu_capture() -> bytes:
+    """A TPU host: one allocator with a few events on its thread, two cores' XLA Modules lines (one module
+    name with markup)."""
+    b = Space(("tpuhost",))
+    line = b.plane("/host:CPU").line(name="tpu_runtime")
+    for i, heap in enumerate((1_000, 5_000, 2_000, 8_000, 3_000)):
+        memory_event(line, "MemoryAllocation", (i + 1) * 10_000_000_000, allocator="0", heap=heap, free=10_000,
+                     requested=heap, allocated=heap, address=i, peak=heap)
+    for core in (0, 1):
+        modules = b.plane(f"/device:TPU:{core}").line(1, "XLA Modules")
+        modules.event("jit_f(1)", 5_000_000_000, 20_000_000_000).event(EVIL, 30_000_000_000, 10_000_000_000)
+    return b.serialize()
+
+
 def plain_capture() -> bytes:
     b = Space(("host",))
     b.plane("/host:CPU").line(name="python").event("train", 0, 10, _r=1)
@@ -40,7 +54,7 @@ def plain_capture() -> bytes:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     logdir = tmp_path_factory.mktemp("logdir")
-    for run, data in (("risky", risky_capture()), ("plain", plain_capture())):
+    for run, data in (("risky", risky_capture()), ("plain", plain_capture()), ("tpu", tpu_capture())):
         folder = logdir / "plugins" / "profile" / run
         folder.mkdir(parents=True)
         (folder / "host.xplane.pb").write_bytes(data)
@@ -143,4 +157,50 @@ def test_pointing_at_a_buffer_shows_its_lifetime(site, tmp_path):
         assert row.get_attribute("aria-selected") == "true" and "(selected)" in status.text
         ActionChains(driver).move_to_element(driver.find_element(By.TAG_NAME, "h1")).perform()
         wait.until(lambda d: "(selected)" in status.text)  # a selected buffer stays shown
+        assert console_errors(driver) == []
+
+
+def test_a_tpu_hosts_module_runs_are_listed_with_their_csv(site):
+    html = (site / "tpu" / "memory_profile.html").read_text()
+    assert html.count('<tr tabindex="0" data-start-ms=') == 4 and EVIL not in html
+    assert 'data-start-ms="30.0" data-end-ms="40.0"' in html
+    with open(site / "tpu" / "data" / "memory_profile" / "host__hlo_modules.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["Id", "HLO Module", "Device", "Start Time (ms)", "End Time (ms)", "Duration (ms)"]
+    assert [r[:3] for r in rows[1:]] == [["0", "jit_f(1)", "TPU:0"], ["1", EVIL, "TPU:0"], ["2", "jit_f(1)", "TPU:1"],
+                                         ["3", EVIL, "TPU:1"]]
+    assert "data-module-runs" not in (site / "risky" / "memory_profile.html").read_text()  # no TPU: no table
+
+
+@needs_browser
+def test_selecting_a_module_run_zooms_the_timeline_to_it(site, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with chromium(tmp_path, window="1280,800") as driver:
+        driver.get((site / "tpu" / "memory_profile.html").as_uri())
+        wait = WebDriverWait(driver, 20)
+        chart = wait.until(lambda d: d.execute_script(
+            "var c = document.querySelector('[data-vega-spec]'); return c && c.vegaView ? c.id : null;"))
+
+        def domain():
+            return driver.execute_script(f"return document.getElementById('{chart}').vegaView.signal('time_domain');")
+
+        assert domain() == [0, 50]  # the whole recording: 0 to the last event (ms)
+        rows = driver.find_elements(By.CSS_SELECTOR, "[data-module-runs] tbody tr")
+        rows[1].click()  # the second module on TPU:0, from 30 to 40 ms; its name is shown as text
+        wait.until(lambda d: domain() == [30, 40])
+        status = driver.find_element(By.CSS_SELECTOR, "[data-module-status]").text
+        assert status == f"Timeline zoomed to {EVIL} on TPU:0: 30.000–40.000 ms."
+        ticks = [t.text for t in driver.find_elements(By.CSS_SELECTOR, f"#{chart} .role-axis-label text")]
+        assert ticks[:6] == ["30.0", "32.0", "34.0", "36.0", "38.0", "40.0"]  # the time axis, zoomed
+        screenshot(driver, "memory-profile-module-zoom.png")
+        rows[1].click()  # again: the whole timeline
+        wait.until(lambda d: domain() == [0, 50])
+        rows[0].click()
+        driver.find_element(By.CSS_SELECTOR, "[data-module-reset]").click()
+        wait.until(lambda d: domain() == [0, 50])
+        time = driver.find_element(By.CSS_SELECTOR, "[data-module-time]")
+        time.send_keys("35\n")
+        wait.until(lambda d: [r.is_displayed() for r in rows] == [False, True, False, True])
         assert console_errors(driver) == []

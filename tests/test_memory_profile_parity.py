@@ -9,7 +9,7 @@ from functools import cache
 import pytest
 
 from reportgen.core.events.table import EventTable
-from reportgen.core.tools.memory_profile import ALLOCATION, memory_profiles
+from reportgen.core.tools.memory_profile import ALLOCATION, hlo_module_runs, hlo_modules_json, memory_profiles
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import LOGDIR, ORACLE, RUNS, needs_shared
 
@@ -118,3 +118,14 @@ def test_allocator_matches_xprof(path, oracle, memory_id):
     for a, b in zip(got, rows):
         assert (a[0], a[3], a[4], a[5], a[6]) == (b[0], b[3], b[4], b[5], b[6])
         assert close(a[1], b[1]) and close(a[2], b[2])
+
+
+@pytest.mark.parametrize(("run", "path", "oracle"), [pytest.param(*f, id=f"{f[0]}/{f[1].name}")
+                                                     for f in oracle_files()])
+def test_hlo_module_runs_match_xprof(run, path, oracle):
+    """XProf's `hloModules`: every run of every TPU core's XLA Modules line, byte for byte."""
+    runs = hlo_module_runs(EventTable(decode_xspace(str(path), path.read_bytes())))
+    expected = json.loads(oracle.read_text())["hloModules"]
+    assert hlo_modules_json(runs) == expected
+    if run == "tpu_inference_2":
+        assert len(expected) == 414

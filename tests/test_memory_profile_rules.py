@@ -11,6 +11,8 @@ from reportgen.core.tools.memory_profile import (
     UNUSED_PREALLOCATED,
     allocator_capacities,
     data_type_string,
+    hlo_module_runs,
+    hlo_modules_json,
     out_of_memory_messages,
 )
 from reportgen.core.tools.memory_profile import memory_profiles as profiles_of_table
@@ -201,3 +203,22 @@ def test_stats_are_read_as_the_converter_walks_them():
     assert p.peak_stats["heap_bytes"] == 2 * MIB and p.peak_stats["free_bytes"] == 0
     assert p.timeline["tf_op"].iloc[0] == "second"
     assert allocator_capacities(EventTable(capture)) == {"bfc": p.memory_capacity}
+
+
+def test_hlo_module_runs_number_every_tpu_cores_modules_with_line_relative_times():
+    space = Space(("host",))
+    space.plane("/host:CPU").line(1, "python").event("x", 0, 1)
+    for core, line_start_ns in ((1, 5_000), (0, 2_000)):  # planes in capture order, not by core number
+        plane = space.plane(f"/device:TPU:{core}")
+        plane.line(1, "XLA Ops", timestamp_ns=line_start_ns).event("fusion", line_start_ns * 1000 + 10, 5)
+        modules = plane.line(2, "XLA Modules", timestamp_ns=line_start_ns)
+        modules.event("jit_f(7)", line_start_ns * 1000 + 100, 50).event("jit_g(8)", line_start_ns * 1000 + 400, 7)
+    space.plane("/device:GPU:0").line(1, "XLA Modules").event("gpu module", 0, 1)  # TPU planes only
+    runs = hlo_module_runs(EventTable(space.capture()))
+    assert hlo_modules_json(runs) == [
+        {"name": "jit_f(7)", "startTimePs": "100", "endTimePs": "150", "id": "0", "planeName": "TPU:1"},
+        {"name": "jit_g(8)", "startTimePs": "400", "endTimePs": "407", "id": "1", "planeName": "TPU:1"},
+        {"name": "jit_f(7)", "startTimePs": "100", "endTimePs": "150", "id": "2", "planeName": "TPU:0"},
+        {"name": "jit_g(8)", "startTimePs": "400", "endTimePs": "407", "id": "3", "planeName": "TPU:0"},
+    ]
+    assert hlo_module_runs(EventTable(Space().capture())).empty

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,73 @@ def test_capture_strings_render_as_text(built):
     csv = (built.site / XSS_RUN / "data" / "inventory" / "lines.csv").read_text(encoding="utf-8")
     assert XSS_PLANE.replace('"', '""') in csv
     assert XSS_LINE.replace('"', '""') in csv
+
+
+FORMULAS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_quoted(tmp_path):
+    """Host, line and op names that start like a formula (=, +, -, @) reach the CSVs as text: with a leading
+    apostrophe (OWASP), while the pages show them unchanged and the comparison reads them back unchanged."""
+    import csv
+    import re
+
+    from reportgen.compare.sources import BuiltSite
+    from reportgen.loaders.proto import xplane_pb2
+    from reportgen.pipeline.build import BuildOptions, build_site
+    from tests.builtsite import SAMPLE_PROFILE
+
+    space = xplane_pb2.XSpace.FromString((SAMPLE_PROFILE / "tf_keras_fast" / "vm.xplane.pb").read_bytes())
+    prefixes = ['=HYPERLINK("http://x")', "+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0",
+                "@SUM(1+1)*cmd|' /C calc'!A0"]
+    for plane in space.planes:
+        for i, md in enumerate(plane.event_metadata.values()):
+            md.name = prefixes[i % len(prefixes)] + md.name
+        for line in plane.lines:
+            line.name = line.display_name = "=" + (line.display_name or line.name)
+    run = tmp_path / "logs" / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    (run / "=cmd.xplane.pb").write_bytes(space.SerializeToString())
+    report = build_site([str(tmp_path / "logs")], BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False))
+    assert report.exit_code == 0
+    plain_number = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+    csvs = sorted((tmp_path / "site").rglob("*.csv"))
+    quoted = 0
+    for path in csvs:
+        with open(path, newline="", encoding="utf-8") as handle:
+            for row in csv.reader(handle):
+                for cell in row:
+                    assert not (cell.startswith(FORMULAS) and not plain_number.fullmatch(cell)), (path, cell)
+                    quoted += cell.startswith(("'=", "'+", "'-", "'@"))
+    assert len(csvs) >= 4 and quoted > 20
+    page = (tmp_path / "site" / "run" / "index.html").read_text()
+    assert ">=tf_Compute/" in page and "&#39;=tf_Compute" not in page
+    lines = BuiltSite.open(str(tmp_path / "site")).run("run").table("inventory/lines.csv")
+    assert lines["host"].tolist()[0] == "=cmd" and all(str(line).startswith("=") for line in lines["line"])
+
+
+def test_long_names_are_stored_once_and_charts_show_them_shortened(tmp_path):
+    """A 300 kB line name was copied into every busy slice of the activity charts (≈ 120 copies in the trace
+    page); now each page holds it at most a few times, and chart labels are short and still distinct."""
+    from reportgen.pipeline.build import BuildOptions, build_site
+    from reportgen.sections.busy_chart import LABEL_LIMIT
+    from tests.xspace import Space
+
+    n = 300_000
+    space = Space(("host",))
+    line = space.host_plane().line(1, "L" * n)
+    other = space.host_plane().line(2, "L" * n + "2")  # the same first 300 kB: their charts rows stay apart
+    for i in range(8):
+        line.event(f"E{i}" + "x" * 1000, i * 1_000_000, 500_000, step_num=i, _r=1)
+        other.event("y", i * 1_000_000, 400_000)
+    space.write(tmp_path / "logs" / "plugins" / "profile" / "run", "host")
+    report = build_site([str(tmp_path / "logs")], BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False))
+    assert report.exit_code == 0
+    for page in ("index.html", "trace.html"):
+        assert (tmp_path / "site" / "run" / page).stat().st_size < 5 * n, page
+    page = (tmp_path / "site" / "run" / "trace.html").read_text()
+    specs = [json.loads(text) for text in re.findall(r'<script type="application/json" id="[^"]*-spec">(.*?)</script>',
+                                                     page, re.S)]
+    labels = {row["label"] for spec in specs for data in spec.get("datasets", {}).values() for row in data
+              if isinstance(row, dict) and "label" in row}
+    assert len(labels) == 2 and all(len(label) <= LABEL_LIMIT for label in labels)

@@ -13,6 +13,7 @@ import pytest
 
 from reportgen.cli.main import main
 from reportgen.output.publish import PublishError, gcs_filesystem, publish_site
+from reportgen.output.transaction import MARKER
 from reportgen.output.web_types import IMMUTABLE, REVALIDATE, SHORT
 from tests.builtsite import XSS_RUN, built_site, make_logdir
 from tests.conftest import GCS_BUCKET as BUCKET
@@ -48,7 +49,8 @@ def _objects(fs, prefix: str) -> dict[str, dict]:
 
 def test_every_file_becomes_an_object_with_its_type_and_cache_policy(built, fs, published):
     objects = _objects(fs, "team/site")
-    local = sorted(p.relative_to(built.site).as_posix() for p in built.site.rglob("*") if p.is_file())
+    local = sorted(p.relative_to(built.site).as_posix() for p in built.site.rglob("*")
+                   if p.is_file() and p.name != MARKER)  # the folder's marker stays local
     assert sorted(objects) == local
     assert published.objects == len(local)
     for name, info in objects.items():
@@ -167,3 +169,56 @@ def test_bad_destinations_are_refused(built):
             publish_site(built.site, url)
 
 
+
+
+def _answering(status: int) -> tuple[object, str]:
+    """A local http server that answers every request with `status` (and a JSON error body), as an object
+    store that refuses: its endpoint URL."""
+    import http.server
+    import threading
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
+            body = b'{"error": {"code": %d, "message": "refused by the test"}}' % status
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"127.0.0.1:{server.server_address[1]}"
+
+
+def _publish_command(built, endpoint: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": endpoint,
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "reportgen", "publish", str(built.site), "gs://bucket/site"],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_a_refusing_endpoint_is_one_line(built):
+    server, endpoint = _answering(403)
+    try:
+        proc = _publish_command(built, endpoint)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("reportgen: gs://bucket/site: ") and len(proc.stderr.strip().splitlines()) == 1, (
+        proc.stderr)
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("REPORTGEN_LARGE_TESTS"), reason="set REPORTGEN_LARGE_TESTS=1: gcsfs "
+                    "retries a connection for about 40 s before it gives up")
+def test_an_unreachable_endpoint_is_one_line(built):
+    proc = _publish_command(built, "127.0.0.1:9")  # the discard port: nothing listens there
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("reportgen: gs://bucket/site: cannot be read: Cannot connect to host")
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr

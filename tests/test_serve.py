@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.builtsite import built_site
+from tests.clirun import reportgen
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,3 +64,25 @@ def test_command_line_exit_codes_match_the_build():
     from reportgen.pipeline import build
 
     assert (cli.EXIT_OK, cli.EXIT_FAILED) == (build.EXIT_OK, build.EXIT_FAILED)
+
+
+def test_bad_requests_and_ports_are_one_line(built):
+    from reportgen.output.serve import make_server, url_of
+
+    server = make_server(built.site, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        for path, code in (("%00", 400), ("index.html%00.js", 400), ("a" * 5000, 404), ("../../etc/passwd", 404)):
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(url_of(server) + path, timeout=10)
+            assert answer.value.code == code
+        with urllib.request.urlopen(url_of(server) + "index.html", timeout=10) as page:
+            assert page.status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    for port in ("70000", "-1"):
+        proc = reportgen("serve", str(built.site), "--port", port)
+        assert proc.returncode == 1 and proc.stderr == (
+            f"reportgen: --port {port}: a port is a number from 0 to 65535 (0 picks a free one)\n")

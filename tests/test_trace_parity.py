@@ -4,10 +4,11 @@ same events as XProf's output for that host, up to the differences listed (and s
 Compared per event: (process name, thread name, event name, ts, dur) as a multiset; flow arrows
 as the partition of events by bind_id (with direction and category); `group_id` where both have it.
 
+The rows XProf derives while loading a capture (a TPU core's Framework Ops, Framework Name Scope,
+Source code and Host Offload Ops) are exported too: every XProf event is in the export, and every row
+holds as many events as XProf's.
+
 Documented differences, each checked to be exactly that:
-* DERIVED — XProf adds rows while loading a capture (derived timeline: TPU Framework Ops / Name Scope /
-  Source code / Host Offload Ops, …): they are not in the file. Only threads with XProf's derived
-  thread ids (≥ 3735928559) that the export does not have may hold XProf-only events.
 * ASYNC — events flagged async (`_a`) are async `b`/`e` events in the export; XProf's streaming JSON
   leaves them out.
 * GROUP_ID — XProf computes step groups for captures that are not grouped yet; the export carries
@@ -24,9 +25,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from reportgen.export import schema
+from reportgen.core.events.derived_timeline import derived_tpu_lines
+from reportgen.core.events.grouping import group_events
+from reportgen.core.events.table import EventTable
 from reportgen.export.flows import is_grouped
 from reportgen.export.host_export import export_host
+from reportgen.export.tables import AddedRows
 from reportgen.loaders.xspace import decode_xspace
 from tests.chrome_json import track_names
 from tests.conftest import ORACLE, host_files, needs_shared
@@ -51,6 +55,13 @@ def _events(doc: dict) -> tuple[list[tuple], dict]:
     return out, threads
 
 
+def added_rows(capture) -> AddedRows:
+    """The rows XProf derives on the capture's TPU cores, as the trace section passes them."""
+    table = EventTable(capture)
+    derived = derived_tpu_lines(table, group_events(table))
+    return AddedRows(derived.lines, derived.line, derived.start_ps, derived.duration_ps, derived.name)
+
+
 def _flow_groups(events) -> Counter:
     groups = defaultdict(list)
     for key, e in events:
@@ -67,7 +78,7 @@ CASES = [(run, path) for run in ORACLE_RUNS for path in host_files(run)]
 def test_chunks_hold_xprofs_events(run, path, tmp_path):
     capture = decode_xspace(str(path), path.read_bytes())
     # A small chunk cap, so the union of several chunks is what is compared.
-    result = export_host(capture, run, tmp_path / capture.host, max_events=8000)
+    result = export_host(capture, run, tmp_path / capture.host, max_events=8000, added=added_rows(capture))
     chunks = [c for c in result.chunks if c.format == "json.gz"]
     assert len(chunks) > 1 or result.events <= 8000
     ours, our_threads = [], {}
@@ -84,11 +95,9 @@ def test_chunks_hold_xprofs_events(run, path, tmp_path):
     xprof = Counter(k for k, _ in theirs)
     only_xprof = xprof - mine
     only_ours = mine - xprof
-    our_thread_names = set(our_threads.values())
-    derived = {k for k in only_xprof if k[1] not in our_thread_names}
-    derived_tids = {tid for (pid, tid), name in their_threads.items() if name in {k[1] for k in derived}}
-    assert all(tid >= schema.DERIVED_TID_MIN for tid in derived_tids), "XProf-only rows must be derived rows"
-    assert set(only_xprof) == derived, "every other XProf event is exported"
+    assert not only_xprof, f"every XProf event is exported, derived rows included: {list(only_xprof)[:5]}"
+    rows = Counter((k[0], k[1]) for k, e in ours if e["ph"] not in ("b", "e"))
+    assert rows == Counter((k[0], k[1]) for k, _ in theirs), "every row holds as many events as XProf's"
     async_keys = Counter(k for k, e in ours if e["ph"] in ("b", "e"))
     assert only_ours == async_keys, "events XProf's JSON lacks are exactly the async ones"
 

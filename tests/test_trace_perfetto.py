@@ -16,6 +16,8 @@ import pytest
 from reportgen.export.host_export import export_host
 from reportgen.loaders.xspace import decode_xspace
 from tests.chrome_json import named_events, read_chunk
+from tests.conftest import host_files, needs_shared
+from tests.test_trace_parity import added_rows
 from tests.xspace import Space
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
@@ -166,3 +168,26 @@ def test_overlapping_events_get_lanes_and_counters_get_tracks(tmp_path):
     ((uuid, samples),) = decoded.counters.items()
     assert decoded.tracks[uuid].name == "HBM" and decoded.tracks[uuid].HasField("counter")
     assert samples == [(0, 5.0), (3, 7.5)]
+
+
+@needs_shared
+def test_the_rows_xprof_derives_on_tpu_cores_are_in_the_pftrace_too(tmp_path):
+    """tpu_inference_2: Framework Ops, Framework Name Scope, Source code and Host Offload Ops rows hold the
+    same events in the .pftrace as in the JSON chunks."""
+    (path,) = host_files("tpu_inference_2")
+    capture = decode_xspace(str(path), path.read_bytes())
+    result = export_host(capture, "tpu_inference_2", tmp_path / capture.host, trace_format="both",
+                         added=added_rows(capture))
+    events = [e for c in result.chunks if c.format == "json.gz"
+              for e in named_events(read_chunk(tmp_path / c.file))]
+    (pftrace,) = [c for c in result.chunks if c.format == "pftrace"]
+    decoded = Decoded(tmp_path / pftrace.file)
+    derived = ("Framework Ops", "Framework Name Scope", "Source code", "Host Offload Ops")
+    from_json = Counter((e["process"], e["thread"], e["name"], _ns(e["ts"])) for e in events
+                        if e["thread"] and e["thread"].startswith(derived))
+    from_proto = Counter((decoded.process_of(s[0]), decoded.thread_of(s[0]), s[1], s[2]) for s in decoded.slices
+                         if decoded.thread_of(s[0]).startswith(derived))
+    assert from_proto == from_json
+    per_row = Counter(k[:2] for k in from_proto.elements())
+    assert per_row[("tpu_inference_2 /device:TPU:0", "Framework Ops")] == 104
+    assert per_row[("tpu_inference_2 /device:TPU:0", "Host Offload Ops row 3")] == 107

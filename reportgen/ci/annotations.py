@@ -2,7 +2,7 @@
 
 An annotation is a plain record (severity, title, message, optional file
 location), so anything that judges a run can feed the same writers: budget
-breaches today (`from_budget`), findings of a rule engine later. Each writer
+breaches (`from_budget`) and the runs' findings (`from_findings`). Each writer
 takes a list of annotations: `github_commands` (GitHub Actions workflow
 commands) and `reportgen.ci.codequality` (GitLab's Code Quality report).
 """
@@ -105,7 +105,10 @@ BUDGET_TITLES = {
     "max_step_ms": "step-time budget",
     "max_input_percent": "input-share budget",
     "max_regression": "regression budget",
+    "fail_on_finding": "findings budget",
 }
+# A finding the budget does not refuse is still shown: high and medium ones as warnings, the others as notices.
+FINDING_ANNOTATION = {"high": WARNING, "medium": WARNING, "low": NOTICE, "info": NOTICE}
 
 
 def from_budget(result: CheckResult, budget: Budget) -> list[Annotation]:
@@ -117,13 +120,31 @@ def from_budget(result: CheckResult, budget: Budget) -> list[Annotation]:
             continue
         what = BUDGET_TITLES.get(outcome.budget, outcome.budget)
         title = f"{outcome.run}: over the {what}" if outcome.status == OVER else f"{outcome.run}: {what} not checked"
+        if outcome.finding:
+            title = f"{outcome.run}: finding {outcome.finding}"
         source = budget.source(outcome.budget)
         location = Location(repository_path(source), key_line(source, outcome.budget)) if source else None
+        check = f"reportgen/finding/{outcome.finding}" if outcome.finding else f"reportgen/budget/{outcome.budget}"
         annotations.append(Annotation(ERROR if outcome.status == OVER else WARNING, title, outcome.message,
-                                      location, check=f"reportgen/budget/{outcome.budget}"))
+                                      location, check=check))
+    return annotations
+
+
+def from_findings(result: CheckResult, budget: Budget) -> list[Annotation]:
+    """One annotation per finding of the checked runs that the budget does not refuse (`from_budget` makes the
+    refused ones errors): what is wrong, what is at stake, what to do."""
+    annotations = []
+    for run, findings in result.findings.items():
+        for f in findings:
+            if budget.refused(f) is not None:
+                continue
+            message = f"{f['title']}. What to do: {f['action']}"
+            annotations.append(Annotation(FINDING_ANNOTATION.get(f["severity"], NOTICE),
+                                          f"{run}: {f['severity']} finding {f['id']}", message,
+                                          check=f"reportgen/finding/{f['id']}"))
     return annotations
 
 
 __all__ = ["ERROR", "NOTICE", "SEVERITIES", "WARNING", "Annotation", "Location", "escape_data", "escape_property",
-           "from_budget", "github_command", "github_commands", "key_line", "repository_path",
+           "from_budget", "from_findings", "github_command", "github_commands", "key_line", "repository_path",
            "without_workflow_commands"]

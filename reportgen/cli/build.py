@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +30,7 @@ def add_parser(sub) -> None:
     )
     build.add_argument(
         "--single-file", metavar="FILE",
-        help="also write one self-contained HTML file with every page (no trace)",
+        help="also write one self-contained HTML file with every page (no trace, no graph viewer)",
     )
     build.add_argument("--runs", metavar="NAME,...", help="only these runs (comma-separated names)")
     build.add_argument(
@@ -57,6 +58,11 @@ def add_parser(sub) -> None:
         "--trace-format", choices=("json", "perfetto", "both"), default="json",
         help="trace export: chunked Chrome JSON (gzip), one Perfetto .pftrace per host, or both (default: json)",
     )
+    build.add_argument(
+        "--max-memory", metavar="SIZE",
+        help="memory one host's decode may use, e.g. 8G or 512M; a capture estimated to need more is refused "
+        "with the estimate while the others build (default: 3/4 of the memory available, divided among --jobs)",
+    )
     build.add_argument("--timings", action="store_true", help="print the time each build stage took, and peak memory")
     build.add_argument("-v", "--verbose", action="store_true", help="one line per host: decoded or from the cache")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
@@ -66,8 +72,9 @@ def run(args: argparse.Namespace) -> int:
     # The build machinery (pandas, numba, Altair) is imported here, not at the top, so that
     # --help, --version, `serve` and `publish` answer at once.
     from reportgen.errors import SchedulerError
-    from reportgen.output.site import OutputNotASiteError
+    from reportgen.output.transaction import OutputError
     from reportgen.pipeline.build import BuildOptions, build_site
+    from reportgen.pipeline.stopping import BuildStopped, stop_on_signals
     from reportgen.pipeline.timings import format_timings
 
     budget = None
@@ -79,6 +86,16 @@ def run(args: argparse.Namespace) -> int:
         except BudgetError as exc:
             return fail(str(exc))
 
+    max_memory = None
+    if args.max_memory is not None:
+        from reportgen.pipeline.memory import parse_size
+
+        try:
+            max_memory = parse_size(args.max_memory)
+        except ValueError as exc:
+            return fail(f"--max-memory: {exc}")
+    if args.output is not None and not args.output.strip():
+        return fail('-o "": the output folder has no name; give a folder (or gs://BUCKET/PREFIX) for the site')
     locations = args.logdirs or [sample_logdir()]
     runs = {r.strip() for r in args.runs.split(",") if r.strip()} if args.runs else None
     remote = args.output is not None and is_gcs_url(args.output)
@@ -102,12 +119,19 @@ def run(args: argparse.Namespace) -> int:
             cache_dir=args.cache_dir,
             scheduler=args.scheduler,
             trace_format=args.trace_format,
+            max_memory=max_memory,
             log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
             notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
         )
         try:
-            report = build_site(locations, options)
-        except (NoCapturesError, OutputNotASiteError, SchedulerError) as exc:
+            with stop_on_signals():
+                report = build_site(locations, options)
+        except KeyboardInterrupt as exc:
+            signum = exc.signum if isinstance(exc, BuildStopped) else signal.SIGINT
+            print(f"reportgen: build stopped ({signal.Signals(signum).name}); the output folder is as it was",
+                  file=sys.stderr)
+            return 128 + signum
+        except (NoCapturesError, OutputError, SchedulerError) as exc:
             return fail(str(exc))
         except OSError as exc:
             return fail(f"cannot write the site: {exc}")

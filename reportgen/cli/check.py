@@ -26,10 +26,12 @@ listed), 1 the check could not be made. A budget file (TOML) holds the same budg
   max_regression = "5%"          # or 5 (percent), or "12ms"
   baseline = "main"              # a run of the site, or SITE:RUN, LOGDIR:RUN, a run folder
   runs = ["pr"]                  # optional: only these runs (default: all but the baseline)
+  fail_on_finding = ["high", "capture.clock_skew"]   # a severity (and worse), or finding ids (* allowed)
 
 examples:
   reportgen check site/ --max-step-ms 150 --max-input-percent 20
   reportgen check site/ --max-regression 5% --baseline main
+  reportgen check site/ --fail-on-finding medium --fail-on-finding 'input.*'
   reportgen check ~/logs --budget budget.toml
   reportgen check site/ --budget budget.toml --max-regression off        drop one budget of the file
   reportgen check site/ --budget budget.toml --format github --junit junit.xml   GitHub annotations, JUnit
@@ -68,13 +70,16 @@ def add_budget_arguments(parser: argparse.ArgumentParser, title: str | None = No
                        help="largest step-time increase over --baseline: 5%% or 12ms (off: none)")
     group.add_argument("--baseline", metavar="RUN_OR_SITE",
                        help="the run to measure regressions against: a run of SITE, or SITE:RUN, LOGDIR:RUN, a folder")
+    group.add_argument("--fail-on-finding", action="append", metavar="SEVERITY|ID",
+                       help="over budget when a run has a finding of this severity or worse (high, medium, low, "
+                            "info), or with this id (`*` matches any text); repeat or separate with commas (off: none)")
 
 
 def budget_of(args: argparse.Namespace) -> Budget:
     """The budget file's budgets (if any) with the options given on the command line over them."""
     return budget_from_options(args.budget, max_step_ms=args.max_step_ms, max_input_percent=args.max_input_percent,
                                max_regression=args.max_regression, baseline=args.baseline,
-                               runs=getattr(args, "runs", None))
+                               runs=getattr(args, "runs", None), fail_on_finding=args.fail_on_finding)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
     except BudgetError as exc:
         return fail(str(exc))
     if budget.empty and not budget.turned_off:
-        return fail("check: give at least one budget (--max-step-ms, --max-input-percent, --max-regression "
-                    "or --budget FILE)")
+        return fail("check: give at least one budget (--max-step-ms, --max-input-percent, --max-regression, "
+                    "--fail-on-finding or --budget FILE)")
     return check_command(args.location, budget, jobs=max(1, args.jobs), fmt=args.format, junit=args.junit,
                          codequality=args.codequality)
 
@@ -114,7 +119,7 @@ def check_command(location: str, budget: Budget, jobs: int = 1, *, fmt: str = "t
                 return fail(str(exc))
         report = result.report()
         print(notes.without_workflow_commands(report) if fmt == "github" else report)
-    annotations = notes.from_budget(result, budget)
+    annotations = notes.from_budget(result, budget) + notes.from_findings(result, budget)
     if fmt == "github":
         for line in notes.github_commands(annotations):
             print(line)

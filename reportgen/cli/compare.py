@@ -10,7 +10,7 @@ from reportgen.cli.common import BUILD_FIRST_JOBS, EXIT_OK, fail, warn
 from reportgen.compare.model import Comparison, compare_runs
 from reportgen.compare.sources import BuiltSite, RunNotFoundError, RunRef, RunResolver
 from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value
-from reportgen.output.site import OutputNotASiteError
+from reportgen.output.transaction import OutputNotASiteError
 
 DEFAULT_OUTPUT = "comparisons"  # where runs that are not in one site are compared
 

@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from reportgen.output.serve import serve
 
+    if not 0 <= args.port <= 65535:
+        return fail(f"--port {args.port}: a port is a number from 0 to 65535 (0 picks a free one)")
     site = Path(args.site)
     if not (site / "index.html").is_file():
         return fail(f"{site}: not a built site (no index.html); build one with `reportgen build -o {site}`")
@@ -38,6 +40,6 @@ def run(args: argparse.Namespace) -> int:
         serve(site, port=args.port, bind=args.bind)
     except KeyboardInterrupt:
         pass
-    except OSError as exc:
-        return fail(f"cannot serve on {args.bind}:{args.port}: {exc.strerror or exc}")
+    except (OSError, OverflowError, ValueError) as exc:
+        return fail(f"cannot serve on {args.bind}:{args.port}: {getattr(exc, 'strerror', None) or exc}")
     return EXIT_OK

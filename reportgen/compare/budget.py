@@ -1,18 +1,21 @@
 """Performance budgets for CI: `reportgen check` and `reportgen build --budget FILE`.
 
 A budget caps the average step time, the input share of the step time, and
-the step-time regression against a baseline run. Every figure is the run's
-own figure from the built site (summary.json and the run's CSVs), the same
-the pages show. Exit status 3 means a budget was exceeded.
+the step-time regression against a baseline run, and can refuse findings
+(`fail_on_finding`: a severity, which refuses that severity and worse, or
+finding ids, `*` allowed). Every figure is the run's own figure from the
+built site (summary.json and the run's CSVs), the same the pages show.
+Exit status 3 means a budget was exceeded.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reportgen.compare.model import compare_runs
+from reportgen.compare.model import compare_runs, findings_of
 from reportgen.compare.sources import BuiltRun, BuiltSite, RunNotFoundError, RunRef, RunResolver
 from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value, fmt_value
 
@@ -26,6 +29,7 @@ OFF = "off"  # a budget given as `off` on the command line drops that budget of 
 
 # The status of one check.
 OVER, WITHIN, NOT_CHECKED = "over budget", "within budget", "not checked"
+FINDING_SEVERITIES = ("high", "medium", "low", "info")  # most severe first, as findings are
 
 
 class BudgetError(Exception):
@@ -70,10 +74,22 @@ class Budget:
     file: Path | None = None  # the budget file, when there is one
     from_file: frozenset[str] = frozenset()  # the budgets whose limit is the file's (not overridden)
     turned_off: frozenset[str] = frozenset()  # budgets given as `off` on the command line
+    fail_on_finding: list[str] | None = None  # severities (that one and worse) or finding ids (`*` allowed)
 
     @property
     def empty(self) -> bool:
-        return self.max_step_ms is None and self.max_input_percent is None and self.max_regression is None
+        return (self.max_step_ms is None and self.max_input_percent is None and self.max_regression is None
+                and not self.fail_on_finding)
+
+    def refused(self, finding: dict) -> str | None:
+        """The fail-on-finding value that refuses this finding (as summary.json holds it), or None."""
+        for value in self.fail_on_finding or []:
+            if value in FINDING_SEVERITIES:
+                if FINDING_SEVERITIES.index(finding.get("severity", "info")) <= FINDING_SEVERITIES.index(value):
+                    return value
+            elif fnmatch.fnmatchcase(finding.get("id", ""), value):
+                return value
+        return None
 
     def source(self, key: str) -> Path | None:
         """The budget file that set `key`'s limit, or None when the command line did."""
@@ -88,10 +104,25 @@ class Budget:
                 raise BudgetError(f"{name} must be a non-negative number, not {value!r}")
         if need_baseline and self.max_regression is not None and self.baseline is None:
             raise BudgetError("a regression budget needs a baseline run (--baseline, or baseline = \"…\")")
+        for value in self.fail_on_finding or []:
+            if not re.fullmatch(r"[A-Za-z0-9_.*?-]+", value):
+                raise BudgetError(f"fail on finding {value!r}: give a severity ({', '.join(FINDING_SEVERITIES)}) "
+                                  "or a finding id such as input.tf_data_bottleneck (`*` matches any text)")
         return self
 
 
-BUDGET_KEYS = ("max_step_ms", "max_input_percent", "max_regression", "baseline", "runs")
+BUDGET_KEYS = ("max_step_ms", "max_input_percent", "max_regression", "baseline", "runs", "fail_on_finding")
+
+
+def finding_values(value: object) -> list[str]:
+    """`fail_on_finding` as given: one value, a comma-separated text, or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            raise BudgetError(f"fail on finding {item!r}: give a severity or a finding id (text)")
+        out += [part.strip() for part in item.split(",") if part.strip()]
+    return out
 
 
 def load_budget(path: str | Path, need_baseline: bool = True) -> Budget:
@@ -101,6 +132,7 @@ def load_budget(path: str | Path, need_baseline: bool = True) -> Budget:
         max_input_percent = 20
         max_regression = "5%"
         baseline = "main"
+        fail_on_finding = ["high", "capture.*"]
 
     The baseline may be left out when the command line gives it (need_baseline=False).
     """
@@ -127,18 +159,22 @@ def load_budget(path: str | Path, need_baseline: bool = True) -> Budget:
             max_input_percent=data.get("max_input_percent"),
             max_regression=Regression.parse(data["max_regression"]) if "max_regression" in data else None,
             baseline=baseline, runs=runs, base_dir=path.parent, file=path,
-            from_file=frozenset(k for k in ("max_step_ms", "max_input_percent", "max_regression") if k in data),
+            from_file=frozenset(k for k in ("max_step_ms", "max_input_percent", "max_regression", "fail_on_finding")
+                                if k in data),
+            fail_on_finding=finding_values(data["fail_on_finding"]) if "fail_on_finding" in data else None,
         ).validate(need_baseline)
     except BudgetError as exc:
         raise BudgetError(f"{path}: {exc}") from exc
     if budget.empty:
-        raise BudgetError(f"{path}: sets no budget (give max_step_ms, max_input_percent or max_regression)")
+        raise BudgetError(f"{path}: sets no budget (give max_step_ms, max_input_percent, max_regression or "
+                          "fail_on_finding)")
     return budget
 
 
 def budget_from_options(file: str | None = None, *, max_step_ms: float | str | None = None,
                         max_input_percent: float | str | None = None, max_regression: str | None = None,
-                        baseline: str | None = None, runs: str | None = None) -> Budget:
+                        baseline: str | None = None, runs: str | None = None,
+                        fail_on_finding: list[str] | None = None) -> Budget:
     """A budget from a file (if any) and command-line options, which override it.
 
     Each limit may be `off`, which drops that budget of the file (a workflow
@@ -161,6 +197,14 @@ def budget_from_options(file: str | None = None, *, max_step_ms: float | str | N
             except ValueError:
                 raise BudgetError(f"{key.replace('_', ' ')} {value!r}: give a number, or off") from None
         budget.from_file = budget.from_file - {key}
+    if fail_on_finding:
+        values = finding_values(fail_on_finding)
+        if [v.lower() for v in values] == [OFF]:
+            budget.fail_on_finding = None
+            turned_off.add("fail_on_finding")
+        else:
+            budget.fail_on_finding = values
+        budget.from_file = budget.from_file - {"fail_on_finding"}
     budget.turned_off = frozenset(turned_off)
     if baseline is not None:
         budget.baseline, budget.base_dir = baseline, None
@@ -174,10 +218,11 @@ class Outcome:
     """One check of one run against one budget."""
 
     run: str  # the run checked
-    budget: str  # the budget's key (max_step_ms, max_input_percent, max_regression)
+    budget: str  # the budget's key (max_step_ms, max_input_percent, max_regression, fail_on_finding)
     status: str  # OVER, WITHIN or NOT_CHECKED
     subject: str  # what was checked: the run's name, or "RUN against BASELINE"
     detail: str  # the figures and the limit, or why the check could not be made
+    finding: str = ""  # fail_on_finding: the id of the finding refused
 
     @property
     def message(self) -> str:
@@ -188,6 +233,7 @@ class Outcome:
 class CheckResult:
     checked: list[str]  # run names
     outcomes: list[Outcome] = field(default_factory=list)  # in the order the checks were made
+    findings: dict[str, list[dict]] = field(default_factory=dict)  # each checked run's findings (summary.json's)
 
     def _with(self, status: str) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == status]
@@ -249,6 +295,28 @@ def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result:
                    f"input {fmt_value(share, 'percent')} ≤ {budget.max_input_percent:g}%")
     if budget.max_regression is not None and baseline is not None:
         _check_regression(run, baseline, budget.max_regression, result)
+    if budget.fail_on_finding:
+        _check_findings(run, budget, result)
+
+
+def _check_findings(run: BuiltRun, budget: Budget, result: CheckResult) -> None:
+    """One breach per finding the budget refuses; else one check within budget."""
+    findings = findings_of(run)
+    wanted = ", ".join(budget.fail_on_finding or [])
+    if findings is None:
+        result.outcomes.append(Outcome(run.name, "fail_on_finding", NOT_CHECKED, run.name,
+                                       "findings (a run of an older profiler's files has none)"))
+        return
+    refused = [(f, budget.refused(f)) for f in findings]
+    refused = [(f, value) for f, value in refused if value is not None]
+    for f, value in refused:
+        result.outcomes.append(Outcome(run.name, "fail_on_finding", OVER, run.name,
+                                       f"finding {f['id']} ({f['severity']}): {f['title']} (fail on finding {value})",
+                                       finding=f["id"]))
+    if not refused:
+        result.outcomes.append(Outcome(run.name, "fail_on_finding", WITHIN, run.name,
+                                       f"no finding matches {wanted} ({len(findings)} finding"
+                                       f"{'s' if len(findings) != 1 else ''} in all)"))
 
 
 def _check_regression(run: BuiltRun, baseline: BuiltRun, limit: Regression, result: CheckResult) -> None:
@@ -303,9 +371,10 @@ def check_site(site: BuiltSite, budget: Budget, baseline: BuiltRun | None = None
     result = CheckResult(checked=[r.name for r in runs])
     for run in runs:
         _check_run(run, budget, baseline, result)
+        result.findings[run.name] = findings_of(run) or []
     return result
 
 
 __all__ = ["BUDGET_KEYS", "EXIT_BUDGET_EXCEEDED", "NOT_CHECKED", "OFF", "OVER", "WITHIN", "Budget", "BudgetError",
-           "CheckResult", "Outcome", "Regression", "budget_from_options", "check_site", "load_budget",
-           "resolve_baseline"]
+           "CheckResult", "FINDING_SEVERITIES", "Outcome", "Regression", "budget_from_options", "check_site",
+           "finding_values", "load_budget", "resolve_baseline"]

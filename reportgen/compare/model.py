@@ -114,6 +114,32 @@ class InputPipelineChange:
 
 
 @dataclass
+class FindingsChange:
+    """Findings of the candidate that the baseline did not have, and the baseline's that went away (by id)."""
+
+    appeared: list[dict]  # the candidate's findings, as its summary.json block holds them
+    gone: list[dict]  # the baseline's
+    available: bool  # both runs have a findings block (runs of older profilers' files have none)
+
+    def as_dict(self) -> dict:
+        return {"appeared": self.appeared, "gone": self.gone, "available": self.available}
+
+
+def findings_of(run: BuiltRun) -> list[dict] | None:
+    """The run's findings, most costly first; None when its summary block has none (older captures)."""
+    block = run.block.get("findings")
+    return list(block.get("items") or []) if isinstance(block, dict) else None
+
+
+def findings_change(baseline: BuiltRun, candidate: BuiltRun) -> FindingsChange:
+    a, b = findings_of(baseline), findings_of(candidate)
+    if a is None or b is None:
+        return FindingsChange([], [], False)
+    ids_a, ids_b = {f["id"] for f in a}, {f["id"] for f in b}
+    return FindingsChange([f for f in b if f["id"] not in ids_a], [f for f in a if f["id"] not in ids_b], True)
+
+
+@dataclass
 class Comparison:
     baseline: BuiltRun
     candidate: BuiltRun
@@ -130,6 +156,7 @@ class Comparison:
     kernels: pd.DataFrame | None  # None when neither run has GPU kernels
     input_pipeline: InputPipelineChange
     notes: list[str] = field(default_factory=list)
+    findings: FindingsChange = field(default_factory=lambda: FindingsChange([], [], False))
 
     @property
     def speedup(self) -> float | None:
@@ -168,6 +195,7 @@ class Comparison:
             "kernel_stats": None if self.kernels is None else {
                 "totals": [c.as_dict() for c in self.kernel_totals], "kernels": rows(self.kernels)},
             "input_pipeline": self.input_pipeline.as_dict(),
+            "findings": self.findings.as_dict(),
             "notes": self.notes,
         }
 
@@ -344,8 +372,9 @@ def compare_runs(baseline: BuiltRun, candidate: BuiltRun) -> Comparison:
         test=step_time_test(baseline, candidate), breakdown=breakdown, memory=memory, op_totals=op_totals,
         ops=ops, ops_truncated=truncated, kernel_totals=kernel_totals, kernels=kernels,
         input_pipeline=_input_pipeline(baseline, candidate), notes=notes,
+        findings=findings_change(baseline, candidate),
     )
 
 
-__all__ = ["Change", "Comparison", "InputPipelineChange", "StepTimeTest", "compare_runs", "kernel_changes",
-           "op_changes"]
+__all__ = ["Change", "Comparison", "FindingsChange", "InputPipelineChange", "StepTimeTest", "compare_runs",
+           "findings_change", "findings_of", "kernel_changes", "op_changes"]

@@ -23,7 +23,8 @@ from reportgen.compare.model import Comparison
 from reportgen.compare.welch import ALPHA
 
 # The site's template environment renders the index block alone (no page around it).
-from reportgen.output.site import OutputNotASiteError, PageWriter, _environment, is_replaceable, write_assets
+from reportgen.output.site import PageWriter, _environment, write_assets
+from reportgen.output.transaction import OutputNotASiteError, is_site_or_empty
 
 FOLDER = "compare"
 MANIFEST = "comparisons.json"
@@ -52,7 +53,7 @@ class WrittenComparison:
 
 
 def _check_output(output: Path) -> None:
-    if is_replaceable(output) or (output / FOLDER / MANIFEST).is_file():
+    if is_site_or_empty(output) or (output / FOLDER / MANIFEST).is_file():
         return
     raise OutputNotASiteError(
         f"{output}: exists and is neither a reportgen site nor a folder of comparisons; "

@@ -26,7 +26,7 @@ import pandas as pd
 from reportgen.ci.sticky_comment import Link, link_url
 from reportgen.compare.budget import NOT_CHECKED, OVER, WITHIN, CheckResult
 from reportgen.compare.charts import breakdown_chart, elide, op_change_chart, step_times_chart
-from reportgen.compare.model import Comparison
+from reportgen.compare.model import Comparison, findings_of
 from reportgen.compare.page import page_stem
 from reportgen.compare.sources import BuiltRun, BuiltSite
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
@@ -36,6 +36,7 @@ from reportgen.sections.vega import vega_spec
 MAX_CHARS = 65_000  # under GitHub's limit for a comment body (65,536), counted in UTF-8 bytes
 NAME_CHARS = 100  # capture names are cut to this length in tables
 TOP_OPS = 10
+TOP_FINDINGS = 3  # per run
 SUMMARY_SCHEMA = 1
 
 # Characters that Markdown (CommonMark/GFM and Python-Markdown alike) honours a
@@ -104,7 +105,9 @@ def _run_headline(run: BuiltRun) -> dict:
             row = ops.iloc[0]
             top = {"side": row["Host/device"], "type": str(row["Operation Type"]), "name": str(row["Operation Name"]),
                    "self_us": float(row["Total self-time (us)"])}
+    findings = findings_of(run)
     return {
+        "findings": None if findings is None else [_finding_brief(f) for f in findings],
         "steps": overview.get("steps"),
         "step_time_ms": step.get("average"),
         "step_time_sd_ms": step.get("standard_deviation"),
@@ -116,8 +119,70 @@ def _run_headline(run: BuiltRun) -> dict:
     }
 
 
+def _finding_brief(item: dict) -> dict:
+    return {k: item.get(k) for k in ("id", "severity", "title", "ms_per_step", "percent_of_step",
+                                     "percent_of_device_time", "bytes")}
+
+
+def _at_stake(item: dict) -> str:
+    parts = []
+    if item.get("ms_per_step") is not None:
+        parts.append(f"≈ {fmt_value(item['ms_per_step'], 'ms')} per step")
+    if item.get("percent_of_step") is not None:
+        parts.append(f"{fmt_value(item['percent_of_step'], 'percent')} of the step time")
+    if item.get("percent_of_device_time") is not None:
+        parts.append(f"{fmt_value(item['percent_of_device_time'], 'percent')} of the device time")
+    if item.get("bytes") is not None:
+        parts.append(fmt_value(item["bytes"], "bytes"))
+    return ", ".join(parts) or "–"
+
+
+def _findings_table(items: list[dict], run: BuiltRun, site_url: str | None) -> list[str]:
+    """One row per finding: severity, title (escaped), what is at stake, its id (linked to the run page)."""
+    rows = []
+    for item in items:
+        name = md_code(item["id"], 60)
+        if site_url:
+            name = _link(name, _url(site_url, run.folder, "index.html") + f"#finding-{quote(item['id'])}")
+        rows.append([f"**{md_escape(item['severity'])}**", md_escape(item["title"], 240), _at_stake(item), name])
+    return [_table(["Severity", "Finding", "At stake", "Id"], list("llll"), rows), ""]
+
+
+def _findings_markdown(runs: list[BuiltRun], headlines: dict[str, dict], top: int, site_url: str | None) -> list[str]:
+    parts = []
+    for run in runs:
+        items = headlines[run.name]["findings"]
+        if items is None:
+            continue
+        counts = ", ".join(f"{n} {s}" for s in ("high", "medium", "low", "info")
+                           if (n := sum(1 for f in items if f["severity"] == s)))
+        head = f"**{md_code(run.name)}**: " + (f"{len(items)} finding{'s' if len(items) != 1 else ''} ({counts})"
+                                               if items else "no finding")
+        shown = items[:top]
+        more = f", the top {len(shown)} below" if len(items) > len(shown) else ""
+        parts += [head + more, "", *_findings_table(shown, run, site_url)] if shown else [head, ""]
+    return ["### Findings", "", *parts] if parts else []
+
+
+def _findings_change_markdown(c: Comparison, top: int, site_url: str | None) -> list[str]:
+    change = c.findings
+    if not change.available:
+        return []
+    if not change.appeared and not change.gone:
+        return ["**Findings**: the same in both runs.", ""]
+    parts = []
+    if change.appeared:
+        parts += [f"**Findings that appeared** in {md_code(c.candidate.name)}", "",
+                  *_findings_table(change.appeared[:top], c.candidate, site_url)]
+    if change.gone:
+        parts += [f"**Findings that went away** (were in {md_code(c.baseline.name)})", "",
+                  *_findings_table(change.gone[:top], c.baseline, site_url)]
+    return parts
+
+
 _STATUS = {OVER: "❌ over", WITHIN: "✅ within", NOT_CHECKED: "⚠️ not checked"}
-BUDGET_LABELS = {"max_step_ms": "Step time", "max_input_percent": "Input share", "max_regression": "Regression"}
+BUDGET_LABELS = {"max_step_ms": "Step time", "max_input_percent": "Input share", "max_regression": "Regression",
+                 "fail_on_finding": "Findings"}
 
 
 def _budget_markdown(checks: CheckResult) -> list[str]:
@@ -157,7 +222,8 @@ def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
     )
 
 
-def _comparison_markdown(c: Comparison, top: int, compare_url: str | None) -> list[str]:
+def _comparison_markdown(c: Comparison, top: int, compare_url: str | None, site_url: str | None = None
+                         ) -> list[str]:
     parts = []
     step = c.step_time
     if step.delta is None:
@@ -201,6 +267,7 @@ def _comparison_markdown(c: Comparison, top: int, compare_url: str | None) -> li
                    fmt_value(r.total_us_candidate, "us"), fmt_delta(r.delta_us, "us"), md_escape(r.status)]
                   for r in kernels.itertuples()]
         parts += [_table(["Kernel", "Op", "Baseline", "Candidate", "Change", ""], list("llrrrl"), k_rows), ""]
+    parts += _findings_change_markdown(c, min(top, TOP_FINDINGS * 2), site_url)
     if compare_url:
         parts += [_link("Full comparison", compare_url), ""]
     return parts
@@ -266,11 +333,12 @@ def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_ur
         if checks is not None:
             parts += _budget_markdown(checks)
         if comparison is not None:
-            parts += _comparison_markdown(comparison, top, compare_url)
+            parts += _comparison_markdown(comparison, top, compare_url, site_url)
         if charts:
             parts += [f"![{md_escape(chart.title)}]({chart_link(chart)})" for chart in charts] + [""]
         parts += [f"### Runs ({len(runs)})", ""] if comparison is not None else []
         parts += _runs_markdown(runs, headlines, site_url)
+        parts += _findings_markdown(runs, headlines, min(top, TOP_FINDINGS), site_url)
         footer = [_link("Full report", _url(site_url, "index.html"))] if site_url else []
         footer += [_link(md_escape(link.text), link.url) for link in links]
         if footer:

@@ -22,6 +22,8 @@ from pathlib import Path
 import fsspec
 import pandas as pd
 
+from reportgen.output.site import restore_formulas
+
 SUMMARY_FILE = "summary.json"
 
 
@@ -138,7 +140,7 @@ class BuiltRun:
         if relative not in self._tables:
             data = _read_bytes(_join(_join(self.site.location, self.folder), "data/" + relative))
             self._tables[relative] = (
-                pd.read_csv(io.BytesIO(data), keep_default_na=False) if data else None)
+                restore_formulas(pd.read_csv(io.BytesIO(data), keep_default_na=False)) if data else None)
         return self._tables[relative]
 
     def step_times_ms(self) -> list[float]:

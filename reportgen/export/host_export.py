@@ -22,7 +22,7 @@ from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS, chunk_ste
 from reportgen.export.json_writer import KernelArgs, document_head, measure_rows, metadata_events, write_chunk
 from reportgen.export.perfetto_writer import write_pftrace
 from reportgen.export.steps import StepMarks
-from reportgen.export.tables import TraceTables, build_tables
+from reportgen.export.tables import AddedRows, TraceTables, build_tables
 from reportgen.export.timeline import TimelineFiles, export_timeline
 
 FORMATS = ("json", "perfetto", "both")
@@ -95,8 +95,11 @@ def _us(ps) -> float:
 def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_format: str = "json",
                 max_events: int = MAX_CHUNK_EVENTS, max_bytes: int = MAX_CHUNK_BYTES,
                 steps: StepMarks | None = None, generator: str = "reportgen",
-                activity_bins: int = 200, timeline: bool = True) -> HostExport:
-    """Write the host's trace files into out_dir; file names in the records are `<host>/<file>`."""
+                activity_bins: int = 200, timeline: bool = True, added: AddedRows | None = None) -> HostExport:
+    """Write the host's trace files into out_dir; file names in the records are `<host>/<file>`.
+
+    `added`: rows XProf derives while loading the capture (a TPU core's Framework Ops, …), exported
+    beside the capture's own."""
     if trace_format not in FORMATS:
         raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
     started = time.perf_counter()
@@ -104,7 +107,7 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
     host = capture.host
     out.mkdir(parents=True, exist_ok=True)
     try:
-        tables = build_tables(capture, steps)
+        tables = build_tables(capture, steps, added)
         result = HostExport(host=host, events=tables.event_total, flows=tables.flows.count)
         rows = tables.exported
         marks = tables.steps

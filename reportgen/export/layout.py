@@ -9,6 +9,8 @@
   Lines without events and lines named `counters_…` are left out; the line named
   `_counters_` holds counter samples, which belong to the process only.
 * Process name: `<host> <plane name>`; threads are ordered by tid.
+* Rows XProf derives while loading a capture (`added`: plane, tid, name) are
+  threads of their plane's process too, on lines numbered after the capture's.
 """
 
 from __future__ import annotations
@@ -80,19 +82,21 @@ def is_host_plane(name: str) -> bool:
     return name in schema.HOST_PLANE_NAMES or name.startswith(schema.HOST_PLANE_PREFIXES)
 
 
-def build_layout(capture: HostCapture, host_offset: int = schema.PID_HOST_OFFSET) -> TraceLayout:
+def build_layout(capture: HostCapture, host_offset: int = schema.PID_HOST_OFFSET,
+                 added: list[tuple[int, int, str]] = ()) -> TraceLayout:
+    """The layout; `added` rows (plane row, thread id, name) take lines `len(capture.lines) + k`."""
     planes = capture.planes
     lines = capture.lines
     names = planes["name"].tolist()
     pids = _plane_pids(names, planes["id"].astype(np.int64).tolist(), host_offset)
 
     n_lines = len(lines)
-    line_pid = np.full(n_lines, -1, dtype=np.int64)
+    line_pid = np.full(n_lines + len(added), -1, dtype=np.int64)
     display = lines["display_id"].to_numpy().astype(np.int64)
     raw_id = lines["id"].to_numpy().astype(np.int64)
     line_tid = np.where(display != 0, display, raw_id).astype(np.uint64) & np.uint64(0xFFFFFFFF)
-    line_tid = line_tid.astype(np.int64)
-    line_kind = np.zeros(n_lines, dtype=np.int8)
+    line_tid = np.concatenate([line_tid.astype(np.int64), [tid & 0xFFFFFFFF for _, tid, _ in added]]).astype(np.int64)
+    line_kind = np.zeros(n_lines + len(added), dtype=np.int8)
 
     line_plane = lines["plane"].to_numpy()
     line_events = lines["event_count"].to_numpy()
@@ -125,6 +129,17 @@ def build_layout(capture: HostCapture, host_offset: int = schema.PID_HOST_OFFSET
                 thread = proc.threads[tid] = TraceThread(tid=tid, name="")
             thread.name = line_display[line] or name
             thread.lines.append(int(line))
+    by_plane = {proc.plane: proc for proc in processes.values()}
+    for k, (plane, _tid, name) in enumerate(added):
+        proc = by_plane.get(plane)
+        if proc is None:
+            continue
+        line = n_lines + k
+        line_pid[line] = proc.pid
+        line_kind[line] = LINE_EVENTS
+        thread = proc.threads.setdefault(int(line_tid[line]), TraceThread(tid=int(line_tid[line]), name=""))
+        thread.name = name
+        thread.lines.append(line)
     plane_is_host = np.array([is_host_plane(n) for n in names], dtype=bool)
     return TraceLayout(
         processes=[processes[p] for p in sorted(processes)],

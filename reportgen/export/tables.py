@@ -26,8 +26,24 @@ ROLE_HIDDEN = 1  # internal or consumed by the mapping (flow, _a): never an arg
 
 
 @dataclass
+class AddedRows:
+    """Rows XProf derives while loading a capture, with their events (e.g. a TPU core's Framework Ops):
+    `lines` are (plane row, thread id, name); per event, its row (index into `lines`), times and name."""
+
+    lines: list[tuple[int, int, str]]
+    line: np.ndarray  # int64
+    start_ps: np.ndarray  # int64
+    duration_ps: np.ndarray  # int64
+    name: list[str]
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+@dataclass
 class SyntheticEvents:
-    """Events XProf adds while loading the capture (ThreadpoolListener::Region)."""
+    """Events XProf adds while loading the capture: ThreadpoolListener::Region spans on the capture's
+    lines, then the events of added rows (on lines numbered after the capture's)."""
 
     line: np.ndarray  # int64
     start_ps: np.ndarray  # int64
@@ -84,14 +100,16 @@ class TraceTables:
         return out
 
     def rows_on_lines(self, lines: list[int]) -> np.ndarray:
-        """Exported rows on these lines (each line's events are one block of the capture's table)."""
+        """Exported rows on these lines (each line's events are one block of the capture's table; an
+        added row's are synthetic)."""
         cap_lines = self.capture.lines
         first = cap_lines["first_event"].to_numpy()
         count = cap_lines["event_count"].to_numpy()
         parts = []
         for line in lines:
-            lo, hi = np.searchsorted(self.exported, [first[line], first[line] + count[line]])
-            parts.append(self.exported[lo:hi])
+            if line < len(first):
+                lo, hi = np.searchsorted(self.exported, [first[line], first[line] + count[line]])
+                parts.append(self.exported[lo:hi])
             parts.append(self.n_events + np.flatnonzero(self.synthetic.line == line))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
@@ -182,9 +200,20 @@ def _names(capture: HostCapture, stats: EventStats, pool: StringPool,
     return name_sid, md_long
 
 
-def build_tables(capture: HostCapture, steps: StepMarks | None = None) -> TraceTables:
-    """The trace mapping of one host. `steps` defaults to what the capture marks itself."""
-    layout = build_layout(capture)
+def _added_events(added: AddedRows | None, n_lines: int, layout: TraceLayout, pool: StringPool) -> SyntheticEvents:
+    if added is None or len(added) == 0:
+        return SyntheticEvents(*(np.zeros(0, np.int64) for _ in range(3)), np.zeros(0, np.int32))
+    lines = n_lines + np.asarray(added.line, dtype=np.int64)
+    keep = layout.line_kind[lines] != LINE_SKIPPED  # rows of a plane that is not exported
+    sids = np.array([pool.add(name) for name in added.name], dtype=np.int32)
+    return SyntheticEvents(line=lines[keep], start_ps=np.asarray(added.start_ps, np.int64)[keep],
+                           duration_ps=np.asarray(added.duration_ps, np.int64)[keep], name_sid=sids[keep])
+
+
+def build_tables(capture: HostCapture, steps: StepMarks | None = None, added: AddedRows | None = None) -> TraceTables:
+    """The trace mapping of one host. `steps` defaults to what the capture marks itself; `added`: rows
+    XProf derives while loading the capture (their events are written like the capture's)."""
+    layout = build_layout(capture, added=added.lines if added is not None else ())
     pool = StringPool(capture.strings)
     stats = EventStats(capture)
     steps = capture_steps(capture, stats) if steps is None else steps
@@ -194,7 +223,10 @@ def build_tables(capture: HostCapture, steps: StepMarks | None = None) -> TraceT
     line_of_event = ev["line"].to_numpy()
     keep = (layout.line_kind[line_of_event] != LINE_SKIPPED) & ~internal_md[ev["md"].to_numpy()]
     exported_lines = np.flatnonzero(layout.line_kind != LINE_SKIPPED)
-    synthetic = _threadpool_regions(capture, stats, exported_lines, pool)
+    regions = _threadpool_regions(capture, stats, exported_lines, pool)
+    derived = _added_events(added, len(capture.lines), layout, pool)
+    synthetic = SyntheticEvents(*(np.concatenate([getattr(regions, f), getattr(derived, f)])
+                                  for f in ("line", "start_ps", "duration_ps", "name_sid")))
     exported = np.concatenate([np.flatnonzero(keep), capture.event_count + np.arange(len(synthetic))])
 
     name_sid, md_long = _names(capture, stats, pool, steps)

@@ -7,10 +7,11 @@ is per event, so it is compiled rather than written as Python loops.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from reportgen.kernels import kernel
 
 
-@njit(cache=True)
+@kernel()
 def nesting_depth(lane, start, end):
     """Depth of each event within its lane, for events sorted by (lane, start, longest first).
 
@@ -33,7 +34,7 @@ def nesting_depth(lane, start, end):
     return depth
 
 
-@njit(cache=True)
+@kernel()
 def detail_blocks(track, level, start, end, origin, tile_span, resolution, capacity):
     """Level-of-detail blocks for events sorted by (track, level, start).
 

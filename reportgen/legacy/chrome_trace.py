@@ -1,6 +1,6 @@
 """Timelines that older profilers wrote as files of their own, read as Chrome trace events.
 
-Three formats, one result (`ChromeTrace`, one input file's events):
+Four formats, one result (`ChromeTrace`, one input file's events):
 
 - `<host>.trace.json.gz` (TF 2.2-2.3's profiler) and ProfilerHook's
   `timeline-<step>.json[.gz]` (TF 1.x step stats): Chrome trace JSON already,
@@ -15,36 +15,42 @@ Three formats, one result (`ChromeTrace`, one input file's events):
   events with ts/dur in µs (picoseconds / 10^6, divided exactly), instant `i`
   events (scope `t`) where the duration is 0, and the event's `args` map as
   its args. Its events stay columns (`trace_proto.py`) until written.
-
-A `.tracetable` (the LevelDB table later `capture_tpu_profile` versions
-wrote) is not read: `TRACETABLE_NOTE` says so where its trace would be.
+- `<host>.tracetable` (Cloud TPU `capture_tpu_profile` 1.9's streaming trace):
+  a LevelDB table (`sstable.py`) of the same protos: the entry keyed
+  `trace` (`/trace` in XProf's later tables) holds a `Trace` with the
+  devices, and every other entry one `TraceEvent`, keyed by its zoom level
+  (one character), its start time (8 bytes, big-endian) and a tie-break, so
+  that the streaming viewer could read a time window at a resolution. Each
+  event is stored once, at the coarsest level it shows at. The events are
+  read in table order and converted exactly as a `.trace` file's (the export
+  orders them by time); keys are not interpreted.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
 import pandas as pd
 from google.protobuf.message import DecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from reportgen.errors import CaptureError
-from reportgen.legacy.files import TRACE_PROTO_SUFFIX
+from reportgen.legacy.files import TRACE_PROTO_SUFFIX, TRACETABLE_SUFFIX
+from reportgen.legacy.sstable import TableError, read_table, values_as_field
+from reportgen.legacy.trace_proto import TRACE_EVENTS as TRACE_EVENTS_FIELD
 from reportgen.legacy.trace_proto import TraceDecodeError, TraceEventColumns, decode_trace_events
+from reportgen.loaders import limits
 from reportgen.loaders.logdir import file_name
 from reportgen.loaders.proto import trace_events_pb2
 
-try:  # ISA-L's inflate: about twice zlib's speed on large traces
-    from isal import igzip as _gzip
-    from isal.isal_zlib import error as _inflate_error
-except ImportError:  # pragma: no cover - isal is a dependency
-    import gzip as _gzip
+# Memory per Cloud TPU trace event and per arg: their columns, and their share of a chunk's JSON.
+TRACE_EVENT_COST = 300
+TRACE_ARG_COST = 100
 
-    _inflate_error = zlib.error
-
-TRACETABLE_NOTE = "this capture's trace is in the .tracetable format, which reportgen does not read"
+# The entry of a .tracetable that holds the Trace (devices and resources); XProf's later tables use "/trace".
+TRACETABLE_METADATA_KEYS = (b"trace", b"/trace")
 
 @dataclass
 class ChromeTrace:
@@ -104,21 +110,13 @@ class ChromeTrace:
         return orjson.dumps([self.events[i] for i in rows.tolist()])[1:-1]
 
 
-def _gunzip(path: str, data: bytes) -> bytes:
-    if data[:2] != b"\x1f\x8b":
-        raise CaptureError(path, "is named .gz but is not gzip data")
-    try:
-        return _gzip.decompress(data)
-    except (OSError, EOFError, zlib.error, _inflate_error) as exc:
-        raise CaptureError(path, f"gzip data is corrupt or truncated ({exc})") from exc
-
-
 def parse_chrome_trace(path: str, data: bytes) -> ChromeTrace:
     """A Chrome trace JSON file (gzip when its name ends in .gz); CaptureError names the file otherwise."""
     if path.endswith(".gz"):
-        data = _gunzip(path, data)
+        data = limits.gunzip(path, data)
     if not data.strip():
         raise CaptureError(path, "is empty: no Chrome trace in it")
+    limits.check_json(path, data)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -151,15 +149,17 @@ def _times(path: str, events: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     return ts.reshape(len(events)), np.nan_to_num(dur.reshape(len(events)), nan=0.0)
 
 
-def parse_trace_proto(path: str, data: bytes) -> ChromeTrace:
+def parse_trace_proto(path: str, data: bytes, what: str = "a Trace protobuf") -> ChromeTrace:
     """A Cloud TPU `.trace` file (serialized `Trace` proto) as Chrome trace events, kept as columns."""
     try:
-        columns, device_fields = decode_trace_events(data)
+        columns, device_fields = decode_trace_events(data, lambda events, args: limits.check(
+            path, len(data) + events * TRACE_EVENT_COST + args * TRACE_ARG_COST,
+            f"{events:,} trace events with {args:,} args"))
         devices = trace_events_pb2.Trace.FromString(device_fields).devices
     except (TraceDecodeError, DecodeError) as exc:
-        raise CaptureError(path, f"cannot be decoded as a Trace protobuf ({exc})") from exc
+        raise CaptureError(path, f"cannot be decoded as {what} ({exc})") from exc
     if not devices and not len(columns):
-        raise CaptureError(path, "holds no devices and no trace events (not a Trace protobuf?)")
+        raise CaptureError(path, f"holds no devices and no trace events (not {what}?)")
     meta: list[dict] = []
     for did, device in sorted(devices.items()):  # one turn per device and resource, never per event
         if device.name:
@@ -175,8 +175,49 @@ def parse_trace_proto(path: str, data: bytes) -> ChromeTrace:
                        meta=meta, ts_us=columns.ts_us, dur_us=columns.dur_us, columns=columns)
 
 
+def parse_tracetable(path: str, data: bytes) -> ChromeTrace:
+    """A `.tracetable` (LevelDB table of a Trace and its TraceEvents) as Chrome trace events.
+
+    The table's Trace and events are put back together as the one serialized
+    Trace a `.trace` file holds (a Trace's events are its repeated field 4, so
+    the bytes are the metadata entry followed by one field-4 record per
+    event) and converted by the same code.
+    """
+    try:
+        table = read_table(data, lambda size: limits.check(
+            path, len(data) + 2 * size, f"its blocks decompress to {limits.format_bytes(size)}"))
+    except TableError as exc:
+        raise CaptureError(path, f"cannot be read as a LevelDB table: it {exc}") from exc
+    is_metadata = np.zeros(len(table), dtype=bool)
+    for i in np.flatnonzero(np.isin(table.entries[:, 1], [len(k) for k in TRACETABLE_METADATA_KEYS])).tolist():
+        is_metadata[i] = table.key(i) in TRACETABLE_METADATA_KEYS  # event keys are 10 bytes: few candidates
+    if not is_metadata.any():
+        keys = ", ".join(repr(table.key(i)) for i in range(min(3, len(table)))) or "none"
+        raise CaptureError(path, f"is a LevelDB table without the 'trace' entry of a .tracetable (first keys: {keys})")
+    events = np.flatnonzero(~is_metadata)
+    _check_event_layout(path, [table.value(i) for i in events[:64]])
+    trace = table.value(int(np.flatnonzero(is_metadata)[0])) + values_as_field(table, events, TRACE_EVENTS_FIELD)
+    return parse_trace_proto(path, trace, what="a .tracetable's Trace and TraceEvents")
+
+
+def _check_event_layout(path: str, sample: list[bytes]) -> None:
+    """XProf's later tables keep a TraceEvent's start and duration in fields 6 and 7 (TensorFlow 1.x's in
+    9 and 10): read as 1.x events they would all start at 0, so they are refused by name."""
+    for value in sample:
+        try:
+            event = trace_events_pb2.TraceEvent.FromString(value)
+        except DecodeError as exc:
+            raise CaptureError(path, f"holds an entry that is not a TraceEvent protobuf ({exc})") from exc
+        later = {f.field_number for f in UnknownFieldSet(event)} & {6, 7}
+        if later and not event.timestamp_ps and not event.duration_ps:
+            raise CaptureError(path, "holds TraceEvents in XProf's later layout (times in fields 6 and 7), "
+                                     "not capture_tpu_profile 1.9's: this reader does not convert those")
+
+
 def read_trace(path: str, data: bytes) -> ChromeTrace:
-    """Decode one timeline file by its name (a `.tracetable` is not readable: the caller checks first)."""
+    """Decode one timeline file by its name."""
     if path.endswith(TRACE_PROTO_SUFFIX):
         return parse_trace_proto(path, data)
+    if path.endswith(TRACETABLE_SUFFIX):
+        return parse_tracetable(path, data)
     return parse_chrome_trace(path, data)

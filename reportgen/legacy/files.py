@@ -24,7 +24,8 @@ TOOL_SUFFIXES: dict[str, tuple[str, ...]] = {
     "op_profile": (".op_profile.json",),
     "memory_profile": (".memory_profile.json.gz", ".memory_profile.json"),
     "memory_viewer": (".memory_viewer.json",),
-    # The trace: a Trace proto is the richest (picosecond times), a .tracetable cannot be read.
+    # The trace: a Trace proto first (picosecond times, one file), then Chrome JSON, then the streaming
+    # trace table (the same protos in a LevelDB table).
     "trace": (TRACE_PROTO_SUFFIX, *CHROME_JSON_SUFFIXES, TRACETABLE_SUFFIX),
 }
 TIMELINE_PATTERN = re.compile(r"^timeline-(\d+)\.json(\.gz)?$")

@@ -17,7 +17,8 @@ from reportgen.legacy.files import is_timeline
 from reportgen.legacy.sections import legacy_parts
 from reportgen.legacy.tool_files import decode_legacy_host
 from reportgen.legacy.trace_export import export_legacy_trace
-from reportgen.loaders.logdir import HostFile, file_name, read_file
+from reportgen.loaders import limits
+from reportgen.loaders.logdir import HostFile, file_name
 from reportgen.sections.base import HostSummary
 
 
@@ -34,7 +35,9 @@ def process_legacy_host(host: HostFile, shown_path: str, run: str, site_dir: str
         if is_timeline(file_name(path)):
             continue
         try:
-            files.append((path, read_file(path)))
+            files.append((path, limits.read_input(path)))
+        except CaptureError as exc:
+            errors.append(exc)
         except OSError as exc:
             errors.append(CaptureError(path, f"cannot be read ({exc.strerror or exc})"))
     decoded = decode_legacy_host(host.host, files, errors)

@@ -23,7 +23,6 @@ Each file becomes one picklable result holding only what the file holds;
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from reportgen.legacy.chrome_trace import parse_chrome_trace
 from reportgen.legacy.files import TIMELINE_PATTERN, is_trace_source
 from reportgen.legacy.memory_viewer import LegacyMemoryViewer, memory_viewer_from_json
 from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
+from reportgen.loaders import limits
 from reportgen.loaders.logdir import file_name
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 
@@ -510,7 +510,8 @@ def _int(value) -> int:
 def memory_profile_from_json(name: str, data: bytes) -> LegacyMemoryProfile:
     """TF 2.3's MemoryProfile proto in its JSON form (camelCase keys, int64 as strings)."""
     if name.endswith(".gz"):
-        data = gzip.decompress(data)
+        data = limits.gunzip(name, data)
+        limits.check_json(name, data)
     try:
         doc = json.loads(data)
     except ValueError as exc:
@@ -579,6 +580,8 @@ def decode_legacy_host(host: str, files: list[tuple[str, bytes]],
                 continue
             for suffix, (tool, decoder) in DECODERS.items():
                 if name.endswith(suffix):
+                    if suffix.endswith(".json"):  # whatever their decoder, parsed JSON objects cost memory
+                        limits.check_json(path, data)
                     try:
                         setattr(result, tool, decoder(name, data))
                     except CaptureError:

@@ -1,7 +1,8 @@
 """The trace export of an older profiler's host: its timeline files, one at a time.
 
 A host's timeline is one `<host>.trace.json.gz` (TF 2.2-2.3), one Cloud TPU
-`<host>.trace` (Trace proto), or a ProfilerHook `timeline-<step>.json` set
+`<host>.trace` (Trace proto) or `<host>.tracetable` (the same protos in a
+LevelDB table), or a ProfilerHook `timeline-<step>.json` set
 (one step per file). Each file is read, decoded, its chunks written and
 its ProfilerHook op totals kept, then dropped before the next is read: memory
 holds one input file's events at a time. The result is the trace section's
@@ -13,11 +14,12 @@ from __future__ import annotations
 
 from reportgen.errors import CaptureError
 from reportgen.export.host_export import FORMATS
-from reportgen.legacy.chrome_trace import TRACETABLE_NOTE, read_trace
-from reportgen.legacy.files import TIMELINE_PATTERN, TRACETABLE_SUFFIX, timeline_step
+from reportgen.legacy.chrome_trace import read_trace
+from reportgen.legacy.files import TIMELINE_PATTERN, timeline_step
 from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
 from reportgen.legacy.timeline_chunks import ChromeTraceExport
-from reportgen.loaders.logdir import file_name, read_file
+from reportgen.loaders import limits
+from reportgen.loaders.logdir import file_name
 from reportgen.sections.trace import TraceHostPart
 
 NO_PFTRACE = ("No .pftrace for this host: its timeline came as Chrome trace events from an older profiler, and the "
@@ -31,6 +33,8 @@ KINDS = {
     "timeline": "ProfilerHook step files (one file per step; each file is a chunk unless it exceeds the caps)",
     ".trace": "Cloud TPU Trace protobuf (converted as TensorBoard's profile plugin did: one process per device, "
               "one thread per resource, instant events where the duration is 0)",
+    ".tracetable": "Cloud TPU streaming trace table (a LevelDB table of Trace protobufs, converted as a .trace "
+                   "file: one process per device, one thread per resource, instant events where the duration is 0)",
     ".trace.json.gz": "Chrome trace JSON",
 }
 
@@ -40,13 +44,15 @@ def _kind(names: list[str]) -> str:
         return KINDS["timeline"]
     if any(n.endswith(".trace") for n in names):
         return KINDS[".trace"]
+    if any(n.endswith(".tracetable") for n in names):
+        return KINDS[".tracetable"]
     return KINDS[".trace.json.gz"]
 
 
 def _read(path: str):
     """One timeline file, decoded; CaptureError names it when it cannot be read or holds no event."""
     try:
-        data = read_file(path)
+        data = limits.read_input(path)
     except OSError as exc:
         raise CaptureError(path, f"cannot be read ({exc.strerror or exc})") from exc
     trace = read_trace(path, data)
@@ -71,13 +77,12 @@ def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, tr
         raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
     if not paths:
         return None, None
-    readable = [p for p in paths if not p.endswith(TRACETABLE_SUFFIX)]
     export = ChromeTraceExport(host, run, f"{site_dir}/{run}/trace/{host}", generator)
     notes: list[str] = []
     not_produced: list[dict] = []
     steps = TimelineSteps()
     exported: list[str] = []
-    for path in readable:
+    for path in paths:
         name = file_name(path)
         try:
             trace = _read(path)
@@ -92,20 +97,15 @@ def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, tr
         export.add(trace, step=step, stem=name.split(".", 1)[0] if step is not None else None)
         exported.append(name)
         del trace  # the next file is read only once this one's events are gone
-    if readable and not exported:
+    if not exported:
         return None, None  # every timeline file is an error of its own
-    if exported:
-        notes.append(JSON_NOTE.format(kind=_kind(exported),
-                                      steps="; steps are the step files" if steps.sources else
-                                      "; this format marks no steps"))
-        if trace_format in ("perfetto", "both"):
-            notes.append(NO_PFTRACE + (" JSON was written although only Perfetto was asked for, so that the "
-                                       "timeline is exported at all." if trace_format == "perfetto" else ""))
-            not_produced.append({"host": host, "format": "pftrace",
-                                 "reason": "timeline from an older profiler's Chrome trace events: JSON chunks only"})
-    else:
-        tables = ", ".join(file_name(p) for p in paths)
-        notes.append(f"{TRACETABLE_NOTE[0].upper()}{TRACETABLE_NOTE[1:]} ({tables}).")
-        not_produced.append({"host": host, "format": "json.gz", "reason": TRACETABLE_NOTE})
+    notes.append(JSON_NOTE.format(kind=_kind(exported),
+                                  steps="; steps are the step files" if steps.sources else
+                                  "; this format marks no steps"))
+    if trace_format in ("perfetto", "both"):
+        notes.append(NO_PFTRACE + (" JSON was written although only Perfetto was asked for, so that the "
+                                   "timeline is exported at all." if trace_format == "perfetto" else ""))
+        not_produced.append({"host": host, "format": "pftrace",
+                             "reason": "timeline from an older profiler's Chrome trace events: JSON chunks only"})
     timeline = steps.result() if steps.sources else None
     return TraceHostPart(export=export.finish(), notes=notes, not_produced=not_produced), timeline

@@ -343,10 +343,11 @@ def ps_to_us(ps: np.ndarray) -> np.ndarray:
     return out
 
 
-def decode_trace_events(data: bytes) -> tuple[TraceEventColumns, bytes]:
+def decode_trace_events(data: bytes, check_counts=None) -> tuple[TraceEventColumns, bytes]:
     """The events of a serialized Trace as columns, and its `devices` fields (to parse with protobuf).
 
-    Raises TraceDecodeError when the bytes are not a well-formed Trace.
+    Raises TraceDecodeError when the bytes are not a well-formed Trace. `check_counts(events, args)`,
+    when given, is called before the columns are allocated (a memory budget check may raise there).
     """
     buf = np.frombuffer(data, dtype=np.uint8)
     err = np.zeros(2, dtype=np.int64)
@@ -355,6 +356,8 @@ def decode_trace_events(data: bytes) -> tuple[TraceEventColumns, bytes]:
     _walk(buf, False, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, np.zeros((0, 2), np.int64), counts, err)
     _raise(err)
     n, n_args, n_dev = (int(c) for c in counts)
+    if check_counts is not None:
+        check_counts(n, n_args)
     ev = [np.empty(n, dtype=np.int64) for _ in range(6)]
     arg_start = np.empty(n + 1, dtype=np.int64)
     args = [np.empty(n_args, dtype=np.int64) for _ in range(4)]
@@ -463,6 +466,66 @@ def _same(buf, a, b, n):
     return True
 
 
+@kernel()
+def _key_order(buf, key_pos, key_len, a, b):
+    """-1, 0 or 1: arg a's key against arg b's, bytes compared in order, then the shorter first."""
+    n = min(key_len[a], key_len[b])
+    pa = key_pos[a]
+    pb = key_pos[b]
+    for k in range(n):
+        if buf[pa + k] != buf[pb + k]:
+            return -1 if buf[pa + k] < buf[pb + k] else 1
+    if key_len[a] == key_len[b]:
+        return 0
+    return -1 if key_len[a] < key_len[b] else 1
+
+
+@kernel()
+def _last_of_each_key(buf, key_pos, key_len, a0, a1):
+    """For args a0..a1-1: out[j] = the index (from a0) of the last arg with arg a0+j's key when j is that key's
+    first place, else -1. A stable merge sort of the args by key (then place): O(m log m) comparisons, where
+    comparing every arg with the earlier ones would take m² (a Cloud TPU event may hold tens of thousands)."""
+    m = a1 - a0
+    order = np.arange(m)
+    spare = np.empty(m, np.int64)
+    width = 1
+    while width < m:
+        for lo in range(0, m, 2 * width):
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if _key_order(buf, key_pos, key_len, a0 + order[j], a0 + order[i]) < 0:
+                    spare[k] = order[j]
+                    j += 1
+                else:
+                    spare[k] = order[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                spare[k] = order[i]
+                i += 1
+                k += 1
+            while j < hi:
+                spare[k] = order[j]
+                j += 1
+                k += 1
+        order, spare = spare, order
+        width *= 2
+    out = np.full(m, -1, np.int64)
+    g = 0
+    while g < m:
+        h = g + 1
+        while h < m and _key_order(buf, key_pos, key_len, a0 + order[g], a0 + order[h]) == 0:
+            h += 1
+        out[order[g]] = order[h - 1]  # stable: the group is in place order
+        g = h
+    return out
+
+
+SMALL_ARGS = 16  # up to this many args, comparing each with the earlier ones is the quicker way
+
+
 @kernel(nogil=True)
 def _render(rows, buf, pid, tid, name_pos, name_len, dur_ps, ts_text, ts_off, dur_text, dur_off,
             arg_start, key_pos, key_len, value_pos, value_len, out):
@@ -490,19 +553,26 @@ def _render(rows, buf, pid, tid, name_pos, name_len, dur_ps, ts_text, ts_off, du
         if a1 > a0:
             pos = _lit(out, pos, _ARGS)
             first = True
+            many = a1 - a0 > SMALL_ARGS
+            lasts = _last_of_each_key(buf, key_pos, key_len, a0, a1) if many else np.empty(0, np.int64)
             for a in range(a0, a1):
                 # A key given twice: its first place, its last value (a dict built from the entries).
-                seen = False
-                for b in range(a0, a):
-                    if key_len[b] == key_len[a] and _same(buf, key_pos[b], key_pos[a], key_len[a]):
-                        seen = True
-                        break
-                if seen:
-                    continue
-                last = a
-                for b in range(a + 1, a1):
-                    if key_len[b] == key_len[a] and _same(buf, key_pos[b], key_pos[a], key_len[a]):
-                        last = b
+                if many:
+                    if lasts[a - a0] < 0:
+                        continue
+                    last = a0 + lasts[a - a0]
+                else:
+                    seen = False
+                    for b in range(a0, a):
+                        if key_len[b] == key_len[a] and _same(buf, key_pos[b], key_pos[a], key_len[a]):
+                            seen = True
+                            break
+                    if seen:
+                        continue
+                    last = a
+                    for b in range(a + 1, a1):
+                        if key_len[b] == key_len[a] and _same(buf, key_pos[b], key_pos[a], key_len[a]):
+                            last = b
                 if not first:
                     out[pos] = 44
                     pos += 1

@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from reportgen.capture import KIND_BYTES, KIND_INT64, KIND_UINT64, HostCapture
-from reportgen.core.hlo.model import MESSAGES, OPTIONAL_FIELDS, HloModule, HloProto
+from reportgen.core.hlo.model import MESSAGES, OPTIONAL_FIELDS, UNKNOWN_FIELD_NUMBERS, HloModule, HloProto
 from reportgen.loaders.proto import hlo_pb2
 
 METADATA_PLANE = "/host:metadata"
@@ -166,15 +167,21 @@ def _converter(descriptor) -> Callable[[Message], Any]:
         return _CONVERTERS[key]
     name = descriptor.full_name.removeprefix(_PACKAGE)
     optional = OPTIONAL_FIELDS.get(name, frozenset())
-    namespace: dict[str, Any] = {"cls": MESSAGES[name]}
+    namespace: dict[str, Any] = {"cls": MESSAGES[name], "UnknownFieldSet": UnknownFieldSet}
     args = []
     for f in descriptor.fields:
         value = f"m.{f.name}"
         if f.message_type is None:
-            args.append(f"list({value})" if f.is_repeated else value)
+            if f.name in optional:  # a scalar in a oneof: None when unset
+                args.append(f"({value} if m.HasField({f.name!r}) else None)")
+            else:
+                args.append(f"list({value})" if f.is_repeated else value)
             continue
         if f.message_type.GetOptions().map_entry:
             inner = f.message_type.fields_by_name["value"].message_type
+            if inner is None:  # scalar values
+                args.append(f"dict({value})")
+                continue
             namespace[_converter_name(inner)] = None  # filled below, once this converter exists
             args.append(f"{{k: {_converter_name(inner)}(v) for k, v in {value}.items()}}")
             continue
@@ -187,6 +194,8 @@ def _converter(descriptor) -> Callable[[Message], Any]:
             args.append(f"({call}({value}) if m.HasField({f.name!r}) else None)")
         else:
             args.append(f"{call}({value})")
+    if name in UNKNOWN_FIELD_NUMBERS:
+        args.append("[u.field_number for u in UnknownFieldSet(m)]")
     source = f"def convert(m):\n    return cls({', '.join(args)})\n"
     exec(source, namespace)  # noqa: S102 - code built above from the schema's own field names
     convert = namespace["convert"]
@@ -197,6 +206,8 @@ def _converter(descriptor) -> Callable[[Message], Any]:
             continue
         if inner.GetOptions().map_entry:
             inner = inner.fields_by_name["value"].message_type
+            if inner is None:
+                continue
         namespace[_converter_name(inner)] = _converter(inner)
     return convert
 

@@ -5,6 +5,16 @@ Accepted inputs: a logdir (holding `plugins/profile/<run>/`), its
 (`<host>.xplane.pb[.gz]`, a run of that one host named after its folder).
 Paths go through fsspec, so local paths, `gs://…` (gcsfs) and `memory://…`
 behave the same.
+
+What is found but cannot be used is named, never skipped in silence: a
+symbolic link is followed when it leads to a file or folder inside the
+folder given (a logdir assembled from links), and refused when it leads
+outside it (a logdir from elsewhere must not make the build read, and the
+site show, files of this machine), nowhere, or to something other than a
+file or folder; a FIFO, device or socket under a capture's name, a folder
+named like a capture file, and a run folder that cannot be listed are
+refused with their reason. Each becomes an input error of its run
+(`RunSource.problems`): the rest builds.
 """
 
 from __future__ import annotations
@@ -12,6 +22,8 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import fsspec
@@ -41,6 +53,9 @@ class RunSource:
     path: str
     hosts: list[HostFile] = field(default_factory=list)
     from_file: bool = False  # made of a capture file given on its own
+    # Inputs of the run that could not be used, as (path, why, detail): each is an input error of the run.
+    # `why` is what the site shows; `detail` (the terminal only) may name this machine's folders.
+    problems: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def file_name(path: str) -> str:
@@ -74,9 +89,80 @@ def _is_remote(fs: fsspec.AbstractFileSystem) -> bool:
     return protocol not in ("file", "local")
 
 
-def _host_files(fs: fsspec.AbstractFileSystem, folder: str) -> list[HostFile]:
+def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
+    return not _is_remote(fs)
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "neither a file nor a folder"
+
+
+def _entries(fs: fsspec.AbstractFileSystem, folder: str, boundary: str | None) -> list[dict]:
+    """`fs.ls(folder)`, each entry's `type` made "file", "directory" or "other" by what it is, links followed
+    where allowed; an entry that cannot be used gets `problem` (why). `boundary`: the real path links must stay
+    in (local folders only)."""
+    infos = fs.ls(folder, detail=True)
+    if boundary is None or not _is_local(fs):
+        return infos
+    out = []
+    for info in infos:
+        path = info["name"]
+        if info.get("islink"):
+            target = os.path.realpath(path)
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as exc:
+                info = {**info, "type": "other", "problem": f"is a symbolic link that leads nowhere ({exc.strerror})",
+                        "detail": f"it leads to {target}"}
+                out.append(info)
+                continue
+            if os.path.commonpath([boundary, target]) != boundary:
+                info = {**info, "type": "other", "problem": "is a symbolic link to a place outside the folder given; "
+                        "links are followed only within it", "detail": f"it leads to {target}, outside {boundary}"}
+            elif stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+                info = {**info, "type": "file" if stat.S_ISREG(mode) else "directory",
+                        "size": os.stat(path).st_size}
+            else:
+                info = {**info, "type": "other", "problem": f"is a symbolic link to {_special_kind(mode)}, not a "
+                        "capture file"}
+        elif info.get("type") not in ("file", "directory"):
+            try:
+                kind = _special_kind(os.lstat(path).st_mode)
+            except OSError:
+                kind = "neither a file nor a folder"
+            info = {**info, "type": "other", "problem": f"is {kind}, not a capture file"}
+        out.append(info)
+    return out
+
+
+def _looks_like_input(name: str) -> bool:
+    """A name reportgen would read: a host file, an older profiler's tool file or a timeline step."""
+    if host_name(name) is not None or TIMELINE_PATTERN.match(name):
+        return True
+    return any(name.endswith(suffix) and len(name) > len(suffix) for suffixes in TOOL_SUFFIXES.values()
+               for suffix in suffixes)
+
+
+def _host_files(fs: fsspec.AbstractFileSystem, folder: str,
+                boundary: str | None = None) -> tuple[list[HostFile], list[tuple[str, str, str]]]:
+    """The host files of a run folder, and the problems of entries named like inputs that cannot be used."""
     hosts: dict[str, HostFile] = {}
-    infos = [info for info in fs.ls(folder, detail=True) if info.get("type") == "file"]
+    entries = _entries(fs, folder, boundary)
+    problems = []
+    for info in entries:
+        name = file_name(info["name"])
+        if info.get("type") == "file" or not _looks_like_input(name):
+            continue
+        why = info.get("problem") or ("is a folder, not a capture file" if info.get("type") == "directory"
+                                      else "is not a capture file")
+        problems.append((_unstrip(fs, info["name"]), why, info.get("detail", "")))
+    infos = [info for info in entries if info.get("type") == "file"]
     for info in infos:
         name = file_name(info["name"])
         host = host_name(name)
@@ -91,7 +177,7 @@ def _host_files(fs: fsspec.AbstractFileSystem, folder: str) -> list[HostFile]:
     # when it has none.
     for legacy in _legacy_hosts(fs, infos):
         hosts.setdefault(legacy.host, legacy)
-    return sorted(hosts.values(), key=lambda h: natural_key(h.host))
+    return sorted(hosts.values(), key=lambda h: natural_key(h.host)), problems
 
 
 def _legacy_hosts(fs: fsspec.AbstractFileSystem, infos: list[dict]) -> list[HostFile]:
@@ -137,8 +223,20 @@ def store_checksum(fs: fsspec.AbstractFileSystem, info: dict) -> str | None:
     return None
 
 
-def _subdirs(fs: fsspec.AbstractFileSystem, folder: str) -> list[str]:
-    return [info["name"] for info in fs.ls(folder, detail=True) if info.get("type") == "directory"]
+def _subdirs(fs: fsspec.AbstractFileSystem, folder: str, boundary: str | None) -> tuple[list[str], list[dict]]:
+    """Sub-folders (links within the boundary followed), and the entries that are links that cannot be."""
+    entries = _entries(fs, folder, boundary)
+    folders = [info["name"] for info in entries if info.get("type") == "directory"]
+    return folders, [info for info in entries if info.get("problem") and info.get("islink")]
+
+
+def problem_text(path: str, why: str, detail: str = "") -> str:
+    """A problem of `RunSource.problems` as the terminal says it."""
+    return f"{path}: {why}" + (f" ({detail})" if detail else "")
+
+
+def _why_unreadable(exc: OSError) -> str:
+    return f"cannot be read ({exc.strerror or exc})"
 
 
 def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource]:
@@ -151,26 +249,42 @@ def discover(location: str, only_runs: set[str] | None = None) -> list[RunSource
         raise NoCapturesError(f"{location}: no such file or directory")
     if not fs.isdir(root):
         return [_file_run(fs, root, location, only_runs)]
+    boundary = os.path.realpath(root) if _is_local(fs) else None
     looked = []
     candidates: list[str]
+    refused: list[dict] = []
     profile_dir = _join(root, PROFILE_SUBDIR)
-    if fs.isdir(profile_dir):
-        candidates = _subdirs(fs, profile_dir)
-        looked.append(profile_dir)
-    elif _host_files(fs, root):
-        candidates = [root]
-        looked.append(root)
-    else:
-        candidates = _subdirs(fs, root)
-        looked.append(root)
+    try:
+        if fs.isdir(profile_dir):
+            candidates, refused = _subdirs(fs, profile_dir, boundary)
+            looked.append(profile_dir)
+        elif any(_host_files(fs, root, boundary)):
+            candidates = [root]
+            looked.append(root)
+        else:
+            candidates, refused = _subdirs(fs, root, boundary)
+            looked.append(root)
+    except OSError as exc:
+        raise NoCapturesError(f"{location}: {_why_unreadable(exc)}") from exc
     runs = []
     for folder in candidates:
         name = file_name(folder)
         if only_runs is not None and name not in only_runs:
             continue
-        hosts = _host_files(fs, folder)
-        if hosts:
-            runs.append(RunSource(name=name, path=_unstrip(fs, folder), hosts=hosts))
+        try:
+            hosts, problems = _host_files(fs, folder, boundary)
+        except OSError as exc:  # this run only: the others still build
+            hosts, problems = [], [(_unstrip(fs, folder), f"this run folder {_why_unreadable(exc)}", "")]
+        if hosts or problems:
+            runs.append(RunSource(name=name, path=_unstrip(fs, folder), hosts=hosts, problems=problems))
+    for info in refused:  # a run folder that is a link that cannot be followed
+        name = file_name(info["name"])
+        if only_runs is None or name in only_runs:
+            runs.append(RunSource(name=name, path=_unstrip(fs, info["name"]), problems=[
+                (_unstrip(fs, info["name"]), f"this run folder {info['problem']}", info.get("detail", ""))]))
+    if not any(run.hosts for run in runs) and any(run.problems for run in runs):
+        raise NoCapturesError("no capture could be used:\n  " + "\n  ".join(
+            problem_text(path, why, detail) for run in runs for path, why, detail in run.problems))
     if not runs:
         where = ", ".join(_unstrip(fs, p) for p in looked)
         wanted = f" matching --runs {','.join(sorted(only_runs))}" if only_runs else ""
@@ -224,9 +338,9 @@ def read_file(path: str) -> bytes:
         return handle.read()
 
 
-def map_file(path: str) -> bytes | mmap.mmap:
+def map_file(path: str, read: Callable[[str], bytes] = read_file) -> bytes | mmap.mmap:
     """A local host file memory-mapped (copy-on-write: the decoder reads it as a writable buffer, never
-    writes), else its bytes as `read_file` reads them (remote and gzipped files, empty files).
+    writes), else its bytes as `read` reads them (remote and gzipped files, empty files).
 
     A mapped file's pages are read from the page cache as they are used, and can be handed back as
     soon as they are passed (see `loaders.xspace`): its bytes need not all be resident at once.
@@ -234,7 +348,7 @@ def map_file(path: str) -> bytes | mmap.mmap:
     """
     local = path[len("file://"):] if path.startswith("file://") else path
     if "://" in local or path.endswith(".gz"):
-        return read_file(path)
+        return read(path)
     with open(local, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:

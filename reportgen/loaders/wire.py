@@ -36,12 +36,14 @@ ERR_TRUNCATED = 1
 ERR_BAD_WIRE_TYPE = 2
 ERR_BAD_VARINT = 3
 ERR_LENGTH = 4
+ERR_FIELD_ZERO = 5
 
 ERROR_TEXT = {
     ERR_TRUNCATED: "the file ends in the middle of a message (truncated?)",
     ERR_BAD_WIRE_TYPE: "invalid protobuf wire type (not an XSpace protobuf)",
     ERR_BAD_VARINT: "malformed varint (not an XSpace protobuf)",
     ERR_LENGTH: "a length-delimited field runs past its enclosing message",
+    ERR_FIELD_ZERO: "a field numbered 0, which protobuf forbids (not an XSpace protobuf)",
 }
 
 # Stat value kinds, in XStat oneof field order.
@@ -126,6 +128,10 @@ def _split_fields(buf, start, end, fill, out, err):
             err[1] = field_start
             return n
         wire_type = tag & 7
+        if tag >> 3 == 0:
+            err[0] = ERR_FIELD_ZERO
+            err[1] = field_start
+            return n
         payload = pos
         if wire_type == 2:
             length, payload = _varint(buf, pos, end)
@@ -154,13 +160,29 @@ def _split_fields(buf, start, end, fill, out, err):
     return n
 
 
-def split_fields(buf: np.ndarray, start: int, end: int) -> np.ndarray:
-    """(n, 5) int64: number, wire type, start, payload start, end of each field."""
+def split_fields(buf: np.ndarray, start: int, end: int, check_count=None) -> np.ndarray:
+    """(n, 5) int64: number, wire type, start, payload start, end of each field.
+
+    `check_count(n)`, when given, is called with the number of fields before
+    their table is allocated (a memory budget check may raise there).
+    """
     err = np.zeros(2, dtype=np.int64)
     empty = np.zeros((0, 5), dtype=np.int64)
     n = _split_fields(buf, start, end, False, empty, err)
     if err[0] != OK:
         raise WireError(int(err[0]), int(err[1]))
+    if check_count is not None:
+        check_count(n)
+    out = np.empty((n, 5), dtype=np.int64)
+    _split_fields(buf, start, end, True, out, err)
+    return out
+
+
+def fields_before_error(buf: np.ndarray, start: int, end: int) -> np.ndarray:
+    """The fields of buf[start:end] that are well framed, up to the first that is not (to say where an
+    error lies; never raises)."""
+    err = np.zeros(2, dtype=np.int64)
+    n = _split_fields(buf, start, end, False, np.zeros((0, 5), dtype=np.int64), err)
     out = np.empty((n, 5), dtype=np.int64)
     _split_fields(buf, start, end, True, out, err)
     return out
@@ -367,6 +389,10 @@ def _count_pass(buf, ranges, counts, err):
                 err[0] = _varint_error(pos, line_end)
                 err[1] = field_start
                 return
+            if tag >> 3 == 0:
+                err[0] = ERR_FIELD_ZERO
+                err[1] = field_start
+                return
             if tag != 0x22:  # not an event (field 4, wire type 2)
                 pos = _skip(buf, pos, line_end, tag & 7)
                 if pos < 0:
@@ -394,6 +420,10 @@ def _count_pass(buf, ranges, counts, err):
                     shift += 7
                 if c >= 0x80:
                     err[0] = _varint_error(pos, ev_end)
+                    err[1] = ef_start
+                    return
+                if tag >> 3 == 0:
+                    err[0] = ERR_FIELD_ZERO
                     err[1] = ef_start
                     return
                 wire_type = tag & 7
@@ -577,6 +607,10 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
                         err[0] = _varint_error(pos, st_end)
                         err[1] = sf_start
                         return
+                    if tag >> 3 == 0:
+                        err[0] = ERR_FIELD_ZERO
+                        err[1] = sf_start
+                        return
                     wire_type = tag & 7
                     if wire_type == 0 or wire_type == 2:
                         if pos >= st_end:
@@ -683,7 +717,8 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
 
 class WireError(ValueError):
     def __init__(self, code: int, position: int):
-        super().__init__(f"{ERROR_TEXT.get(code, 'malformed protobuf')} (at byte {position})")
+        self.text = ERROR_TEXT.get(code, "malformed protobuf")
+        super().__init__(f"{self.text} (at byte {position})")
         self.code = code
         self.position = position
 
@@ -773,6 +808,55 @@ def line_batches(ranges: np.ndarray, batch_bytes: int | None = None) -> list[tup
             batches.append((first, line + 1))
             first = line + 1
     return batches
+
+
+@kernel(nogil=True)
+def _count_metadata(buf, entries, out):
+    """Stats (out[0]) and child ids (out[1]) inside XPlane.event_metadata map entries ([payload start,
+    end] each). A framing error ends that entry's count: protobuf refuses the entry afterwards."""
+    for i in range(entries.shape[0]):
+        pos = entries[i, 0]
+        end = entries[i, 1]
+        while pos < end:
+            tag, pos = _varint(buf, pos, end)
+            if pos < 0:
+                break
+            if tag != 0x12:  # not the map entry's value
+                pos = _skip(buf, pos, end, tag & 7)
+                if pos < 0:
+                    break
+                continue
+            n, q = _varint(buf, pos, end)
+            if q < 0 or n < 0 or n > end - q:
+                break
+            value_end = q + n
+            pos = value_end
+            while q < value_end:
+                t, q = _varint(buf, q, value_end)
+                if q < 0:
+                    break
+                if t == 0x2A:  # stats (field 5)
+                    out[0] += 1
+                elif t == 0x30:  # child_id (field 6), one varint
+                    out[1] += 1
+                elif t == 0x32:  # child_id, packed: one id per final varint byte
+                    m, r = _varint(buf, q, value_end)
+                    if r < 0 or m < 0 or m > value_end - r:
+                        break
+                    for k in range(r, r + m):
+                        if buf[k] < 0x80:
+                            out[1] += 1
+                q = _skip(buf, q, value_end, t & 7)
+                if q < 0:
+                    break
+
+
+def count_metadata(buf: np.ndarray, entries: np.ndarray) -> tuple[int, int]:
+    """(stats, child ids) inside event metadata map entries given as (n, 2) [payload start, end]."""
+    out = np.zeros(2, dtype=np.int64)
+    if len(entries):
+        _count_metadata(buf, np.ascontiguousarray(entries, dtype=np.int64), out)
+    return int(out[0]), int(out[1])
 
 
 def count_lines(buf: np.ndarray, ranges: np.ndarray, release: Release | None = None) -> np.ndarray:

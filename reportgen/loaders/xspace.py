@@ -11,14 +11,18 @@ columns; the only other large object is the file's bytes. A local file comes
 memory-mapped (`loaders.logdir.map_file`): the walker reads it batch after
 batch of lines and hands each batch's pages back as it passes them, so the
 file's bytes and its columns are never resident together (a gzipped or
-remote file is read whole).
+remote file is read whole). Before anything large is allocated, what the
+host will cost (decoded and analysed) is estimated from the counts the
+walker found and checked against the memory budget (`limits.py`): a capture
+over budget is refused, naming the estimate. The estimate counts the file's
+bytes as resident, as they are for a gzipped or remote file: for a mapped
+one it is high by up to its size, which the budget tolerates (it is meant
+to be high rather than low).
 """
 
 from __future__ import annotations
 
-import gzip
 import mmap
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,12 +31,27 @@ from google.protobuf.message import DecodeError
 
 from reportgen.capture import NO_STRING, HostCapture, StatTable
 from reportgen.errors import CaptureError
-from reportgen.loaders import wire
+from reportgen.loaders import limits, wire
 from reportgen.loaders.logdir import file_name
 from reportgen.loaders.proto import xplane_pb2
 from reportgen.loaders.stat_protos import decode_stat_protos
 
-GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = limits.GZIP_MAGIC
+
+# What one decoded item costs in memory, in bytes, through the whole host stage (the decoder's columns
+# and Python objects, then the analyses and the trace export that follow): measured with
+# bench/host_memory.py on the shared captures tiled ×10–×50 and on captures made of one kind of item
+# only, rounded up. The estimate is meant to be high rather than low: it decides what is refused.
+COST_PER_BYTE = 2  # the file's bytes, and strings copied out of them
+COST_FIELD = 200  # a field left to protobuf: its row in the field table, its slice, its parsed form
+COST_PLANE = 8192
+COST_LINE = 600
+COST_EVENT_METADATA = 1200
+COST_METADATA_STAT = 400
+COST_CHILD_ID = 80
+COST_EVENT = 500
+COST_STAT = 60
+COST_FIXED = 64 << 20  # the analyses' own tables, whatever the capture's size
 
 
 Buffer = bytes | mmap.mmap
@@ -41,13 +60,8 @@ Buffer = bytes | mmap.mmap
 def read_bytes(path: str, data: Buffer) -> Buffer:
     """Undo gzip when the name or the content says so; reject obvious foreign files."""
     if path.endswith(".gz"):
-        if data[:2] != GZIP_MAGIC:
-            raise CaptureError(path, "named .gz but is not gzip data")
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise CaptureError(path, f"gzip data is corrupt or truncated ({exc})") from exc
-    elif data[:2] == GZIP_MAGIC:
+        data = limits.gunzip(path, data)
+    elif data[:2] == GZIP_MAGIC:  # a mapped file has no startswith
         raise CaptureError(path, "is gzip-compressed but not named .gz")
     if len(data) == 0:
         raise CaptureError(path, "is empty (0 bytes)")
@@ -61,17 +75,19 @@ def decode_xspace(path: str, data: Buffer, host: str | None = None) -> HostCaptu
     """Decode raw file bytes (or a file mapped with `loaders.logdir.map_file`). Raises CaptureError
     naming `path` on bad input."""
     data = read_bytes(path, data)
+    limits.check(path, len(data) * COST_PER_BYTE + COST_FIXED, f"to decode {limits.format_bytes(len(data))}")
     buf = np.frombuffer(data, dtype=np.uint8)
     release = _page_release(data)
     try:
-        layout = _layout(buf)
+        layout = _layout(path, buf)
         counts = wire.count_lines(buf, layout.line_ranges, release)
+        _check_budget(path, buf, layout, counts)
     except wire.WireError as exc:
-        raise CaptureError(path, str(exc)) from exc
+        raise CaptureError(path, f"{exc.text}{_where(buf, exc.position)}") from exc
     try:
         return _build(path, host or _host_name(path), data, buf, layout, counts, release)
     except wire.WireError as exc:  # inside a stat: only the filling pass looks there
-        raise CaptureError(path, str(exc)) from exc
+        raise CaptureError(path, f"{exc.text}{_where(buf, exc.position)}") from exc
     except DecodeError as exc:
         raise CaptureError(path, f"plane metadata is not valid protobuf ({exc})") from exc
 
@@ -91,6 +107,109 @@ def _page_release(data: Buffer) -> wire.Release | None:
     return release
 
 
+def _check_budget(path: str, buf: np.ndarray, layout: _Layout, counts: np.ndarray) -> None:
+    """Refuse the capture before its columns are allocated when what it holds would not fit the budget."""
+    if limits.current_budget() is None:
+        return
+    events, stats = (int(c) for c in counts.sum(axis=0)) if len(counts) else (0, 0)
+    entries = [f[(f[:, wire.F_NUMBER] == 4) & (f[:, wire.F_WIRE_TYPE] == 2)] for f in layout.plane_fields]
+    entries = np.concatenate(entries) if entries else np.zeros((0, 5), np.int64)
+    md_stats, child_ids = wire.count_metadata(buf, entries[:, [wire.F_PAYLOAD, wire.F_END]])
+    fields = len(layout.space_fields) + sum(len(f) for f in layout.plane_fields)
+    estimate = (COST_FIXED + len(buf) * COST_PER_BYTE + fields * COST_FIELD + len(layout.plane_fields) * COST_PLANE
+                + len(layout.line_ranges) * COST_LINE + len(entries) * COST_EVENT_METADATA
+                + md_stats * COST_METADATA_STAT + child_ids * COST_CHILD_ID + events * COST_EVENT
+                + stats * COST_STAT)
+    held = [(events, "event"), (stats, "stat"), (len(layout.line_ranges), "line"), (len(layout.plane_fields), "plane"),
+            (len(entries), "event metadata entry")]
+    limits.check(path, estimate, ", ".join(f"{n:,} {word}{'s' if n != 1 else ''}" for n, word in held if n))
+
+
+# What a length-delimited field is, by its number, at each level of an XSpace (levels below a line: its
+# events, then their stats).
+_LEVELS = (
+    {1: "plane"},
+    {3: "line", 4: "event metadata entry", 5: "stat metadata entry", 6: "plane stat"},
+    {4: "event"},
+    {4: "stat"},
+)
+
+
+def _where(buf: np.ndarray, position: int) -> str:
+    """Where byte `position` lies in the XSpace: plane, line, event, stat (as deep as the framing tells)."""
+    parts: list[str] = []
+    start, end = 0, len(buf)
+    for labels in _LEVELS:
+        fields = wire.fields_before_error(buf, start, end)
+        if parts and labels is not _LEVELS[-1]:  # name the plane or line found one level up
+            names = fields[(fields[:, wire.F_NUMBER] == 2) & (fields[:, wire.F_WIRE_TYPE] == 2)]
+            if len(names) and parts[-1].startswith(("plane", "line")):
+                parts[-1] += f" {_shorten(_text(bytes(buf[names[-1, wire.F_PAYLOAD]:names[-1, wire.F_END]])))!r}"
+        inside = fields[(fields[:, wire.F_START] <= position) & (position < fields[:, wire.F_END])]
+        if not len(inside) or int(inside[0, wire.F_NUMBER]) not in labels or inside[0, wire.F_WIRE_TYPE] != 2:
+            break
+        field = inside[0]
+        number = int(field[wire.F_NUMBER])
+        nth = int(np.count_nonzero((fields[:, wire.F_NUMBER] == number) & (fields[:, wire.F_START] < field[2])))
+        parts.append(f"{labels[number]} {nth}")
+        if labels is _LEVELS[1] and number != 3:
+            break
+        start, end = int(field[wire.F_PAYLOAD]), int(field[wire.F_END])
+    return f" (in {', '.join(parts)}; at byte {position} of the file)" if parts else f" (at byte {position})"
+
+
+def _shorten(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Times an event may have, in ps (its start, and its end): ±2^62 ps is ±53 days from the capture's start,
+# far past any profile, and keeps every difference of two times within 64 bits.
+TIME_LIMIT_PS = 1 << 62
+START_LOW_PS = -(1 << 61)
+# Why events were left out, as "<count> event(s) <reason>".
+NEGATIVE_DURATION = "with a negative duration"
+OUT_OF_RANGE = "whose start or end lies more than 53 days (2^62 ps) from the capture's start"
+
+
+def _drop_unplaceable_events(cols: wire.LineColumns) -> dict[str, int]:
+    """Leave out events that have no place on a time line: a negative duration (XProf reads durations as
+    unsigned, making them end past the end of time) or a start or end beyond ±2^62 ps (the walker's start,
+    line timestamp × 1000 + offset, would not even fit 64 bits). Returns {reason: events}; the event and
+    stat columns are filtered in place (stats follow their events)."""
+    n = len(cols.ev_start_ps)
+    if n == 0:
+        return {}
+    timestamp_ns = cols.line_vals[:, wire.L_TIMESTAMP_NS]
+    with np.errstate(over="ignore"):
+        base_wrapped = timestamp_ns * np.int64(1000)  # as the walker added it
+    base = [int(t) * 1000 for t in timestamp_ns.tolist()]  # exact (lines are few)
+    int64 = np.iinfo(np.int64)
+    low = np.array([min(max(START_LOW_PS - b, int64.min), int64.max) for b in base], dtype=np.int64)
+    high = np.array([min(max(TIME_LIMIT_PS - b, int64.min), int64.max) for b in base], dtype=np.int64)
+    line = cols.ev_line
+    with np.errstate(over="ignore"):
+        offset = cols.ev_start_ps - base_wrapped[line]  # undoes the walker's (wrapping) addition
+    placed = (offset >= low[line]) & (offset <= high[line])
+    start = np.where(placed, cols.ev_start_ps, 0)  # exact where placed: no wrap happened there
+    duration = cols.ev_duration_ps
+    negative = duration < 0
+    placed &= negative | (duration <= TIME_LIMIT_PS - start)  # the end, too (no overflow: start ≥ -2^61)
+    keep = placed & ~negative
+    if keep.all():
+        return {}
+    dropped = {reason: int(count) for reason, count in ((NEGATIVE_DURATION, negative.sum()),
+                                                         (OUT_OF_RANGE, (~placed & ~negative).sum())) if count}
+    rows = np.flatnonzero(keep)
+    renumber = np.cumsum(keep) - 1
+    stat_keep = keep[cols.st_owner]
+    for name in ("ev_line", "ev_md", "ev_metadata_id", "ev_start_ps", "ev_duration_ps", "ev_occurrences"):
+        setattr(cols, name, getattr(cols, name)[rows])
+    for name in ("st_key", "st_kind", "st_raw", "st_str"):
+        setattr(cols, name, getattr(cols, name)[stat_keep])
+    cols.st_owner = renumber[cols.st_owner[stat_keep]].astype(np.int32)
+    return dropped
+
+
 def _host_name(path: str) -> str:
     name = file_name(path)
     for suffix in (".xplane.pb.gz", ".xplane.pb"):
@@ -108,12 +227,19 @@ class _Layout:
     line_ranges: np.ndarray  # (L, 3) plane, payload start, end
 
 
-def _layout(buf: np.ndarray) -> _Layout:
-    top = wire.split_fields(buf, 0, len(buf))
+def _layout(path: str, buf: np.ndarray) -> _Layout:
+    seen = [0]  # fields split so far, over the whole file
+
+    def check_fields(n: int) -> None:
+        seen[0] += n
+        limits.check(path, COST_FIXED + len(buf) * COST_PER_BYTE + seen[0] * COST_FIELD,
+                     f"{seen[0]:,} protobuf fields in {limits.format_bytes(len(buf))}")
+
+    top = wire.split_fields(buf, 0, len(buf), check_fields)
     is_plane = (top[:, wire.F_NUMBER] == 1) & (top[:, wire.F_WIRE_TYPE] == 2)
     plane_fields, line_parts = [], []
     for p, row in enumerate(top[is_plane]):
-        fields = wire.split_fields(buf, int(row[wire.F_PAYLOAD]), int(row[wire.F_END]))
+        fields = wire.split_fields(buf, int(row[wire.F_PAYLOAD]), int(row[wire.F_END]), check_fields)
         is_line = (fields[:, wire.F_NUMBER] == 3) & (fields[:, wire.F_WIRE_TYPE] == 2)
         plane_fields.append(fields[~is_line])
         lines = fields[is_line]
@@ -197,7 +323,13 @@ def _build(path: str, host: str, data: Buffer, buf: np.ndarray, layout: _Layout,
     first_line = np.concatenate([[0], np.cumsum(lines_per_plane)[:-1]]) if len(lines_per_plane) else []
     for p, fields in enumerate(layout.plane_fields):
         # A plane's non-line fields re-framed as a standalone XPlane message.
-        plane = xplane_pb2.XPlane.FromString(_join_ranges(data, fields))
+        try:
+            plane = xplane_pb2.XPlane.FromString(_join_ranges(data, fields))
+        except DecodeError as exc:
+            names = fields[(fields[:, wire.F_NUMBER] == 2) & (fields[:, wire.F_WIRE_TYPE] == 2)]
+            name = _text(data[names[-1, wire.F_PAYLOAD]:names[-1, wire.F_END]]) if len(names) else ""
+            raise CaptureError(path, f"the metadata of plane {p}{f' {_shorten(name)!r}' if name else ''} is not "
+                               f"valid protobuf ({exc})") from exc
         plane_rows.append((plane.id, plane.name, int(first_line[p]), int(lines_per_plane[p])))
         names = {k: v.name for k, v in plane.stat_metadata.items()}
         smd_ids = sorted(names)
@@ -227,12 +359,14 @@ def _build(path: str, host: str, data: Buffer, buf: np.ndarray, layout: _Layout,
         value = data[pos : pos + length]
         mapping[u] = intern(_text(value) if kind == wire.KIND_STR else value)
     wire.remap_strings(cols.st_kind, cols.st_str, mapping)
+    dropped = _drop_unplaceable_events(cols)
 
     # --- lines ----------------------------------------------------------------
     lv = cols.line_vals
     line_names = [_text(data[s : s + n]) for s, n in lv[:, [wire.L_NAME_POS, wire.L_NAME_LEN]].tolist()]
     line_display = [_text(data[s : s + n]) for s, n in lv[:, [wire.L_DISPLAY_POS, wire.L_DISPLAY_LEN]].tolist()]
-    line_events = counts[:, wire.C_EVENTS]
+    line_events = (np.bincount(cols.ev_line, minlength=len(layout.line_ranges)).astype(np.int64) if dropped
+                   else counts[:, wire.C_EVENTS])
     lines = pd.DataFrame(
         {
             "plane": layout.line_ranges[:, 0].astype(np.int32),
@@ -295,6 +429,7 @@ def _build(path: str, host: str, data: Buffer, buf: np.ndarray, layout: _Layout,
         plane_stats=_stat_table(plane_stat_rows),
         strings=intern.values,
         _string_index=intern.index,
+        dropped=dropped,
     )
     capture.proto_stats = decode_stat_protos(capture)
     return capture

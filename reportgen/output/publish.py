@@ -25,6 +25,7 @@ service account of a Google Cloud machine). With STORAGE_EMULATOR_HOST set
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import warnings
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reportgen.output.transaction import MARKER
 from reportgen.output.web_types import cache_control, content_type, publish_phase
 
 if TYPE_CHECKING:
@@ -133,6 +135,13 @@ def gcs_filesystem(endpoint: str | None = None) -> GCSFileSystem:
     except ImportError as exc:
         raise PublishError("publishing to GCS needs gcsfs: pip install 'reportgen[gcs]'") from exc
 
+    # gcsfs logs each request that runs out of retries with its traceback (through logging's last-resort
+    # handler when the program configures none); the failure reaches the caller as an exception anyway,
+    # which says it in one line.
+    quiet = logging.getLogger("gcsfs")
+    if not any(isinstance(h, logging.NullHandler) for h in quiet.handlers):
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
     endpoint = endpoint or emulator_endpoint()
     if endpoint:
         return GCSFileSystem(endpoint_url=endpoint, token="anon")
@@ -151,14 +160,15 @@ class PublishReport:
 
 
 def site_files(site_dir: Path) -> list[str]:
-    """Every file of the site, as paths relative to its root, in a stable order."""
+    """Every file of the site, as paths relative to its root, in a stable order (the local folder's marker,
+    which says that reportgen may replace it, is not part of the published site)."""
     files = []
     for folder, dirs, names in os.walk(site_dir):
         dirs.sort()
         rel_folder = Path(folder).relative_to(site_dir).as_posix()
         for name in sorted(names):
             files.append(name if rel_folder == "." else f"{rel_folder}/{name}")
-    return files
+    return [f for f in files if f != MARKER]
 
 
 def _is_reportgen_summary(raw: bytes) -> bool:
@@ -220,7 +230,7 @@ def upload_file(fs: GCSFileSystem, dest: Destination, site_dir: Path, relative: 
 
 def _publish(fs: GCSFileSystem, dest: Destination, site_dir: Path, files: list[str], jobs: int,
              on_done: Callable[[str], None]) -> tuple[int, int]:
-    _check_destination(fs, dest)
+    checked_destination(fs, dest)
     total = 0
 
     def one(relative: str) -> int:
@@ -229,7 +239,7 @@ def _publish(fs: GCSFileSystem, dest: Destination, site_dir: Path, files: list[s
         except FileNotFoundError as exc:
             raise PublishError(f"{dest.url}: bucket {dest.bucket} not found") from exc
         except Exception as exc:
-            raise PublishError(f"{dest.url}: uploading {relative} failed: {exc}") from exc
+            raise PublishError(f"{dest.url}: uploading {relative} failed: {_one_line(exc)}") from exc
 
     phases: dict[int, list[str]] = {}
     for relative in files:
@@ -251,7 +261,11 @@ def _publish(fs: GCSFileSystem, dest: Destination, site_dir: Path, files: list[s
                 on_done(relative)
             if failure is not None:
                 raise failure
-    return total, _delete_stale(fs, dest, set(files))
+    try:
+        return total, _delete_stale(fs, dest, set(files))
+    except Exception as exc:
+        raise PublishError(f"{dest.url}: the site is published, but deleting the objects of an earlier publish "
+                           f"failed: {_one_line(exc)}") from exc
 
 
 def _delete_stale(fs: GCSFileSystem, dest: Destination, keep: set[str]) -> int:
@@ -297,10 +311,8 @@ def publish_site(
     )
 
 
-def open_destination(url: str) -> GCSFileSystem:
-    """Connect and check `url` before a long build: bad URL, no credentials, foreign prefix."""
-    dest = parse_destination(url)
-    fs = gcs_filesystem()
+def checked_destination(fs: GCSFileSystem, dest: Destination) -> None:
+    """`_check_destination`, its failures (no such bucket, an endpoint that does not answer) as PublishError."""
     try:
         _check_destination(fs, dest)
     except PublishError:
@@ -308,7 +320,19 @@ def open_destination(url: str) -> GCSFileSystem:
     except FileNotFoundError as exc:
         raise PublishError(f"{dest.url}: bucket {dest.bucket} not found") from exc
     except Exception as exc:
-        raise PublishError(f"{dest.url}: cannot be read: {exc}") from exc
+        raise PublishError(f"{dest.url}: cannot be read: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def open_destination(url: str) -> GCSFileSystem:
+    """Connect and check `url` before a long build: bad URL, no credentials, foreign prefix."""
+    dest = parse_destination(url)
+    fs = gcs_filesystem()
+    checked_destination(fs, dest)
     return fs
 
 

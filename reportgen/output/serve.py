@@ -14,6 +14,7 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import unquote
 
 from reportgen.output.web_types import content_type
 
@@ -34,12 +35,30 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
 
+    def send_head(self):
+        # A path the file system cannot take (a NUL byte from %00, one too long) is a bad request, not a crash.
+        if "\x00" in unquote(self.path):
+            self.send_error(400, "Bad request path")
+            return None
+        try:
+            return super().send_head()
+        except (OSError, ValueError):
+            self.send_error(404, "File not found")
+            return None
+
+
+class SiteServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        """One line instead of the standard library's traceback (a client that went away, a bad request)."""
+        kind, exc = sys.exc_info()[:2]
+        sys.stderr.write(f"reportgen: a request from {client_address[0]} failed ({kind.__name__}: {exc})\n")
+
 
 def make_server(site_dir: Path, port: int = DEFAULT_PORT, bind: str = DEFAULT_BIND) -> ThreadingHTTPServer:
     handler = partial(SiteRequestHandler, directory=str(site_dir))
-    server = ThreadingHTTPServer((bind, port), handler)
-    server.daemon_threads = True
-    return server
+    return SiteServer((bind, port), handler)
 
 
 def url_of(server: ThreadingHTTPServer) -> str:

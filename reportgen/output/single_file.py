@@ -11,7 +11,11 @@ so every tool page a section writes is included with nothing to register:
 - links between pages become in-page anchors; small downloads (CSV tables,
   images) are inlined as data: URLs within a size budget; anything else, the
   trace in particular, is left out and a note on the page says where it is; the trace
-  page's timeline keeps each host's busiest step (reportgen/trace/timeline_embed.py);
+  page's timeline keeps each host's busiest step (reportgen/export/timeline_embed.py);
+- the graph viewer page is left out: it explores data that grows with the
+  model (each HLO module's graph and text, loaded per module) and lays it out
+  with a 797 KiB Graphviz library; a note at the top says where it is, and
+  links to it become plain text marked as left out;
 - the stylesheets and scripts the pages load (the Vega bundle among them) are
   inlined once. Chart specs already carry their data (Altair inlines it).
 
@@ -42,6 +46,12 @@ MAX_INLINE_FILE = 1 * 2**20
 MAX_INLINE_TOTAL = 4 * 2**20
 INLINE_SUFFIXES = (".csv", ".png", ".svg", ".md", ".txt")
 TRACE_DIR = "trace"
+# Run pages left out of the single file (file name → what the note calls them). The graph viewer
+# loads each module's graph and text as a script of its own (0.36 MB for the 24 small modules of
+# the shared captures, megabytes for a large model's) and lays them out with Graphviz (797 KiB):
+# an explorer of the whole program that belongs to the site rather than to a file to attach or mail.
+LEFT_OUT_PAGES = {"graph_viewer.html": "graph viewer"}
+LEFT_OUT_TITLE = "not included in the single-file report: the {what} is in the site"
 
 # Attributes holding one or more ids of the same page.
 _ID_REF_ATTRS = frozenset(
@@ -175,6 +185,7 @@ class _PageRewriter(HTMLParser):
         self.parts: dict[str, list[str]] = {"header": [], "main": []}
         self.assets: list[tuple[str, str]] = []
         self.omitted: list[str] = []
+        self.left_out: list[str] = []  # links to pages left out of the single file
         self.charts = 0
 
     # -- helpers -------------------------------------------------------------
@@ -198,6 +209,9 @@ class _PageRewriter(HTMLParser):
         anchor = self.anchors.get(target)
         if anchor is not None:
             return "#" + (f"{anchor}--{parts.fragment}" if parts.fragment else anchor), None
+        if left_out_page(target):
+            self.left_out.append(target)
+            return None, None
         if not target.startswith("../"):
             inlined = self.inliner.data_url(target)
             if inlined is not None:
@@ -206,7 +220,7 @@ class _PageRewriter(HTMLParser):
         return None, None
 
     def _rewrite_tag(self, tag: str, attrs: list[tuple[str, str | None]]) -> str:
-        changed = False
+        changed = drop_title = False
         out: list[tuple[str, str | None]] = []
         extra: list[tuple[str, str | None]] = []
         for name, value in attrs:
@@ -226,10 +240,16 @@ class _PageRewriter(HTMLParser):
                     # the view for the page's script (timeline.js), which opens it on click.
                     value = value.split("#", 1)[0]
                     extra.append(("data-view", view))
+                left_out = len(self.left_out)
                 new, download = self._rewrite_url(tag, name, value)
                 if new is None:
                     changed = True
-                    extra += [("class", "omitted"), ("title", "not included in the single-file report")]
+                    if len(self.left_out) > left_out:  # its own title replaces the link's
+                        what = LEFT_OUT_PAGES[posixpath.basename(self.left_out[-1])]
+                        drop_title = True
+                        extra += [("class", "omitted"), ("title", LEFT_OUT_TITLE.format(what=what))]
+                    else:
+                        extra += [("class", "omitted"), ("title", "not included in the single-file report")]
                     continue
                 if download:
                     extra.append(("download", download))
@@ -239,6 +259,8 @@ class _PageRewriter(HTMLParser):
             out.append((name, new))
         if not changed and not extra:
             return self.get_starttag_text() or ""
+        if drop_title:
+            out = [(n, v) for n, v in out if n != "title"]
         names = {n for n, _ in out}
         for name, value in extra:
             if name == "class" and "class" in names:
@@ -353,6 +375,25 @@ def _inline_style(css: str) -> str:
     return re.sub(r"</(style)", r"<\\/\1", css, flags=re.IGNORECASE)
 
 
+def left_out_page(page: str) -> bool:
+    """A run page the single file leaves out (LEFT_OUT_PAGES)."""
+    return "/" in page and posixpath.basename(page) in LEFT_OUT_PAGES
+
+
+def _left_out_note(pages: list[str]) -> str:
+    by_kind: dict[str, list[str]] = {}
+    for page in pages:
+        by_kind.setdefault(LEFT_OUT_PAGES[posixpath.basename(page)], []).append(page)
+    notes = []
+    for what, where in by_kind.items():
+        places = ", ".join(f"<code>{html.escape(p)}</code>" for p in where)
+        notes.append(f'<p class="note">The {what} is not included in this file: it loads each HLO module\'s graph '
+                     f"and text when picked and lays them out with Graphviz (797 KiB), an explorer that stays "
+                     f"with the site. It is in the site that <code>reportgen build LOGDIR -o site/</code> "
+                     f"writes: {places}.</p>\n")
+    return "".join(notes)
+
+
 def _trace_runs(site_dir: Path, pages: list[str]) -> list[str]:
     runs = {p.split("/", 1)[0] for p in pages if "/" in p}
     return sorted(r for r in runs if (site_dir / r / TRACE_DIR).is_dir())
@@ -363,7 +404,9 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
     site_dir = Path(site_dir)
     if not (site_dir / "index.html").is_file():
         raise FileNotFoundError(f"{site_dir}: not a built site (no index.html)")
-    pages = page_order(site_dir)
+    every_page = page_order(site_dir)
+    pages = [p for p in every_page if not left_out_page(p)]
+    left_out = [p for p in every_page if left_out_page(p)]
     taken: set[str] = set()
     anchors = {page: _anchor_for(page, taken) for page in pages}
     inliner = _Inliner(site_dir)
@@ -403,16 +446,20 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
             f'{header}<div class="page-main">\n{note}{page.main}\n</div>\n</section>\n'
         )
     trace_runs = _trace_runs(site_dir, pages)
-    trace_note = ""
+    top_notes = ""
     if trace_runs:
         where = ", ".join(f"<code>{html.escape(r)}/{TRACE_DIR}/</code>" for r in trace_runs)
-        trace_note = (
+        top_notes = (
             f'<p class="note">The timeline trace is not included in this file: each trace page\'s timeline '
             f"holds the busiest step of each host (at most {MAX_EMBEDDED_BYTES // 2**20} MiB for them all). "
             f"The whole trace is in the site that <code>reportgen build LOGDIR -o site/</code> writes, under {where}; "
             "open its trace pages for every event, or serve the site with <code>reportgen serve site</code> to "
             "open the files in Perfetto UI.</p>\n"
         )
+    top_notes += _left_out_note(left_out) if left_out else ""
+    omitted.extend(left_out)
+    left_out_names = sorted({"the " + LEFT_OUT_PAGES[posixpath.basename(p)] for p in left_out})
+    every = "every page of the site" + (", but " + " and ".join(left_out_names) if left_out else "")
     generator = f"reportgen {__version__}"
     document = (
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -422,10 +469,10 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
         + "\n".join(head)
         + f"\n<style>{SINGLE_FILE_CSS}</style>\n</head>\n<body>\n"
         + '<main class="single-file">\n'
-        + (f'<div class="page-main">{trace_note}</div>\n' if trace_note else "")
+        + (f'<div class="page-main">{top_notes}</div>\n' if top_notes else "")
         + "".join(body)
         + "</main>\n"
-        + f"<footer>Generated by {generator} as a single file: every page of the site, one after the other. "
+        + f"<footer>Generated by {generator} as a single file: {every}, one after the other. "
         "Numbers follow XProf's definitions; differences are noted on the page.</footer>\n</body>\n</html>\n"
     )
     report = SingleFileReport(

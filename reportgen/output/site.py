@@ -10,10 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
+import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
 import orjson
 import pandas as pd
 
@@ -109,8 +109,12 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
     "css": ("style", "style.css"),
     "js": ("reportgen", "reportgen.js"),
     "memory_viewer_js": ("memory-viewer", "memory_viewer.js"),
+    "memory_profile_js": ("memory-profile", "memory_profile.js"),
     "trace_js": ("trace", "trace.js"),
     "op_profile_js": ("op-profile", "op_profile.js"),
+    "graph_viewer_js": ("graph-viewer", "graph_viewer.js"),
+    # Graphviz compiled to WebAssembly (vendored from npm, see static/vendor/hpcc-js-wasm/NOTICE.md).
+    "graphviz_js": ("graphviz", "vendor/hpcc-js-wasm/graphviz.umd.js"),
     "timeline_js": ("timeline", "timeline.js"),
     # Vendored from the npm registry (scripts/vendor/refresh_flame_chart_js.sh), with its licence below.
     "flame_chart_js": ("flame-chart", "vendor/flame-chart-js/flame-chart.min.js"),
@@ -119,6 +123,15 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
 # folder is published with an immutable cache policy).
 VENDOR_NOTICES: dict[str, str] = {
     "vendor/flame-chart-js/LICENSE": "flame-chart-js-LICENSE.txt",
+}
+# Assets that only one tool's pages load (a section names them in `Section.assets`): every page knows
+# their names from the start, but the files go into the site only when some run has such a page
+# (`write_page_assets`), so that a site without HLO modules carries no 797 KiB Graphviz bundle.
+ON_DEMAND_ASSETS = frozenset({"graph_viewer_js", "graphviz_js"})
+# Licences of vendored on-demand assets, written beside them (as VENDOR_NOTICES).
+ON_DEMAND_NOTICES: dict[str, dict[str, str]] = {
+    "graphviz_js": {"vendor/hpcc-js-wasm/LICENSE": "hpcc-js-wasm-LICENSE.txt",
+                    "vendor/hpcc-js-wasm/NOTICE.md": "hpcc-js-wasm-NOTICE.md"},
 }
 
 # Asset key → path relative to the site root. Names are content-hashed, so
@@ -156,22 +169,54 @@ def vega_bundle(cache_dir: Path | None = None) -> bytes:
     return content
 
 
-def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
-    assets_dir = site_dir / "assets"
-    assets_dir.mkdir(parents=True, exist_ok=True)
+def asset_files(cache_dir: Path | None = None) -> tuple[Assets, dict[str, bytes]]:
+    """The assets every site needs, not yet written: their names (key → path relative to the site root,
+    on-demand ones included, written later by `write_page_assets`) and what to write now (path → bytes)."""
     files = [("vega", "vega-bundle", ".js", vega_bundle(cache_dir))]
     for key, (stem, filename) in STATIC_ASSETS.items():
         files.append((key, stem, Path(filename).suffix, _static_asset(filename)))
-    written = {}
+    assets, contents = {}, {}
     for key, stem, suffix, content in files:
-        name = _hashed_name(stem, suffix, content)
-        (assets_dir / name).write_bytes(content)
-        written[key] = "assets/" + name
+        assets[key] = "assets/" + _hashed_name(stem, suffix, content)
+        if key not in ON_DEMAND_ASSETS:
+            contents[assets[key]] = content
     for source, name in VENDOR_NOTICES.items():
         content = _static_asset(source)
         stem, suffix = name.rsplit(".", 1)
-        (assets_dir / _hashed_name(stem, "." + suffix, content)).write_bytes(content)
-    return Assets(written)
+        contents["assets/" + _hashed_name(stem, "." + suffix, content)] = content
+    return Assets(assets), contents
+
+
+def write_asset_files(site_dir: Path, contents: dict[str, bytes]) -> None:
+    for relative, content in contents.items():
+        (site_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site_dir / relative).write_bytes(content)
+
+
+def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
+    """Write the assets every site needs; return the names of all of them (see `asset_files`)."""
+    assets, contents = asset_files(cache_dir)
+    write_asset_files(site_dir, contents)
+    return assets
+
+
+def _write_notice(assets_dir: Path, source: str, name: str) -> None:
+    content = _static_asset(source)
+    stem, suffix = name.rsplit(".", 1)
+    (assets_dir / _hashed_name(stem, "." + suffix, content)).write_bytes(content)
+
+
+def write_page_assets(site_dir: Path, assets: Assets, keys: set[str] | frozenset[str]) -> list[str]:
+    """Write the on-demand assets `keys` (those the site's pages load) under the names `assets` gave them."""
+    written = []
+    for key in sorted(keys & ON_DEMAND_ASSETS):
+        target = site_dir / assets[key]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(_static_asset(STATIC_ASSETS[key][1]))
+        for source, name in ON_DEMAND_NOTICES.get(key, {}).items():
+            _write_notice(target.parent, source, name)
+        written.append(assets[key])
+    return written
 
 
 @dataclass
@@ -213,66 +258,54 @@ class PageWriter:
         self.path(relative).write_text(html, encoding="utf-8")
 
     def write_csv(self, relative: str, frame: pd.DataFrame) -> str:
-        frame.to_csv(self.path(relative), index=False)
+        neutralize_formulas(frame).to_csv(self.path(relative), index=False)
         return relative
 
     def write_json(self, relative: str, payload: Any) -> None:
         self.path(relative).write_text(json.dumps(payload, indent=1, default=_json_default), encoding="utf-8")
 
 
+# A spreadsheet evaluates a cell that starts with = + - @ (or a tab or carriage return) as a formula, and
+# capture names are text anyone can choose: such a text cell gets a leading apostrophe (OWASP's advice for
+# CSV injection), which the spreadsheet shows as text. A cell that starts with an apostrophe gets one too,
+# so that `restore_formulas` reads every cell back as written; plain numbers stay as they are.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _needs_quote(cell: str) -> bool:
+    return cell.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(cell)
+
+
+def _rewrite_text_cells(frame: pd.DataFrame, select, rewrite) -> pd.DataFrame:
+    """`frame`, or a copy with `rewrite(cell)` in each text cell for which `select(cell)` holds."""
+    out = None
+    for i, dtype in enumerate(frame.dtypes):
+        if not (dtype == np.dtype(object) or isinstance(dtype, pd.StringDtype)):
+            continue
+        column = frame.iloc[:, i]
+        values = column.to_numpy(object)
+        chosen = [j for j, cell in enumerate(values.tolist()) if isinstance(cell, str) and select(cell)]
+        if not chosen:
+            continue
+        values = values.copy()
+        values[chosen] = [rewrite(values[j]) for j in chosen]
+        out = frame.copy() if out is None else out
+        out.isetitem(i, pd.Series(values, index=column.index, dtype=dtype))
+    return frame if out is None else out
+
+
+def neutralize_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with every text cell a spreadsheet would evaluate prefixed by an apostrophe (a copy when any is)."""
+    return _rewrite_text_cells(frame, _needs_quote, lambda cell: "'" + cell)
+
+
+def restore_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """A CSV table of reportgen's as read back: the apostrophe `neutralize_formulas` added is taken off."""
+    return _rewrite_text_cells(frame, lambda cell: cell.startswith("'"), lambda cell: cell[1:])
+
+
 def _json_default(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-class OutputNotASiteError(Exception):
-    """The output folder exists, is not empty and was not written by reportgen."""
-
-
-def is_replaceable(target: Path) -> bool:
-    """True when `target` is absent, empty, or a site reportgen wrote.
-
-    A build replaces its output folder whole; this keeps a mistyped `-o`
-    from ever deleting a folder of the user's.
-    """
-    if not target.exists():
-        return True
-    if not target.is_dir():
-        return False
-    if not any(target.iterdir()):
-        return True
-    try:
-        summary = json.loads((target / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(summary, dict) and str(summary.get("generator", "")).startswith("reportgen")
-
-
-class SiteTransaction:
-    """A temporary site folder that replaces `target` only on commit()."""
-
-    def __init__(self, target: Path):
-        self.target = target.resolve()
-        if not is_replaceable(self.target):
-            raise OutputNotASiteError(
-                f"{target}: exists and is not a reportgen site (no reportgen summary.json); "
-                "choose an empty or new output folder"
-            )
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.building-", dir=self.target.parent))
-        self.tmp.chmod(0o755)
-
-    def commit(self) -> None:
-        old = None
-        if self.target.exists():
-            old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(self.target, old)
-        os.replace(self.tmp, self.target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-
-    def abort(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)

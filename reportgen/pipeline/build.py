@@ -24,10 +24,13 @@ from urllib.parse import quote
 
 from reportgen import __version__
 from reportgen.errors import NoCapturesError
-from reportgen.loaders.logdir import RunSource, discover, merge_same_folder
-from reportgen.output.site import PageWriter, SiteTransaction, write_assets
+from reportgen.loaders.limits import format_bytes
+from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_folder, problem_text
+from reportgen.output.site import PageWriter, asset_files, write_asset_files, write_page_assets
+from reportgen.output.transaction import OutputError, SiteTransaction
 from reportgen.pipeline.cache import HostCache, default_cache_dir
 from reportgen.pipeline.host_stage import HostOutcome, HostTask, plain_pages
+from reportgen.pipeline.memory import default_budget
 from reportgen.pipeline.progress import BuildProgress
 from reportgen.pipeline.runners import PARALLEL_MIN_BYTES
 from reportgen.pipeline.timings import Timings, peak_rss_bytes
@@ -59,6 +62,7 @@ class BuildOptions:
     # Hosts weighing less than this together run in this process, whatever `jobs` says: starting
     # worker processes would cost more than they save (`reportgen.pipeline.runners.worth_a_pool`).
     parallel_min_bytes: int = PARALLEL_MIN_BYTES
+    max_memory: int | None = None  # bytes one host's stage may use; default: memory.default_budget(jobs)
 
 
 @dataclass
@@ -122,21 +126,28 @@ def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCach
     settings = {"trace_format": options.trace_format}
     if not options.cache:
         return None
-    if options.cache_dir is not None:
-        return HostCache(Path(options.cache_dir), settings)
-    return HostCache(default_cache_dir(transaction.target), settings)
+    root = Path(options.cache_dir) if options.cache_dir is not None else default_cache_dir(transaction.target)
+    cache = HostCache(root, settings, log=options.log)
+    cache.open(exclusive=options.cache_dir is None)  # the cache beside the site is under the site's lock
+    return cache
 
 
-def _start_assets(site_dir: Path, timings: Timings):
-    """Write the assets on a thread: when the Vega bundle is not in the user cache folder yet,
-    making it takes seconds (in a child process)."""
+def _start_assets(timings: Timings):
+    """Make the assets on a thread: when the Vega bundle is not in the user cache folder yet, bundling
+    it takes seconds (in a child process). The thread only makes them; the build writes them into the
+    site (a build stopped meanwhile leaves nothing behind).
 
-    def write():
+    The generated bundle is kept per version in the user's own cache folder (private, like the compiled
+    kernels), `--no-cache` or not, never in a rebuild cache that others may share: it is code that the
+    pages run.
+    """
+
+    def make():
         with timings.stage("assets (background)"):
-            return write_assets(site_dir)
+            return asset_files()
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-assets")
-    future = pool.submit(write)
+    future = pool.submit(make)
     pool.shutdown(wait=False)
     return future
 
@@ -167,6 +178,8 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
     stats = {task.index: HostCache._stat_key(task.host.path) for task, _, _ in work} if cache else {}
 
     def done(task: HostTask, outcome: HostOutcome) -> None:
+        if outcome.write_error is not None:  # the disk, not the capture: the build stops here
+            raise OSError(*outcome.write_error)
         outcomes[task.index] = outcome
         timings.merge(outcome.timings)
         if cache is not None:
@@ -217,17 +230,21 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             sources.extend(discover(location, options.runs))
         sources = merge_same_folder(sources)
         named = _unique_run_names(sources)
-        tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format)
+        # On Dask, each worker sets its own default from its machine (pipeline/host_stage.py).
+        budget = options.max_memory or (None if options.scheduler else default_budget(options.jobs))
+        tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format, memory_budget=budget)
                  for i, (name, host) in enumerate((name, host) for name, run in named for host in run.hosts)]
+    if options.log is not None and budget is not None:
+        options.log(f"memory budget: {format_bytes(budget)} per host (--max-memory to change it)")
 
-    transaction = SiteTransaction(Path(options.output))
+    transaction = SiteTransaction(Path(options.output), shown=options.output)
     cache = None
     progress = BuildProgress(bar=options.progress, log=options.log, notes=options.notes)
     compiling = None
     try:
         site_dir = transaction.tmp
         cache = _open_cache(options, transaction)
-        assets_future = _start_assets(site_dir, timings)
+        assets_future = _start_assets(timings)
         with timings.stage("kernels"):
             compiling, cold = _start_kernels(tasks, options, progress)
         staging = site_dir / STAGING_FOLDER
@@ -237,9 +254,13 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         with timings.stage("outputs"):
             _place_outputs(outcomes, staging, site_dir)
         with timings.stage("assets (wait)"):
-            assets = assets_future.result()
+            assets, asset_contents = assets_future.result()
+            write_asset_files(site_dir, asset_contents)
         summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
                                                      options.log or (lambda _line: None), progress)
+        with timings.stage("assets (pages)"):
+            shown = {slug for block in summary.values() for slug in block.get("tools", {})}
+            write_page_assets(site_dir, assets, {key for s in SECTIONS if s.slug in shown for key in s.assets})
         # What the site shows carries no path of the build machine.
         site_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in all_errors]
         root = PageWriter(site_dir=site_dir, assets=assets)
@@ -271,13 +292,18 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
                 if options.cache_dir is None:
                     cache.prune()
                 cache.save_memo()
+    except OSError as exc:  # a full disk, a folder that cannot be written: the previous site is untouched
+        transaction.abort()
+        progress.close()
+        raise OutputError(f"{options.output}: the site could not be written ({_what_failed(exc, transaction)}); "
+                          "the output folder is as it was") from exc
     except BaseException:
         transaction.abort()
-        raise
-    finally:
         progress.close()
-        if compiling is not None:  # done by now, unless no host got as far as the trace export
-            compiling.wait()
+        raise  # a child compiling kernels ahead goes on alone: what it compiles is kept for the next build
+    progress.close()
+    if compiling is not None:  # done by now, unless no host got as far as the trace export
+        compiling.wait()
     worker_rss = max((o.peak_rss for o in outcomes), default=0)
     return BuildReport(
         output=transaction.target,
@@ -296,6 +322,19 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     )
 
 
+def _what_failed(exc: OSError, transaction: SiteTransaction) -> str:
+    """An OSError as the user can act on it: its reason, and the file within the site (not the temporary
+    folder's name)."""
+    reason = exc.strerror or str(exc)
+    path = exc.filename
+    if isinstance(path, (str, os.PathLike)):
+        try:
+            return f"{reason}: {Path(path).relative_to(transaction.tmp).as_posix()}"
+        except ValueError:
+            return f"{reason}: {path}"
+    return reason
+
+
 def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site_dir: Path, assets,
                  cache: HostCache | None, timings: Timings, log: Callable[[str], None], progress: BuildProgress):
     progress.stage("pages", len(named), "run")
@@ -305,10 +344,14 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
     summary: dict[str, dict] = {}
     rows = []
     all_errors = []
-    for name, _source in named:
+    for name, source in named:
         pairs = by_run.get(name, [])
         host_outcomes = [o for _, o in pairs]
         errors, local_messages = [], []
+        for path, why, detail in source.problems:  # inputs found but not usable (links, FIFOs, unreadable)
+            shown = name if path.rstrip("/") == source.path.rstrip("/") else f"{name}/{file_name(path)}"
+            errors.append({"path": shown, "message": f"{shown}: {why}"})
+            local_messages.append(problem_text(path, why, detail))
         for o in host_outcomes:
             if o.error:
                 errors.append({"path": o.path, "message": o.error})
@@ -318,7 +361,7 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
                 local_messages.append(bad["local_message"])
         all_errors.extend({"run": name, **e, "local_message": m} for e, m in zip(errors, local_messages))
         key = None
-        if cache is not None:
+        if cache is not None and not source.problems:  # pages naming problems are rendered afresh
             key = cache.run_key(name, [t for t, _ in pairs], host_outcomes, assets)
         reused = None
         if key is not None and all(o.cached for o in host_outcomes):
@@ -338,20 +381,28 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
     return summary, rows, all_errors
 
 
-def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict], site_dir: Path, assets,
-                timings: Timings) -> tuple[dict, dict]:
-    """Combine a run's hosts and write its pages: (its summary.json block, its site index row)."""
+def combine_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict] | None = None,
+                timings: Timings | None = None) -> RunContext:
+    """Combine a run's hosts, section by section in registry order (`RunContext.sections`: each section's data)."""
+    timings = timings if timings is not None else Timings()
     good = [o for o in host_outcomes if o.error is None]
-    run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors)
-    computed = {}
+    run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors if errors is not None else [])
     for section in SECTIONS:
         parts = {o.host: o.parts[section.slug] for o in good if section.slug in o.parts}
         if not parts:
             continue
         with timings.stage(f"combine.{section.slug}"):
-            data = section.combine(run_ctx, parts)
+            data = section.combine(run_ctx, parts)  # the findings section (last) reads what the others computed
         if data is not None:
-            computed[section.slug] = data
+            run_ctx.sections[section.slug] = data
+    return run_ctx
+
+
+def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict], site_dir: Path, assets,
+                timings: Timings) -> tuple[dict, dict]:
+    """Combine a run's hosts and write its pages: (its summary.json block, its site index row)."""
+    run_ctx = combine_run(name, host_outcomes, errors, timings)
+    computed = run_ctx.sections
     tools = [
         {"slug": s.slug, "title": s.title, "href": f"{s.slug}.html"}
         for s in SECTIONS
@@ -361,7 +412,7 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
     page = PageWriter(site_dir=site_dir, assets=assets, folder=name, nav=nav, run=name)
     (site_dir / name).mkdir(parents=True, exist_ok=True)
     run_summary: dict[str, Any] = {
-        "hosts": [o.host for o in good],
+        "hosts": [o.host for o in host_outcomes if o.error is None],
         "errors": errors,
         "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
     }
@@ -399,4 +450,4 @@ def _device_label(hosts: list[HostSummary]) -> str:
     return ", ".join(labels) if labels else "–"
 
 
-__all__ = ["BuildOptions", "BuildReport", "build_site", "EXIT_OK", "EXIT_FAILED", "EXIT_PARTIAL"]
+__all__ = ["BuildOptions", "BuildReport", "build_site", "combine_run", "EXIT_OK", "EXIT_FAILED", "EXIT_PARTIAL"]

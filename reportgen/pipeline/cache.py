@@ -5,9 +5,9 @@ the host stage wrote) depends only on the host file's bytes, on reportgen's
 code and on a few names (run, host, file name). The cache keeps each result
 under a key made of exactly those:
 
-    <cache>/hosts/<prefix>/<content>/outcome.pickle
+    <cache>/hosts/<prefix>/<content>/outcome.json, outcome.npz
                                     /files/<site-relative path>…
-    <cache>/runs/<key>/run.pickle   a run's summary block and index row
+    <cache>/runs/<key>/run.json     a run's summary block and index row
                       /files/…      the run's folder of the site, as built
     <cache>/fingerprints.json       stat → content hash memo (local files, by path hash)
 
@@ -29,7 +29,7 @@ cache folder instead: `reportgen.user_cache`.)
 * A run whose hosts all came from the cache, and whose key (the site's code,
   templates and assets, the run name, its hosts and their content keys) is
   the one of an earlier build, is not rendered again either: its folder is
-  linked from the cache. Adding a run to a logdir thus renders that run and
+  copied from the cache. Adding a run to a logdir thus renders that run and
   the site index only.
 
 By default the cache lives beside the site, in `.<site name>.reportgen-cache/`
@@ -37,15 +37,18 @@ next to the output folder (so the site folder holds the site only: nothing to
 skip when publishing, serving or zipping it), and each successful build
 prunes the entries it did not use: it holds exactly the last build's hosts
 and runs. `--cache-dir DIR` keeps it elsewhere, shared by builds and never
-pruned (delete it at will). Files are shared with the site by hard link
-where the file system allows.
+pruned (delete it at will). Files are copied between the site and the
+cache, never hard-linked: editing a site file in place must not edit the
+cache (the copy costs little: on Linux the kernel copies, or clones on
+file systems that can).
 
-Trust: entries are pickles of reportgen's own dataclasses, written by
-reportgen. Loading a pickle runs code named in it, so the cache folder must
-be writable only by whoever runs the build (as the site folder itself). An
-entry that cannot be read (truncated, corrupt, from another version) is
-ignored with a warning and the host is rebuilt; the cache never fails a
-build.
+Trust: entries are data only (`datafile.py`: JSON and numpy arrays read
+without pickle), so a crafted entry cannot run code; the folder is created
+private to the user (0700). An entry that cannot be read (truncated,
+corrupt, foreign, from another version) is ignored, named in the `-v`
+output, and the host is rebuilt; the cache never fails a build. Other
+people who can write a shared `--cache-dir` can still put numbers of their
+choosing on your pages: share it only with people you trust for that.
 """
 
 from __future__ import annotations
@@ -54,15 +57,17 @@ import dataclasses
 import hashlib
 import json
 import os
-import pickle
 import shutil
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import fsspec
 
 from reportgen.loaders.logdir import HostFile, file_name, store_checksum
+from reportgen.pipeline import datafile
 from reportgen.pipeline.host_stage import (
     CONTENT_HASH,
     HostOutcome,
@@ -72,12 +77,13 @@ from reportgen.pipeline.host_stage import (
     site_fingerprint,
 )
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: data files instead of pickles
 CACHE_SUFFIX = ".reportgen-cache"  # `.<site name><suffix>`, beside the site
-OUTCOME_FILE = "outcome.pickle"
-RUN_FILE = "run.pickle"
+OUTCOME_STEM = "outcome"  # outcome.json (+ outcome.npz)
+RUN_STEM = "run"
 FILES_FOLDER = "files"
 MEMO_FILE = "fingerprints.json"
+STALE_WRITE_S = 3600  # a half-written entry this old in a shared cache folder is a dead build's
 
 
 def _digest(*parts: Any) -> str:
@@ -117,19 +123,29 @@ def legacy_fingerprint(host: HostFile) -> str:
     return f"legacy-{CONTENT_HASH}:{digest.hexdigest()}"
 
 
-def link_or_copy(source: Path, target: Path) -> None:
+def copy_file(source: Path, target: Path) -> None:
+    """A copy of its own (never a hard link: the site and the cache must not share a file)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():
+    if target.exists() or target.is_symlink():
         target.unlink()
-    try:
-        os.link(source, target)
-    except OSError:  # another file system, or one without hard links
-        shutil.copyfile(source, target)
+    shutil.copyfile(source, target)
 
 
-def link_tree(source: Path, target: Path) -> None:
+def copy_tree(source: Path, target: Path) -> None:
     for rel in list_files(str(source)):
-        link_or_copy(source / rel, target / rel)
+        copy_file(source / rel, target / rel)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create `path` (and missing parents) readable and writable by this user only."""
+    missing = []
+    folder = path
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for created in missing:  # mkdir's mode is filtered by the umask; these folders are ours
+        os.chmod(created, 0o700)
 
 
 def default_cache_dir(site: Path) -> Path:
@@ -140,15 +156,40 @@ def default_cache_dir(site: Path) -> Path:
 class HostCache:
     """Lookups and stores of one build in the cache folder `root`."""
 
-    def __init__(self, root: Path, settings: dict | None = None):
+    def __init__(self, root: Path, settings: dict | None = None, log: Callable[[str], None] | None = None):
         self.root = root
         self.settings = dict(settings or {})
-        self.warnings: list[str] = []
+        self.warnings: list[str] = []  # the cache cannot be used as it should: always printed
+        self.notes: list[str] = []  # entries ignored and rebuilt: printed with -v
+        self._log = log
         self._code = code_fingerprint()
         self._memo = self._read_memo()
         self._fingerprints: dict[int, str] = {}  # task index → content key, once known
         self._used: set[Path] = set()  # entries this build read or wrote
         self._memo_used: set[str] = set()
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        if self._log is not None:
+            self._log(text)
+
+    def open(self, exclusive: bool = False) -> None:
+        """Create the cache folder, private to this user, when it does not exist yet, and remove the
+        half-written entries of builds that were killed: all of them when this build is the folder's only
+        user (`exclusive`: the cache beside a site, under the site's lock), else those over an hour old."""
+        try:
+            make_private_dir(self.root)
+        except OSError as exc:
+            self.warnings.append(f"cannot create the cache folder {self.root}: {exc.strerror or exc}")
+            return
+        cutoff = time.time() - (0 if exclusive else STALE_WRITE_S)
+        for pattern in ("hosts/*/.*", "runs/.*", ".*.json.*"):
+            for path in self.root.glob(pattern):
+                try:
+                    if path.lstat().st_mtime <= cutoff:
+                        shutil.rmtree(path) if path.is_dir() else path.unlink()
+                except OSError:
+                    pass
 
     # keys -------------------------------------------------------------
 
@@ -174,7 +215,7 @@ class HostCache:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            self.warnings.append(f"ignoring the cache's fingerprint memo {self.root / MEMO_FILE}: {exc}")
+            self.note(f"ignoring the cache's fingerprint memo {self.root / MEMO_FILE}: {exc}")
             return {}
         if isinstance(memo, dict) and memo.get("format") == CACHE_FORMAT and isinstance(memo.get("files"), dict):
             return memo["files"]
@@ -217,7 +258,7 @@ class HostCache:
 
     def save_memo(self) -> None:
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.root)
             tmp = self.root / f".{MEMO_FILE}.{uuid.uuid4().hex}"
             tmp.write_text(json.dumps({"format": CACHE_FORMAT, "files": self._memo}), encoding="utf-8")
             os.replace(tmp, self.root / MEMO_FILE)
@@ -227,7 +268,7 @@ class HostCache:
     # entries ----------------------------------------------------------
 
     def lookup(self, task: HostTask, out_dir: Path) -> HostOutcome | None:
-        """The cached result of `task`, its files linked into `out_dir`; None on a miss.
+        """The cached result of `task`, its files copied into `out_dir`; None on a miss.
 
         Without any entry for this run/host/code, the file is not even hashed:
         the worker does it while decoding.
@@ -253,16 +294,16 @@ class HostCache:
             return None
         self._fingerprints[task.index] = fingerprint
         entry = self._entry_dir(task, fingerprint)
-        if not (entry / OUTCOME_FILE).is_file():
+        if not (entry / f"{OUTCOME_STEM}.json").is_file():
             return None
         outcome = self._load(entry, task)
         if outcome is None:
             return None
         try:
             if (entry / FILES_FOLDER).is_dir():
-                link_tree(entry / FILES_FOLDER, out_dir)
+                copy_tree(entry / FILES_FOLDER, out_dir)
         except OSError as exc:
-            self.warnings.append(f"{task.shown_path}: cannot restore cached files ({exc}); rebuilding it")
+            self.note(f"{task.shown_path}: cannot restore cached files ({exc}); rebuilding it")
             shutil.rmtree(out_dir, ignore_errors=True)
             return None
         self._used.add(entry)
@@ -270,8 +311,7 @@ class HostCache:
 
     def _load(self, entry: Path, task: HostTask) -> HostOutcome | None:
         try:
-            with open(entry / OUTCOME_FILE, "rb") as handle:
-                outcome = pickle.load(handle)
+            outcome = datafile.load(entry, OUTCOME_STEM)
             if not isinstance(outcome, HostOutcome):
                 raise TypeError(f"holds a {type(outcome).__name__}, not a host result")
             if outcome.error is not None or (outcome.run, outcome.host, outcome.path) != (
@@ -282,10 +322,8 @@ class HostCache:
             if missing:
                 raise FileNotFoundError(f"misses {len(missing)} of its files (first: {missing[0]})")
         except Exception as exc:  # noqa: BLE001 (any unreadable entry is ignored, never fatal)
-            self.warnings.append(
-                f"{task.shown_path}: ignoring an unreadable cache entry {entry} "
-                f"({type(exc).__name__}: {exc}); rebuilding this host"
-            )
+            self.note(f"{task.shown_path}: ignoring an unreadable cache entry {entry} "
+                      f"({type(exc).__name__}: {exc}); rebuilding this host")
             return None
         outcome.cached = True
         outcome.timings = {}
@@ -293,7 +331,7 @@ class HostCache:
         return outcome
 
     def store(self, task: HostTask, outcome: HostOutcome, out_dir: Path) -> None:
-        """Keep a freshly computed, successful result with its files (hard links when possible)."""
+        """Keep a freshly computed, successful result with its files (copies)."""
         fingerprint = self._fingerprints.get(task.index)
         if outcome.error is not None or outcome.file_errors or fingerprint is None:
             return  # a host with a bad file is built again (and its files named again) until fixed
@@ -303,9 +341,8 @@ class HostCache:
 
         def fill(tmp: Path) -> None:
             for rel in outcome.files:
-                link_or_copy(out_dir / rel, tmp / FILES_FOLDER / rel)
-            with open(tmp / OUTCOME_FILE, "wb") as handle:
-                pickle.dump(kept, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                copy_file(out_dir / rel, tmp / FILES_FOLDER / rel)
+            datafile.dump(kept, tmp, OUTCOME_STEM)
 
         self._write_entry(entry, fill, f"{task.shown_path}: cannot store in the cache")
 
@@ -313,13 +350,14 @@ class HostCache:
         """Write an entry in a temporary folder, then move it into place whole."""
         tmp = entry.with_name(f".{entry.name}.{uuid.uuid4().hex}")
         try:
-            tmp.mkdir(parents=True)
+            make_private_dir(tmp.parent)
+            tmp.mkdir()
             fill(tmp)
             if entry.exists():
                 shutil.rmtree(entry)
             os.replace(tmp, entry)
             self._used.add(entry)
-        except Exception as exc:  # noqa: BLE001 (a full disk or an unpicklable part must not fail the build)
+        except Exception as exc:  # noqa: BLE001 (a full disk or an unstorable part must not fail the build)
             shutil.rmtree(tmp, ignore_errors=True)
             self.warnings.append(f"{failure} {self.root} ({type(exc).__name__}: {exc})")
 
@@ -336,25 +374,28 @@ class HostCache:
         return _digest(CACHE_FORMAT, site_fingerprint(), run, hosts, dict(assets), self.settings)[:40]
 
     def lookup_run(self, key: str, run_dir: Path) -> tuple[Any, Any] | None:
-        """(summary block, index row) of a run rendered before, its folder linked into `run_dir`."""
+        """(summary block, index row) of a run rendered before, its folder copied into `run_dir`."""
         entry = self.root / "runs" / key
-        if not (entry / RUN_FILE).is_file():
+        if not (entry / f"{RUN_STEM}.json").is_file():
             return None
         try:
-            with open(entry / RUN_FILE, "rb") as handle:
-                block, row, files = pickle.load(handle)
+            stored = datafile.load(entry, RUN_STEM)
+            if not (isinstance(stored, dict) and set(stored) == {"block", "row", "files"}
+                    and isinstance(stored["files"], list) and all(isinstance(f, str) for f in stored["files"])):
+                raise TypeError("is not a run's pages")
+            block, row, files = stored["block"], stored["row"], stored["files"]
             missing = [rel for rel in files if not (entry / FILES_FOLDER / rel).is_file()]
             if missing:
                 raise FileNotFoundError(f"misses {len(missing)} of its files (first: {missing[0]})")
         except Exception as exc:  # noqa: BLE001 (any unreadable entry is ignored, never fatal)
-            self.warnings.append(f"ignoring an unreadable cache entry {entry} ({type(exc).__name__}: {exc}); "
-                                 "rendering this run again")
+            self.note(f"ignoring an unreadable cache entry {entry} ({type(exc).__name__}: {exc}); "
+                      "rendering this run again")
             return None
         try:
             shutil.rmtree(run_dir, ignore_errors=True)
-            link_tree(entry / FILES_FOLDER, run_dir)
+            copy_tree(entry / FILES_FOLDER, run_dir)
         except OSError as exc:
-            self.warnings.append(f"cannot restore the cached pages from {entry} ({exc}); rendering again")
+            self.note(f"cannot restore the cached pages from {entry} ({exc}); rendering again")
             shutil.rmtree(run_dir, ignore_errors=True)
             return None
         self._used.add(entry)
@@ -364,9 +405,8 @@ class HostCache:
         def fill(tmp: Path) -> None:
             files = list_files(str(run_dir))
             for rel in files:
-                link_or_copy(run_dir / rel, tmp / FILES_FOLDER / rel)
-            with open(tmp / RUN_FILE, "wb") as handle:
-                pickle.dump((block, row, files), handle, protocol=pickle.HIGHEST_PROTOCOL)
+                copy_file(run_dir / rel, tmp / FILES_FOLDER / rel)
+            datafile.dump({"block": block, "row": row, "files": files}, tmp, RUN_STEM)
 
         self._write_entry(self.root / "runs" / key, fill, "cannot store a run's pages in the cache")
 

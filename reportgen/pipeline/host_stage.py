@@ -10,6 +10,7 @@ Hosts of older profilers go through `reportgen.legacy.host_stage` instead.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import mmap
 import os
@@ -29,9 +30,11 @@ from reportgen.capture import HostCapture
 from reportgen.core.host import HostContext
 from reportgen.errors import CaptureError
 from reportgen.legacy.host_stage import process_legacy_host
+from reportgen.loaders import limits
 from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.logdir import HostFile, file_name, map_file
 from reportgen.loaders.xspace import decode_xspace
+from reportgen.pipeline.memory import default_budget
 from reportgen.pipeline.timings import peak_rss_bytes
 from reportgen.sections.base import HostSummary
 from reportgen.sections.registry import SECTIONS
@@ -47,6 +50,7 @@ class HostTask:
     run: str  # the run's name in the site (unique across logdirs)
     host: HostFile
     trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
+    memory_budget: int | None = None  # bytes this host's stage may use (loaders/limits.py); None: no limit
 
     @property
     def shown_path(self) -> str:
@@ -81,6 +85,9 @@ class HostOutcome:
     code: str | None = None
     cached: bool = False  # filled from the rebuild cache, not computed in this build
     peak_rss: int = 0  # of the process that ran the stage, in bytes
+    # The host's outputs could not be written (a full disk, a read-only folder): not the capture's fault, so
+    # the build stops with it. (errno, reason, file) of the OSError.
+    write_error: tuple[int, str, str] | None = None
 
 
 PACKAGE = Path(__file__).resolve().parent.parent  # the reportgen package
@@ -189,8 +196,9 @@ def _close(data: bytes | mmap.mmap) -> None:
 
 
 class _CaptureOnly:
-    """The sections whose `host_part` reads the capture alone (`Section.capture_only`: the trace
-    export), run one after the other on a thread from the start of the host's analyses.
+    """The sections whose `host_part` reads the capture alone (`Section.reads_capture_only`: the
+    trace export, but on TPU hosts), run one after the other on a thread from the start of the host's
+    analyses.
 
     The export's compiled JSON writer and its deflate release the GIL, so on a second core they
     overlap the core and the other sections (≈ 40% of a large host's stage). Each part is taken
@@ -200,7 +208,7 @@ class _CaptureOnly:
     """
 
     def __init__(self, ctx: HostContext, timings: dict[str, float]):
-        self._sections = [s for s in SECTIONS if s.capture_only]
+        self._sections = [s for s in SECTIONS if s.reads_capture_only(ctx)]
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-capture-only")
         self._futures = {s.slug: self._pool.submit(self._run, s, ctx, timings) for s in self._sections}
 
@@ -263,9 +271,15 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
 
     Files the sections write go under `out_dir` (the host's own output
     folder, laid out like the site). Errors are returned in the outcome,
-    never raised: one bad host must not take the others down.
+    never raised: one bad host must not take the others down. Every read
+    and decode keeps to the task's memory budget.
     """
     plain_pages()
+    with limits.memory_budget(task.memory_budget):
+        return _process_host(task, out_dir, hash_content)
+
+
+def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutcome:
     host = task.host
     shown = task.shown_path
     outcome = HostOutcome(run=task.run, host=host.host, path=shown)
@@ -293,7 +307,7 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
             outcome.peak_rss = peak_rss_bytes()
             return outcome
         try:
-            data = map_file(host.path)
+            data = map_file(host.path, read=lambda path: limits.read_input(path, host.size or None))
         except (OSError, ValueError) as exc:
             raise CaptureError(host.path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from exc
         clock = timed("host.read", clock)
@@ -335,6 +349,9 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
                     outcome.parts[section.slug] = part
         finally:
             beside.close()
+    except OSError as exc:  # reading the capture raises CaptureError: this is writing the host's outputs
+        outcome.write_error = (exc.errno or 0, exc.strerror or str(exc), str(exc.filename or ""))
+        return outcome
     except CaptureError as exc:
         # An older profiler's host has several files: the error names the one at fault.
         bad = exc.path if host.legacy and exc.path in host.legacy else host.path
@@ -358,6 +375,8 @@ def process_host_remote(task: HostTask, hash_content: bool = False) -> HostOutco
     The worker reads the host file from its URL itself; its output folder is
     worker-local scratch space, removed before returning.
     """
+    if task.memory_budget is None:  # this worker's own share of its machine
+        task = dataclasses.replace(task, memory_budget=default_budget(_dask_worker_threads()))
     scratch = tempfile.mkdtemp(prefix="reportgen-host-")
     try:
         outcome = process_host(task, scratch, hash_content)
@@ -366,6 +385,15 @@ def process_host_remote(task: HostTask, hash_content: bool = False) -> HostOutco
         shutil.rmtree(scratch, ignore_errors=True)
     outcome.code = code_fingerprint()
     return outcome
+
+
+def _dask_worker_threads() -> int:
+    try:
+        from distributed import get_worker
+
+        return int(get_worker().state.nthreads)
+    except (ImportError, ValueError, AttributeError):
+        return os.cpu_count() or 1
 
 
 def warm_up() -> None:

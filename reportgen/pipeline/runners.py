@@ -30,6 +30,7 @@ of 50 MB of host files: a build whose hosts weigh less than
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import threading
 import uuid
@@ -40,6 +41,7 @@ from pathlib import Path
 
 from reportgen.errors import SchedulerError
 from reportgen.pipeline.host_stage import HostOutcome, HostTask, code_fingerprint, process_host, process_host_remote
+from reportgen.pipeline.stopping import end_with
 
 Work = list[tuple[HostTask, Path, bool]]
 Done = Callable[[HostTask, HostOutcome], None]
@@ -85,11 +87,38 @@ def pool_context() -> multiprocessing.context.BaseContext:
 
 
 def run_pool(work: Work, jobs: int, done: Done) -> None:
-    """`jobs - 1` worker processes and this one; `done` is always called on this thread."""
+    """`jobs - 1` worker processes and this one; `done` is always called on this thread.
+
+    Each worker ends with this process, however it ends (`stopping.end_with`); a build stopped or failing
+    here ends its workers at once instead of waiting for their current hosts.
+    """
     workers = min(jobs, len(work)) - 1
     if workers < 1:
         run_serial(work, done)
         return
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context(), initializer=end_with,
+                               initargs=(os.getpid(),))
+    try:
+        _feed_pool(pool, workers, work, done)
+    except BaseException:
+        _end_workers(pool)
+        raise
+    # Every host is done: a worker still starting (its no-op pending) is not waited for.
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    # The executor keeps its processes by pid; it has no public way to end them before Python 3.14.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done) -> None:
     waiting = deque(work)
     lock = threading.Lock()
     finished: queue.Queue[tuple[HostTask, Future | BaseException]] = queue.Queue()
@@ -98,60 +127,52 @@ def run_pool(work: Work, jobs: int, done: Done) -> None:
         with lock:
             return waiting.popleft() if waiting else None
 
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context())
-    try:
+    def submit_next(_: Future | None = None) -> None:
+        # Called here and, as each worker finishes, on the pool's own thread.
+        item = next_work()
+        if item is None:
+            return
+        task, out_dir, hash_content = item
+        try:
+            future = pool.submit(process_host, task, str(out_dir), hash_content)
+        except Exception as exc:  # the pool broke (a worker died), or it is shutting down
+            finished.put((task, exc))
+            return
+        future.add_done_callback(lambda f, t=task: finished.put((t, f)))
+        future.add_done_callback(submit_next)
 
-        def submit_next(_: Future | None = None) -> None:
-            # Called here and, as each worker finishes, on the pool's own thread.
-            item = next_work()
-            if item is None:
-                return
-            task, out_dir, hash_content = item
-            try:
-                future = pool.submit(process_host, task, str(out_dir), hash_content)
-            except Exception as exc:  # the pool broke (a worker died)
-                finished.put((task, exc))
-                return
-            future.add_done_callback(lambda f, t=task: finished.put((t, f)))
-            future.add_done_callback(submit_next)
+    def worker_started(ping: Future) -> None:
+        # A worker that could not start takes no host: the building process keeps them all.
+        if not ping.cancelled() and ping.exception() is None:
+            submit_next()
 
-        def worker_started(ping: Future) -> None:
-            # A worker that could not start takes no host: the building process keeps them all.
-            if not ping.cancelled() and ping.exception() is None:
-                submit_next()
+    for _ in range(workers):
+        pool.submit(_started).add_done_callback(worker_started)
+    remaining = len(work)
 
-        for _ in range(workers):
-            pool.submit(_started).add_done_callback(worker_started)
-        remaining = len(work)
+    def report(task: HostTask, result: Future | BaseException) -> None:
+        try:
+            if isinstance(result, BaseException):
+                raise result
+            outcome = result.result()
+        except Exception as exc:  # a worker that died (out of memory, killed)
+            outcome = _failed(task, "in its worker process", exc)
+        done(task, outcome)
 
-        def report(task: HostTask, result: Future | BaseException) -> None:
-            try:
-                if isinstance(result, BaseException):
-                    raise result
-                outcome = result.result()
-            except Exception as exc:  # a worker that died (out of memory, killed)
-                outcome = _failed(task, "in its worker process", exc)
-            done(task, outcome)
-
-        while remaining:
-            while not finished.empty():
-                report(*finished.get())
-                remaining -= 1
-            if not remaining:
-                break
-            item = next_work()
-            if item is None:  # every host is taken: wait for the workers
-                report(*finished.get())
-                remaining -= 1
-                continue
-            task, out_dir, hash_content = item
-            done(task, process_host(task, str(out_dir), hash_content))
+    while remaining:
+        while not finished.empty():
+            report(*finished.get())
             remaining -= 1
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    # Every host is done: a worker still starting (its no-op pending) is not waited for.
-    pool.shutdown(wait=False, cancel_futures=True)
+        if not remaining:
+            break
+        item = next_work()
+        if item is None:  # every host is taken: wait for the workers
+            report(*finished.get())
+            remaining -= 1
+            continue
+        task, out_dir, hash_content = item
+        done(task, process_host(task, str(out_dir), hash_content))
+        remaining -= 1
 
 
 def run_dask(work: Work, scheduler: str, done: Done) -> None:

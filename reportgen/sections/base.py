@@ -10,7 +10,10 @@ parallel processes (or on Dask workers) and only small aggregates travel:
 
 The combined data then feeds `summary()` (its block in summary.json) and
 `render()` (its pages and CSV downloads). Sections never read captures in
-`combine`/`render`, and never touch another section's data.
+`combine`/`render`, and never touch another section's data — except the
+findings section, last in the registry, whose rules read what every other
+section computed (`RunContext.sections`), and the run page, which shows the
+findings at its top.
 
 The per-host stage gets a `reportgen.core.host.HostContext`: the decoded capture,
 its shared analyses, and the host's own output folder for files written while
@@ -50,6 +53,9 @@ class RunContext:
     name: str
     hosts: list[HostSummary]
     errors: list[dict] = field(default_factory=list)
+    # The combined data of every section combined so far (registry order), by slug. Filled by the build;
+    # only the findings section, last in the registry, reads other sections' data (never writes it).
+    sections: dict[str, Any] = field(default_factory=dict)
 
     @property
     def host_names(self) -> list[str]:
@@ -72,6 +78,14 @@ class Section:
     # the host's shared analyses: the host stage then runs it on a thread beside the others (from
     # the decode on), so that its compiled, GIL-free work overlaps theirs.
     capture_only: bool = False
+    # Assets only this tool's pages load (keys of `output.site.ON_DEMAND_ASSETS`): written into the
+    # site when a run has this tool's page.
+    assets: tuple[str, ...] = ()
+
+    def reads_capture_only(self, host: HostContext) -> bool:
+        """Whether `host_part` reads only the capture on this host (`capture_only`, unless a section
+        knows better from the capture)."""
+        return self.capture_only
 
     def host_part(self, host: HostContext) -> Any | None:
         return None

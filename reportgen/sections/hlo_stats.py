@@ -1,7 +1,9 @@
 """HLO op stats page: XProf's hlo_stats table, one row per device op (see `reportgen/core/tools/hlo_stats.py`).
 
 A chart of self time by HLO category and by bound-by resource sits above the
-sortable, filterable table. Runs without device ops get no page.
+sortable, filterable table. Runs without a device get no page; a device on which
+no XLA op could be placed (a GPU capture without HLO modules) gets XProf's empty
+table and the reason.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import altair as alt
 import pandas as pd
 
 from reportgen.core.ops.device_run import DevicePart, device_part
+from reportgen.core.pages import HLO_STATS_CSV, hlo_op_anchor
 from reportgen.core.tools.hlo_stats import COLUMNS, HloStatsData, hlo_stats_data
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 
-CSV_PATH = "data/hlo_stats/hlo_stats.csv"
+CSV_PATH = HLO_STATS_CSV
 # Columns the page shows (all of them go to the CSV).
 SHOWN = ["rank", "program_id", "category", "hlo_op_name", "tf_op_name", "occurrences", "total_time", "avg_time",
          "total_self_time", "total_self_time_percent", "cumulative_total_self_time_percent", "model_flop_rate",
@@ -62,11 +65,13 @@ class HloStatsSection(Section):
         page.write_html(
             "hlo_stats.html",
             "hlo_stats.html",
-            rows=data.table.to_dict("records"),
+            rows=[{**row, "anchor": hlo_op_anchor(row["rank"])} for row in data.table.to_dict("records")],
             columns=SHOWN,
             labels=COLUMNS,
             chart=category_chart(data.table) if len(data.table) else None,
             device_type=env.device_type,
+            hardware_type=env.hardware_type,
+            has_ops=data.run.has_ops,
             hosts=data.run.hosts,
             csv_path=CSV_PATH,
         )

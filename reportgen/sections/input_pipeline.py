@@ -16,6 +16,14 @@ import pandas as pd
 from reportgen.core.input.advice import RECOMMENDATIONS, link_segments
 from reportgen.core.input.input_ops import BREAKDOWN
 from reportgen.core.ops.views import ALL_HOSTS
+from reportgen.core.pages import (
+    INPUT_OPS_CSV,
+    INPUT_STEPS_CSV,
+    TF_DATA_ITERATORS_CSV,
+    TF_DATA_PIPELINES_CSV,
+    input_step_anchor,
+    iterator_anchor,
+)
 from reportgen.core.tools.input_pipeline import (
     HostInputPart,
     InputPipelineData,
@@ -53,25 +61,25 @@ class InputPipelineSection(Section):
         return input_pipeline_summary(data)
 
     def render(self, data: InputPipelineData, page) -> None:
-        page.write_csv("data/input_pipeline/input_ops.csv", input_ops_csv(data.main.host_side))
-        page.write_csv("data/input_pipeline/steps.csv", steps_csv(data.views))
+        page.write_csv(INPUT_OPS_CSV, input_ops_csv(data.main.host_side))
+        page.write_csv(INPUT_STEPS_CSV, steps_csv(data.views))
         pipelines = pipelines_table(data.tf_data)
-        page.write_csv("data/input_pipeline/tf_data_pipelines.csv", pipelines)
+        page.write_csv(TF_DATA_PIPELINES_CSV, pipelines)
         focus = data.focus
         if focus is not None:
-            page.write_csv("data/input_pipeline/tf_data_iterators.csv", iterators_table(focus.tree))
+            page.write_csv(TF_DATA_ITERATORS_CSV, iterators_table(focus.tree))
         page.write_html(
             "input_pipeline.html",
             "input_pipeline.html",
             labels=list(data.views),
             all_hosts=ALL_HOSTS,
-            views=[_view_panel(view, str(i)) for i, view in enumerate(data.views.values())],
+            views=[_view_panel(view, str(i), anchors=i == 0) for i, view in enumerate(data.views.values())],
             recommendations=[link_segments(text) for text in RECOMMENDATIONS],
             tf_data=_tf_data_view(data, pipelines),
         )
 
 
-def _view_panel(view: InputPipelineView, key: str) -> dict:
+def _view_panel(view: InputPipelineView, key: str, anchors: bool) -> dict:
     """What the template shows of one view (all numbers ready to print)."""
     a = view.analysis
     b = a.bottleneck
@@ -89,7 +97,8 @@ def _view_panel(view: InputPipelineView, key: str) -> dict:
         "statements": [link_segments(text) for text in view.statements],
         "step_summaries": [("Step time", a.step_time)] + [
             (view.labels[k], s) for k, s in (a.tpu_breakdown if a.tpu else a.categories).items() if k in view.labels],
-        "step_rows": view.steps.to_dict("records"),
+        "step_rows": [{**row, "anchor": input_step_anchor(row["step_num"]) if anchors else ""}
+                      for row in view.steps.to_dict("records")],
         "step_chart": step_chart(view.steps, view.labels) if has_steps else None,
         "input_chart": input_percent_chart(view.steps, view.has_core_range) if has_steps else None,
         "host_rows": host.ops.to_dict("records"),
@@ -119,7 +128,8 @@ def _tf_data_view(data: InputPipelineData, pipelines: pd.DataFrame) -> dict:
         return view
     pipeline = focus.pipeline
     slowest_ps = int(pipeline.executions["duration_ps"].iloc[0])
-    tree = focus.tree.assign(indent=[d * 1.4 for d in focus.tree["depth"]])
+    tree = focus.tree.assign(indent=[d * 1.4 for d in focus.tree["depth"]],
+                             anchor=[iterator_anchor(i) for i in range(len(focus.tree))])
     view["focus"] = {
         "host": focus.host,
         "pipeline": pipeline.name,

@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from reportgen.core.tools.inventory import HostInventory, host_inventory
+from reportgen.output.site import neutralize_formulas
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_slices
 from reportgen.sections.vega import vega_spec
@@ -45,7 +46,7 @@ class InventorySection(Section):
         # contract (it also works when this stage runs on a Dask worker).
         inventory.csv = host_csv_path(host.host)
         with host.open_output(inventory.csv) as handle:
-            with_ms(inventory.lines)[HOST_CSV_COLUMNS].to_csv(handle, index=False)
+            neutralize_formulas(with_ms(inventory.lines)[HOST_CSV_COLUMNS]).to_csv(handle, index=False)
         return inventory
 
     def combine(self, run: RunContext, parts: dict[str, HostInventory]) -> dict:
@@ -68,6 +69,7 @@ class InventorySection(Section):
                     **vars(summary),
                     "lines_table": with_events.to_dict("records"),
                     "empty_planes": part.empty_planes,
+                    "dropped": part.dropped,
                     "csv_href": quote(part.csv),
                     "chart": _activity_spec(part.activity),
                 }
@@ -82,4 +84,6 @@ class InventorySection(Section):
             page.write_csv("data/inventory/lines.csv", pd.DataFrame(columns=["host", "plane", "line_id", "line",
                                                                             "events", "first_ms", "last_ms"]))
         tools = [n for n in page.nav if n["href"] != "index.html"]
-        page.write_html("index.html", "run_index.html", hosts=hosts, errors=run.errors, tools=tools)
+        findings = run.sections.get("findings")  # combined before any page is written
+        page.write_html("index.html", "run_index.html", hosts=hosts, errors=run.errors, tools=tools,
+                        findings=findings.findings if findings is not None else None)

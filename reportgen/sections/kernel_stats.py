@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.ops.kernel_reports import MAX_KERNEL_REPORTS
+from reportgen.core.pages import KERNEL_STATS_CSV, kernel_anchor
 from reportgen.core.tools.kernel_stats import (
     XPROF_COLUMNS,
     HostKernelStats,
@@ -26,7 +27,7 @@ from reportgen.core.tools.kernel_stats import (
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 
-CSV_PATH = "data/kernel_stats/kernel_stats.csv"
+CSV_PATH = KERNEL_STATS_CSV
 PIE_SLICES = 10
 SHORT_NAME_CHARS = 120  # compacted kernel names in the table; the full name is a click away
 LEGEND_NAME_CHARS = 120
@@ -144,9 +145,10 @@ def csv_frame(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _rows(table: pd.DataFrame) -> list[dict]:
+def _rows(table: pd.DataFrame, anchors: bool) -> list[dict]:
     records = table.to_dict("records")
     for row in records:
+        row["anchor"] = kernel_anchor(row["rank"]) if anchors else ""
         name = row["kernel_name"]
         row["short_name"] = compact_kernel_name(name, SHORT_NAME_CHARS)
         row["elided"] = row["short_name"] != name
@@ -177,7 +179,7 @@ class KernelStatsSection(Section):
                     "key": view.key,
                     "label": view.label,
                     "show_host": view.show_host,
-                    "rows": _rows(table),
+                    "rows": _rows(table, anchors=not views),
                     "chart": vega_spec(pie_chart(slices)) if len(slices) else None,
                     "kernels": len(table),
                     "total_ms": float(table["total_duration_us"].sum()) / 1000.0,

@@ -1,16 +1,18 @@
-"""The memory profile page: allocator timelines and what was live at the peak."""
+"""The memory profile page: allocator timelines, what was live at the peak, and (TPU hosts) the HLO modules'
+runs, each of which zooms the host's timelines to its run (`static/memory_profile.js`)."""
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
+from reportgen.core.pages import memory_profile_anchor, memory_profile_csv, safe_file_part
 from reportgen.core.tools.memory_profile import (
     ALLOCATION,
+    BREAKDOWN_COLUMNS,
     NEAR_CAPACITY,
     AllocatorProfile,
     HostMemoryProfile,
@@ -22,24 +24,11 @@ from reportgen.sections.vega import vega_spec, with_datasets
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
-BREAKDOWN_COLUMNS = {
-    "op": "Op Name",
-    "allocation_gib": "Allocation Size (GiBs)",
-    "requested_gib": "Requested Size (GiBs)",
-    "occurrences": "Occurrences",
-    "region_type": "Region type",
-    "data_type": "Data type",
-    "shape": "Shape",
-    "allocation_bytes": "Allocation Size (bytes)",
-    "requested_bytes": "Requested Size (bytes)",
-}
 OOM_TOP_ROWS = 5
 FREE_SHOWN_UP_TO = 10  # × the peak in use
-
-
-def safe_file_part(text: str) -> str:
-    """A name usable in a file name and a URL path segment without surprises."""
-    return re.sub(r"[^A-Za-z0-9._()-]", "_", text) or "_"
+TIME_DOMAIN = "time_domain"  # the timeline's time-axis variable (ms), set by the page to zoom
+MODULE_COLUMNS = {"id": "Id", "name": "HLO Module", "plane": "Device", "start_ms": "Start Time (ms)",
+                  "end_ms": "End Time (ms)", "duration_ms": "Duration (ms)"}
 
 
 def _shows_free(profile: AllocatorProfile) -> bool:
@@ -87,6 +76,12 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
         ignore_index=True,
     )
     spec = _timeline_spec(unit, tuple(name for name, _ in series))
+    # The time axis runs over the variable TIME_DOMAIN (ms), so that the page can zoom it to one HLO
+    # module's run (static/memory_profile.js) and back: from 0 (as the axis started before) to the end.
+    times = points["time_ms"]
+    start = min(0.0, float(times.min())) if len(times) else 0.0
+    end = float(times.max()) if len(times) else 1.0
+    spec = {**spec, "params": [{"name": TIME_DOMAIN, "value": [start, end if end > start else start + 1.0]}]}
     return with_datasets(spec, {"areas": areas, "points": points})
 
 
@@ -94,10 +89,11 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
 def _timeline_spec(unit: str, series: tuple[str, ...]) -> dict:
     """The timeline chart without its data: built by Altair once per unit and series set,
     not once per allocator (building the layered chart cost ≈ 0.1 s each)."""
-    x = alt.X("time_ms:Q", title="Time (ms, XProf's per-thread offset)")
+    x = alt.X("time_ms:Q", title="Time (ms, XProf's per-thread offset)",
+              scale=alt.Scale(domain=alt.ExprRef(expr=TIME_DOMAIN)))
     area = (
         alt.Chart(alt.Data(name="areas"))
-        .mark_area(opacity=0.55, interpolate="step-after")
+        .mark_area(opacity=0.55, interpolate="step-after", clip=True)
         .encode(
             x=x,
             y=alt.Y("value:Q", stack="zero", title=f"Memory ({unit})"),
@@ -120,12 +116,12 @@ def _timeline_spec(unit: str, series: tuple[str, ...]) -> dict:
     ]
     in_use_points = (
         alt.Chart(alt.Data(name="points"))
-        .mark_point(size=18, filled=True, color="#444", opacity=0.6)
+        .mark_point(size=18, filled=True, color="#444", opacity=0.6, clip=True)
         .encode(x=x, y=alt.Y("in_use:Q"), tooltip=tooltip)
     )
     fragmentation = (
         alt.Chart(alt.Data(name="points"))
-        .mark_line(strokeDash=[4, 4], color="#6f42c1", interpolate="step-after")
+        .mark_line(strokeDash=[4, 4], color="#6f42c1", interpolate="step-after", clip=True)
         .encode(
             x=x,
             y=alt.Y("fragmentation:Q", title="Fragmentation (%)", scale=alt.Scale(domain=[0, 100])),
@@ -155,6 +151,14 @@ def breakdown_frame(profile: AllocatorProfile) -> pd.DataFrame:
     return frame
 
 
+def module_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """The HLO module runs as the page lists them: times in ms (XProf's table shows them to 3 decimals)."""
+    start, end = runs["start_ps"].to_numpy(np.int64), runs["end_ps"].to_numpy(np.int64)
+    return pd.DataFrame({"id": runs["id"].to_numpy(), "name": runs["name"].to_numpy(),
+                         "plane": runs["plane"].to_numpy(), "start_ms": start / 1e9, "end_ms": end / 1e9,
+                         "duration_ms": end / 1e9 - start / 1e9})
+
+
 class MemoryProfileSection(Section):
     slug = "memory_profile"
     title = "Memory profile"
@@ -173,15 +177,23 @@ class MemoryProfileSection(Section):
     def render(self, data: dict, page) -> None:
         panels = []
         alerts = []
+        modules = []
         for host, part in data["hosts"].items():
+            runs = part.hlo_modules
+            if runs is not None and len(runs):
+                frame = module_frame(runs)
+                csv = f"data/memory_profile/{safe_file_part(host)}__hlo_modules.csv"
+                page.write_csv(csv, frame.rename(columns=MODULE_COLUMNS))
+                modules.append({"host": host, "csv": csv, "rows": frame.to_dict("records")})
             for memory_id, p in part.profiles.items():
                 key = f"{host}/{memory_id}"
-                csv = f"data/memory_profile/{safe_file_part(host)}__{safe_file_part(memory_id)}__breakdown.csv"
+                csv = memory_profile_csv(host, memory_id)
                 frame = breakdown_frame(p)
                 page.write_csv(csv, frame.rename(columns=BREAKDOWN_COLUMNS))
                 unit, scale = _unit(p)
                 panel = {
                     "key": key, "host": host, "memory_id": memory_id, "profile": p, "csv": csv,
+                    "anchor": memory_profile_anchor(host, memory_id),
                     "unit": unit, "chart": timeline_chart(p), "rows": frame.to_dict("records"),
                     "free_hidden": bool((p.timeline["free_bytes"] != 0).any()) and not _shows_free(p),
                     "peak_percent": 100.0 * p.peak_bytes / p.memory_capacity if p.memory_capacity else None,
@@ -192,5 +204,6 @@ class MemoryProfileSection(Section):
         messages = [(h, m) for h, part in data["hosts"].items() for m in part.oom_messages]
         page.write_html(
             "memory_profile.html", "memory_profile.html", panels=panels, alerts=alerts, messages=messages,
-            near_capacity_percent=100 * NEAR_CAPACITY, multi_host=len(data["hosts"]) > 1,
+            near_capacity_percent=100 * NEAR_CAPACITY, multi_host=len(data["hosts"]) > 1, modules=modules,
+            time_domain=TIME_DOMAIN,
         )

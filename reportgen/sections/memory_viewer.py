@@ -7,6 +7,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from reportgen.core.pages import memory_viewer_anchor, memory_viewer_csv
 from reportgen.core.tools.memory_profile import NEAR_CAPACITY
 from reportgen.core.tools.memory_viewer import (
     BUFFER_COLUMNS,
@@ -19,7 +20,6 @@ from reportgen.core.tools.memory_viewer import (
     near_capacity,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.memory_profile import safe_file_part
 from reportgen.sections.vega import vega_spec
 
 # Working-space curves longer than this are reduced to the maximum per bucket
@@ -168,7 +168,7 @@ class MemoryViewerSection(Section):
         modules = []
         alerts = []
         for m_index, (name, mv) in enumerate(data["modules"].items()):
-            csv = f"data/memory_viewer/{safe_file_part(name)}__buffers.csv"
+            csv = memory_viewer_csv(name)
             frames = [v.buffers_frame().assign(**{"Memory space": v.memory_space}) for v in mv.spaces]
             table = pd.concat(frames, ignore_index=True)[["Memory space", *BUFFER_COLUMNS]]
             page.write_csv(csv, table)
@@ -190,7 +190,8 @@ class MemoryViewerSection(Section):
                 spaces.append(entry)
                 if oom:
                     alerts.append({"module": name, "space": entry["label"], **oom})
-            modules.append({"name": name, "index": m_index, "csv": csv, "spaces": spaces, "note": mv.note})
+            modules.append({"name": name, "index": m_index, "csv": csv, "spaces": spaces, "note": mv.note,
+                            "anchor": memory_viewer_anchor(name)})
         page.write_html("memory_viewer.html", "memory_viewer.html", modules=modules, alerts=alerts,
                         capacity=data["capacity"], near_capacity_percent=100 * NEAR_CAPACITY)
 

@@ -1,35 +1,48 @@
 """Op profile page: XProf's op profile tree (docs/xprof/op_profile.md), browsable.
 
-The device ops of the run (all hosts combined, as XProf does) grouped by
-program or by category, with idle time or without: four trees, each node
-with its share of the time, FLOPS utilization and memory-bandwidth
-utilization. The page script (`static/op_profile.js`) draws the tree from
-JSON and shows an op's details when it is selected. Runs without a GPU or
-TPU get no page.
+The device ops of the run (all hosts combined, and on a run of several
+device hosts each host alone, as XProf offers it) grouped by program or by
+category, with idle time or without: four trees per view, each node with
+its share of the time, its wasted time, its share of the HBM traffic, its
+framework op type, FLOPS utilization and memory-bandwidth utilization
+(`reportgen/core/tools/op_profile.py`). The page script
+(`static/op_profile.js`) draws the tree from JSON, orders it by time or by
+wasted time and shows an op's details when it is selected. Runs without a
+GPU or TPU get no page.
 """
 
 from __future__ import annotations
 
+import orjson
 import pandas as pd
 
 from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.ops.op_metrics import safe_divide
+from reportgen.core.pages import OP_PROFILE_CSV, safe_file_part
 from reportgen.core.tools.op_profile import (
     Node,
     OpProfileData,
+    framework_op_type,
+    hbm_fraction,
     headline_numbers,
     op_profile_data,
     op_profile_summary,
     walk,
+    wasted_time_fraction,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
 
-CSV_PATH = "data/op_profile/op_profile.csv"
+CSV_PATH = OP_PROFILE_CSV
+HOST_CSV_PATH = "data/op_profile/op_profile__{host}.csv"
 PATH_SEPARATOR = " > "
-CSV_COLUMNS = ["Path", "Name", "Category", "Time (%)", "FLOPS utilization (%)", "Memory bandwidth utilization (%)",
+CSV_COLUMNS = ["Path", "Name", "Category", "Time (%)", "Wasted time (%)", "HBM (%)", "Framework op type",
+               "FLOPS utilization (%)", "Memory bandwidth utilization (%)",
                "On-chip read bandwidth utilization (%)", "On-chip write bandwidth utilization (%)", "Occurrences",
                "Total time (us)", "Avg. time (us)", "Program id", "Framework op", "HLO expression"]
 SHOW_CHOICES = [10, 25, 50, 100]
+# The hosts' own trees travel in the page (each host's four trees: ≈ 6 KB on the shared TPU capture);
+# a run of many hosts with large trees keeps the page within this, the rest in their CSVs.
+MAX_HOST_TREES_BYTES = 8 * 2**20
 
 
 class _Symbols:
@@ -51,6 +64,7 @@ class _Symbols:
             program = f"{name}({s.program_id})" if name else str(s.program_id)
         item = {
             "name": node.name, "category": s.category, "expression": s.expression, "provenance": s.provenance,
+            "op_type": framework_op_type(s.provenance),
             "program": program, "source": f"{s.source_file}:{s.source_line}" if s.source_file else "",
             "stack": s.source_stack, "fused": node.is_fused, "kernel_metadata": s.kernel_metadata,
             "shape": hlo.shape if hlo else "", "window": hlo.window if hlo else "",
@@ -65,19 +79,25 @@ class _Symbols:
         return self._index[key]
 
 
-def _page_node(node: Node, total_time: float, symbols: _Symbols) -> dict:
+def _page_node(node: Node, root: Node, symbols: _Symbols) -> dict:
     m = node.metrics
+    total_time = root.metrics.raw_time if root.metrics else 0.0
     out = {
         "n": node.name,
         "t": m.raw_time if m else 0.0,
         "p": 100.0 * safe_divide(m.raw_time, total_time) if m else 0.0,
-        "f": m.flops_utilization if m else 0.0,
+        "f": m.uncapped_flops_utilization if m else 0.0,
         "b": list(m.bandwidth_utils) if m else [0.0, 0.0, 0.0],
         "o": m.occurrences if m else 0,
         "a": m.avg_time_ps if m else 0.0,
         "k": node.num_children,
-        "ch": [_page_node(c, total_time, symbols) for c in node.children],
+        "ch": [_page_node(c, root, symbols) for c in node.children],
     }
+    wasted, hbm = wasted_time_fraction(node, root), hbm_fraction(node, root)
+    if wasted is not None:
+        out["w"] = wasted
+    if hbm is not None:
+        out["h"] = hbm
     index = symbols.add(node)
     if index is not None:
         out["x"] = index
@@ -86,13 +106,31 @@ def _page_node(node: Node, total_time: float, symbols: _Symbols) -> dict:
     return out
 
 
+def _page_trees(trees: dict[tuple[str, bool], Node], symbols: _Symbols) -> dict:
+    return {f"{group}{'-noidle' if exclude else ''}": _page_node(root, root, symbols)
+            for (group, exclude), root in trees.items()}
+
+
 def page_payload(data: OpProfileData) -> dict:
+    """The page's data: the combined trees and, within MAX_HOST_TREES_BYTES, each host's (`hosts_left_out`
+    names the hosts whose trees would pass it: their CSVs still hold them)."""
     symbols = _Symbols(data.run.details.program_names)
-    trees = {}
-    for (group, exclude), root in data.trees.items():
-        total = root.metrics.raw_time if root.metrics else 0.0
-        trees[f"{group}{'-noidle' if exclude else ''}"] = _page_node(root, total, symbols)
-    return {"trees": trees, "symbols": symbols.items, "show": SHOW_CHOICES}
+    trees = _page_trees(data.trees, symbols)
+    hosts, left_out, used = {}, [], 0
+    for host, trees_of_host in data.per_host.items():
+        page_trees = _page_trees(trees_of_host, symbols)
+        size = len(orjson.dumps(page_trees))
+        if used + size > MAX_HOST_TREES_BYTES:
+            left_out.append(host)
+            continue
+        hosts[host] = page_trees
+        used += size
+    return {"trees": trees, "hosts": hosts, "hosts_left_out": left_out, "symbols": symbols.items,
+            "show": SHOW_CHOICES}
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
 
 
 def csv_frame(root: Node, program_names: dict[int, str]) -> pd.DataFrame:
@@ -106,7 +144,10 @@ def csv_frame(root: Node, program_names: dict[int, str]) -> pd.DataFrame:
         rows.append({
             "Path": PATH_SEPARATOR.join((*path, node.name)), "Name": node.name,
             "Category": s.category if s else "", "Time (%)": 100.0 * safe_divide(m.raw_time, total),
-            "FLOPS utilization (%)": 100.0 * m.flops_utilization,
+            "Wasted time (%)": _percent(wasted_time_fraction(node, root)),
+            "HBM (%)": _percent(hbm_fraction(node, root)),
+            "Framework op type": framework_op_type(s.provenance if s else ""),
+            "FLOPS utilization (%)": 100.0 * m.uncapped_flops_utilization,
             "Memory bandwidth utilization (%)": 100.0 * m.bandwidth_utils[0],
             "On-chip read bandwidth utilization (%)": 100.0 * m.bandwidth_utils[1],
             "On-chip write bandwidth utilization (%)": 100.0 * m.bandwidth_utils[2],
@@ -132,6 +173,13 @@ class OpProfileSection(Section):
 
     def render(self, data: OpProfileData, page) -> None:
         page.write_csv(CSV_PATH, csv_frame(data.trees[("program", False)], data.run.details.program_names))
+        host_csvs: dict[str, str] = {}
+        for host, trees in data.per_host.items():
+            path, n = HOST_CSV_PATH.format(host=safe_file_part(host)), 1
+            while path in host_csvs.values():  # two host names that differ only in unsafe characters
+                n += 1
+                path = HOST_CSV_PATH.format(host=f"{safe_file_part(host)}-{n}")
+            host_csvs[host] = page.write_csv(path, csv_frame(trees[("program", False)], data.run.details.program_names))
         env = data.run.op_stats.environment
         perf = data.run.op_stats.perf_env
         bws = list(perf.peak_bws_giga_bytes_per_second) + [0.0, 0.0, 0.0]
@@ -148,4 +196,5 @@ class OpProfileSection(Section):
             has_ops=data.run.has_ops,
             dvfs=data.run.time_scale_multiplier,
             csv_path=CSV_PATH,
+            host_csvs=host_csvs,
         )

@@ -12,6 +12,7 @@ import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.ops.views import ALL_HOSTS
+from reportgen.core.pages import OVERVIEW_STEPS_CSV, step_anchor
 from reportgen.core.tools.overview import OverviewView, overview_summary, overview_views
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.charts import step_chart
@@ -40,10 +41,13 @@ class OverviewSection(Section):
                                                "step_time_ms": "Step time (ms)"})
             frame = frame.rename(columns={k: f"{v} (ms)" for k, v in view.category_labels.items()})
             frames.append(frame.assign(Host=label)[["Host", *frame.columns]])
+            # Row ids on the first view only: it is the run's (and the CSV's first rows).
+            rows = [{**row, "anchor": "" if rendered else step_anchor(row["step_num"])}
+                    for row in view.steps.to_dict("records")]
             rendered.append({"view": view, "chart": step_chart(view.steps, view.category_labels),
-                             "step_rows": view.steps.to_dict("records")})
+                             "step_rows": rows})
         csv = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        page.write_csv("data/overview/steps.csv", csv)
+        page.write_csv(OVERVIEW_STEPS_CSV, csv)
         page.write_html("overview.html", "overview.html", views=rendered, labels=list(views),
                         all_hosts=ALL_HOSTS, available=sorted(available))
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from reportgen.legacy.sections import LEGACY_SECTIONS
 from reportgen.sections.base import Section
+from reportgen.sections.findings import FindingsSection
+from reportgen.sections.graph_viewer import GraphViewerSection
 from reportgen.sections.hlo_stats import HloStatsSection
 from reportgen.sections.input_pipeline import InputPipelineSection
 from reportgen.sections.inventory import InventorySection
@@ -31,8 +33,11 @@ SECTIONS: list[Section] = [
     RooflineSection(),
     MemoryProfileSection(),
     MemoryViewerSection(),
+    GraphViewerSection(),
     PodViewerSection(),
     TraceSection(),
+    # Last: its rules read what every section above computed; the run page shows its findings.
+    FindingsSection(),
 ]
 
 __all__ = ["SECTIONS"]

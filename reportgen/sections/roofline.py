@@ -124,5 +124,7 @@ class RooflineSection(Section):
             if len(model.ops) else 0,
             per_step_omitted=model.per_step_omitted,
             hosts=data.run.hosts,
+            has_ops=data.run.has_ops,
+            hardware_type=data.run.hardware_type,
             csv_path=CSV_PATH,
         )

@@ -15,6 +15,7 @@ import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.ops.views import ALL_HOSTS
+from reportgen.core.pages import TF_STATS_CSV, tf_op_anchor
 from reportgen.core.tools.tf_stats import COLUMNS, PERCENT_COLUMNS, TfStatsView, tf_stats_summary, tf_stats_views
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec, with_datasets
@@ -95,14 +96,16 @@ class TfStatsSection(Section):
     def render(self, data: dict, page) -> None:
         views: dict[str, TfStatsView] = data["views"]
         first = next(iter(views.values()))
-        page.write_csv("data/tf_stats/framework_op_stats.csv", csv_frame(first.with_idle, first.has_gpu))
+        page.write_csv(TF_STATS_CSV, csv_frame(first.with_idle, first.has_gpu))
         rendered = []
         for index, view in enumerate(views.values()):
             tables = {}
             for mode, table in (("with", view.with_idle), ("without", view.without_idle)):
                 display = csv_frame(table, view.has_gpu)
                 tables[mode] = {"columns": list(display.columns), "rows": display.to_dict("split")["data"],
-                                "id": f"ops-{index}-{mode}"}
+                                "id": f"ops-{index}-{mode}",
+                                "anchors": [tf_op_anchor(r) for r in table["rank"]]
+                                if index == 0 and mode == "with" else []}
             rendered.append({"view": view, "tables": tables, "index": index, "pies": pie_charts(view)})
         page.write_html("tf_stats.html", "tf_stats.html", views=rendered, labels=list(views), all_hosts=ALL_HOSTS,
                         integer_columns=["Rank", "#Occurrences"],

@@ -13,12 +13,24 @@ from dataclasses import dataclass, field
 import altair as alt
 
 from reportgen import __version__
+from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor_core_planes
 from reportgen.export.host_export import HostExport, export_host
+from reportgen.export.tables import AddedRows
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.busy_chart import busy_heatmap, busy_slices
+from reportgen.sections.busy_chart import busy_heatmap, busy_slices, short_label
 from reportgen.sections.vega import vega_spec
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
+
+
+def derived_rows(host: HostContext) -> AddedRows | None:
+    """The rows XProf derives on TPU cores (Framework Ops, Framework Name Scope, Source code, Host
+    Offload Ops), for the export; None where the capture has no TensorCore plane."""
+    if not has_tensor_core_planes(host.capture.planes["name"]):
+        return None
+    derived = derived_tpu_lines(host.events, host.grouping)
+    return AddedRows(lines=derived.lines, line=derived.line, start_ps=derived.start_ps,
+                     duration_ps=derived.duration_ps, name=derived.name)
 
 
 @dataclass
@@ -44,7 +56,7 @@ class TraceData:
 def overview_chart(part: TraceHostPart) -> dict:
     """Busy share per line over time, with step starts and chunk cuts marked."""
     export = part.export
-    labels = export.row_labels
+    labels = [short_label(label) for label in export.row_labels]  # as busy_slices shows them
     height = max(80, min(14 * len(labels), 2400))
     busy = busy_slices(export.activity)
     x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
@@ -78,10 +90,15 @@ class TraceSection(Section):
     # The export reads the capture alone; its JSON writer and deflate release the GIL.
     capture_only = True
 
+    def reads_capture_only(self, host: HostContext) -> bool:
+        # On TPU cores the export also takes the rows derived from the host's shared event table and
+        # step grouping (`derived_rows`): computed by the analyses, so not on a thread beside them.
+        return not has_tensor_core_planes(host.capture.planes["name"])
+
     def host_part(self, host: HostContext) -> TraceHostPart | None:
         out_dir = f"{host.site_dir}/{host.run}/trace/{host.host}"
         export = export_host(host.capture, host.run, out_dir, host.trace_format,
-                             generator=f"reportgen {__version__}")
+                             generator=f"reportgen {__version__}", added=derived_rows(host))
         if export.events == 0:
             return None
         return TraceHostPart(export=export)

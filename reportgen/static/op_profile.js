@@ -1,6 +1,6 @@
 /* Op profile: the op tree with expand/collapse, a grouping switch, idle
-   time on or off, how many ops to list, the top-90%-of-time filter, and the
-   selected op's details. Everything stays inside this function: the Vega
+   time on or off, one host or all, ordered by time or by wasted time, how
+   many ops to list, the top-90%-of-time filter, and the selected op's details. Everything stays inside this function: the Vega
    bundle owns short global names, and page data only ever arrives as JSON;
    capture text is only ever set as textContent. */
 (function () {
@@ -8,6 +8,12 @@
 
   function pct(value, digits) {
     return (100 * value).toFixed(digits === undefined ? 1 : digits) + "%";
+  }
+
+  // XProf's op table percentages: "-" where there is no value, "0.0%" below 0.001%.
+  function share(value, missing) {
+    if (value === undefined || value === null || isNaN(value)) return missing;
+    return value < 1e-5 ? "0.0%" : (100 * value).toFixed(2) + "%";
   }
 
   function utilColor(util) {
@@ -30,16 +36,27 @@
     return node;
   }
 
-  function visibleChildren(node, show, top90) {
+  // The children listed under a row, as [index in node.ch, child]: as many as "Ops to show" (fewer with the
+  // top-90% filter, counted in time order as XProf counts them), ordered by wasted time when asked (most
+  // wasted first, children without a wasted time last).
+  function visibleChildren(node, show, top90, byWasted) {
     var kids = node.ch || [];
-    var out = [];
+    var count = 0;
     var cumulative = 0;
-    for (var i = 0; i < kids.length && out.length < show; i++) {
+    for (var i = 0; i < kids.length && count < show; i++) {
       if (top90 && node.t > 0 && cumulative >= 0.9 * node.t) break;
-      out.push(kids[i]);
+      count++;
       cumulative += kids[i].t;
     }
-    return out;
+    var order = kids.map(function (child, index) { return [index, child]; });
+    if (byWasted) {
+      order.sort(function (a, b) {
+        var wa = a[1].w, wb = b[1].w;
+        if (wa === undefined || wb === undefined) return (wa === undefined) - (wb === undefined) || a[0] - b[0];
+        return wb - wa || a[0] - b[0];
+      });
+    }
+    return order.slice(0, count);
   }
 
   function OpProfile(root, data) {
@@ -51,6 +68,8 @@
     this.idle = true;
     this.show = data.show[0];
     this.top90 = false;
+    this.byWasted = false;
+    this.host = "";  // "": all hosts combined
     this.expanded = {};
     this.selected = null;
   }
@@ -59,15 +78,20 @@
     return this.group + (this.idle ? "" : "-noidle");
   };
 
+  OpProfile.prototype.tree = function () {
+    var trees = this.host ? (this.data.hosts || {})[this.host] : this.data.trees;
+    return trees ? trees[this.treeKey()] : null;
+  };
+
   OpProfile.prototype.isExpanded = function (path, depth) {
-    var key = this.treeKey() + "|" + path;
+    var key = this.host + "|" + this.treeKey() + "|" + path;
     if (key in this.expanded) return this.expanded[key];
     // Open by default: the root, and the programs in the program view.
     return depth === 0 || (this.group === "program" && depth === 1);
   };
 
   OpProfile.prototype.toggle = function (path, depth) {
-    var key = this.treeKey() + "|" + path;
+    var key = this.host + "|" + this.treeKey() + "|" + path;
     this.expanded[key] = !this.isExpanded(path, depth);
     this.render();
   };
@@ -96,7 +120,11 @@
     nameCell.appendChild(el("span", node.n, "op-label"));
     if (node.c && depth > 0 && node.c !== node.n) nameCell.appendChild(el("span", node.c, "op-cat"));
     tr.appendChild(nameCell);
+    var sym = node.x !== undefined ? this.data.symbols[node.x] : null;
+    tr.appendChild(el("td", sym ? sym.op_type : "-", "op-type"));
     tr.appendChild(el("td", node.p.toFixed(2) + "%", "num"));
+    tr.appendChild(el("td", share(node.w, "-"), "num"));
+    tr.appendChild(el("td", share(node.h, ""), "num"));
     var flops = el("td", pct(node.f, 2), "num util");
     flops.style.background = utilColor(node.f);
     tr.appendChild(flops);
@@ -111,16 +139,16 @@
     });
     this.rows.appendChild(tr);
     if (!open) return;
-    var shown = visibleChildren(node, this.show, this.top90);
-    shown.forEach(function (child, i) { self.addRows(child, depth + 1, path + "/" + i); });
+    var shown = visibleChildren(node, this.show, this.top90, this.byWasted);
+    shown.forEach(function (pair) { self.addRows(pair[1], depth + 1, path + "/" + pair[0]); });
     var hidden = kids.length - shown.length;
     if (hidden > 0) {
-      var rest = 0;
-      for (var i = shown.length; i < kids.length; i++) rest += kids[i].t;
+      var rest = node.t;
+      shown.forEach(function (pair) { rest -= pair[1].t; });
       var more = el("tr", null, "muted op-more");
       var cell = el("td", "… " + hidden + " more (" + (node.t > 0 ? (100 * rest / node.t).toFixed(1) : "0.0") +
         "% of this row's time)");
-      cell.colSpan = 4;
+      cell.colSpan = 7;
       cell.style.paddingLeft = (1.6 + 1.2 * (depth + 1)) + "em";
       more.appendChild(cell);
       this.rows.appendChild(more);
@@ -128,7 +156,7 @@
   };
 
   OpProfile.prototype.render = function () {
-    var tree = this.data.trees[this.treeKey()];
+    var tree = this.tree();
     this.rows.textContent = "";
     if (tree) this.addRows(tree, 0, "0");
     var node = this.selected !== null ? this.find(this.selected) : null;
@@ -136,7 +164,7 @@
   };
 
   OpProfile.prototype.find = function (path) {
-    var node = this.data.trees[this.treeKey()];
+    var node = this.tree();
     var parts = path.split("/").slice(1);
     for (var i = 0; i < parts.length && node; i++) node = (node.ch || [])[Number(parts[i])];
     return node || null;
@@ -170,7 +198,20 @@
     }
     item("Category", sym ? sym.category : (node.c || "(group)"));
     if (sym) item("Program", sym.program);
+    if (sym && sym.program && document.querySelector("header nav a[href='graph_viewer.html']")) {
+      var graph = el("a", "Show in the graph viewer");
+      var where = /^\d+$/.test(sym.program) ? {program: sym.program} : {module: sym.program};
+      where.op = node.n.replace(/ and its duplicate\(s\)$/, "");  // a deduplicated group: its first op
+      graph.href = "graph_viewer.html#" + new URLSearchParams(where).toString();
+      dl.appendChild(el("dt", "Graph"));
+      var graphCell = el("dd");
+      graphCell.appendChild(graph);
+      dl.appendChild(graphCell);
+    }
+    if (this.host) item("Host", this.host);
     item("Time", node.p.toFixed(3) + "% of the tree (" + duration(node.t) + ")");
+    item("Wasted time", share(node.w, "–") + (node.w !== undefined ? " of the tree's time" : ""));
+    item("HBM traffic", node.h !== undefined ? share(node.h, "") + " of the tree's HBM bytes" : "");
     if (node.o) item("Occurrences", node.o + " (average " + duration(node.a) + ")");
     item("FLOPS utilization", pct(node.f, 3));
     item("HBM bandwidth utilization", pct(node.b[0], 3));
@@ -178,6 +219,7 @@
     item("On-chip write bandwidth utilization", pct(node.b[2], 3));
     if (sym) {
       item("Framework op", sym.provenance, true);
+      item("Framework op type", sym.op_type !== "-" ? sym.op_type : "", true);
       item("Deduplicated name", sym.deduplicated_name, true);
       item("Shape and layout", sym.shape, true);
       item("Window", sym.window, true);
@@ -232,6 +274,10 @@
     show.addEventListener("change", function () { self.show = Number(show.value); self.render(); });
     var top90 = this.root.querySelector("[data-op-top90]");
     top90.addEventListener("change", function () { self.top90 = top90.checked; self.render(); });
+    var wasted = this.root.querySelector("[data-op-wasted]");
+    wasted.addEventListener("change", function () { self.byWasted = wasted.checked; self.render(); });
+    var host = this.root.querySelector("[data-op-host]");
+    if (host) host.addEventListener("change", function () { self.host = host.value; self.selected = null; self.render(); });
     this.render();
   };
 

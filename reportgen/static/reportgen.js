@@ -14,6 +14,9 @@
       window.vegaEmbed(el, spec, {
         renderer: "svg",
         actions: { export: true, source: false, compiled: false, editor: false }
+      }).then(function (result) {
+        el.vegaView = result.view;  // for page scripts that change a chart's variables (memory_profile.js)
+        el.dispatchEvent(new CustomEvent("reportgen:chart", { bubbles: true }));
       }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
     });
   }
@@ -72,10 +75,30 @@
     show();
   }
 
+  /* A link to a row (page.html#row-id) may point into a closed <details> or a hidden host panel:
+     open and show what holds it, then scroll it into view (CSS :target highlights it). */
+  function revealTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) return;
+    for (var el = target.parentElement; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS") el.open = true;
+      if (el.hidden && el.dataset.hostPanel) {
+        var select = document.querySelector("select[data-host-select='" + el.dataset.hostPanel + "']");
+        if (select) { select.value = el.dataset.host; select.dispatchEvent(new Event("change")); }
+      }
+    }
+    target.scrollIntoView({ block: "center" });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("table.sortable").forEach(makeSortable);
     document.querySelectorAll("input[data-filter-table]").forEach(wireFilter);
     document.querySelectorAll("select[data-host-select]").forEach(wireHostSelect);
     embedCharts(document);
+    revealTarget();
   });
+  window.addEventListener("hashchange", revealTarget);
+  // Charts above the row render after the page loads and push it down: show it again once they have.
+  window.addEventListener("load", function () { setTimeout(revealTarget, 300); });
 })();

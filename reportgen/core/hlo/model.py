@@ -6,11 +6,13 @@ protobuf. Each class mirrors the XLA message of the same name in
 `loaders/proto/hlo.proto`: the same fields, in the same order, with proto3's
 values (0, "", empty lists) for fields the file does not set. A message field
 is always an object (its defaults when unset), except the few that tools ask
-"is it there?" of, which are None when absent: an instruction's `literal`,
-`window`, `convolution_dimension_numbers` and `dot_dimension_numbers`, a
-shape's `layout` and a layout's `physical_shape`. Enums are plain ints
-(`PrimitiveType` names them). tests/test_hlo_proto.py keeps these classes and
-the `.proto` in step.
+"is it there?" of, which are None when absent (`OPTIONAL_FIELDS`: e.g. an
+instruction's `literal`, `window` and `sharding`, a module's `schedule`, a
+shape's `layout`). Enums are plain ints, named by the IntEnums of `ENUMS`.
+Instructions and modules also list the numbers of the fields the capture
+carries that the schema subset leaves out (`unknown_fields`, filled by the
+loader), so that the module printer can say what it does not print.
+tests/test_hlo_proto.py keeps these classes and the `.proto` in step.
 
 `HloModule` is one compiled program of the capture: its program id, its name
 and its `HloProto`.
@@ -65,6 +67,99 @@ class PrimitiveType(IntEnum):
 
 # HeapSimulatorTrace.Event.Kind
 ALLOC, FREE, SHARE_WITH = 0, 1, 2
+
+
+class Precision(IntEnum):
+    """PrecisionConfig.Precision."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+
+class Algorithm(IntEnum):
+    """PrecisionConfig.Algorithm (a dot's algorithm)."""
+
+    ALG_UNSET = 0
+    ALG_DOT_ANY_F8_ANY_F8_F32 = 1
+    ALG_DOT_ANY_F8_ANY_F8_F32_FAST_ACCUM = 2
+    ALG_DOT_F16_F16_F16 = 3
+    ALG_DOT_F16_F16_F32 = 4
+    ALG_DOT_BF16_BF16_BF16 = 5
+    ALG_DOT_BF16_BF16_F32 = 6
+    ALG_DOT_BF16_BF16_F32_X3 = 7
+    ALG_DOT_BF16_BF16_F32_X6 = 8
+    ALG_DOT_TF32_TF32_F32 = 9
+    ALG_DOT_TF32_TF32_F32_X3 = 10
+    ALG_DOT_F32_F32_F32 = 11
+    ALG_DOT_F64_F64_F64 = 12
+    ALG_DOT_BF16_BF16_F32_X9 = 13
+
+
+class ShardingType(IntEnum):
+    """OpSharding.Type."""
+
+    REPLICATED = 0
+    MAXIMAL = 1
+    TUPLE = 2
+    OTHER = 3
+    MANUAL = 4
+    UNKNOWN = 5
+    UNREDUCED = 6
+
+
+class ShardGroupType(IntEnum):
+    """OpSharding.ShardGroupType."""
+
+    AS = 0
+    LIKE = 1
+
+
+class RandomDistribution(IntEnum):
+    RNG_INVALID = 0
+    RNG_UNIFORM = 1
+    RNG_NORMAL = 2
+
+
+class RandomAlgorithm(IntEnum):
+    RNG_DEFAULT = 0
+    RNG_THREE_FRY = 1
+    RNG_PHILOX = 2
+
+
+class FftType(IntEnum):
+    FFT = 0
+    IFFT = 1
+    RFFT = 2
+    IRFFT = 3
+
+
+class PaddingType(IntEnum):
+    PADDING_INVALID = 0
+    PADDING_VALID = 1
+    PADDING_SAME = 2
+
+
+class CustomCallSchedule(IntEnum):
+    SCHEDULE_NONE = 0
+    SCHEDULE_LATEST = 1
+    SCHEDULE_EARLIEST = 2
+
+
+class CustomCallApiVersion(IntEnum):
+    API_VERSION_UNSPECIFIED = 0
+    API_VERSION_ORIGINAL = 1
+    API_VERSION_STATUS_RETURNING = 2
+    API_VERSION_STATUS_RETURNING_UNIFIED = 3
+    API_VERSION_TYPED_FFI = 4
+
+
+class AliasKind(IntEnum):
+    """Kind (of an input/output alias)."""
+
+    UNDEFINED_ALIAS = 0
+    MAY_ALIAS = 1
+    MUST_ALIAS = 2
 
 
 # --- xla_data.proto ---------------------------------------------------------------------------
@@ -147,6 +242,8 @@ class LiteralProto:
     s8s: bytes = b""
     u16s: bytes = b""
     s16s: bytes = b""
+    c64s: list[float] = field(default_factory=list)  # real, imaginary, real, …
+    c128s: list[float] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -186,7 +283,141 @@ class DotDimensionNumbers:
     rhs_batch_dimensions: list[int] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class GatherDimensionNumbers:
+    offset_dims: list[int] = field(default_factory=list)
+    collapsed_slice_dims: list[int] = field(default_factory=list)
+    start_index_map: list[int] = field(default_factory=list)
+    index_vector_dim: int = 0
+    operand_batching_dims: list[int] = field(default_factory=list)
+    start_indices_batching_dims: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ScatterDimensionNumbers:
+    update_window_dims: list[int] = field(default_factory=list)
+    inserted_window_dims: list[int] = field(default_factory=list)
+    scatter_dims_to_operand_dims: list[int] = field(default_factory=list)
+    index_vector_dim: int = 0
+    input_batching_dims: list[int] = field(default_factory=list)
+    scatter_indices_batching_dims: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PaddingConfigDimension:
+    """PaddingConfig.PaddingConfigDimension."""
+
+    edge_padding_low: int = 0
+    edge_padding_high: int = 0
+    interior_padding: int = 0
+
+
+@dataclass(slots=True)
+class PaddingConfig:
+    dimensions: list[PaddingConfigDimension] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PrecisionConfig:
+    operand_precision: list[int] = field(default_factory=list)  # Precision
+    algorithm: int = 0  # Algorithm
+
+
+@dataclass(slots=True)
+class FrontendAttributes:
+    map: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Statistic:
+    stat_name: str = ""
+    stat_val: float = 0.0
+
+
+@dataclass(slots=True)
+class StatisticsViz:
+    stat_index_to_visualize: int = 0
+    statistics: list[Statistic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OpSharding:
+    type: int = 0  # ShardingType
+    tile_shape: ShapeProto = field(default_factory=ShapeProto)
+    tile_assignment_dimensions: list[int] = field(default_factory=list)
+    tile_assignment_devices: list[int] = field(default_factory=list)
+    tuple_shardings: list[OpSharding] = field(default_factory=list)
+    replicate_on_last_tile_dim: bool = False
+    metadata: list[OpMetadata] = field(default_factory=list)
+    last_tile_dims: list[int] = field(default_factory=list)  # ShardingType
+    iota_reshape_dims: list[int] = field(default_factory=list)
+    iota_transpose_perm: list[int] = field(default_factory=list)
+    is_shard_group: bool = False
+    shard_group_id: int = 0
+    shard_group_type: int = 0  # ShardGroupType
+
+
+@dataclass(slots=True)
+class ReplicaGroup:
+    replica_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class IotaReplicaGroupListProto:
+    num_replica_groups: int = 0
+    num_devices_per_group: int = 0
+    iota_reshape_dims: list[int] = field(default_factory=list)
+    iota_transpose_perm: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CollectiveDeviceListProto:
+    replica_groups: list[ReplicaGroup] = field(default_factory=list)
+    iota_replica_group_list: IotaReplicaGroupListProto = field(default_factory=IotaReplicaGroupListProto)
+
+
+@dataclass(slots=True)
+class SourceTarget:
+    source: int = 0
+    target: int = 0
+
+
+@dataclass(slots=True)
+class OutputOperandAliasing:
+    output_shape_index: list[int] = field(default_factory=list)
+    operand_index: int = 0
+    operand_shape_index: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ParameterReplication:
+    replicated_at_leaf_buffers: list[bool] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ComputationDevice:
+    """DeviceAssignmentProto.ComputationDevice."""
+
+    replica_device_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeviceAssignmentProto:
+    replica_count: int = 0
+    computation_count: int = 0
+    computation_devices: list[ComputationDevice] = field(default_factory=list)
+
+
 # --- hlo.proto ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SliceDimensions:
+    """HloInstructionProto.SliceDimensions."""
+
+    start: int = 0
+    limit: int = 0
+    stride: int = 0
 
 
 @dataclass(slots=True)
@@ -202,17 +433,68 @@ class HloInstructionProto:
     dimensions: list[int] = field(default_factory=list)
     window: Window | None = None
     convolution_dimension_numbers: ConvolutionDimensionNumbers | None = None
+    slice_dimensions: list[SliceDimensions] = field(default_factory=list)
+    exponent_bits: int = 0
+    mantissa_bits: int = 0
+    dynamic_slice_sizes: list[int] = field(default_factory=list)
+    padding_config: PaddingConfig = field(default_factory=PaddingConfig)
+    outfeed_config: bytes = b""
+    distribution: int = 0  # RandomDistribution
+    epsilon: float = 0.0
+    feature_index: int = 0
+    channel_id: int = 0
+    infeed_config: bytes = b""
     custom_call_target: str = ""
+    outfeed_shape: ShapeProto = field(default_factory=ShapeProto)
     dot_dimension_numbers: DotDimensionNumbers | None = None
+    fft_type: int = 0  # FftType
+    fft_length: list[int] = field(default_factory=list)
+    gather_dimension_numbers: GatherDimensionNumbers = field(default_factory=GatherDimensionNumbers)
+    gather_slice_sizes: list[int] = field(default_factory=list)
     id: int = 0
     operand_ids: list[int] = field(default_factory=list)
     control_predecessor_ids: list[int] = field(default_factory=list)
     called_computation_ids: list[int] = field(default_factory=list)
+    sharding: OpSharding | None = None
     backend_config: bytes = b""
+    all_reduce_id: int = 0
+    is_host_transfer: bool = False
+    scatter_dimension_numbers: ScatterDimensionNumbers = field(default_factory=ScatterDimensionNumbers)
+    replica_groups: list[ReplicaGroup] = field(default_factory=list)
     feature_group_count: int = 0
+    precision_config: PrecisionConfig = field(default_factory=PrecisionConfig)
+    source_target_pairs: list[SourceTarget] = field(default_factory=list)
+    domain_entry_sharding: OpSharding = field(default_factory=OpSharding)
+    domain_exit_sharding: OpSharding = field(default_factory=OpSharding)
+    constrain_layout: bool = False
+    operand_shapes_with_layout: list[ShapeProto] = field(default_factory=list)
     batch_group_count: int = 0
+    is_stable: bool = False
+    parameter_replication: ParameterReplication | None = None
     comparison_direction: str = ""
+    custom_call_has_side_effect: bool = False
+    delta: int = 0
+    indices_are_sorted: bool = False
+    frontend_attributes: FrontendAttributes = field(default_factory=FrontendAttributes)
+    unique_indices: bool = False
+    rng_algorithm: int = 0  # RandomAlgorithm
+    use_global_device_ids: bool = False
+    comparison_type: str = ""
+    is_cross_program_prefetch: bool = False
+    output_operand_aliasing: list[OutputOperandAliasing] = field(default_factory=list)
+    padding_type: int = 0  # PaddingType
+    custom_call_schedule: int = 0  # CustomCallSchedule
+    custom_call_api_version: int = 0  # CustomCallApiVersion
     async_execution_thread: str = ""
+    cross_program_prefetch_index: int | None = None  # a oneof of one field: None when unset
+    k: int = 0
+    statistics_viz: StatisticsViz = field(default_factory=StatisticsViz)
+    largest: bool = False
+    collective_device_list: CollectiveDeviceListProto = field(default_factory=CollectiveDeviceListProto)
+    is_composite: bool = False
+    # Not a proto field: the numbers of the fields XLA wrote that the schema subset leaves out (the loader
+    # lists them, so that the module printer can say what it does not print).
+    unknown_fields: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -259,15 +541,52 @@ class StackFrameIndexProto:
 
 
 @dataclass(slots=True)
+class AliasEntryProto:
+    """HloInputOutputAliasProto.AliasEntryProto."""
+
+    output_shape_index: list[int] = field(default_factory=list)
+    parameter_number: int = 0
+    parameter_shape_index: list[int] = field(default_factory=list)
+    kind: int = 0  # AliasKind
+
+
+@dataclass(slots=True)
+class HloInputOutputAliasProto:
+    entries: list[AliasEntryProto] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class BufferDonorEntryProto:
+    """HloBufferDonorProto.BufferDonorEntryProto."""
+
+    parameter_number: int = 0
+    parameter_shape_index: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class HloBufferDonorProto:
+    entries: list[BufferDonorEntryProto] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class HloModuleProto:
     name: str = ""
     entry_computation_name: str = ""
     computations: list[HloComputationProto] = field(default_factory=list)
-    host_program_shape: ProgramShapeProto = field(default_factory=ProgramShapeProto)
+    host_program_shape: ProgramShapeProto | None = None
     id: int = 0
     entry_computation_id: int = 0
-    schedule: HloScheduleProto = field(default_factory=HloScheduleProto)
+    schedule: HloScheduleProto | None = None
+    input_output_alias: HloInputOutputAliasProto = field(default_factory=HloInputOutputAliasProto)
+    is_dynamic: bool = False
+    spmd_output_sharding: OpSharding = field(default_factory=OpSharding)
+    spmd_parameters_shardings: list[OpSharding] = field(default_factory=list)
+    device_assignment: DeviceAssignmentProto | None = None
+    use_auto_spmd_partitioning: bool = False
     stack_frame_index: StackFrameIndexProto = field(default_factory=StackFrameIndexProto)
+    buffer_donor: HloBufferDonorProto = field(default_factory=HloBufferDonorProto)
+    frontend_attributes: FrontendAttributes = field(default_factory=FrontendAttributes)
+    unknown_fields: list[int] = field(default_factory=list)  # not a proto field: see HloInstructionProto's
 
 
 @dataclass(slots=True)
@@ -408,22 +727,47 @@ MESSAGES: dict[str, type] = {
     "ShapeProto": ShapeProto, "ProgramShapeProto": ProgramShapeProto, "OpMetadata": OpMetadata,
     "LiteralProto": LiteralProto, "WindowDimension": WindowDimension, "Window": Window,
     "ConvolutionDimensionNumbers": ConvolutionDimensionNumbers, "DotDimensionNumbers": DotDimensionNumbers,
+    "GatherDimensionNumbers": GatherDimensionNumbers, "ScatterDimensionNumbers": ScatterDimensionNumbers,
+    "PaddingConfig.PaddingConfigDimension": PaddingConfigDimension, "PaddingConfig": PaddingConfig,
+    "PrecisionConfig": PrecisionConfig, "FrontendAttributes": FrontendAttributes, "Statistic": Statistic,
+    "StatisticsViz": StatisticsViz, "OpSharding": OpSharding, "ReplicaGroup": ReplicaGroup,
+    "IotaReplicaGroupListProto": IotaReplicaGroupListProto, "CollectiveDeviceListProto": CollectiveDeviceListProto,
+    "SourceTarget": SourceTarget, "OutputOperandAliasing": OutputOperandAliasing,
+    "ParameterReplication": ParameterReplication, "DeviceAssignmentProto.ComputationDevice": ComputationDevice,
+    "DeviceAssignmentProto": DeviceAssignmentProto, "HloInstructionProto.SliceDimensions": SliceDimensions,
     "HloInstructionProto": HloInstructionProto, "HloComputationProto": HloComputationProto,
     "HloScheduleProto.InstructionSequence": InstructionSequence, "HloScheduleProto": HloScheduleProto,
     "StackFrameIndexProto.FileLocation": FileLocation, "StackFrameIndexProto.StackFrame": StackFrame,
-    "StackFrameIndexProto": StackFrameIndexProto, "HloModuleProto": HloModuleProto,
+    "StackFrameIndexProto": StackFrameIndexProto,
+    "HloInputOutputAliasProto.AliasEntryProto": AliasEntryProto, "HloInputOutputAliasProto": HloInputOutputAliasProto,
+    "HloBufferDonorProto.BufferDonorEntryProto": BufferDonorEntryProto, "HloBufferDonorProto": HloBufferDonorProto,
+    "HloModuleProto": HloModuleProto,
     "LogicalBufferProto.Location": BufferLocation, "LogicalBufferProto": LogicalBufferProto,
     "BufferAllocationProto.Assigned": AssignedBuffer, "BufferAllocationProto": BufferAllocationProto,
     "HeapSimulatorTrace.Event": HeapSimulatorEvent, "HeapSimulatorTrace": HeapSimulatorTrace,
     "BufferAssignmentProto.BufferAlias": BufferAlias, "BufferAssignmentProto": BufferAssignmentProto,
     "HloProto": HloProto,
 }
-# Message fields that are None when the proto does not set them (see the module notes).
+# Fields that are None when the proto does not set them (see the module notes).
 OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
-    "HloInstructionProto": frozenset({"literal", "window", "convolution_dimension_numbers", "dot_dimension_numbers"}),
+    "HloInstructionProto": frozenset({"literal", "window", "convolution_dimension_numbers", "dot_dimension_numbers",
+                                      "sharding", "parameter_replication", "cross_program_prefetch_index"}),
+    "HloModuleProto": frozenset({"host_program_shape", "schedule", "device_assignment"}),
     "ShapeProto": frozenset({"layout"}),
     "LayoutProto": frozenset({"physical_shape"}),
 }
+# Fields the loader adds after a message's own: the numbers of the fields the file carries that the schema
+# subset does not know (XLA fields this project does not read).
+UNKNOWN_FIELD_NUMBERS: dict[str, str] = {"HloInstructionProto": "unknown_fields", "HloModuleProto": "unknown_fields"}
+# The enums of the schema by the name of the proto enum they mirror.
+ENUMS: dict[str, type[IntEnum]] = {
+    "PrimitiveType": PrimitiveType, "PrecisionConfig.Precision": Precision, "PrecisionConfig.Algorithm": Algorithm,
+    "OpSharding.Type": ShardingType, "OpSharding.ShardGroupType": ShardGroupType,
+    "RandomDistribution": RandomDistribution, "RandomAlgorithm": RandomAlgorithm, "FftType": FftType,
+    "PaddingType": PaddingType, "CustomCallSchedule": CustomCallSchedule,
+    "CustomCallApiVersion": CustomCallApiVersion, "Kind": AliasKind,
+}
 
-__all__ = ["ALLOC", "FREE", "SHARE_WITH", "HloModule", "HloProto", "MESSAGES", "OPTIONAL_FIELDS", "PrimitiveType",
-           "instruction_provenance", "module_display_name", "program_key", "sorted_module_names"]
+__all__ = ["ALLOC", "ENUMS", "FREE", "MESSAGES", "OPTIONAL_FIELDS", "SHARE_WITH", "UNKNOWN_FIELD_NUMBERS", "HloModule",
+           "HloProto", "PrimitiveType", "instruction_provenance", "module_display_name", "program_key",
+           "sorted_module_names"]

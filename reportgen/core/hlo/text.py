@@ -70,66 +70,112 @@ def shape_text(shape: ShapeProto) -> str:
     return f"{name}[{','.join(dims)}]" + _layout_text(shape)
 
 
-def _float_text(value: float, single: bool) -> str:
-    """Shortest text that reads back as the same float (XLA's RoundTripFpToString)."""
+# Per float type: (digits tried first, digits that always round-trip, NaN payload mask, quiet-NaN payload).
+# XLA's RoundTripFpToString prints f32/f64 with digits10 and falls back to max_digits10
+# when that does not read back; narrower types go straight to max_digits10.
+_FLOAT_FORMATS = {
+    "f64": (15, 17, (1 << 52) - 1, 1 << 51),
+    "f32": (6, 9, (1 << 23) - 1, 1 << 22),
+    "f16": (None, 5, (1 << 10) - 1, 1 << 9),
+    "bf16": (None, 4, (1 << 7) - 1, 1 << 6),
+}
+
+
+def _float_text(value: float, kind: str = "f32", bits: int | None = None) -> str:
+    """XLA's RoundTripFpToString: `%.{digits10}g` when it reads back as the same value,
+    else `%.{max_digits10}g`; NaN keeps its sign and a non-default payload (`nan(0x1)`)."""
+    first, fallback, payload_mask, quiet = _FLOAT_FORMATS[kind]
     if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    cast = np.float32 if single else np.float64
-    for digits in range(6, 18):
-        text = f"{value:.{digits}g}"
+        negative = math.copysign(1.0, value) < 0
+        text = "-nan" if negative else "nan"
+        if bits is not None and (bits & payload_mask) != quiet:
+            text += f"(0x{bits & payload_mask:x})"
+        return text
+    if first is not None:
+        text = f"{value:.{first}g}"
+        cast = np.float32 if kind == "f32" else np.float64
         if cast(float(text)) == cast(value):
             return text
-    return repr(value)
+    return f"{value:.{fallback}g}"
 
 
-def _literal_values(literal: LiteralProto) -> list[str] | None:
-    """The literal's elements as text in row-major order, or None when not readable."""
-    element_type = literal.shape.element_type
-    name = element_type_name(element_type)
-    if literal.preds:
-        return ["true" if v else "false" for v in literal.preds]
+def _float_elements(values: np.ndarray, kind: str, bits: np.ndarray) -> list[str]:
+    return [_float_text(float(v), kind, int(b)) for v, b in zip(values, bits)]
+
+
+def _literal_values(literal: LiteralProto, rank: int) -> list[str] | None:
+    """The literal's elements as XLA prints them, row-major; None when the payload is not readable."""
+    element_type = element_type_name(literal.shape.element_type)
+    if element_type == "pred":
+        # XLA prints an array of predicates as 1/0 (denser), a scalar as true/false.
+        return [("1" if v else "0") if rank else ("true" if v else "false") for v in literal.preds]
     for field in ("s32s", "s64s", "u32s", "u64s"):
         values = getattr(literal, field)
         if len(values):
             return [str(int(v)) for v in values]
     if len(literal.f32s):
-        return [_float_text(float(v), True) for v in literal.f32s]
+        values = np.asarray(literal.f32s, dtype=np.float32)
+        return _float_elements(values, "f32", values.view(np.uint32))
     if len(literal.f64s):
-        return [_float_text(float(v), False) for v in literal.f64s]
-    packed = {"s8s": "<i1", "u8s": "<u1", "s16s": "<i2", "u16s": "<u2", "f16s": "<f2"}
+        values = np.asarray(literal.f64s, dtype=np.float64)
+        return _float_elements(values, "f64", values.view(np.uint64))
+    for field, kind, dtype in (("c64s", "f32", np.float32), ("c128s", "f64", np.float64)):
+        values = getattr(literal, field)
+        if len(values):
+            parts = np.asarray(values, dtype=dtype)
+            bits = parts.view(np.uint32 if dtype is np.float32 else np.uint64)
+            texts = _float_elements(parts, kind, bits)
+            return [f"({texts[i]}, {texts[i + 1]})" for i in range(0, len(texts) - 1, 2)]
+    packed = {"s8s": "<i1", "u8s": "<u1", "s16s": "<i2", "u16s": "<u2"}
     for field, dtype in packed.items():
         raw = getattr(literal, field)
         if raw:
-            values = np.frombuffer(raw, dtype=dtype)
-            if field == "f16s":
-                return [_float_text(float(v), True) for v in values]
-            return [str(int(v)) for v in values]
+            return [str(int(v)) for v in np.frombuffer(raw, dtype=dtype)]
+    if literal.f16s:
+        values = np.frombuffer(literal.f16s, dtype="<f2")
+        return _float_elements(values.astype(np.float64), "f16", values.view(np.uint16))
     if literal.bf16s:
-        bits = np.frombuffer(literal.bf16s, dtype="<u2").astype(np.uint32) << 16
-        return [_float_text(float(v), True) for v in bits.view(np.float32)]
-    if name == "pred" or math.prod(literal.shape.dimensions) == 0:
+        raw = np.frombuffer(literal.bf16s, dtype="<u2")
+        values = (raw.astype(np.uint32) << 16).view(np.float32)
+        return _float_elements(values, "bf16", raw)
+    if math.prod(literal.shape.dimensions) == 0:
         return []
     return None
 
 
 def _nest(values: list[str], dims: list[int]) -> str:
-    if not dims:
+    """XLA's one-line literal layout: `{1, 2}` for rank 1; for rank >= 2 the innermost
+    lists get inner spaces (`{ { 1, 2 }, { 3, 4 } }`) and rank > 3 marks outer indices
+    (`{ /*i0=0*/ { ...`)."""
+    rank = len(dims)
+    if rank == 0:
         return values[0]
-    if len(dims) == 1:
+    if rank == 1:
         return "{" + ", ".join(values) + "}"
-    step = math.prod(dims[1:])
-    parts = [_nest(values[i * step:(i + 1) * step], dims[1:]) for i in range(dims[0])]
-    return "{ " + ", ".join(parts) + " }"
+
+    def level(start: int, depth: int, index: list[int]) -> str:
+        size = dims[depth]
+        if depth == rank - 1:
+            pad = "" if size <= 1 else " "
+            return "{" + pad + ", ".join(values[start:start + size]) + pad + "}"
+        step = math.prod(dims[depth + 1:])
+        opening = "{ "
+        if rank > 3 and index:
+            opening = "{" + f" /*i{len(index) - 1}={index[-1]}*/" + (" " if size > 0 else "")
+        children = [level(start + i * step, depth + 1, [*index, i]) for i in range(size)]
+        return opening + ", ".join(children) + " }"
+
+    return level(0, 0, [])
 
 
 def literal_text(literal: LiteralProto) -> str:
+    """A constant's value as XLA prints it without large constants: arrays of at most ten
+    elements in full, larger arrays and tuples as `{...}`."""
     shape = literal.shape
     if shape.element_type == TUPLE or math.prod(shape.dimensions) > MAX_PRINTED_CONSTANT_ELEMENTS:
         return "{...}"
-    values = _literal_values(literal)
     dims = list(shape.dimensions)
+    values = _literal_values(literal, len(dims))
     if values is None or len(values) != math.prod(dims):
         return "{...}"
     return _nest(values, dims)

@@ -211,7 +211,10 @@ def tpu_op_metrics_frame(table: EventTable, rows: np.ndarray, begin: np.ndarray,
     md = table.md[rows]
     keep = has_program[md] & has_symbol[md] & (symbol[md] != 0)
     if not keep.any():
-        return metrics_frame(name=np.zeros(0, object))
+        empty = metrics_frame(name=np.zeros(0, object))
+        if step is not None:
+            empty["step"] = np.zeros(0, np.int64)
+        return empty
     md = md[keep]
     nocc = table.capture.events["num_occurrences"].to_numpy(np.int64)[rows[keep]]
     events = pd.DataFrame({

@@ -56,10 +56,15 @@ def is_rematerialization(expression: str, framework_op: str) -> bool:
     return ".remat" in before_assignment or "/rematted_computation/" in framework_op
 
 
+def ranked_ops(records: pd.DataFrame) -> pd.DataFrame:
+    """The ops the table lists, in its order (row i has rank i + 1): most self time first, IDLE left out."""
+    ops = records.sort_values(["self_time_ps", "name"], ascending=[False, True], kind="stable")
+    return ops[(ops["occurrences"] > 0) & (ops["category"] != IDLE)].reset_index(drop=True)
+
+
 def hlo_stats_table(records: pd.DataFrame, perf_env, hardware_type: str, total_time_ps: float) -> pd.DataFrame:
     """The HLO op stats rows (`records`: hlo_op_records of the device DB)."""
-    ops = records.sort_values(["self_time_ps", "name"], ascending=[False, True], kind="stable")
-    ops = ops[(ops["occurrences"] > 0) & (ops["category"] != IDLE)].reset_index(drop=True)
+    ops = ranked_ops(records)
     rates = roofline_metrics(ops, perf_env, hardware_type)
     occ = ops["occurrences"].to_numpy(np.float64)
     total_us = ops["time_ps"].to_numpy(np.float64) / 1e6
@@ -114,9 +119,10 @@ class HloStatsData:
 
 
 def hlo_stats_data(host_names: list[str], parts: dict[str, DevicePart]) -> HloStatsData | None:
-    """The run's HLO op stats; None when no op ran on a device."""
+    """The run's HLO op stats; None without a device. A device on which no XLA op could be placed (a GPU
+    capture without HLO modules) gets XProf's empty table, which XProf still lists."""
     device = combine_device_parts(host_names, parts)
-    if device is None or not device.has_ops:
+    if device is None:
         return None
     env = device.op_stats.environment
     table = hlo_stats_table(device.records, device.op_stats.perf_env, env.hardware_type,
@@ -124,4 +130,5 @@ def hlo_stats_data(host_names: list[str], parts: dict[str, DevicePart]) -> HloSt
     return HloStatsData(run=device, table=table)
 
 
-__all__ = ["COLUMNS", "hlo_op_name", "hlo_stats_data", "hlo_stats_table", "HloStatsData", "is_rematerialization"]
+__all__ = ["COLUMNS", "hlo_op_name", "hlo_stats_data", "hlo_stats_table", "HloStatsData", "is_rematerialization",
+           "ranked_ops"]

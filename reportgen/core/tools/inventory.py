@@ -6,12 +6,13 @@ not counted twice), binned over the capture's time span.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from reportgen.capture import HostCapture
+from reportgen.core.events.intervals import union_intervals
 
 
 def _timed_events(capture: HostCapture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -46,7 +47,8 @@ def line_inventory(capture: HostCapture) -> pd.DataFrame:
     )
     out = pd.DataFrame(
         {
-            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else [],
+            "plane": capture.planes["name"].to_numpy()[lines["plane"].to_numpy()] if len(lines) else (
+                np.array([], dtype=object)),
             "line_id": lines["id"],
             "line": [d or n for d, n in zip(lines["display_name"], lines["name"])],
             "events": lines["event_count"],
@@ -71,26 +73,6 @@ def plane_inventory(capture: HostCapture) -> pd.DataFrame:
     )
 
 
-def _union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
-    """Merge overlapping [start, end) intervals within each group.
-
-    Inputs sorted by (group, start). Returns merged (group, start, end).
-    """
-    if len(start) == 0:
-        return group, start, end
-    runs = _line_runs(group)
-    running_end = np.empty_like(end)
-    for a, b in zip(runs, [*runs[1:], len(end)]):  # one turn per group, never per interval
-        np.maximum.accumulate(end[a:b], out=running_end[a:b])
-    prev_end = np.concatenate([[np.iinfo(np.int64).min], running_end[:-1]])
-    new_group = np.zeros(len(start), bool)
-    new_group[runs] = True
-    opens = new_group | (start > prev_end)
-    # A merged interval ends where its group's running end stands at its last member.
-    last = np.concatenate([np.flatnonzero(opens)[1:] - 1, [len(start) - 1]])
-    return group[opens], start[opens], running_end[last]
-
-
 def _by_line_then_start(line: np.ndarray, start: np.ndarray) -> bool:
     same_line = line[1:] == line[:-1]
     return bool((line[1:] >= line[:-1]).all() and (start[1:] >= start[:-1])[same_line].all())
@@ -108,7 +90,7 @@ def line_activity(capture: HostCapture, bins: int = 100) -> pd.DataFrame:
     if not _by_line_then_start(line, start):  # profilers write them so; sort only when not
         order = np.lexsort((start, line))
         line, start, end = line[order], start[order], end[order]
-    g, s, e = _union_intervals(start, end, line)
+    g, s, e = union_intervals(start, end, line)
     t0, t1 = int(start.min()), int(end.max())
     edges = np.linspace(t0, max(t1, t0 + 1), bins + 1)
     width = edges[1] - edges[0]
@@ -142,6 +124,7 @@ class HostInventory:
     activity: pd.DataFrame  # line label, bin, bin_start_ms, bin_end_ms, busy_percent
     empty_planes: list[str]
     csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
+    dropped: dict = field(default_factory=dict)  # events the loader left out, {reason: count}
 
 
 def host_inventory(capture: HostCapture) -> HostInventory:
@@ -152,4 +135,4 @@ def host_inventory(capture: HostCapture) -> HostInventory:
     activity = activity.assign(label=labels.to_numpy()[activity["line"].to_numpy().astype(int)])
     planes_with_lines = set(lines["plane"])
     empty = [p for p in capture.planes["name"] if p not in planes_with_lines]
-    return HostInventory(lines=lines, activity=activity, empty_planes=empty)
+    return HostInventory(lines=lines, activity=activity, empty_planes=empty, dropped=dict(capture.dropped))

@@ -5,7 +5,9 @@ deallocation as a `MemoryAllocation` / `MemoryDeallocation` event on the
 `/host:CPU` plane, with the allocator's state after the operation as stats.
 XProf turns them into, per allocator ("memory id"): a summary at the peak,
 a sampled timeline and the breakdown of what was live at the peak
-(docs/xprof/memory_profile.md). This module reproduces it over the decoded
+(docs/xprof/memory_profile.md). On TPU hosts it also lists when each HLO
+module ran on each core (`hlo_module_runs`), which XProf's page uses to zoom
+the timeline to one module's run. This module reproduces it over the decoded
 event tables; nothing here loops over events in Python.
 """
 
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.capture import KIND_INT64, HostCapture, StatTable
+from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
 from reportgen.core.host import HostContext
@@ -26,6 +29,18 @@ ALLOCATION_EVENT, DEALLOCATION_EVENT = "MemoryAllocation", "MemoryDeallocation"
 ALLOCATION, DEALLOCATION = 1, 2
 MAX_TIMELINE_SNAPSHOTS = 1000
 UNUSED_PREALLOCATED = "unused preallocated device memory"
+# The memory breakdown table's columns, XProf's labels (plus exact byte counts).
+BREAKDOWN_COLUMNS = {
+    "op": "Op Name",
+    "allocation_gib": "Allocation Size (GiBs)",
+    "requested_gib": "Requested Size (GiBs)",
+    "occurrences": "Occurrences",
+    "region_type": "Region type",
+    "data_type": "Data type",
+    "shape": "Shape",
+    "allocation_bytes": "Allocation Size (bytes)",
+    "requested_bytes": "Requested Size (bytes)",
+}
 NEAR_CAPACITY = 0.10  # a peak within 10% of capacity is reported as out-of-memory risk
 
 _DATA_TYPES = [
@@ -345,6 +360,43 @@ def memory_profiles(table: EventTable, grouping: Grouping | None = None) -> dict
 
 
 
+# --- HLO modules: when each program ran on each TPU core -------------------------------------------
+
+TPU_PLANE_PREFIX = "/device:TPU:"
+MODULE_COLUMNS = ["id", "name", "plane", "start_ps", "end_ps"]
+
+
+def hlo_module_runs(table: EventTable) -> pd.DataFrame:
+    """XProf's `hlo_modules` of the memory profile: every event of the `XLA Modules` line of every TPU
+    plane (planes in capture order, events in line order), numbered from 0, with its device (the plane
+    name without `/device:`) and its start and end as offsets from its line's start, like the
+    allocator timeline's times."""
+    lines = table.capture.lines
+    frames = []
+    for plane in table.planes_named(lambda name: name.startswith(TPU_PLANE_PREFIX)):
+        device = table.plane_names[plane][len("/device:"):]
+        for line in np.flatnonzero((lines["plane"].to_numpy() == plane)
+                                   & (lines["name"].to_numpy() == schema.XLA_MODULE_LINE)).tolist():
+            first, count = int(table.line_first[line]), int(table.line_count[line])
+            rows = np.arange(first, first + count)
+            start = table.start[rows] - int(lines["timestamp_ns"].iat[line]) * 1000
+            frames.append(pd.DataFrame({"name": table.md_names[table.md[rows]], "plane": device, "start_ps": start,
+                                        "end_ps": start + table.duration[rows]}))
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("name", "plane") else np.int64)
+                             for c in MODULE_COLUMNS})
+    runs = pd.concat(frames, ignore_index=True)
+    runs.insert(0, "id", np.arange(len(runs), dtype=np.int64))
+    return runs
+
+
+def hlo_modules_json(runs: pd.DataFrame) -> list[dict]:
+    """The runs as XProf's memory profile JSON lists them (64-bit numbers as strings)."""
+    return [{"name": name, "startTimePs": str(start), "endTimePs": str(end), "id": str(i), "planeName": plane}
+            for i, name, plane, start, end in zip(runs["id"], runs["name"], runs["plane"], runs["start_ps"],
+                                                  runs["end_ps"])]
+
+
 # --- the tool: every allocator of every host ------------------------------------------------------
 
 
@@ -352,14 +404,17 @@ def memory_profiles(table: EventTable, grouping: Grouping | None = None) -> dict
 class HostMemoryProfile:
     profiles: dict[str, AllocatorProfile]
     oom_messages: list[str] = field(default_factory=list)
+    hlo_modules: pd.DataFrame | None = None  # hlo_module_runs(): the TPU programs' runs, to zoom the timeline to
 
 
 def host_memory_profile(host: HostContext) -> HostMemoryProfile | None:
-    """The host's allocators (None when it recorded no allocation) and its out-of-memory errors."""
+    """The host's allocators (None when it recorded no allocation), its out-of-memory errors and its
+    HLO module runs."""
     profiles = memory_profiles(host.events, host.grouping)
     if not profiles:
         return None
-    return HostMemoryProfile(profiles=profiles, oom_messages=out_of_memory_messages(host.capture))
+    return HostMemoryProfile(profiles=profiles, oom_messages=out_of_memory_messages(host.capture),
+                             hlo_modules=hlo_module_runs(host.events))
 
 
 def memory_profile_summary(hosts: dict[str, HostMemoryProfile]) -> dict:
@@ -378,6 +433,6 @@ def memory_profile_summary(hosts: dict[str, HostMemoryProfile]) -> dict:
     return {"profiles": profiles}
 
 
-__all__ = ["NEAR_CAPACITY", "allocator_capacities", "AllocatorProfile", "data_type_string", "host_memory_profile",
-           "HostMemoryProfile", "memory_profile_summary", "memory_profiles", "out_of_memory_messages",
-           "snapshot_table"]
+__all__ = ["BREAKDOWN_COLUMNS", "NEAR_CAPACITY", "allocator_capacities", "AllocatorProfile", "data_type_string",
+           "hlo_module_runs", "hlo_modules_json", "host_memory_profile", "HostMemoryProfile", "memory_profile_summary",
+           "memory_profiles", "out_of_memory_messages", "snapshot_table"]

@@ -16,6 +16,15 @@ its op).
 
 Ties in the sort keep DB order (XProf's partial sort leaves their order
 unspecified).
+
+XProf 2.24's op table adds, from each node's metrics and the root's, the
+node's wasted time (`wasted_time_fraction`: time fraction × (1 − max(FLOPS
+utilization, HBM bandwidth utilization))), its share of the HBM traffic
+(`hbm_fraction`) and the framework op type of its provenance
+(`framework_op_type`), and can order siblings by wasted time
+(`by_wasted_time`). On a run of several hosts XProf shows one host's op
+profile at a time: `OpProfileData.per_host` holds each host's trees beside
+the combined ones.
 """
 
 from __future__ import annotations
@@ -124,8 +133,13 @@ class Metrics:
 
     @property
     def flops_utilization(self) -> float:
-        """FLOPS utilization of the node itself (what XProf's UI shows), capped at 1."""
+        """FLOPS utilization of the node itself, capped at 1."""
         return safe_divide(self.flops, self.time_fraction)
+
+    @property
+    def uncapped_flops_utilization(self) -> float:
+        """FLOPS utilization of the node itself as XProf 2.24's op table shows it (not capped)."""
+        return safe_divide(self.uncapped_flops, self.time_fraction)
 
 
 @dataclass
@@ -318,6 +332,58 @@ def build_op_profile(records: pd.DataFrame, hlo: dict, program_names: dict[int, 
     return root
 
 
+# --- what XProf's op table shows beside the tree's metrics -------------------------------------------
+#
+# XProf 2.24's op table computes these in the browser from the tree's metrics (op_table_entry,
+# common/utils): the node's share of the root's time, its "wasted time", its share of the root's HBM
+# traffic and its framework op type. None stands for the "-" (or blank) XProf shows where the metrics
+# are missing or a utilization is 0.
+
+
+def time_fraction(node: Node, root: Node) -> float:
+    """The node's raw time over the root's (0 where either has none)."""
+    if node.metrics is None or root.metrics is None or not node.metrics.raw_time or not root.metrics.raw_time:
+        return 0.0
+    return node.metrics.raw_time / root.metrics.raw_time
+
+
+def wasted_time_fraction(node: Node, root: Node) -> float | None:
+    """XProf's wasted time: time fraction × (1 − max(FLOPS utilization, HBM bandwidth utilization)), the
+    FLOPS utilization uncapped. None (XProf: "-") where the node has no time or no HBM utilization: the
+    browser's max() of a missing value is NaN."""
+    if node.metrics is None:
+        return None
+    fraction = time_fraction(node, root)
+    hbm = node.metrics.bandwidth_utils[0]
+    if not fraction or not hbm:
+        return None
+    return fraction * (1.0 - max(node.metrics.uncapped_flops / fraction, hbm))
+
+
+def hbm_fraction(node: Node, root: Node) -> float | None:
+    """The node's HBM bytes over the root's; None where the root has none."""
+    if node.metrics is None or root.metrics is None or not root.metrics.raw_bytes_accessed[0]:
+        return None
+    return node.metrics.raw_bytes_accessed[0] / root.metrics.raw_bytes_accessed[0]
+
+
+def framework_op_type(provenance: str) -> str:
+    """The "Framework Op type" column: the op type of a provenance `name:type` (the part after the last
+    colon, after the last slash), else the last path element of its name; "-" when neither has text."""
+    if not provenance:
+        return "-"
+    text = re.sub(r"^.*/", "", re.sub(r"^.*:", "", provenance))
+    if not text:
+        text = re.sub(r"^.*/", "", provenance.split(":")[0])
+    return text or "-"
+
+
+def by_wasted_time(children: list[Node], root: Node) -> list[Node]:
+    """XProf's "Order by wasted time": most wasted first, nodes without a wasted time last, ties in tree order."""
+    keyed = [(wasted_time_fraction(c, root), i, c) for i, c in enumerate(children)]
+    return [c for w, i, c in sorted(keyed, key=lambda k: (k[0] is None, -(k[0] or 0.0), k[1]))]
+
+
 # --- XProf's JSON form -------------------------------------------------------------------------
 
 def _metrics_json(m: Metrics) -> dict:
@@ -366,6 +432,8 @@ def walk(node: Node, path: tuple[str, ...] = ()):
 class OpProfileData:
     run: DeviceRun  # the run's device ops, all hosts combined
     trees: dict[tuple[str, bool], Node] = field(default_factory=dict)  # (grouping, exclude idle) → tree
+    # A run of several device hosts: each host's own trees, as XProf's op profile shows one host at a time.
+    per_host: dict[str, dict[tuple[str, bool], Node]] = field(default_factory=dict)
 
     @property
     def device_type(self) -> str:
@@ -383,11 +451,18 @@ def build_trees(run: DeviceRun) -> dict[tuple[str, bool], Node]:
 
 
 def op_profile_data(host_names: list[str], parts: dict[str, DevicePart]) -> OpProfileData | None:
-    """The run's op profile: grouped by program and by category, with idle time and without."""
+    """The run's op profile: grouped by program and by category, with idle time and without; all hosts
+    combined and, for a run of several device hosts, each host alone."""
     device = combine_device_parts(host_names, parts)
     if device is None or device.records.empty:
         return None
-    return OpProfileData(run=device, trees=build_trees(device))
+    per_host = {}
+    if len(device.hosts) > 1:  # XProf offers the op profile of each host (not of all hosts together)
+        for host in device.hosts:
+            alone = combine_device_parts([host], {host: parts[host]})
+            if alone is not None and not alone.records.empty:
+                per_host[host] = build_trees(alone)
+    return OpProfileData(run=device, trees=build_trees(device), per_host=per_host)
 
 
 def headline_numbers(data: OpProfileData) -> dict:
@@ -417,5 +492,6 @@ def op_profile_summary(data: OpProfileData) -> dict:
 
 
 __all__ = ["CHILDREN_LIMIT", "GROUPINGS", "Metrics", "Node", "OpProfileData", "ProfileTotals", "Symbol",
-           "build_op_profile", "headline_numbers", "op_profile_data", "op_profile_summary",
-           "giga_to_gibi", "gibi_to_giga", "is_fusion", "walk", "xprof_json"]
+           "build_op_profile", "by_wasted_time", "framework_op_type", "hbm_fraction", "headline_numbers",
+           "op_profile_data", "op_profile_summary", "giga_to_gibi", "gibi_to_giga", "is_fusion", "time_fraction",
+           "walk", "wasted_time_fraction", "xprof_json"]

@@ -211,6 +211,14 @@ def overview_summary(view: OverviewView) -> dict:
         "device_type": view.environment["device_type"],
         "device_core_count": view.environment["device_core_count"],
         "host_count": view.environment["host_count"],
+        # The performance summary's shares, as the page shows them.
+        "host_op_time_eager_percent": view.stats["host_op_time_eager_percent"],
+        "device_op_time_eager_percent": view.stats["device_op_time_eager_percent"],
+        "device_op_time_outside_compilation_percent": view.stats["device_op_time_outside_compilation_percent"],
+        "device_compute_16bit_percent": view.stats["device_compute_16bit_percent"] if view.stats["has_precision"]
+        else None,
+        "device_compute_32bit_percent": view.stats["device_compute_32bit_percent"] if view.stats["has_precision"]
+        else None,
     }
 
 

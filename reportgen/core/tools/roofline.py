@@ -316,9 +316,10 @@ class RooflineData:
 
 
 def roofline_data(host_names: list[str], parts: dict[str, DevicePart]) -> RooflineData | None:
-    """The run's roofline model; None when no op ran on a device."""
+    """The run's roofline model; None without a device. A device on which no XLA op could be placed (a GPU
+    capture without HLO modules) gets XProf's program records and peaks, without op records."""
     device = combine_device_parts(host_names, parts)
-    if device is None or not device.has_ops:
+    if device is None:
         return None
     op_stats = device.op_stats
     env = op_stats.environment

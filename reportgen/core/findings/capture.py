@@ -1,0 +1,203 @@
+"""Capture health: what limits what the report can say (events dropped by the profiler, no step markers, too
+few steps, hosts whose clocks disagree, device ops without their HLO program)."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+from reportgen.core.findings.inputs import RunInputs, pick
+from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, summary_source
+from reportgen.core.ops.op_metrics import IDLE
+from reportgen.core.pages import OP_PROFILE_CSV, timeline_href
+from reportgen.core.tools.input_pipeline import EMPTY_INTERSECT_WARNING, NO_STEP_WARNING
+
+MIN_STEPS = 3
+MIN_INFERRED_RUNS = 3
+SKEW_MIN_PS = 1_000_000_000  # 1 ms
+SKEW_STEP_SHARE = 0.5  # of the median step time
+UNATTRIBUTED_PERCENT = 5.0  # of the device time
+_DROPPED = re.compile(r"drop|lost|truncat|overflow|exceed|buffer (is )?full|too many events", re.IGNORECASE)
+
+_STEP_MARKERS = ("Mark each step: Keras does it; in a custom loop wrap each step in "
+                 "`with tf.profiler.experimental.Trace('train', step_num=step, _r=1):`.",
+                 "Mark each step: wrap it in `with jax.profiler.StepTraceAnnotation('train', step_num=step):`.")
+
+
+def _page_text(page: str) -> dict:
+    """The number (or text) is written on this page."""
+    return {"page_text": page}
+
+
+def dropped_events(inputs: RunInputs) -> list[Finding]:
+    """The profiler says it dropped or truncated events: every tool sees less than what ran."""
+    view = inputs.overview
+    if view is None:
+        return []
+    diagnostics = [m for m in [*view.errors, *view.warnings] if _DROPPED.search(m)]
+    if not diagnostics:
+        return []
+    return [Finding(
+        id="capture.dropped_events", severity="medium",
+        title="The profiler dropped or truncated events: the numbers cover only part of what ran",
+        estimate="Not a cost of the workload: what the pages show is incomplete by an amount the capture does "
+                 "not record.",
+        action=pick(inputs.framework,
+                    "Capture fewer steps or fewer hosts at once, or raise the tracer's limits "
+                    "(`tf.profiler.experimental.ProfilerOptions(host_tracer_level=…)`); GPU traces drop records "
+                    "when CUPTI's buffers fill: profile a shorter window.",
+                    "Trace a shorter window (fewer steps) or fewer hosts at once, and lower the Python tracer's "
+                    "level (`jax.profiler.ProfileOptions().python_tracer_level = 0`)."),
+        evidence=[Evidence("Profiler message", m, "", _page_text("overview.html"), inputs.page("overview"))
+                  for m in diagnostics],
+        links=[Link("Overview (diagnostics)", inputs.page("overview"))],
+    )]
+
+
+def _inferred_steps(inputs: RunInputs) -> tuple[list[Evidence], str]:
+    """Steps inferred from the most repeated top-level XLA program, marked as inferred; and a summary."""
+    runs = [(h, r) for h, f in inputs.facts.items() for r in f.module_runs if r.count >= MIN_INFERRED_RUNS]
+    if not runs:
+        return [], ""
+    host, top = max(runs, key=lambda hr: (hr[1].count, hr[1].total_ps))
+    each = top.total_ps / top.count / 1e9
+    interval = top.mean_interval_ps / 1e9
+    evidence = [Evidence(f"Runs of {top.name} on {top.plane} (inferred steps)", top.count, "count",
+                         {"trace_total": {"host": host, "kind": "module_runs", "plane": top.plane,
+                                          "name": top.name}}, ""),
+                Evidence(f"Device time per run of {top.name} (inferred step time)", each, "ms",
+                         {"trace_total": {"host": host, "kind": "module_runs", "plane": top.plane, "name": top.name,
+                                          "field": "mean_duration"}}, ""),
+                Evidence(f"Time from one run of {top.name} to the next (inferred)", interval, "ms",
+                         {"trace_total": {"host": host, "kind": "module_runs", "plane": top.plane, "name": top.name,
+                                          "field": "mean_interval"}}, "")]
+    for k, (begin, end) in enumerate(top.first, start=1):
+        evidence.append(Evidence(f"Inferred step {k}: run {k} of {top.name}", (end - begin) / 1e9, "ms",
+                                 {"trace": {"host": host, "plane": top.plane, "t0_ps": begin, "t1_ps": end,
+                                            "what": "event", "name": top.name}},
+                                 timeline_href(host, begin, end, top.name) if "trace" in inputs.pages else ""))
+    text = (f"; steps inferred from {top.count} runs of {top.name} on {top.plane} (one every {interval:.1f} ms, "
+            f"{each:.1f} ms of device time each)")
+    return evidence, text
+
+
+def no_steps(inputs: RunInputs) -> list[Finding]:
+    """No step markers: the step-time breakdown and the input analysis could not run."""
+    view = inputs.overview
+    if view is None or inputs.steps:
+        return []
+    inferred, text = _inferred_steps(inputs)
+    warning = EMPTY_INTERSECT_WARNING if EMPTY_INTERSECT_WARNING in view.warnings else NO_STEP_WARNING
+    training = bool(view.environment.get("is_training"))
+    return [Finding(
+        id="capture.no_steps", severity="medium" if training else "low",
+        title="No step markers: the step-time breakdown and the input analysis could not run" + text,
+        estimate="Not a cost of the workload: without steps the report gives shares of the capture instead of "
+                 "time per step." + (" The inferred steps are repeated runs of one top-level program, not "
+                                     "markers." if inferred else ""),
+        action=pick(inputs.framework, *_STEP_MARKERS) + (" Several hosts whose steps do not line up need their "
+                                                         "clocks (or profiling start times) aligned."
+                                                         if warning == EMPTY_INTERSECT_WARNING else ""),
+        evidence=[Evidence("Steps", 0, "count", summary_source("overview", "steps"), inputs.page("overview")),
+                  Evidence("XProf's diagnostic", warning, "", _page_text("overview.html"), inputs.page("overview")),
+                  *inferred],
+        links=[Link("Overview", inputs.page("overview")),
+               *([Link("Inferred steps on the timeline", inferred[3].href)] if len(inferred) > 3 and inferred[3].href
+                 else [])],
+    )]
+
+
+def too_few_steps(inputs: RunInputs) -> list[Finding]:
+    """Fewer than three steps: averages and shares rest on too little to judge."""
+    if not 0 < inputs.steps < MIN_STEPS:
+        return []
+    return [Finding(
+        id="capture.too_few_steps", severity="low",
+        title=f"Only {inputs.steps} step{'s' if inputs.steps > 1 else ''} analysed: too few to judge step time "
+              "and its variation",
+        estimate="Not a cost of the workload: averages over so few steps (which may include warm-up) say little.",
+        action=pick(inputs.framework,
+                    "Profile at least 5–10 steps of the steady state: `tf.keras.callbacks.TensorBoard("
+                    "profile_batch=(10, 20))`, or `tf.profiler.experimental.start/stop` around several steps "
+                    "after warm-up.",
+                    "Profile at least 5–10 steps of the steady state: start the trace after the first "
+                    "(compiling) steps and stop it several steps later."),
+        evidence=[inputs.steps_evidence(), inputs.step_time_evidence()],
+        links=[Link("Overview", inputs.page("overview"))],
+    )]
+
+
+def clock_skew(inputs: RunInputs) -> list[Finding]:
+    """Hosts whose step markers disagree in time: clocks (or profiling start times) out of step."""
+    hosts = [(h, {name: (b, e) for name, b, e in f.steps}) for h, f in inputs.facts.items() if f.steps]
+    if len(hosts) < 2:
+        return []
+    ref_host, ref = hosts[0]
+    durations = [e - b for _, steps in hosts for b, e in steps.values()]
+    threshold = max(SKEW_MIN_PS, SKEW_STEP_SHARE * statistics.median(durations))
+    worst = None
+    for host, steps in hosts[1:]:
+        common = sorted(set(steps) & set(ref))
+        if not common:
+            continue
+        offset = statistics.median(steps[n][0] - ref[n][0] for n in common)
+        if abs(offset) > threshold and (worst is None or abs(offset) > abs(worst[1])):
+            worst = (host, offset, common[0])
+    if worst is None:
+        return []
+    host, offset, step = worst
+    evidence = [Evidence(f"Median offset of {host}'s steps from {ref_host}'s", offset / 1e9, "ms", None, ""),
+                Evidence("Median step duration", statistics.median(durations) / 1e9, "ms", None, "")]
+    for h, steps in ((ref_host, ref), (host, dict(hosts)[host])):
+        begin, end = steps[step]
+        evidence.append(Evidence(f"Step {step} starts on {h} at", begin / 1e9, "ms",
+                                 {"trace": {"host": h, "plane": "", "t0_ps": begin, "t1_ps": end, "what": "step"}},
+                                 timeline_href(h, begin, end) if "trace" in inputs.pages else ""))
+    return [Finding(
+        id="capture.clock_skew", severity="medium",
+        title=f"Host {host}'s steps start {abs(offset) / 1e9:.1f} ms {'after' if offset > 0 else 'before'} the same "
+              f"steps on {ref_host}: the hosts' clocks (or profile start times) disagree",
+        estimate="Not a cost of the workload: views that line hosts up in time (combined steps, pod viewer, the "
+                 "trace) put their events in the wrong places by this offset.",
+        action="Synchronise the hosts' clocks (NTP/chrony) and start profiling on all hosts together (one "
+               "`tf.profiler.experimental.client.trace` / `jax.profiler` call for all workers); if the clocks "
+               "agree, the hosts really run out of step: look for a straggler before a collective.",
+        evidence=evidence, links=[Link(f"Step {step} on {h}", e.href) for h, e in zip((ref_host, host), evidence[2:])
+                                  if e.href],
+    )]
+
+
+def missing_hlo_metadata(inputs: RunInputs) -> list[Finding]:
+    """Device ops whose HLO program is not in the capture: they cannot be named, categorised or costed."""
+    data = inputs.op_profile
+    if data is None:
+        return []
+    run = data.run
+    # Program 0 holds the framework's own (non-XLA) device ops, which have no HLO to miss.
+    records = run.records[(run.records["category"] != IDLE) & (run.records["occurrences"] > 0)
+                          & (run.records["hlo_module_id"] != 0)]
+    unknown = records[~records["hlo_module_id"].map(lambda p: (int(p) % (1 << 64)) in run.details.program_names)]
+    total = float(run.op_stats.device_db.total_time_ps)
+    if unknown.empty or total <= 0:
+        return []
+    share = 100.0 * float(unknown["self_time_ps"].sum()) / total
+    if share < UNATTRIBUTED_PERCENT:
+        return []
+    programs = sorted({int(p) % (1 << 64) for p in unknown["hlo_module_id"]})
+    return [Finding(
+        id="capture.missing_hlo_metadata", severity="medium" if share >= 25.0 else "low",
+        title=f"{share:.1f}% of device time is in ops of programs whose HLO is not in the capture",
+        estimate="The device time of ops whose program id has no HLO module in the capture's metadata plane: "
+                 "their FLOPs, bytes and source are unknown, so utilisation and op-level findings miss them.",
+        action="Capture again with the programs' HLO: start the profiler before the programs are compiled (the "
+               "first call of each jitted function / tf.function), so that the capture's `/host:metadata` plane "
+               "holds their modules; do not strip that plane when copying captures.",
+        evidence=[Evidence("Device time in ops of unknown programs (op profile node 'main')", share, "percent",
+                           csv_source(OP_PROFILE_CSV, {"Path": "by_program > main"}, "Time (%)", "sum"),
+                           inputs.page("op_profile")),
+                  Evidence("Program ids without HLO", ", ".join(str(p) for p in programs), "", None, "")],
+        links=[Link("Op profile", inputs.page("op_profile"))], percent_of_device_time=share,
+    )]
+
+
+__all__ = ["clock_skew", "dropped_events", "missing_hlo_metadata", "no_steps", "too_few_steps"]

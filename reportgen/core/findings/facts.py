@@ -1,0 +1,416 @@
+"""Per-host facts the findings need and no tool page computes, taken while the capture is in memory.
+
+The tools already compute nearly everything the rules read; what they do not
+is small and GPU- or capture-specific: how busy each GPU was in each step
+(and its longest idle gaps), whether its copies were synchronous or from
+pageable memory, how long host threads sat in CUDA/HIP synchronisation
+calls, how much collective time overlapped compute, which top-level XLA
+programs ran again and again (steps can be inferred from them when the
+capture has no step markers), and each host's step windows (to compare
+hosts' clocks). `host_facts` computes them once per host in the host stage,
+vectorised over the event table; the rules never read the capture.
+
+Times are the capture's picoseconds (the trace's clock).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reportgen.core.events import schema
+from reportgen.core.events.intervals import intersection_length, merged, overlap_length, overlapping
+from reportgen.core.events.table import EventTable
+from reportgen.core.events.tf_op import TENSORFLOW, TF_DATA
+
+GAP_MIN_PS = 1_000_000_000  # 1 ms: an idle stretch of a GPU worth showing
+TOP_EVENTS = 3  # longest gaps, copies, synchronisation calls kept as evidence
+WINDOWS_WITHOUT_STEPS = 10  # a GPU's active span cut into this many windows when the capture has no steps
+_SYNC_API = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
+# Compilation on host threads: XLA's compilers (JAX's backend_compile, PJRT, TF's XlaCompile op).
+_COMPILE = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$")
+_DETAIL = re.compile(r"(\w+):(\S+)")
+
+
+@dataclass
+class Window:
+    """A step (or a slice of a stepless capture) on one GPU: its span and the GPU's busy time in it."""
+
+    name: str
+    begin_ps: int
+    end_ps: int
+    busy_ps: int
+
+    @property
+    def busy_percent(self) -> float:
+        span = self.end_ps - self.begin_ps
+        return 100.0 * self.busy_ps / span if span > 0 else 0.0
+
+
+@dataclass
+class TimedEvent:
+    """One event kept as evidence: where and when it ran."""
+
+    plane: str
+    name: str
+    begin_ps: int
+    duration_ps: int
+    detail: str = ""
+
+
+@dataclass
+class GpuActivity:
+    """One GPU that ran something: its busy time in each window, its longest idle gaps, collective overlap."""
+
+    plane: str
+    windows: list[Window]
+    gaps: list[tuple[int, int]]  # the longest idle stretches of at least GAP_MIN_PS inside the windows
+    gap_total_ps: int  # every idle stretch of at least GAP_MIN_PS inside the windows
+    collective_ps: int = 0  # time in collective kernels (nccl*, rccl*)
+    collective_overlap_ps: int = 0  # of that, time when a compute kernel ran at the same time
+
+    @property
+    def window_ps(self) -> int:
+        return sum(w.end_ps - w.begin_ps for w in self.windows)
+
+    @property
+    def busy_ps(self) -> int:
+        return sum(w.busy_ps for w in self.windows)
+
+
+@dataclass
+class CopyStats:
+    """Device copies (or memsets) of one kind: how many, how long on the device, how many bytes."""
+
+    count: int = 0
+    duration_ps: int = 0
+    bytes: int = 0
+    longest: list[TimedEvent] = field(default_factory=list)
+
+
+@dataclass
+class StepShare:
+    """Host-thread work of one kind inside the steps: how many events, the time some thread spent in them (their
+    union, clipped to the steps), and the longest ones."""
+
+    count: int = 0
+    busy_ps: int = 0
+    longest: list[TimedEvent] = field(default_factory=list)
+    # Of busy_ps, the time nothing more important ran: no GPU work (and, for host ops, no launch call), as
+    # XProf's step breakdown gives each moment to the highest-priority activity.
+    exposed_ps: int = 0
+
+
+@dataclass
+class ModuleRuns:
+    """Executions of one top-level XLA program on a device's `XLA Modules` line."""
+
+    name: str
+    plane: str
+    count: int
+    total_ps: int
+    first: list[tuple[int, int]]  # (begin, end) of the first executions
+    mean_interval_ps: float  # from one start to the next
+
+
+@dataclass
+class ProgramActivity:
+    """A device's `XLA Modules` line: from its first program run to its last, the time some program ran,
+    and the longest stretches between runs."""
+
+    plane: str
+    first_ps: int
+    last_ps: int
+    busy_ps: int
+    gaps: list[tuple[int, int]]
+    # The steady state: from the first run of the plane's most executed program to the last run.
+    steady_first_ps: int = 0
+    steady_busy_ps: int = 0
+
+    @property
+    def idle_percent(self) -> float:
+        span = self.last_ps - self.first_ps
+        return 100.0 * (span - self.busy_ps) / span if span > 0 else 0.0
+
+    @property
+    def steady_idle_percent(self) -> float:
+        span = self.last_ps - self.steady_first_ps
+        return 100.0 * (span - self.steady_busy_ps) / span if span > 0 else 0.0
+
+
+@dataclass
+class HostFacts:
+    host: str
+    framework: str  # "tensorflow", "jax" or "" (unknown)
+    steps: list[tuple[str, int, int]] = field(default_factory=list)  # (name, begin, end), this host's own steps
+    gpus: list[GpuActivity] = field(default_factory=list)
+    sync_copies: CopyStats = field(default_factory=CopyStats)  # memcpy/memset with async:0
+    pageable_copies: CopyStats = field(default_factory=CopyStats)  # memcpy from or to pageable host memory
+    sync_calls: StepShare = field(default_factory=lambda: StepShare())  # host threads in *Synchronize calls
+    module_runs: list[ModuleRuns] = field(default_factory=list)  # most executed first
+    programs: list[ProgramActivity] = field(default_factory=list)  # one per device plane with program runs
+    launches: StepShare = field(default_factory=StepShare)  # kernel launch and copy API calls (GPU hosts)
+    compilation: StepShare = field(default_factory=StepShare)  # XLA compilation on host threads
+    host_ops: StepShare = field(default_factory=StepShare)  # framework ops on host threads (GPU hosts)
+
+
+def _framework(table: EventTable, module_names: list[str]) -> str:
+    if table.host_plane is not None and len(table.md_tf_op):
+        categories = {op.category for op in table.md_tf_op}
+        if TENSORFLOW in categories or TF_DATA in categories:
+            return "tensorflow"
+    if any(n.startswith(("jit_", "pjit_", "jit(", "pmap_")) for n in module_names):
+        return "jax"
+    return ""
+
+
+def _step_windows(step_db) -> list[tuple[str, int, int]]:
+    """(name, begin, end) of each step of the host's step database, over all its cores."""
+    s = step_db.steps
+    if s.empty:
+        return []
+    ends = s["begin_ps"] + s["duration_ps"]
+    g = s.assign(end=ends).groupby("step_num", sort=False)
+    names = g["name"].first()
+    begins, last = g["begin_ps"].min(), g["end"].max()
+    windows = sorted((int(begins[k]), int(last[k]), str(names[k]) or str(k))
+                     for k in names.index if last[k] > begins[k])
+    # Disjoint, in time order: a step that begins before the previous one ends starts where that one ends.
+    out, reach = [], None
+    for begin, end, name in windows:
+        begin = begin if reach is None else max(begin, reach)
+        if end > begin:
+            out.append((name, begin, end))
+            reach = end
+    return out
+
+
+def _gaps(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int, int]]) -> tuple[list, int]:
+    """Idle stretches of at least GAP_MIN_PS between the (sorted, disjoint) busy intervals, inside the windows."""
+    found = []
+    for _, lo, hi in windows:  # one turn per step: the busy intervals of each are found by bisection
+        a, b = np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi, side="left")
+        s, e = np.clip(starts[a:b], lo, hi), np.clip(ends[a:b], lo, hi)
+        idle_begin, idle_end = np.concatenate([[lo], e]), np.concatenate([s, [hi]])
+        keep = idle_end - idle_begin >= GAP_MIN_PS
+        found += list(zip(idle_begin[keep].tolist(), idle_end[keep].tolist()))
+    total = int(sum(b - a for a, b in found))
+    found.sort(key=lambda g: (-(g[1] - g[0]), g[0]))
+    return found[:TOP_EVENTS], total
+
+
+def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int]]) -> GpuActivity | None:
+    """The GPU's busy time in each step it ran a kernel in (or, without steps, in each slice of its active span
+    with a kernel): a GPU the job does not compute on (copies only, or idle) is not judged idle."""
+    lines = table.lines_of_plane(plane)
+    lines = lines[~table.derived_lines[lines]]
+    rows = table.events_of_lines(lines)
+    rows = rows[table.duration[rows] > 0]
+    if len(rows) == 0:
+        return None
+    busy = merged(table.start[rows], table.end[rows])
+    copy = (table.str_stat("memcpy_details")[rows] >= 0) | (table.str_stat("memset_details")[rows] >= 0)
+    kernels = merged(table.start[rows[~copy]], table.end[rows[~copy]])
+    if steps:
+        windows = steps
+    else:
+        first, last = int(busy[0][0]), int(busy[1][-1])
+        edges = np.linspace(first, last, WINDOWS_WITHOUT_STEPS + 1).astype(np.int64)
+        windows = [(f"{k + 1}/{WINDOWS_WITHOUT_STEPS}", int(a), int(b)) for k, (a, b) in
+                   enumerate(zip(edges[:-1], edges[1:])) if b > a]
+    windows = [(n, b, e) for n, b, e in windows if overlap_length(kernels[0], kernels[1], b, e) > 0]
+    if not windows:
+        return None  # no kernel inside the steps analysed
+    gaps, gap_total = _gaps(busy[0], busy[1], windows)
+    collective = _is_collective(table)[table.md[rows]]
+    comm = merged(table.start[rows[collective]], table.end[rows[collective]])
+    compute = merged(table.start[rows[~collective]], table.end[rows[~collective]])
+    return GpuActivity(
+        plane=table.plane_names[plane],
+        windows=[Window(n, b, e, overlap_length(busy[0], busy[1], b, e)) for n, b, e in windows],
+        gaps=gaps, gap_total_ps=gap_total,
+        collective_ps=int((comm[1] - comm[0]).sum()), collective_overlap_ps=intersection_length(comm, compute),
+    )
+
+
+def _shown_name(table: EventTable, row: int) -> str:
+    """An event's name as the trace shows it: its display name when it has one (a TF op's type)."""
+    display = str(table.md_display_names[table.md[row]])
+    return display or str(table.names_of(row))
+
+
+def _is_collective(table: EventTable) -> np.ndarray:
+    """Per event metadata: a collective kernel (NCCL on Nvidia, RCCL on AMD)."""
+    return np.array([str(n).lower().startswith(("nccl", "rccl")) for n in table.md_names], dtype=bool)
+
+
+def _count(text: str) -> int:
+    return int(text) if text.isdigit() else 0
+
+
+def _details(text: str) -> dict[str, str]:
+    return dict(_DETAIL.findall(text))
+
+
+def _copy_stats(table: EventTable, rows: np.ndarray, detail_ids: np.ndarray, sizes: np.ndarray) -> CopyStats:
+    if len(rows) == 0:
+        return CopyStats()
+    order = np.lexsort((table.start[rows], -table.duration[rows]))[:TOP_EVENTS]
+    details = table.strings(detail_ids[order])
+    return CopyStats(
+        count=len(rows), duration_ps=int(table.duration[rows].sum()), bytes=int(sizes.sum()),
+        longest=[TimedEvent(table.plane_names[table.plane[rows[i]]], _shown_name(table, rows[i]),
+                            int(table.start[rows[i]]), int(table.duration[rows[i]]), str(text))
+                 for i, text in zip(order, details)],
+    )
+
+
+def _copies(table: EventTable, gpu: list[int]) -> tuple[CopyStats, CopyStats]:
+    """Synchronous copies and memsets (async:0), and copies from or to pageable memory, on the GPUs."""
+    if not gpu:
+        return CopyStats(), CopyStats()
+    memcpy = table.str_stat("memcpy_details")
+    memset = table.str_stat("memset_details")
+    details = np.where(memcpy >= 0, memcpy, memset)
+    rows = np.flatnonzero(np.isin(table.plane, gpu) & ~table.derived_lines[table.line] & (details >= 0))
+    if len(rows) == 0:
+        return CopyStats(), CopyStats()
+    # Each distinct details string is parsed once (they are interned).
+    ids, inverse = np.unique(details[rows], return_inverse=True)
+    parsed = [_details(str(t)) for t in table.strings(ids)]
+    size = np.array([_count(p.get("size", p.get("num_bytes", ""))) for p in parsed], dtype=np.int64)[inverse]
+    sync = np.array([p.get("async") == "0" for p in parsed], dtype=bool)[inverse]
+    pageable = np.array(["pageable" in (p.get("kind_src"), p.get("kind_dst")) for p in parsed], dtype=bool)[inverse]
+    ids = details[rows]
+    return (_copy_stats(table, rows[sync], ids[sync], size[sync]),
+            _copy_stats(table, rows[pageable], ids[pageable], size[pageable]))
+
+
+def _sync_calls(table: EventTable, steps) -> StepShare:
+    """Host threads blocked in CUDA/HIP synchronisation calls (driver/runtime API events), inside the steps (or,
+    without steps, over the host's whole timeline)."""
+    if table.host_plane is None:
+        return StepShare()
+    rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+    matching = np.array([bool(_SYNC_API.match(str(n))) for n in table.md_names], dtype=bool)
+    rows = rows[matching[table.md[rows]] & (table.duration[rows] > 0)]
+    if len(rows) == 0:
+        return StepShare()
+    windows = steps or [("", int(table.start[rows].min()), int(table.end[rows].max()))]
+    return _step_share(table, rows, windows)
+
+
+def _module_runs(table: EventTable) -> tuple[list[ModuleRuns], list[ProgramActivity]]:
+    """Top-level XLA program executions per device plane's `XLA Modules` line (most executed first), and
+    each such line's activity."""
+    runs, activity = [], []
+    for line in np.flatnonzero(table.line_names == schema.XLA_MODULE_LINE):
+        plane = int(table.line_planes[line])
+        rows = table.events_of_lines(np.array([line]))
+        rows = rows[table.duration[rows] > 0]
+        if len(rows) == 0:
+            continue
+        busy = merged(table.start[rows], table.end[rows])
+        first, last = int(busy[0][0]), int(busy[1][-1])
+        gaps, _ = _gaps(busy[0], busy[1], [("", first, last)])
+        names = table.names_of(rows)
+        most = max(sorted(set(names.tolist())), key=lambda n: int((names == n).sum()))
+        steady = int(table.start[rows[names == most]].min())
+        activity.append(ProgramActivity(table.plane_names[plane], first, last, int((busy[1] - busy[0]).sum()), gaps,
+                                        steady, overlap_length(busy[0], busy[1], steady, last)))
+        for name in sorted(set(names.tolist())):
+            mine = rows[names == name]
+            mine = mine[np.argsort(table.start[mine], kind="stable")]
+            starts = table.start[mine]
+            runs.append(ModuleRuns(
+                name=str(name), plane=table.plane_names[plane], count=len(mine),
+                total_ps=int(table.duration[mine].sum()),
+                first=[(int(table.start[r]), int(table.end[r])) for r in mine[:TOP_EVENTS]],
+                mean_interval_ps=float(np.diff(starts).mean()) if len(starts) > 1 else 0.0,
+            ))
+    runs.sort(key=lambda m: (-m.count, -m.total_ps, m.plane, m.name))
+    return runs, activity
+
+
+def _clipped(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int, int]]):
+    """Sorted disjoint intervals cut to the (disjoint) windows."""
+    out_s, out_e = [], []
+    for _, lo, hi in windows:
+        a, b = np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi, side="left")
+        out_s.append(np.clip(starts[a:b], lo, hi))
+        out_e.append(np.clip(ends[a:b], lo, hi))
+    if not out_s:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_s), np.concatenate(out_e)
+
+
+def _step_share(table: EventTable, rows: np.ndarray, steps, cover=None) -> StepShare:
+    """The host-thread events `rows` inside the steps (see StepShare); `cover`: sorted disjoint intervals of
+    higher-priority activity."""
+    if len(rows) == 0 or not steps:
+        return StepShare()
+    begins = np.array([b for _, b, _ in steps], np.int64)
+    ends = np.array([e for _, _, e in steps], np.int64)
+    rows = rows[overlapping(table.start[rows], table.end[rows], begins, ends)]
+    if len(rows) == 0:
+        return StepShare()
+    busy = _clipped(*merged(table.start[rows], table.end[rows]), steps)
+    busy_ps = int((busy[1] - busy[0]).sum())
+    exposed = busy_ps - intersection_length(busy, cover) if cover is not None else busy_ps
+    order = np.lexsort((table.start[rows], -table.duration[rows]))[:TOP_EVENTS]
+    host_plane = table.plane_names[table.host_plane]
+    return StepShare(count=len(rows), busy_ps=busy_ps, exposed_ps=int(exposed),
+                     longest=[TimedEvent(host_plane, _shown_name(table, rows[i]), int(table.start[rows[i]]),
+                                         int(table.duration[rows[i]])) for i in order])
+
+
+def _host_work(table: EventTable, steps, gpu: list[int]) -> tuple[StepShare, StepShare, StepShare]:
+    """Launch calls, compilation and framework ops on the host threads, inside the steps."""
+    if table.host_plane is None or not steps:
+        return StepShare(), StepShare(), StepShare()
+    rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+    rows = rows[table.duration[rows] > 0]
+    compile_md = np.array([bool(_COMPILE.search(str(n))) for n in table.md_names], dtype=bool)
+    compiling = compile_md[table.md[rows]]
+    if not gpu:
+        return StepShare(), _step_share(table, rows[compiling], steps), StepShare()
+    # XProf: a host event with a correlation id is a kernel launch (or a copy's API call).
+    launching = table.stat_present("correlation_id")[rows]
+    op_md = np.array([op.category == TENSORFLOW for op in table.md_tf_op], dtype=bool)
+    ops = op_md[table.md[rows]] & ~launching & ~compiling
+    device_rows = np.flatnonzero(np.isin(table.plane, gpu) & ~table.derived_lines[table.line] & (table.duration > 0))
+    gpu_busy = _clipped(*merged(table.start[device_rows], table.end[device_rows]), steps)
+    launch_rows = rows[launching]
+    launch_busy = merged(table.start[launch_rows], table.end[launch_rows])
+    busier = merged(np.concatenate([gpu_busy[0], launch_busy[0]]), np.concatenate([gpu_busy[1], launch_busy[1]]))
+    return (_step_share(table, launch_rows, steps, gpu_busy), _step_share(table, rows[compiling], steps),
+            _step_share(table, rows[ops], steps, busier))
+
+
+def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -> HostFacts:
+    """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names)."""
+    steps = _step_windows(step_db)
+    gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
+    sync, pageable = _copies(table, gpu)
+    runs, programs = _module_runs(table)
+    launches, compilation, host_ops = _host_work(table, steps, gpu)
+    return HostFacts(
+        host=host,
+        framework=_framework(table, module_names),
+        steps=steps,
+        gpus=[a for a in (_gpu_activity(table, p, steps) for p in gpu) if a is not None],
+        sync_copies=sync,
+        pageable_copies=pageable,
+        sync_calls=_sync_calls(table, steps),
+        module_runs=runs,
+        programs=programs,
+        launches=launches,
+        compilation=compilation,
+        host_ops=host_ops,
+    )
+
+
+__all__ = ["GAP_MIN_PS", "CopyStats", "GpuActivity", "HostFacts", "ModuleRuns", "ProgramActivity", "StepShare",
+           "TimedEvent", "Window", "host_facts"]

@@ -1,0 +1,354 @@
+"""Rules over GPU work: kernels (the kernel stats DB) and, Nsight Systems style, the GPUs' timelines (the
+hosts' findings facts: busy time per step, idle gaps, synchronous and pageable copies, synchronisation calls,
+collective kernels overlapping compute)."""
+
+from __future__ import annotations
+
+from reportgen.core.findings.facts import CopyStats, GpuActivity, StepShare
+from reportgen.core.findings.inputs import RunInputs, pick
+from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, severity_for, summary_source
+from reportgen.core.pages import KERNEL_STATS_CSV, kernel_anchor, timeline_href
+
+TENSOR_CORE_PERCENT = 10.0  # of GPU kernel time in eligible kernels that do not use TensorCores
+TINY_KERNEL_US = 10.0  # kernels averaging less than this are launch-bound
+TINY_LAUNCH_SHARE = 50.0  # … when they are this share of all launches
+TINY_LAUNCHES_PER_STEP = 100
+TINY_LAUNCHES_WITHOUT_STEPS = 1000
+LAUNCH_OVERHEAD_US = 5.0  # a kernel launch's typical host cost (CUDA: a few µs)
+COPY_PERCENT = 1.0  # synchronous or pageable copies, as a share of the step time (or of the GPU busy time)
+SYNC_CALL_PERCENT = 5.0
+LOW_UTILIZATION_PERCENT = 50.0  # Nsight Systems' GPU utilisation rule
+GAP_PERCENT = 10.0  # long idle gaps as a share of the windows analysed
+COLLECTIVE_SHARE = 5.0  # collectives as a share of the GPU's busy time
+OVERLAP_PERCENT = 50.0  # of collective time overlapped by compute kernels
+TOP = 3
+
+
+def _kernel_rows(inputs: RunInputs, rows, label) -> list[Evidence]:
+    return [Evidence(label(row), float(row.total_duration_us), "us",
+                     csv_source(KERNEL_STATS_CSV, {"Rank": row.rank}, "Total Duration (\u03bcs)"),
+                     inputs.page("kernel_stats", kernel_anchor(row.rank)))
+            for row in rows.head(TOP).itertuples()]
+
+
+def tensor_cores_unused(inputs: RunInputs) -> list[Finding]:
+    """Ops eligible for TensorCores whose kernels do not use them."""
+    data = inputs.kernel_stats
+    if data is None or not len(data.combined):
+        return []
+    table = data.combined
+    total = float(table["total_duration_us"].sum())
+    missed = table[table["is_op_tensor_core_eligible"] & ~table["is_kernel_using_tensor_core"]]
+    share = 100.0 * float(missed["total_duration_us"].sum()) / total if total else 0.0
+    if share < TENSOR_CORE_PERCENT:
+        return []
+    return [Finding(
+        id="gpu.tensor_cores_unused", severity=severity_for(share),
+        title=f"{share:.1f}% of GPU kernel time is in matmul/convolution ops whose kernels do not use TensorCores",
+        estimate="The kernel stats' time in kernels of TensorCore-eligible ops that do not use TensorCores, as a "
+                 "share of all kernel time; TensorCores run such math several times faster.",
+        action=pick(inputs.framework,
+                    "TensorCores need 16-bit inputs (or TF32 on Ampere and later): use "
+                    "`tf.keras.mixed_precision.set_global_policy('mixed_float16')`, and make batch, channel and "
+                    "feature sizes multiples of 8.",
+                    "TensorCores need 16-bit inputs (or TF32 on Ampere and later): compute in bfloat16/float16, "
+                    "or allow TF32 (`jax.default_matmul_precision('tensorfloat32')`), and make dimensions "
+                    "multiples of 8."),
+        evidence=[Evidence("Kernel time using TensorCores", float(_tensor_core_percent(table)), "percent",
+                           summary_source("kernel_stats", "tensor_core_percent"), inputs.page("kernel_stats")),
+                  Evidence("Kernel time in the kernel stats", total, "us", summary_source("kernel_stats", "total_us"),
+                           inputs.page("kernel_stats")),
+                  *_kernel_rows(inputs, missed, lambda r: f"{r.op_name}: {r.kernel_name} (no TensorCore)")],
+        links=[Link("GPU kernel stats", inputs.page("kernel_stats"))], percent_of_device_time=share,
+    )]
+
+
+def _tensor_core_percent(table) -> float:
+    total = float(table["total_duration_us"].sum())
+    used = float(table.loc[table["is_kernel_using_tensor_core"], "total_duration_us"].sum())
+    return round(100.0 * used / total, 2) if total else 0.0
+
+
+def tiny_kernels(inputs: RunInputs) -> list[Finding]:
+    """Many tiny kernels: the GPU waits on the host launching them."""
+    data = inputs.kernel_stats
+    if data is None or not len(data.combined):
+        return []
+    table = data.combined
+    launches = int(table["occurrences"].sum())
+    tiny = table[table["avg_duration_us"] < TINY_KERNEL_US]
+    count = int(tiny["occurrences"].sum())
+    steps = inputs.steps
+    per_step = count / steps if steps else count
+    if not launches or 100.0 * count / launches < TINY_LAUNCH_SHARE or \
+            per_step < (TINY_LAUNCHES_PER_STEP if steps else TINY_LAUNCHES_WITHOUT_STEPS):
+        return []
+    at_stake = per_step * LAUNCH_OVERHEAD_US / 1e3
+    share = 100.0 * at_stake / inputs.step_ms if steps and inputs.step_ms else None
+    return [Finding(
+        id="gpu.tiny_kernels", severity=severity_for(share) if share is not None else "low",
+        title=f"{100.0 * count / launches:.0f}% of kernel launches are tiny (under {TINY_KERNEL_US:g} µs on average): "
+              "the GPU is launch-bound",
+        estimate=f"{LAUNCH_OVERHEAD_US:g} µs of host launch overhead per tiny kernel"
+                 + (", per step" if steps else " over the capture") + ": the time the launches take at best.",
+        action=pick(inputs.framework,
+                    "Fuse them: compile the step with XLA (`tf.function(jit_compile=True)`), and grow the batch so "
+                    "each kernel does more work.",
+                    "Fuse them: keep the whole step under one `jax.jit` (no Python loop of small jitted calls), "
+                    "and grow the batch so each kernel does more work."),
+        evidence=[Evidence("Tiny kernel launches" + (" per step" if steps else ""), per_step, "count", None, ""),
+                  Evidence("All kernel launches", launches, "count", None, inputs.page("kernel_stats")),
+                  *_kernel_rows(inputs, tiny.sort_values("occurrences", ascending=False, kind="stable"),
+                                lambda r: f"{r.kernel_name} ({int(r.occurrences)} launches)")],
+        links=[Link("GPU kernel stats", inputs.page("kernel_stats"))],
+        ms_per_step=at_stake if steps else None, percent_of_step=share,
+    )]
+
+
+def _per_step_share(inputs: RunInputs, total_ps: int, busy_ps: int) -> tuple[float | None, float]:
+    """(ms per step or None, share of the step time or of the GPUs' busy time)."""
+    steps = inputs.steps
+    if steps and inputs.step_ms:
+        ms = total_ps / 1e9 / steps
+        return ms, 100.0 * ms / inputs.step_ms
+    return None, 100.0 * total_ps / busy_ps if busy_ps else 0.0
+
+
+def _copy_finding(inputs: RunInputs, kind: str, finding_id: str, title: str, action: str) -> list[Finding]:
+    stats: dict[str, CopyStats] = {h: getattr(f, kind) for h, f in inputs.facts.items() if getattr(f, kind).count}
+    if not stats:
+        return []
+    total = sum(s.duration_ps for s in stats.values())
+    busy = sum(g.busy_ps for f in inputs.facts.values() for g in f.gpus)
+    ms, share = _per_step_share(inputs, total, busy)
+    if share < COPY_PERCENT:
+        return []
+    evidence = []
+    for host, s in stats.items():
+        evidence += [Evidence(f"Copies on {host}", s.count, "count", {"trace_total": {"host": host, "kind": kind}}),
+                     Evidence(f"Their device time on {host}", s.duration_ps / 1e9, "ms",
+                              {"trace_total": {"host": host, "kind": kind, "field": "duration"}}),
+                     Evidence(f"Their bytes on {host}", s.bytes, "bytes",
+                              {"trace_total": {"host": host, "kind": kind, "field": "bytes"}})]
+        evidence += _event_evidence(inputs, host, s)
+    return [Finding(
+        id=finding_id, severity=severity_for(share), title=title.format(share=share), action=action,
+        estimate=("The copies' device time per step, as a share of the step time." if ms is not None else
+                  "The copies' device time as a share of the GPUs' busy time over the capture."),
+        evidence=evidence, links=_timeline_links(inputs, stats), ms_per_step=ms,
+        percent_of_step=share if ms is not None else None, percent_of_device_time=None if ms is not None else share,
+    )]
+
+
+def _event_evidence(inputs: RunInputs, host: str, stats: CopyStats | StepShare) -> list[Evidence]:
+    return [Evidence(f"{e.name} on {e.plane}" + (f" ({e.detail})" if e.detail else ""), e.duration_ps / 1e9, "ms",
+                     {"trace": {"host": host, "plane": e.plane, "t0_ps": e.begin_ps,
+                                "t1_ps": e.begin_ps + e.duration_ps, "what": "event", "name": e.name}},
+                     timeline_href(host, e.begin_ps, e.begin_ps + e.duration_ps, e.name)
+                     if "trace" in inputs.pages else "")
+            for e in stats.longest]
+
+
+def _timeline_links(inputs: RunInputs, stats: dict[str, CopyStats] | dict[str, StepShare]) -> list[Link]:
+    if "trace" not in inputs.pages:
+        return []
+    return [Link(f"The longest on the timeline ({host})",
+                 timeline_href(host, s.longest[0].begin_ps, s.longest[0].begin_ps + s.longest[0].duration_ps,
+                               s.longest[0].name))
+            for host, s in stats.items() if s.longest]
+
+
+def sync_copies(inputs: RunInputs) -> list[Finding]:
+    """Synchronous memcpy/memset: the host thread blocks until the copy is done."""
+    return _copy_finding(
+        inputs, "sync_copies", "gpu.synchronous_copies",
+        "Synchronous GPU copies and memsets take {share:.1f}% of the time: the host blocks on each",
+        pick(inputs.framework,
+             "Make transfers asynchronous: feed the model from tf.data with `prefetch` (and "
+             "`tf.data.experimental.prefetch_to_device` for GPU input), avoid `.numpy()` on GPU tensors inside "
+             "the step, and keep constants on the device.",
+             "Make transfers asynchronous: `jax.device_put` the next batch ahead of time, avoid reading arrays "
+             "back with `np.asarray` / `float()` inside the loop, and keep constants on the device."),
+    )
+
+
+def pageable_copies(inputs: RunInputs) -> list[Finding]:
+    """Copies from or to pageable host memory: staged through a bounce buffer, never overlapped."""
+    return _copy_finding(
+        inputs, "pageable_copies", "gpu.pageable_copies",
+        "Copies between the GPU and pageable host memory take {share:.1f}% of the time",
+        "Copy from pinned (page-locked) host memory so that transfers run asynchronously at full bandwidth: "
+        "tf.data's `prefetch_to_device` / `copy_to_device` pin their buffers; in JAX, `jax.device_put` from "
+        "arrays made by the input pipeline ahead of the step (or a pinned_host memory kind).",
+    )
+
+
+def sync_calls(inputs: RunInputs) -> list[Finding]:
+    """Host threads waiting in stream/device/event synchronisation calls."""
+    stats = {h: f.sync_calls for h, f in inputs.facts.items() if f.sync_calls.count}
+    if not stats:
+        return []
+    total = sum(s.busy_ps for s in stats.values())
+    window = sum(sum(e - b for _, b, e in inputs.facts[h].steps) for h in stats)
+    count = sum(len(inputs.facts[h].steps) for h in stats)
+    if count and window:
+        ms, share = total / 1e9 / count, 100.0 * total / window
+    else:
+        busy = sum(g.busy_ps for f in inputs.facts.values() for g in f.gpus)
+        ms, share = None, 100.0 * total / busy if busy else 0.0
+    if share < SYNC_CALL_PERCENT:
+        return []
+    evidence = []
+    for host, s in stats.items():
+        steps = inputs.facts[host].steps
+        source = {"host": host, "kind": "sync_calls", "windows": [[b, e] for _, b, e in steps] if steps else None}
+        evidence += [Evidence(f"Synchronisation calls on {host}", s.count, "count", {"trace_total": source}),
+                     Evidence(f"Time in them on {host}", s.busy_ps / 1e9, "ms",
+                              {"trace_total": {**source, "field": "busy"}})]
+        evidence += _event_evidence(inputs, host, s)
+    return [Finding(
+        id="gpu.stream_synchronization", severity=severity_for(share),
+        title=f"Host threads wait in GPU synchronisation calls for {share:.1f}% of the "
+              + ("step time" if ms is not None else "GPUs' busy time"),
+        estimate=("The time some host thread spent in cuda/hip *Synchronize calls inside the steps, per step."
+                  if ms is not None else "The time in *Synchronize calls as a share of the GPUs' busy time."),
+        action=pick(inputs.framework,
+                    "Find what reads results back each step (`.numpy()`, printing tensors, Python conditions on "
+                    "tensor values, metrics computed on the host) and do it every N steps, or inside the graph.",
+                    "Find what waits for results each step (`block_until_ready`, `float(loss)`, `np.asarray`, "
+                    "printing arrays, Python control flow on array values) and do it every N steps."),
+        evidence=evidence, links=_timeline_links(inputs, stats), ms_per_step=ms,
+        percent_of_step=share if ms is not None else None, percent_of_device_time=None if ms is not None else share,
+    )]
+
+
+def _windows_evidence(inputs: RunInputs, host: str, gpu: GpuActivity, worst: int = TOP) -> list[Evidence]:
+    windows = sorted(gpu.windows, key=lambda w: (w.busy_percent, w.begin_ps))[:worst]
+    label = "step" if inputs.steps else "slice of its active time"
+    return [Evidence(f"{gpu.plane} busy in {label} {w.name}", w.busy_percent, "percent",
+                     {"trace": {"host": host, "plane": gpu.plane, "t0_ps": w.begin_ps, "t1_ps": w.end_ps,
+                                "what": "busy_percent"}},
+                     timeline_href(host, w.begin_ps, w.end_ps) if "trace" in inputs.pages else "")
+            for w in windows]
+
+
+def _gap_evidence(inputs: RunInputs, host: str, gpu: GpuActivity) -> list[Evidence]:
+    return [Evidence(f"{gpu.plane} idle", (end - begin) / 1e9, "ms",
+                     {"trace": {"host": host, "plane": gpu.plane, "t0_ps": begin, "t1_ps": end, "what": "gap"}},
+                     timeline_href(host, begin, end) if "trace" in inputs.pages else "")
+            for begin, end in gpu.gaps]
+
+
+def _gpus(inputs: RunInputs) -> list[tuple[str, GpuActivity]]:
+    return [(h, g) for h, f in inputs.facts.items() for g in f.gpus if g.window_ps > 0]
+
+
+def low_utilization(inputs: RunInputs) -> list[Finding]:
+    """A GPU busy less than half of the time analysed (the steps, or its active span without steps)."""
+    gpus = [(h, g) for h, g in _gpus(inputs) if 100.0 * g.busy_ps / g.window_ps < LOW_UTILIZATION_PERCENT]
+    if not gpus:
+        return []
+    host, gpu = min(gpus, key=lambda hg: hg[1].busy_ps / hg[1].window_ps)
+    busy = 100.0 * gpu.busy_ps / gpu.window_ps
+    idle_ps = gpu.window_ps - gpu.busy_ps
+    steps = len(gpu.windows) if inputs.steps else 0
+    ms = idle_ps / 1e9 / steps if steps else None
+    evidence = [Evidence(f"{gpu.plane} busy", busy, "percent",
+                         {"trace": {"host": host, "plane": gpu.plane, "windows": [[w.begin_ps, w.end_ps]
+                                                                                   for w in gpu.windows],
+                                    "what": "busy_percent"}}, ""),
+                *_windows_evidence(inputs, host, gpu), *_gap_evidence(inputs, host, gpu)]
+    several_hosts = len({h for h, _ in gpus}) > 1
+    others = [f"{g.plane}{f' on {h}' if several_hosts else ''}: {100.0 * g.busy_ps / g.window_ps:.0f}%"
+              for h, g in gpus if g is not gpu]
+    where = "the steps analysed" if inputs.steps else "its active time"
+    return [Finding(
+        id="gpu.low_utilization", severity=severity_for(100.0 - busy),
+        title=f"{gpu.plane} is busy only {busy:.0f}% of {where}" + (f" (also {', '.join(others)})" if others else ""),
+        estimate=("The time no kernel or copy ran on the GPU inside the steps, per step." if ms is not None else
+                  "The share of the GPU's active span with no kernel or copy running."),
+        action=pick(inputs.framework,
+                    "Find what the GPU waits for in its idle stretches on the timeline: input (see the input "
+                    "pipeline page), host ops between kernels, or synchronisation; then grow the batch, compile "
+                    "with XLA and prefetch to the device.",
+                    "Find what the GPU waits for in its idle stretches on the timeline: Python between jitted "
+                    "calls, input loading, or results read back; then keep the whole step in one `jax.jit`, "
+                    "prefetch batches to the device and grow the batch."),
+        evidence=evidence, links=[Link(e.label, e.href) for e in evidence[1:] if e.href][:TOP],
+        ms_per_step=ms, percent_of_step=100.0 - busy if ms is not None else None,
+        percent_of_device_time=None if ms is not None else 100.0 - busy,
+    )]
+
+
+def idle_gaps(inputs: RunInputs) -> list[Finding]:
+    """Long idle stretches of a GPU that is otherwise busy (a GPU under 50% busy is `gpu.low_utilization`'s)."""
+    gpus = [(h, g) for h, g in _gpus(inputs) if 100.0 * g.busy_ps / g.window_ps >= LOW_UTILIZATION_PERCENT
+            and 100.0 * g.gap_total_ps / g.window_ps >= GAP_PERCENT]
+    if not gpus:
+        return []
+    host, gpu = max(gpus, key=lambda hg: hg[1].gap_total_ps / hg[1].window_ps)
+    share = 100.0 * gpu.gap_total_ps / gpu.window_ps
+    steps = len(gpu.windows) if inputs.steps else 0
+    ms = gpu.gap_total_ps / 1e9 / steps if steps else None
+    evidence = [Evidence(f"Idle stretches of 1 ms or more on {gpu.plane}, in all", gpu.gap_total_ps / 1e9, "ms",
+                         {"trace": {"host": host, "plane": gpu.plane, "windows": [[w.begin_ps, w.end_ps]
+                                                                                   for w in gpu.windows],
+                                    "what": "gap_total"}}, ""),
+                *_gap_evidence(inputs, host, gpu)]
+    return [Finding(
+        id="gpu.idle_gaps", severity=severity_for(share),
+        title=f"{gpu.plane} sits idle in long stretches: {share:.1f}% of " +
+              ("the steps" if inputs.steps else "its active time") + " in gaps of 1 ms or more",
+        estimate="The GPU's idle stretches of at least 1 ms inside the steps (per step), as a share of the step "
+                 "time." if ms is not None else "The GPU's idle stretches of at least 1 ms as a share of its active "
+                                                  "span.",
+        action="Open the longest gaps on the timeline and look at the host threads at that time: the GPU waits for "
+               "whatever runs there (input, host ops, a synchronisation, Python). Overlap it with GPU work or "
+               "remove it from the step.",
+        evidence=evidence, links=[Link(f"Gap of {e.value:.1f} ms on the timeline", e.href) for e in evidence[1:]
+                                  if e.href],
+        ms_per_step=ms, percent_of_step=share if ms is not None else None,
+        percent_of_device_time=None if ms is not None else share,
+    )]
+
+
+def collective_overlap(inputs: RunInputs) -> list[Finding]:
+    """On several GPUs, collectives that do not overlap computation: the GPUs wait on communication."""
+    gpus = [(h, g) for h, g in _gpus(inputs) if g.busy_ps and g.collective_ps
+            and 100.0 * g.collective_ps / g.busy_ps >= COLLECTIVE_SHARE]
+    if len(_gpus(inputs)) < 2 or not gpus:
+        return []
+    exposed = {(h, g.plane): g.collective_ps - g.collective_overlap_ps for h, g in gpus}
+    host, gpu = max(gpus, key=lambda hg: exposed[(hg[0], hg[1].plane)])
+    overlap = 100.0 * gpu.collective_overlap_ps / gpu.collective_ps
+    if overlap >= OVERLAP_PERCENT:
+        return []
+    waiting = exposed[(host, gpu.plane)]
+    steps = len(gpu.windows) if inputs.steps else 0
+    ms = waiting / 1e9 / steps if steps else None
+    share = 100.0 * waiting / gpu.window_ps
+    windows = {"host": host, "plane": gpu.plane, "windows": [[w.begin_ps, w.end_ps] for w in gpu.windows]}
+    return [Finding(
+        id="gpu.collectives_not_overlapped", severity=severity_for(share),
+        title=f"Collectives on {gpu.plane} overlap computation only {overlap:.0f}% of their time",
+        estimate="The collective kernels' time with no compute kernel running on the same GPU"
+                 + (", per step." if ms is not None else ", as a share of the GPU's active span."),
+        action=pick(inputs.framework,
+                    "Overlap gradient all-reduce with the backward pass: Keras/`tf.distribute` does it for "
+                    "gradients in buckets; avoid an explicit all-reduce after the whole backward pass, and run "
+                    "NCCL on its own stream (the default).",
+                    "Let XLA overlap collectives with compute (async collectives, the latency-hiding scheduler: "
+                    "`--xla_gpu_enable_latency_hiding_scheduler=true` in XLA_FLAGS), and shard so that "
+                    "collectives are fewer and larger."),
+        evidence=[Evidence(f"Collective kernel time on {gpu.plane}", gpu.collective_ps / 1e9, "ms",
+                           {"trace": {**windows, "what": "collective"}}, ""),
+                  Evidence("Of it, overlapped by compute kernels", overlap, "percent",
+                           {"trace": {**windows, "what": "collective_overlap_percent"}}, "")],
+        links=[Link("Timeline", timeline_href(host))] if "trace" in inputs.pages else [],
+        ms_per_step=ms, percent_of_step=share if ms is not None else None,
+        percent_of_device_time=None if ms is not None else share,
+    )]
+
+
+__all__ = ["collective_overlap", "idle_gaps", "low_utilization", "pageable_copies", "sync_calls", "sync_copies",
+           "tensor_cores_unused", "tiny_kernels"]

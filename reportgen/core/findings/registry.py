@@ -1,0 +1,81 @@
+"""Every rule, the ids it may emit, and the run's findings, most costly first.
+
+A rule is a pure function of `RunInputs` returning zero or more findings; it reads only what the tools
+computed (and the hosts' findings facts) and never the capture. docs/findings.md describes each rule:
+what it reads, its threshold and its source (tests/test_findings_rules.py checks that every id is there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from reportgen.core.findings import capture, device, gpu, memory, steps
+from reportgen.core.findings.inputs import RunInputs
+from reportgen.core.findings.model import Finding, ordered
+
+
+@dataclass(frozen=True)
+class Rule:
+    ids: tuple[str, ...]  # the finding ids it may emit
+    check: Callable[[RunInputs], list[Finding]]
+
+
+RULES: list[Rule] = [
+    # The step's time, category by category (input first: the most common bottleneck).
+    Rule(("input.tf_data_bottleneck", "input.bound"), steps.input_bound),
+    Rule(("tpu.host_round_trips",), steps.tpu_host_round_trips),
+    Rule(("gpu.kernel_launch_bound",), steps.kernel_launch),
+    Rule(("host.compute_in_step",), steps.host_compute),
+    Rule(("host.unattributed_step_time",), steps.all_others),
+    Rule(("device.communication",), steps.communication),
+    Rule(("host.compilation_in_steps",), steps.compilation),
+    Rule(("steps.variance",), steps.step_variance),
+    Rule(("steps.straggler_host",), steps.straggler_hosts),
+    # Device ops.
+    Rule(("tpu.async_copies_dominate",), device.tpu_async_copies),
+    Rule(("tpu.non_matrix_ops_dominate",), device.tpu_non_matrix),
+    Rule(("device.data_formatting",), device.data_formatting),
+    Rule(("tpu.layout_padding",), device.tpu_layout_padding),
+    Rule(("device.idle",), device.tpu_device_idle),
+    Rule(("device.fp32_compute",), device.fp32_compute),
+    Rule(("device.outside_compilation",), device.outside_compilation),
+    Rule(("host.eager_ops",), device.eager_ops),
+    # GPU kernels and timelines.
+    Rule(("gpu.tensor_cores_unused",), gpu.tensor_cores_unused),
+    Rule(("gpu.tiny_kernels",), gpu.tiny_kernels),
+    Rule(("gpu.synchronous_copies",), gpu.sync_copies),
+    Rule(("gpu.pageable_copies",), gpu.pageable_copies),
+    Rule(("gpu.stream_synchronization",), gpu.sync_calls),
+    Rule(("gpu.low_utilization",), gpu.low_utilization),
+    Rule(("gpu.idle_gaps",), gpu.idle_gaps),
+    Rule(("gpu.collectives_not_overlapped",), gpu.collective_overlap),
+    # Memory.
+    Rule(("memory.near_capacity",), memory.allocators_near_capacity),
+    Rule(("memory.program_near_capacity",), memory.programs_near_capacity),
+    Rule(("memory.padding",), memory.padding),
+    # Capture health.
+    Rule(("capture.dropped_events",), capture.dropped_events),
+    Rule(("capture.no_steps",), capture.no_steps),
+    Rule(("capture.too_few_steps",), capture.too_few_steps),
+    Rule(("capture.clock_skew",), capture.clock_skew),
+    Rule(("capture.missing_hlo_metadata",), capture.missing_hlo_metadata),
+]
+
+RULE_IDS: tuple[str, ...] = tuple(i for rule in RULES for i in rule.ids)
+
+
+def evaluate(inputs: RunInputs) -> list[Finding]:
+    """Every rule's findings for the run, most severe and most costly first."""
+    found: list[Finding] = []
+    for rule in RULES:
+        for finding in rule.check(inputs):
+            if finding.id not in rule.ids:
+                raise ValueError(f"{rule.check.__name__} emitted {finding.id!r}, not one of {rule.ids}")
+            # A link to a page the run does not have is left out rather than broken.
+            finding.links = [link for link in finding.links if link.href]
+            found.append(finding)
+    return ordered(found)
+
+
+__all__ = ["RULES", "RULE_IDS", "Rule", "evaluate"]

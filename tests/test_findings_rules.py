@@ -1,0 +1,500 @@
+"""Every findings rule on captures built in code: where it fires, with the numbers it must give, and where it
+must stay silent. Captures go through the build's host stage and combination (tests/findings_run.py); the
+shared captures' findings are in tests/test_findings_site.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from reportgen.core.findings.model import SEVERITIES, Finding, ordered, severity_for
+from reportgen.core.findings.registry import RULE_IDS, evaluate
+from tests.conftest import REPO
+from tests.findings_run import by_id, evidence, run_findings
+from tests.hlo_builder import F32, array, sample_module
+from tests.xspace import Space, memory_event
+
+US = 1_000_000  # ps
+MS = 1_000 * US
+
+
+def findings(tmp_path: Path, *spaces: Space, names: tuple[str, ...] = ()) -> dict[str, Finding]:
+    hosts = {(names[i] if names else s.host): s for i, s in enumerate(spaces)}
+    found, _ = run_findings(tmp_path, hosts)
+    return by_id(found)
+
+
+# --- captures ------------------------------------------------------------------------------------------------
+
+def cpu_steps(steps=5, step_us=100, input_us=0, compute_us=100, durations=None, compile_us=0, eager=False,
+              hostname="cpu") -> Space:
+    """A CPU capture: `steps` Keras-style steps on the Python thread, each waiting `input_us` for its batch then
+    computing `compute_us` (the rest of the step is unattributed), with optional compilation inside."""
+    space = Space((hostname,))
+    line = space.plane("/host:CPU", 0).line(1, "python")
+    t = 0
+    for k in range(steps):
+        step = (durations[k] if durations else step_us) * US
+        line.event("train", t, step, _r=1, step_num=k + 1)
+        at = t + US
+        if input_us:
+            line.event("IteratorGetNextAsOptional", at, input_us * US)
+            at += input_us * US
+        if compile_us:
+            line.event("backend_compile", at, compile_us * US)
+            at += compile_us * US
+        if compute_us:
+            duration = min(compute_us * US, t + step - at)
+            if eager:  # run op by op from Python: TF's EagerExecute around the op
+                line.event("EagerExecute", at, duration, is_func=0)
+            line.event("dense/MatMul:MatMul", at, duration)
+        t += step + 10 * US
+    return space
+
+
+def gpu_steps(steps=3, step_us=1000, kernels=((100, 800),), kernel="volta_sgemm_128x64_nn", launches=(),
+              host_ops=(), copies=(), syncs=(), gpus=1, nccl=(), tf_op="model/dense/MatMul:MatMul",
+              kernel_repeat=1) -> Space:
+    """A GPU capture of `steps` steps on the Python thread: per step, kernels at (offset µs, duration µs) on
+    each GPU (`kernel_repeat` times back to back, 1 µs apart), each launched from that thread 1 µs before it
+    starts (correlation ids join them to the step); extra launch calls and host ops at (offset, duration);
+    copies (offset, duration, memcpy_details), `nccl` kernels and synchronisation calls (offset, duration)."""
+    space = Space(("gpuhost",))
+    py = space.plane("/host:CPU", plane_id=0).line(1, "python")
+    streams = [space.gpu(g).line(7, "Stream #7(Compute)") for g in range(gpus)]
+    correlation = 0
+    details = "regs:32 static_shared:0 dynamic_shared:0 grid:1,1,1 block:1,1,1 occ_pct:50"
+    for k in range(steps):
+        base = k * (step_us + 200) * US
+        py.event("train", base, step_us * US, _r=1, step_num=k)
+        device = []  # (start, duration, name, stats) on every GPU
+        for offset, duration in kernels:
+            for r in range(kernel_repeat):
+                device.append((base + (offset + r * (duration + 1)) * US, duration * US, kernel,
+                               {"tf_op": tf_op, "kernel_details": details}))
+        device += [(base + offset * US, duration * US, "ncclAllReduceRingLLKernel", {}) for offset, duration in nccl]
+        device += [(base + offset * US, duration * US, "MemcpyH2D", {"memcpy_details": text})
+                   for offset, duration, text in copies]
+        for start, duration, name, stats in sorted(device):
+            for stream in streams:
+                correlation += 1
+                py.event("cudaLaunchKernel", start - US, US // 2, correlation_id=correlation)
+                stream.event(name, start, duration, correlation_id=correlation, **stats)
+        for offset, duration in launches:
+            correlation += 1
+            py.event("cudaLaunchKernel", base + offset * US, duration * US, correlation_id=correlation)
+        for offset, duration in host_ops:
+            py.event("model/cast:Cast", base + offset * US, duration * US)
+        for offset, duration in syncs:
+            py.event("cudaStreamSynchronize", base + offset * US, duration * US)
+    return space
+
+
+def tpu_core(space: Space, ops, steps: int | None = 3, program_id=7, modules=(), plane_id=5) -> Space:
+    """One TensorCore: per step (or per program run without steps) the ops (name, category, offset µs,
+    duration µs) on its `XLA Ops` line; `modules`: program runs (name, begin µs, duration µs) on `XLA Modules`."""
+    name = b"tpuhost"
+    plane = space.plane(f"/device:TPU:{plane_id - 5}", plane_id, stats={
+        "core_details": bytes([0x0A, len(name)]) + name, "peak_teraflops_per_second": 100.0,
+        "peak_hbm_bw_gigabytes_per_second": 1000.0, "device_type_string": "TPU test"})
+    step_line = plane.line(1, "Steps") if steps else None
+    op_line = plane.line(2, "XLA Ops")
+    for symbol, (op, category, _, _) in enumerate(ops, start=1):
+        plane.metadata(op, program_id=program_id, symbol_id=symbol, hlo_category=category, flops=0,
+                       bytes_accessed=100, tf_op="jit(f)/op:")
+    # Each step (or each program run, or once) runs the ops from its start.
+    bases = [i * 1_000 * US for i in range(steps)] if steps else [b * US for _, b, _ in modules] or [0]
+    for i, base in enumerate(bases):
+        if step_line is not None:
+            step_line.event(str(i), base, 900 * US)
+        for op, _, offset, duration in ops:
+            op_line.event(op, base + offset * US, duration * US)
+    if modules:
+        module_line = plane.line(3, "XLA Modules")
+        for module, begin, duration in modules:
+            module_line.event(module, begin * US, duration * US)
+    return space
+
+
+def tpu_space(ops, **kwargs) -> Space:
+    space = Space(("tpuhost",))
+    space.plane("/host:CPU", 0).line(1, "python").event("main", 0, 10)
+    return tpu_core(space, ops, **kwargs)
+
+
+# --- the registry --------------------------------------------------------------------------------------------
+
+def test_ids_are_unique_named_by_family_and_documented():
+    assert len(RULE_IDS) == len(set(RULE_IDS))
+    assert all(re.fullmatch(r"(input|tpu|gpu|host|device|steps|memory|capture)\.[a-z0-9_]+", i) for i in RULE_IDS)
+    doc = (REPO / "docs" / "findings.md").read_text()
+    missing = [i for i in RULE_IDS if f"`{i}`" not in doc]
+    assert missing == [], f"docs/findings.md does not describe {missing}"
+
+
+def test_a_rule_may_only_emit_its_own_ids():
+    from reportgen.core.findings import registry
+    from reportgen.core.findings.inputs import RunInputs
+
+    def rogue(inputs):
+        return [Finding("steps.variance", "low", "t", "e", "a")]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(registry, "RULES", [registry.Rule(("input.bound",), rogue)])
+        with pytest.raises(ValueError, match="rogue emitted 'steps.variance'"):
+            evaluate(RunInputs(run="r", hosts=[]))
+
+
+def test_order_is_severity_then_cost_then_id_and_severity_follows_the_share():
+    a = Finding("b.x", "medium", "", "", "", percent_of_step=12.0)
+    b = Finding("a.x", "medium", "", "", "", percent_of_device_time=20.0)
+    c = Finding("c.x", "high", "", "", "", percent_of_step=30.0)
+    d = Finding("d.x", "info", "", "", "")
+    assert [f.id for f in ordered([d, a, b, c])] == ["c.x", "a.x", "b.x", "d.x"]
+    assert [severity_for(p) for p in (30, 25, 24.9, 10, 3, 2.9, None)] == \
+        ["high", "high", "medium", "medium", "low", "info", "info"]
+    with pytest.raises(ValueError):
+        Finding("x.y", "urgent", "", "", "")
+    assert SEVERITIES == ("high", "medium", "low", "info")
+
+
+# --- the step's time --------------------------------------------------------------------------------------
+
+def test_input_bound_without_tf_data(tmp_path):
+    found = findings(tmp_path, cpu_steps(input_us=60, compute_us=38))
+    f = found["input.bound"]
+    assert f.severity == "high" and "input.tf_data_bottleneck" not in found
+    # Each 100 µs step waits 60 µs for input (from 1 µs in).
+    assert f.ms_per_step == pytest.approx(0.060) and f.percent_of_step == pytest.approx(60.0)
+    assert evidence(f, "Share of the step time waiting for input").value == pytest.approx(60.0)
+    assert "prefetch" in f.action and "JAX" not in f.action  # TensorFlow-only advice: the capture has TF ops
+    assert [link.href for link in f.links] == ["input_pipeline.html#summary"]
+
+
+def test_input_below_xprof_threshold_is_silent(tmp_path):
+    assert not {"input.bound", "input.tf_data_bottleneck"} & set(findings(tmp_path, cpu_steps(input_us=3,
+                                                                                              compute_us=95)))
+
+
+def test_unattributed_step_time(tmp_path):
+    f = findings(tmp_path, cpu_steps(compute_us=40))["host.unattributed_step_time"]
+    # 100 µs steps: 40 µs of MatMul, the rest nothing XProf can name.
+    assert f.ms_per_step == pytest.approx(0.060) and f.percent_of_step == pytest.approx(60.0)
+    assert f.severity == "high" and "steps_per_execution" in f.action
+    assert "host.unattributed_step_time" not in findings(tmp_path / "b", cpu_steps(compute_us=98))
+
+
+def test_step_variance(tmp_path):
+    f = findings(tmp_path, cpu_steps(durations=[100, 100, 100, 100, 300], compute_us=300))["steps.variance"]
+    # XProf's overview keeps 5 steps (it drops first and last only above five): average 140 µs, fastest 100 µs.
+    assert f.ms_per_step == pytest.approx(0.040) and f.percent_of_step == pytest.approx(100 * 40 / 140)
+    assert evidence(f, "Train 5").value == pytest.approx(0.300)
+    assert any(link.href.startswith("trace.html#host=cpu&t0=") for link in f.links)
+    assert "steps.variance" not in findings(tmp_path / "b", cpu_steps(durations=[100, 102, 98, 100, 101]))
+
+
+def test_compilation_inside_steps(tmp_path):
+    f = findings(tmp_path, cpu_steps(compile_us=20, compute_us=70))["host.compilation_in_steps"]
+    assert f.ms_per_step == pytest.approx(0.020) and f.percent_of_step == pytest.approx(20.0)
+    assert evidence(f, "Events on cpu").value == 5
+    assert "host.compilation_in_steps" not in findings(tmp_path / "b", cpu_steps())
+
+
+def test_eager_ops(tmp_path):
+    f = findings(tmp_path, cpu_steps(eager=True))["host.eager_ops"]
+    assert f.title.startswith("100.0% of host op time runs eagerly") and "tf.function" in f.action
+    assert "host.eager_ops" not in findings(tmp_path / "b", cpu_steps())
+
+
+def test_straggler_host_needs_three_hosts(tmp_path):
+    fast = [cpu_steps(hostname=f"w{i}") for i in range(3)]
+    slow = cpu_steps(step_us=300, compute_us=300, hostname="w3")
+    f = findings(tmp_path, *fast, slow, names=("w0", "w1", "w2", "w3"))["steps.straggler_host"]
+    assert "w3" in f.title and f.ms_per_step == pytest.approx(0.200)
+    assert evidence(f, "Average step time on w3").value == pytest.approx(0.300)
+    even = [cpu_steps(hostname=f"w{i}") for i in range(3)]
+    assert "steps.straggler_host" not in findings(tmp_path / "b", *even, names=("w0", "w1", "w2"))
+    # Two hosts: XProf's rule needs three to tell which one straggles.
+    assert "steps.straggler_host" not in findings(tmp_path / "c", fast[0], slow, names=("w0", "w3"))
+
+
+# --- capture health ------------------------------------------------------------------------------------------
+
+def test_too_few_steps(tmp_path):
+    f = findings(tmp_path, cpu_steps(steps=2))["capture.too_few_steps"]
+    assert f.title.startswith("Only 2 steps analysed") and f.severity == "low"
+    assert "capture.too_few_steps" not in findings(tmp_path / "b", cpu_steps(steps=3))
+
+
+def test_no_steps(tmp_path):
+    space = Space(("cpu",))
+    space.plane("/host:CPU", 0).line(1, "python").event("dense/MatMul:MatMul", 0, 50 * US)
+    f = findings(tmp_path, space)["capture.no_steps"]
+    assert evidence(f, "Steps").value == 0 and "StepTraceAnnotation" not in f.action  # a TF capture
+    assert "Inferred" not in " ".join(e.label for e in f.evidence)  # no device programs to infer steps from
+    assert "capture.no_steps" not in findings(tmp_path / "b", cpu_steps())
+
+
+def test_dropped_events(tmp_path):
+    space = cpu_steps()
+    space.proto.warnings.append("Dropped 1200 events: the host tracer's buffer is full")
+    f = findings(tmp_path, space)["capture.dropped_events"]
+    assert evidence(f, "Profiler message").value == "Dropped 1200 events: the host tracer's buffer is full"
+    quiet = cpu_steps()
+    quiet.proto.warnings.append("Some unrelated warning")
+    assert "capture.dropped_events" not in findings(tmp_path / "b", quiet)
+
+
+def test_clock_skew(tmp_path):
+    a = cpu_steps(hostname="a")
+    b = cpu_steps(hostname="b")
+    for line in b.proto.planes[0].lines:  # the same steps, 500 ms later on b's clock
+        line.timestamp_ns += 500_000_000
+    f = findings(tmp_path, a, b, names=("a", "b"))["capture.clock_skew"]
+    assert evidence(f, "Median offset of b's steps from a's").value == pytest.approx(500.0)
+    assert "after" in f.title
+    assert "capture.clock_skew" not in findings(tmp_path / "b", cpu_steps(hostname="a"), cpu_steps(hostname="b"),
+                                                names=("a", "b"))
+
+
+# --- GPUs ------------------------------------------------------------------------------------------------------
+
+# With a GPU, XProf's step is the span of the step's device activity (here 100–900 µs of each step).
+TWO_KERNELS = ((100, 300), (600, 300))
+
+
+def test_kernel_launch_bound(tmp_path):
+    # 150 µs of launch calls while the GPU has nothing to run (between 400 and 600 µs), and the second kernel's
+    # own 0.5 µs launch just before it starts.
+    f = findings(tmp_path, gpu_steps(kernels=TWO_KERNELS, launches=((420, 150),)))["gpu.kernel_launch_bound"]
+    assert f.ms_per_step == pytest.approx(0.1505) and f.percent_of_step == pytest.approx(100 * 150.5 / 800)
+    # Per step: the extra call and the second kernel's launch (the first's, at 99 µs, precedes the step).
+    assert evidence(f, "Events on gpuhost's threads inside its 3 steps").value == 3 * 2
+    assert "jit_compile=True" in f.action
+    # Launch calls while a kernel runs cost the step nothing.
+    quiet = findings(tmp_path / "b", gpu_steps(kernels=TWO_KERNELS, launches=((200, 150),)))
+    assert "gpu.kernel_launch_bound" not in quiet
+
+
+def test_host_ops_while_the_gpu_idles(tmp_path):
+    f = findings(tmp_path, gpu_steps(kernels=TWO_KERNELS, host_ops=((420, 150),)))["host.compute_in_step"]
+    assert f.ms_per_step == pytest.approx(0.150) and f.percent_of_step == pytest.approx(100 * 150 / 800)
+    quiet = findings(tmp_path / "b", gpu_steps(kernels=TWO_KERNELS, host_ops=((200, 150),)))
+    assert "host.compute_in_step" not in quiet
+
+
+def test_low_gpu_utilization_and_idle_gaps(tmp_path):
+    low = findings(tmp_path, gpu_steps(kernels=((100, 100), (800, 100))))
+    f = low["gpu.low_utilization"]
+    # 200 µs of kernels in each 800 µs step: busy 25%, idle 600 µs per step.
+    assert evidence(f, "/device:GPU:0 busy").value == pytest.approx(25.0)
+    assert f.ms_per_step == pytest.approx(0.6) and f.percent_of_step == pytest.approx(75.0)
+    assert "gpu.idle_gaps" not in low  # the same idle time: low utilisation speaks for it
+    gaps = findings(tmp_path / "b", gpu_steps(steps=3, step_us=10_000, kernels=((10, 4000), (6010, 4000))))
+    g = gaps["gpu.idle_gaps"]
+    assert g.ms_per_step == pytest.approx(2.0) and g.percent_of_step == pytest.approx(20.0)
+    assert evidence(g, "/device:GPU:0 idle").value == pytest.approx(2.0)
+    assert g.links[0].href.startswith("trace.html#host=gpuhost&t0=4.01&t1=6.01")
+    busy = findings(tmp_path / "c", gpu_steps(kernels=((10, 980),)))
+    assert not {"gpu.low_utilization", "gpu.idle_gaps"} & set(busy)
+
+
+def test_a_gpu_that_only_copies_is_not_judged_idle(tmp_path):
+    space = gpu_steps(kernels=((100, 780),))
+    copies = space.gpu(1).line(9, "Stream #9(MemcpyH2D)")
+    for k in range(3):
+        copies.event("MemcpyH2D", (k * 1200 + 400) * US, 5 * US, memcpy_details="size:4 dest:1 async:1")
+    assert not {"gpu.low_utilization", "gpu.idle_gaps"} & set(findings(tmp_path, space))
+
+
+def test_synchronous_and_pageable_copies(tmp_path):
+    copies = ((850, 50, "kind_src:pageable kind_dst:device size:4096 dest:0 async:0"),)
+    found = findings(tmp_path, gpu_steps(copies=copies))
+    sync, pageable = found["gpu.synchronous_copies"], found["gpu.pageable_copies"]
+    assert sync.ms_per_step == pytest.approx(0.050) and sync.percent_of_step == pytest.approx(100 * 50 / 800)
+    assert evidence(sync, "Copies on gpuhost").value == 3 and evidence(sync, "Their bytes").value == 3 * 4096
+    assert pageable.percent_of_step == pytest.approx(100 * 50 / 800) and "pinned" in pageable.action
+    fine = ((850, 50, "kind_src:pinned kind_dst:device size:4096 dest:0 async:1"),)
+    assert not {"gpu.synchronous_copies", "gpu.pageable_copies"} & set(findings(tmp_path / "b",
+                                                                               gpu_steps(copies=fine)))
+
+
+def test_stream_synchronization(tmp_path):
+    f = findings(tmp_path, gpu_steps(syncs=((150, 600),)))["gpu.stream_synchronization"]
+    assert f.percent_of_step == pytest.approx(75.0) and evidence(f, "Synchronisation calls on gpuhost").value == 3
+    assert "gpu.stream_synchronization" not in findings(tmp_path / "b", gpu_steps(syncs=((100, 20),)))
+
+
+def test_collectives_not_overlapped(tmp_path):
+    # Two GPUs, each step: compute 100–500 µs, then a 300 µs all-reduce alone (600–900).
+    f = findings(tmp_path, gpu_steps(kernels=((100, 400),), nccl=((600, 300),), gpus=2))
+    c = f["gpu.collectives_not_overlapped"]
+    assert evidence(c, "Of it, overlapped by compute kernels").value == pytest.approx(0.0)
+    assert c.ms_per_step == pytest.approx(0.300) and c.percent_of_step == pytest.approx(100 * 300 / 800)
+    assert f["device.communication"].percent_of_step == pytest.approx(100 * 300 / 800)
+    hidden = findings(tmp_path / "b", gpu_steps(kernels=((100, 800),), nccl=((400, 300),), gpus=2))
+    # Hidden under compute, the all-reduce is compute time in XProf's breakdown too.
+    assert not {"gpu.collectives_not_overlapped", "device.communication"} & set(hidden)
+
+
+def test_tensor_cores_unused_and_fp32_compute(tmp_path):
+    found = findings(tmp_path, gpu_steps())
+    f = found["gpu.tensor_cores_unused"]
+    assert f.percent_of_device_time == pytest.approx(100.0)
+    assert evidence(f, "model/dense/MatMul: volta_sgemm_128x64_nn").value == pytest.approx(2400.0)
+    fp32 = found["device.fp32_compute"]
+    assert evidence(fp32, "Device compute in 16-bit").value == 0.0
+    # Half of the 800 µs of 32-bit compute per (800 µs) step.
+    assert fp32.ms_per_step == pytest.approx(0.400) and fp32.percent_of_step == pytest.approx(50.0)
+    half = findings(tmp_path / "b", gpu_steps(kernel="volta_h884gemm_fp16_128x128_nn"))
+    assert not {"gpu.tensor_cores_unused", "device.fp32_compute"} & set(half)
+
+
+def test_tiny_kernels(tmp_path):
+    tiny = gpu_steps(kernels=((100, 2),), kernel_repeat=150, kernel="elementwise_kernel", tf_op="model/add:AddV2")
+    f = findings(tmp_path, tiny)["gpu.tiny_kernels"]
+    # 150 launches of 2 µs per step: 5 µs of launch overhead each.
+    assert evidence(f, "Tiny kernel launches per step").value == pytest.approx(150)
+    assert f.ms_per_step == pytest.approx(0.75)
+    few = gpu_steps(kernels=((100, 2),), kernel_repeat=20, kernel="elementwise_kernel", tf_op="model/add:AddV2")
+    assert "gpu.tiny_kernels" not in findings(tmp_path / "b", few)
+
+
+# --- TPUs ------------------------------------------------------------------------------------------------------
+
+def test_async_copies_dominate(tmp_path):
+    ops = [("copy-start.1", "copy-start", 10, 5), ("copy-done.1", "copy-done", 20, 600), ("fusion.1", "loop fusion",
+                                                                                       700, 100)]
+    f = findings(tmp_path, tpu_space(ops))["tpu.async_copies_dominate"]
+    # 605 µs of the 3 × … device time: the op profile's shares, as summary.json rounds them.
+    copy_done = evidence(f, "'copy-done' share of device time").value
+    assert f.percent_of_device_time == pytest.approx(copy_done + evidence(f, "'copy-start' share").value)
+    assert copy_done > 50 and f.severity == "high"
+    assert evidence(f, "copy-done.1 (copy-done, 3 runs)").href == "hlo_stats.html#hlo-op-1"
+    quiet = [("copy-done.1", "copy-done", 20, 30), ("fusion.1", "convolution", 60, 700)]
+    assert "tpu.async_copies_dominate" not in findings(tmp_path / "b", tpu_space(quiet))
+
+
+def test_non_matrix_ops_and_data_formatting(tmp_path):
+    ops = [("fusion.1", "loop fusion", 10, 500), ("transpose.2", "data formatting", 600, 200)]
+    found = findings(tmp_path, tpu_space(ops))
+    non_matrix = found["tpu.non_matrix_ops_dominate"]
+    assert "loop fusion" in non_matrix.title and non_matrix.percent_of_device_time > 40
+    formatting = found["device.data_formatting"]
+    assert formatting.percent_of_device_time == pytest.approx(evidence(formatting, "'data formatting'").value)
+    assert formatting.percent_of_device_time > 15
+    matmuls = findings(tmp_path / "b", tpu_space([("convolution.1", "convolution", 10, 800)]))
+    assert not {"tpu.non_matrix_ops_dominate", "device.data_formatting"} & set(matmuls)
+
+
+def test_host_round_trips_between_tpu_steps(tmp_path):
+    # 900 µs steps with 500 µs of ops: the TensorCore idles the rest, waiting for the host.
+    f = findings(tmp_path, tpu_space([("fusion.1", "convolution", 10, 500)]))["tpu.host_round_trips"]
+    assert f.ms_per_step == pytest.approx(0.400) and f.percent_of_step == pytest.approx(100 * 400 / 900)
+    # The capture does not say which framework ran: the advice covers both.
+    assert "steps_per_execution" in f.action and "lax.scan" in f.action
+    busy = findings(tmp_path / "b", tpu_space([("fusion.1", "convolution", 0, 880)]))
+    assert "tpu.host_round_trips" not in busy
+
+
+def _hlo_module(program_id: int, op: str, dims: list[int], tiles) -> bytes:
+    proto = sample_module("jit_f")
+    ins = proto.hlo_module.computations[0].instructions.add()
+    ins.id, ins.name, ins.opcode = 99, op, "fusion"
+    array(ins.shape, F32, dims, tiles=tiles)
+    return proto.SerializeToString()
+
+
+def test_layout_padding_and_missing_hlo(tmp_path):
+    space = tpu_space([("fusion.9", "loop fusion", 10, 800)])
+    space.plane("/host:metadata").metadata("jit_f(7)", md_id=7, **{"Hlo Proto": _hlo_module(7, "fusion.9", [3, 100],
+                                                                                             [(8, 128)]),
+                                                                     "program_id": 7})
+    found = findings(tmp_path, space)
+    f = found["tpu.layout_padding"]
+    # f32[3,100] tiled (8,128): 1024 elements for 300, so 1 - 300/1024 of the op's time is padding.
+    assert "3→8, 100→128" in f.evidence[0].label
+    share = evidence(f, "fusion.9").value
+    assert f.percent_of_device_time == pytest.approx(share * (1 - 300 / 1024), rel=1e-6)
+    assert "capture.missing_hlo_metadata" not in found
+    unpadded = tpu_space([("fusion.9", "loop fusion", 10, 800)])
+    unpadded.plane("/host:metadata").metadata("jit_f(7)", md_id=7, **{
+        "Hlo Proto": _hlo_module(7, "fusion.9", [8, 128], [(8, 128)]), "program_id": 7})
+    assert "tpu.layout_padding" not in findings(tmp_path / "b", unpadded)
+    # Without the module, the ops of program 7 cannot be attributed.
+    bare = tpu_space([("fusion.9", "loop fusion", 10, 800)])
+    missing = findings(tmp_path / "c", bare)["capture.missing_hlo_metadata"]
+    assert evidence(missing, "Program ids without HLO").value == "7"
+    assert missing.percent_of_device_time == pytest.approx(evidence(missing, "Device time in ops").value)
+
+
+def test_tpu_idle_and_inferred_steps_without_step_markers(tmp_path):
+    # No Steps line: 10 runs of jit_f every 100 ms, the 6th after a 300 ms wait.
+    runs = [("jit_f(7)", 100_000 * k + (300_000 if k >= 5 else 0), 90_000) for k in range(10)]
+    f = findings(tmp_path, tpu_space([("fusion.1", "convolution", 10, 80_000)], steps=None, modules=runs))
+    idle = f["device.idle"]
+    # From the first run (0) to the last end (1,290 ms): 900 ms of runs.
+    assert evidence(idle, "Idle from the first run of its most run program").value == pytest.approx(
+        100 * (1290 - 900) / 1290)
+    assert evidence(idle, "No program running").value == pytest.approx(310.0)
+    no_steps = f["capture.no_steps"]
+    assert "steps inferred from 10 runs of jit_f(7)" in no_steps.title
+    assert evidence(no_steps, "Device time per run of jit_f(7)").value == pytest.approx(90.0)
+    steady = [("jit_f(7)", 100_000 * k, 99_000) for k in range(10)]
+    quiet = findings(tmp_path / "b", tpu_space([("fusion.1", "convolution", 0, 99_000)], steps=None, modules=steady))
+    assert quiet.get("device.idle") is None or quiet["device.idle"].severity == "info"
+
+
+def test_outside_compilation(tmp_path):
+    space = tpu_space([("recv.1", "send", 10, 400), ("fusion.1", "convolution", 500, 300)])
+    plane = space.planes[-1]
+    plane.proto.event_metadata[plane.metadata("recv.1")].stats[-1].str_value = "model/x:XlaRecvFromHost"
+    f = findings(tmp_path, space)["device.outside_compilation"]
+    assert f.percent_of_device_time == pytest.approx(evidence(f, "Device op time outside compilation").value)
+    assert "device.outside_compilation" not in findings(tmp_path / "b", tpu_space([("f", "convolution", 0, 800)]))
+
+
+# --- memory ------------------------------------------------------------------------------------------------------
+
+def _risky(peak: int, capacity: int, module: bytes | None = None) -> Space:
+    space = Space(("host",))
+    line = space.plane("/host:CPU", 0).line(name="tf_Compute")
+    memory_event(line, "MemoryAllocation", 100, allocator="GPU_0_bfc", heap=peak, free=capacity - peak,
+                 requested=peak, allocated=peak, address=0x10, peak=peak, tf_op="model/big:Conv2D",
+                 region_type="output", data_type=1, shape="[24000]")
+    memory_event(line, "MemoryDeallocation", 200, allocator="GPU_0_bfc", heap=0, free=capacity, requested=peak,
+                 allocated=peak, address=0x10, peak=peak)
+    if module is not None:
+        space.plane("/host:metadata").metadata("jit_sample(7)", md_id=7, **{"Hlo Proto": module})
+    return space
+
+
+def test_memory_near_capacity(tmp_path):
+    found = findings(tmp_path, _risky(96_000, 100_000, sample_module().SerializeToString()))
+    f = found["memory.near_capacity"]
+    assert f.bytes == 96_000 and f.severity == "high" and "96.0% of its capacity" in f.title
+    assert evidence(f, "Live at the peak: model/big:Conv2D").value == 96_000
+    program = found["memory.program_near_capacity"]  # its 196,624-byte peak does not fit in 100,000
+    assert program.bytes == 196_624 and evidence(program, "Buffer live at the peak").href.startswith(
+        "memory_viewer.html#module-jit_sample")
+    assert not {"memory.near_capacity", "memory.program_near_capacity"} & set(
+        findings(tmp_path / "b", _risky(50_000, 1_000_000, sample_module().SerializeToString())))
+
+
+def test_memory_padding(tmp_path):
+    proto = sample_module()
+    for ins in proto.hlo_module.computations[0].instructions:
+        if ins.name == "copy.2":  # a 64 KiB buffer holding f32[3,100] tiled (8,128): 1,200 bytes of data
+            del ins.shape.dimensions[:]
+            ins.shape.dimensions.extend([3, 100])
+    proto.buffer_assignment.logical_buffers[2].size = 4 << 20  # copy.2's buffer: 4 MiB
+    proto.buffer_assignment.buffer_allocations[1].size = 5 << 20
+    found = findings(tmp_path, _risky(50_000, 100 << 20, proto.SerializeToString()))
+    f = found["memory.padding"]
+    peak = evidence(f, "Peak heap of jit_sample(7)").value
+    unpadded = evidence(f, "The same without padding").value
+    assert f.bytes == peak - unpadded and f.bytes > (4 << 20) - 2000
+    assert "memory.padding" not in findings(tmp_path / "b", _risky(50_000, 100 << 20,
+                                                                    sample_module().SerializeToString()))

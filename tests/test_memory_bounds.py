@@ -1,0 +1,100 @@
+"""Captures that would need more memory than a host may use are refused, named with the estimate and the
+budget, while the good runs beside them build; no input can take the build (or the machine) down.
+
+The builds run in a subprocess whose address space is capped (RLIMIT_AS): were a bound to regress, the
+build would fail this test with a MemoryError instead of exhausting the shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from reportgen.errors import CaptureError
+from reportgen.loaders import limits
+from reportgen.loaders.xspace import decode_xspace
+from tests.conftest import REPO
+from tests.hostile import absurd_length, empty_events, gzip_bomb, run_capped, seeded_user_cache
+
+GOOD = REPO / "reportgen/sample/plugins/profile/tf_keras_fast/vm.xplane.pb"
+ADDRESS_SPACE = 3 << 30  # the capped build: numba and numpy need about 1.5 GiB of it
+BOMB_EVENTS = 1 << 29  # 1 GiB of empty events inflated, ≈ 1 MB of gzip
+MANY_EVENTS = 30_000_000  # 60 MB on disk
+
+
+@pytest.fixture(scope="module")
+def user_cache(tmp_path_factory) -> Path:
+    return seeded_user_cache(tmp_path_factory.mktemp("user-cache"))
+
+
+@pytest.fixture(scope="module")
+def hostile_build(tmp_path_factory, user_cache):
+    root = tmp_path_factory.mktemp("hostile")
+    profile = root / "logdir" / "plugins" / "profile"
+    inputs = {
+        "bomb": lambda run: gzip_bomb(run / "bomb.xplane.pb.gz", BOMB_EVENTS),
+        "many_events": lambda run: (run / "many.xplane.pb").write_bytes(empty_events(MANY_EVENTS)),
+        "absurd_length": lambda run: (run / "absurd.xplane.pb").write_bytes(absurd_length()),
+        "zeros": lambda run: (run / "zeros.xplane.pb").write_bytes(bytes(10_000_000)),
+    }
+    for name, make in inputs.items():
+        run = profile / name
+        run.mkdir(parents=True)
+        make(run)
+        (run / "good.xplane.pb").write_bytes(GOOD.read_bytes())
+    (profile / "zz_good").mkdir()
+    (profile / "zz_good" / "vm.xplane.pb").write_bytes(GOOD.read_bytes())
+    proc = run_capped(["build", str(root / "logdir"), "-o", str(root / "site"), "--jobs", "2"], ADDRESS_SPACE,
+                      cwd=root, user_cache=user_cache)
+    return proc, root / "site"
+
+
+def test_the_good_runs_build_beside_hostile_captures(hostile_build):
+    proc, site = hostile_build
+    assert proc.returncode == 2, proc.stderr
+    summary = json.loads((site / "summary.json").read_text())
+    for run in ("bomb", "many_events", "absurd_length", "zeros"):
+        assert summary["runs"][run]["hosts"] == ["good"]
+    assert summary["runs"]["zz_good"]["hosts"] == ["vm"] and summary["runs"]["zz_good"]["errors"] == []
+    assert "MemoryError" not in proc.stderr and "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("run, problem", [
+    ("bomb", r"bomb\.xplane\.pb\.gz: needs (at least|about) [\d.]+ [GM]iB of memory .*more than the [\d.]+ [GM]iB one "
+             r"host may use; refused \(raise the limit with --max-memory\)"),
+    ("many_events", r"many\.xplane\.pb: needs about [\d.]+ GiB of memory \(30,000,000 events, 1 line, 1 plane\), more "
+                    r"than the [\d.]+ [GM]iB one host may use"),
+    ("absurd_length", r"absurd\.xplane\.pb: a length-delimited field runs past its enclosing message"),
+    ("zeros", r"zeros\.xplane\.pb: a field numbered 0, which protobuf forbids .*at byte 0\)"),
+])
+def test_each_hostile_capture_is_named_with_its_problem(hostile_build, run, problem):
+    proc, site = hostile_build
+    errors = json.loads((site / "summary.json").read_text())["runs"][run]["errors"]
+    assert len(errors) == 1 and re.search(problem, errors[0]["message"]), errors
+    assert re.search(problem, proc.stderr), proc.stderr
+
+
+def test_a_bomb_is_inflated_in_bounded_steps(tmp_path):
+    """Inflating stops once past the budget: the 1 GiB the file holds is never held."""
+    path = gzip_bomb(tmp_path / "bomb.xplane.pb.gz", BOMB_EVENTS)
+    with limits.memory_budget(64 << 20), pytest.raises(CaptureError, match=r"inflates to more than 32\.\d MiB"):
+        decode_xspace(str(path), path.read_bytes())
+
+
+def test_the_estimate_is_checked_before_the_columns_exist():
+    data = empty_events(1_000_000)  # 2 MB: columns and analyses of ≈ 500 MB
+    with limits.memory_budget(100 << 20), pytest.raises(CaptureError, match=r"1,000,000 events"):
+        decode_xspace("many.xplane.pb", data)
+    assert decode_xspace("many.xplane.pb", data).event_count == 1_000_000  # unlimited: it decodes
+
+
+def test_max_memory_is_a_size(tmp_path):
+    from tests.clirun import reportgen
+
+    proc = reportgen("build", str(GOOD), "-o", str(tmp_path / "site"), "--max-memory", "lots")
+    assert proc.returncode == 1 and "--max-memory: 'lots' is not a size" in proc.stderr
+    proc = reportgen("build", str(GOOD), "-o", str(tmp_path / "site"), "--max-memory", "1M", "-q")
+    assert proc.returncode == 1 and re.search(r"vm\.xplane\.pb: needs about .* more than the 1\.0 MiB", proc.stderr)

@@ -47,6 +47,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The checkout whose reportgen is measured (`--checkout`, default this one): another one's code is
+# measured with this script's methods, so that two branches' figures compare.
+CHECKOUT = REPO
 SOURCE = REPO.parent / "shared/captures/logdir/plugins/profile/gpu_multi_worker/34.83.195.179_6003.xplane.pb"
 DEFAULT_OUT = REPO / "bench" / "out" / "build"
 DEFAULT_XPROF = "/tmp/xprofvenv-b/bin/python"
@@ -213,7 +216,7 @@ def run_measured(cmd: list[str], env: dict | None = None) -> tuple[subprocess.Co
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss_file:
         started = time.perf_counter()
         done = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file.name, *cmd],
-                              capture_output=True, text=True, cwd=REPO, env=env)
+                              capture_output=True, text=True, cwd=CHECKOUT, env=env)
         wall = time.perf_counter() - started
         orphans = _reap_orphans()
         text = rss_file.read().strip().splitlines()
@@ -224,7 +227,7 @@ def run_measured(cmd: list[str], env: dict | None = None) -> tuple[subprocess.Co
 
 
 def _env() -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
     # As installed by pip, whose install compiles the package's bytecode once: a checkout run with
     # PYTHONDONTWRITEBYTECODE would compile every module of reportgen again in every process.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -398,9 +401,13 @@ def main() -> None:
     parser.add_argument("--parallel-tile", type=int, default=5)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--checkout", type=Path, default=REPO,
+                        help="measure the reportgen of this checkout (default: this one)")
     parser.add_argument("--sample", type=int, default=5, metavar="N",
                         help="also time N rebuilds of the bundled sample (default 5; 0: none)")
     args = parser.parse_args()
+    global CHECKOUT
+    CHECKOUT = args.checkout.resolve()
     if args.skip_xprof or not Path(args.xprof_python).exists():
         if not args.skip_xprof:
             print(f"XProf not found at {args.xprof_python}: reportgen only")

@@ -288,20 +288,30 @@ def _print_stages(stages: dict[str, float], build: float) -> None:
             print(f"    {stage:<34} {seconds:8.3f} s  {seconds / build:6.1%}")
 
 
+def _loads(load: tuple[float, float, float]) -> str:
+    return " ".join(f"{x:.2f}" for x in load)
+
+
 def bench_size(copies: int, args, rows: list[dict]) -> None:
     logdir = tiled_logdir(args.out, copies)
     host_file = next((logdir / "plugins" / "profile").glob("*/host.xplane.pb"))
     size_mb = host_file.stat().st_size / 1e6
+    load_before = os.getloadavg()
     ours = reportgen_build(logdir, args.out / "sites" / f"x{copies}")
-    print(f"\n×{copies}: {size_mb:.0f} MB, {ours['events']:,} events")
+    load = (load_before, os.getloadavg())
+    print(f"\n×{copies}: {size_mb:.0f} MB, {ours['events']:,} events; load average (1, 5, 15 min) before "
+          f"{_loads(load[0])}, after {_loads(load[1])}")
     print(f"  reportgen build: {ours['wall']:.2f} s process wall ({ours['build']:.2f} s in build_site, "
           f"{ours['cpu']:.2f} s of CPU), peak RSS {ours['rss'] / 2**30:.2f} GiB "
           f"({ours['rss'] / size_mb / 1e6:.2f} × the file); stages (host.* summed over hosts; assets run beside them):")
     _print_stages(ours["stages"], ours["build"])
     row = {"copies": copies, "events": ours["events"], "ours_wall": ours["wall"], "ours_build": ours["build"],
-           "ours_cpu": ours["cpu"], "ours_rss": ours["rss"], "file_bytes": size_mb * 1e6, "stages": ours["stages"]}
+           "ours_cpu": ours["cpu"], "ours_rss": ours["rss"], "file_bytes": size_mb * 1e6, "stages": ours["stages"],
+           "load": load}
     if args.xprof_python:
         tools = xprof_tools(args.xprof_python, host_file)
+        row["xprof_load_after"] = os.getloadavg()
+        print(f"  load average after XProf's tools {_loads(row['xprof_load_after'])}")
         ok = {t: r for t, r in tools.items() if "error" not in r}
         for tool, result in tools.items():
             if "error" in result:
@@ -336,8 +346,13 @@ def bench_parallel(args) -> dict:
     capacity = json.loads(measured.stdout.strip().splitlines()[-1]) if measured.returncode == 0 else None
     start, *_ = run_measured([sys.executable, "-c", POOL_START_SCRIPT], _env())
     pool = json.loads(start.stdout.strip().splitlines()[-1]) if start.returncode == 0 else None
+    loads = [os.getloadavg()]
     serial = reportgen_build(logdir, args.out / "sites" / "parallel-j1", jobs=1)
+    loads.append(os.getloadavg())
     parallel = reportgen_build(logdir, args.out / "sites" / f"parallel-j{cores}", jobs=cores)
+    loads.append(os.getloadavg())
+    print("\n  load average before --jobs 1, after it, after --jobs N: "
+          + "; ".join(_loads(x) for x in loads))
     same = _same_site(args.out / "sites" / "parallel-j1", args.out / "sites" / f"parallel-j{cores}")
     host_file = next((logdir / "plugins" / "profile").glob("*/host0.xplane.pb"))
     sized, *_ = run_measured([sys.executable, "-c", RESULT_SIZE_SCRIPT, str(host_file)], _env())
@@ -365,7 +380,7 @@ def bench_parallel(args) -> dict:
         print(f"  speed-up: hosts stage {hosts_1 / hosts_n:.2f}×, whole build {whole:.2f}× "
               f"(ideal {cores}×); sites identical: {same}")
     return {"serial": serial, "parallel": parallel, "pool": pool, "same": same, "result_size": result_size,
-            "capacity": capacity}
+            "capacity": capacity, "loads": loads}
 
 
 def bench_sample(rounds: int) -> dict:

@@ -50,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The checkout whose reportgen is measured (`--checkout`, default this one): another one's code is
 # measured with this script's methods, so that two branches' figures compare.
 CHECKOUT = REPO
+MAX_MEMORY = ""  # `--max-memory`, passed on to reportgen build
 SOURCE = REPO.parent / "shared/captures/logdir/plugins/profile/gpu_multi_worker/34.83.195.179_6003.xplane.pb"
 DEFAULT_OUT = REPO / "bench" / "out" / "build"
 DEFAULT_XPROF = "/tmp/xprofvenv-b/bin/python"
@@ -243,6 +244,8 @@ def reportgen_build(logdir: Path, site: Path, jobs: int | None = None) -> dict:
     cmd = [sys.executable, "-m", "reportgen", "build", str(logdir), "-o", str(site), "--no-cache", "--timings"]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
+    if MAX_MEMORY:
+        cmd += ["--max-memory", MAX_MEMORY]
     done, wall, process_rss, cpu = run_measured(cmd, _env())
     if done.returncode != 0:
         raise RuntimeError(f"reportgen build failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -418,11 +421,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--checkout", type=Path, default=REPO,
                         help="measure the reportgen of this checkout (default: this one)")
+    parser.add_argument("--max-memory", default="", metavar="SIZE",
+                        help="passed to reportgen build (its default budget refuses the largest tiles)")
     parser.add_argument("--sample", type=int, default=5, metavar="N",
                         help="also time N rebuilds of the bundled sample (default 5; 0: none)")
     args = parser.parse_args()
-    global CHECKOUT
+    global CHECKOUT, MAX_MEMORY
     CHECKOUT = args.checkout.resolve()
+    MAX_MEMORY = args.max_memory
     if args.skip_xprof or not Path(args.xprof_python).exists():
         if not args.skip_xprof:
             print(f"XProf not found at {args.xprof_python}: reportgen only")

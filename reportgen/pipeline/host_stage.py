@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -207,18 +207,30 @@ class _CaptureOnly:
     Their own time is kept as `host.<slug>`, the wait for them as `host.<slug> (waited for)`.
     """
 
+    # A build stopped by a signal waits this long for the thread before it goes on unwinding.
+    STOPPED_WAIT_S = 5.0
+
     def __init__(self, ctx: HostContext, timings: dict[str, float]):
         self._sections = [s for s in SECTIONS if s.reads_capture_only(ctx)]
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-capture-only")
-        self._futures = {s.slug: self._pool.submit(self._run, s, ctx, timings) for s in self._sections}
+        self._futures: dict[str, Future] = {s.slug: Future() for s in self._sections}
+        self._stopping = False
+        # A daemon thread, not an executor's (those are joined at exit): see `close`.
+        self._thread = threading.Thread(target=self._run_all, args=(ctx, timings), daemon=True,
+                                        name="reportgen-capture-only")
+        self._thread.start()
 
-    @staticmethod
-    def _run(section, ctx: HostContext, timings: dict[str, float]):
-        started = time.perf_counter()
-        try:
-            return section.host_part(ctx)
-        finally:
-            timings[f"host.{section.slug}"] = time.perf_counter() - started
+    def _run_all(self, ctx: HostContext, timings: dict[str, float]) -> None:
+        for section in self._sections:
+            future = self._futures[section.slug]
+            if self._stopping or not future.set_running_or_notify_cancel():
+                continue
+            started = time.perf_counter()
+            try:
+                future.set_result(section.host_part(ctx))
+            except BaseException as exc:  # handed to the stage with the part, as the sections in sequence
+                future.set_exception(exc)
+            finally:
+                timings[f"host.{section.slug}"] = time.perf_counter() - started
 
     def __contains__(self, slug: str) -> bool:
         return slug in self._futures
@@ -226,8 +238,15 @@ class _CaptureOnly:
     def result(self, slug: str):
         return self._futures[slug].result()
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, stopped: bool = False) -> None:
+        """Wait for the thread. A build stopped by a signal (`stopped`) waits a few seconds only: the
+        signal's exception may have left the main thread holding a lock of the compiled code's runtime
+        (numba's LLVM lock, taken while a kernel loads) that the thread waits for, and the process is
+        ending anyway (the thread is a daemon: it does not hold the exit)."""
+        self._stopping = True
+        for future in self._futures.values():
+            future.cancel()
+        self._thread.join(timeout=self.STOPPED_WAIT_S if stopped else None)
 
 
 def list_files(root: str) -> list[str]:
@@ -347,8 +366,10 @@ def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutco
                     clock = timed(f"host.{section.slug}", clock)
                 if part is not None:
                     outcome.parts[section.slug] = part
-        finally:
-            beside.close()
+        except BaseException as exc:
+            beside.close(stopped=not isinstance(exc, Exception))
+            raise
+        beside.close()
     except OSError as exc:  # reading the capture raises CaptureError: this is writing the host's outputs
         outcome.write_error = (exc.errno or 0, exc.strerror or str(exc), str(exc.filename or ""))
         return outcome

@@ -1,17 +1,20 @@
 """Whole-site build timing: `reportgen build` per stage, against XProf's tools on the same file.
 
     PYTHONPATH=. python bench/build.py [--tiles 10,50,200] [--xprof-python /tmp/xprofvenv-b/bin/python]
-        [--parallel-hosts 8 --parallel-tile 5] [--skip-xprof] [--out bench/out/build]
+        [--parallel-hosts 8 --parallel-tile 5] [--skip-xprof] [--sample 5] [--out bench/out/build]
 
-For each size (the GPU capture of gpu_multi_worker, one host, tiled N times
+First, `--sample N` rebuilds of the bundled sample (`--no-cache`, kernels
+compiled): the fixed costs every build pays (target: ≤ 1.5 s process wall).
+Then, for each size (the GPU capture of gpu_multi_worker, one host, tiled N times
 in time; tiles are generated once into `--out` and reused) it runs, each in
 a fresh process, in this order:
 
 * `reportgen build LOGDIR -o SITE --no-cache --timings` (every tool page,
   CSVs, summary.json, assets): the process wall time (Python start and
   imports included), the build's own time, its per-stage table (decode,
-  each section's host part / combine / render, assets, outputs …) and the
-  peak RSS of the process and its children;
+  each section's host part / combine / render, assets, outputs …), the CPU
+  time and the peak RSS of the process and of every process it started
+  (this process adopts their orphans, such as the workers' fork server);
 * when XProf is installed (`python3 -m venv /tmp/xprofvenv-b &&
   /tmp/xprofvenv-b/bin/pip install xprof`), each of XProf's tools cold, in
   its own process on a temporary copy of the file (XProf writes cache files
@@ -26,7 +29,7 @@ flat within 25%), and, with `--parallel-hosts H`, a run of H copies of the
 cost of the worker processes.
 
 The machine is shared and noisy: read the ratios of one run, not the
-seconds. Captures are tiled with bench/tile.py.
+seconds, and the CPU times where the wall times swing with the load. Captures are tiled with bench/tile.py.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,6 +47,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The checkout whose reportgen is measured (`--checkout`, default this one): another one's code is
+# measured with this script's methods, so that two branches' figures compare.
+CHECKOUT = REPO
+MAX_MEMORY = ""  # `--max-memory`, passed on to reportgen build
 SOURCE = REPO.parent / "shared/captures/logdir/plugins/profile/gpu_multi_worker/34.83.195.179_6003.xplane.pb"
 DEFAULT_OUT = REPO / "bench" / "out" / "build"
 DEFAULT_XPROF = "/tmp/xprofvenv-b/bin/python"
@@ -175,20 +183,56 @@ def tiled_logdir(out: Path, copies: int, hosts: int = 1) -> Path:
     return out / "logdirs" / name
 
 
-def run_measured(cmd: list[str], env: dict | None = None) -> tuple[subprocess.CompletedProcess, float, int]:
-    """Run a command; (result, wall seconds, peak RSS in bytes of it and of the children it waited for)."""
+_SUBREAPER = False
+
+
+def _become_subreaper() -> None:
+    """Adopt the orphans of measured commands (a fork server and its workers outlive the build's
+    process for a moment), so that their CPU time and memory are counted with the command's."""
+    global _SUBREAPER
+    if _SUBREAPER or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    _SUBREAPER = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+
+
+def _reap_orphans() -> int:
+    """Wait for every adopted process; the largest peak RSS (bytes) among them."""
+    rss = 0
+    while _SUBREAPER:
+        try:
+            _, _, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        rss = max(rss, usage.ru_maxrss * 1024)
+    return rss
+
+
+def run_measured(cmd: list[str], env: dict | None = None) -> tuple[subprocess.CompletedProcess, float, int, float]:
+    """Run a command; (result, wall seconds, peak RSS in bytes of it and of every process it started,
+    CPU seconds of all of them)."""
+    _become_subreaper()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss_file:
         started = time.perf_counter()
         done = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file.name, *cmd],
-                              capture_output=True, text=True, cwd=REPO, env=env)
+                              capture_output=True, text=True, cwd=CHECKOUT, env=env)
         wall = time.perf_counter() - started
+        orphans = _reap_orphans()
         text = rss_file.read().strip().splitlines()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     rss = int(text[-1]) * 1024 if text and text[-1].isdigit() else 0
-    return done, wall, rss
+    return done, wall, max(rss, orphans), cpu
 
 
 def _env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+    # As installed by pip, whose install compiles the package's bytecode once: a checkout run with
+    # PYTHONDONTWRITEBYTECODE would compile every module of reportgen again in every process.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 TIMING_LINE = re.compile(r"^(?P<stage>.+?)\s{2,}(?P<seconds>\d+\.\d+)(?:\s+\S+%)?$")
@@ -200,7 +244,9 @@ def reportgen_build(logdir: Path, site: Path, jobs: int | None = None) -> dict:
     cmd = [sys.executable, "-m", "reportgen", "build", str(logdir), "-o", str(site), "--no-cache", "--timings"]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
-    done, wall, process_rss = run_measured(cmd, _env())
+    if MAX_MEMORY:
+        cmd += ["--max-memory", MAX_MEMORY]
+    done, wall, process_rss, cpu = run_measured(cmd, _env())
     if done.returncode != 0:
         raise RuntimeError(f"reportgen build failed ({done.returncode}):\n{done.stderr[-3000:]}")
     stages: dict[str, float] = {}
@@ -216,6 +262,7 @@ def reportgen_build(logdir: Path, site: Path, jobs: int | None = None) -> dict:
     rss = RSS_LINE.search(done.stderr)
     return {
         "wall": wall,
+        "cpu": cpu,
         "build": total,
         "stages": stages,
         "events": int(summary["events"].replace(",", "")) if summary else 0,
@@ -227,12 +274,13 @@ def reportgen_build(logdir: Path, site: Path, jobs: int | None = None) -> dict:
 def xprof_tools(python: str, host_file: Path) -> dict[str, dict]:
     results = {}
     for tool, params in XPROF_TOOLS.items():
-        done, wall, _ = run_measured([python, "-c", XPROF_SCRIPT, str(host_file), tool, json.dumps(params)])
+        done, wall, _, cpu = run_measured([python, "-c", XPROF_SCRIPT, str(host_file), tool, json.dumps(params)])
         if done.returncode != 0:
             results[tool] = {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
             continue
         result = json.loads(done.stdout.strip().splitlines()[-1])
         result["wall"] = wall
+        result["cpu"] = cpu
         results[tool] = result
     return results
 
@@ -243,36 +291,50 @@ def _print_stages(stages: dict[str, float], build: float) -> None:
             print(f"    {stage:<34} {seconds:8.3f} s  {seconds / build:6.1%}")
 
 
+def _loads(load: tuple[float, float, float]) -> str:
+    return " ".join(f"{x:.2f}" for x in load)
+
+
 def bench_size(copies: int, args, rows: list[dict]) -> None:
     logdir = tiled_logdir(args.out, copies)
     host_file = next((logdir / "plugins" / "profile").glob("*/host.xplane.pb"))
     size_mb = host_file.stat().st_size / 1e6
+    load_before = os.getloadavg()
     ours = reportgen_build(logdir, args.out / "sites" / f"x{copies}")
-    print(f"\n×{copies}: {size_mb:.0f} MB, {ours['events']:,} events")
-    print(f"  reportgen build: {ours['wall']:.2f} s process wall ({ours['build']:.2f} s in build_site), "
-          f"peak RSS {ours['rss'] / 2**30:.2f} GiB; stages (host.* summed over hosts; assets run beside them):")
+    load = (load_before, os.getloadavg())
+    print(f"\n×{copies}: {size_mb:.0f} MB, {ours['events']:,} events; load average (1, 5, 15 min) before "
+          f"{_loads(load[0])}, after {_loads(load[1])}")
+    print(f"  reportgen build: {ours['wall']:.2f} s process wall ({ours['build']:.2f} s in build_site, "
+          f"{ours['cpu']:.2f} s of CPU), peak RSS {ours['rss'] / 2**30:.2f} GiB "
+          f"({ours['rss'] / size_mb / 1e6:.2f} × the file); stages (host.* summed over hosts; assets run beside them):")
     _print_stages(ours["stages"], ours["build"])
     row = {"copies": copies, "events": ours["events"], "ours_wall": ours["wall"], "ours_build": ours["build"],
-           "ours_rss": ours["rss"], "stages": ours["stages"]}
+           "ours_cpu": ours["cpu"], "ours_rss": ours["rss"], "file_bytes": size_mb * 1e6, "stages": ours["stages"],
+           "load": load}
     if args.xprof_python:
         tools = xprof_tools(args.xprof_python, host_file)
+        row["xprof_load_after"] = os.getloadavg()
+        print(f"  load average after XProf's tools {_loads(row['xprof_load_after'])}")
         ok = {t: r for t, r in tools.items() if "error" not in r}
         for tool, result in tools.items():
             if "error" in result:
                 print(f"  XProf {tool:<26} failed: {result['error'][:200]}")
             else:
                 print(f"  XProf {tool:<26} {result['seconds']:8.2f} s cold "
-                      f"({result['wall']:.2f} s process wall), peak RSS {result['rss'] / 2**30:.2f} GiB")
+                      f"({result['wall']:.2f} s process wall, {result['cpu']:.2f} s of CPU), "
+                      f"peak RSS {result['rss'] / 2**30:.2f} GiB")
         xprof_sum = sum(r["seconds"] for r in ok.values())
         xprof_wall = sum(r["wall"] for r in ok.values())
+        xprof_cpu = sum(r["cpu"] for r in ok.values())
         xprof_rss = max((r["rss"] for r in ok.values()), default=0)
         print(f"  XProf summed ({len(ok)} tools): {xprof_sum:.2f} s in the tools, {xprof_wall:.2f} s of process wall, "
-              f"peak RSS {xprof_rss / 2**30:.2f} GiB")
+              f"{xprof_cpu:.2f} s of CPU, peak RSS {xprof_rss / 2**30:.2f} GiB")
         if xprof_sum:
             print(f"  ratio reportgen / XProf: build {ours['build']:.2f} / {xprof_sum:.2f} = "
                   f"{ours['build'] / xprof_sum:.3f}; process walls {ours['wall']:.2f} / {xprof_wall:.2f} = "
-                  f"{ours['wall'] / xprof_wall:.3f} (target ≤ 0.2)")
-        row.update(xprof_sum=xprof_sum, xprof_wall=xprof_wall, xprof_rss=xprof_rss,
+                  f"{ours['wall'] / xprof_wall:.3f} (targets: ≤ 0.2 at ×50, ≤ 0.1 at ×200); CPU "
+                  f"{ours['cpu']:.2f} / {xprof_cpu:.2f} = {ours['cpu'] / xprof_cpu:.3f}")
+        row.update(xprof_sum=xprof_sum, xprof_wall=xprof_wall, xprof_cpu=xprof_cpu, xprof_rss=xprof_rss,
                    xprof={t: r.get("seconds") for t, r in tools.items()})
     rows.append(row)
 
@@ -283,15 +345,20 @@ def bench_parallel(args) -> dict:
     capacity_file = args.out / "capacity.py"
     capacity_file.parent.mkdir(parents=True, exist_ok=True)
     capacity_file.write_text(CAPACITY_SCRIPT)
-    measured, _, _ = run_measured([sys.executable, str(capacity_file)], _env())
+    measured, *_ = run_measured([sys.executable, str(capacity_file)], _env())
     capacity = json.loads(measured.stdout.strip().splitlines()[-1]) if measured.returncode == 0 else None
-    start, _, _ = run_measured([sys.executable, "-c", POOL_START_SCRIPT], _env())
+    start, *_ = run_measured([sys.executable, "-c", POOL_START_SCRIPT], _env())
     pool = json.loads(start.stdout.strip().splitlines()[-1]) if start.returncode == 0 else None
+    loads = [os.getloadavg()]
     serial = reportgen_build(logdir, args.out / "sites" / "parallel-j1", jobs=1)
+    loads.append(os.getloadavg())
     parallel = reportgen_build(logdir, args.out / "sites" / f"parallel-j{cores}", jobs=cores)
+    loads.append(os.getloadavg())
+    print("\n  load average before --jobs 1, after it, after --jobs N: "
+          + "; ".join(_loads(x) for x in loads))
     same = _same_site(args.out / "sites" / "parallel-j1", args.out / "sites" / f"parallel-j{cores}")
     host_file = next((logdir / "plugins" / "profile").glob("*/host0.xplane.pb"))
-    sized, _, _ = run_measured([sys.executable, "-c", RESULT_SIZE_SCRIPT, str(host_file)], _env())
+    sized, *_ = run_measured([sys.executable, "-c", RESULT_SIZE_SCRIPT, str(host_file)], _env())
     result_size = json.loads(sized.stdout.strip().splitlines()[-1]) if sized.returncode == 0 else None
     print(f"\n{args.parallel_hosts} host files (×{args.parallel_tile} each, {serial['events']:,} events), "
           f"{cores} cores:")
@@ -308,14 +375,33 @@ def bench_parallel(args) -> dict:
               f"{pool['first']:.2f} s, later tasks {pool['later'] * 1000 / 8:.1f} ms each")
     for label, result in (("--jobs 1", serial), (f"--jobs {cores}", parallel)):
         print(f"  {label:<9} build {result['build']:.2f} s (hosts stage {result['stages'].get('hosts', 0):.2f} s), "
-              f"process wall {result['wall']:.2f} s, peak RSS {result['rss'] / 2**30:.2f} GiB")
+              f"process wall {result['wall']:.2f} s, {result['cpu']:.2f} s of CPU, "
+              f"peak RSS {result['rss'] / 2**30:.2f} GiB")
     hosts_1, hosts_n = serial["stages"].get("hosts", 0), parallel["stages"].get("hosts", 0)
     if hosts_n:
         whole = serial["build"] / parallel["build"]
         print(f"  speed-up: hosts stage {hosts_1 / hosts_n:.2f}×, whole build {whole:.2f}× "
               f"(ideal {cores}×); sites identical: {same}")
     return {"serial": serial, "parallel": parallel, "pool": pool, "same": same, "result_size": result_size,
-            "capacity": capacity}
+            "capacity": capacity, "loads": loads}
+
+
+def bench_sample(rounds: int) -> dict:
+    """`reportgen build --no-cache` of the bundled sample, kernels compiled: the fixed costs of a build."""
+    site = Path(tempfile.mkdtemp(prefix="reportgen-bench-sample-")) / "site"
+    runs = []
+    for _ in range(rounds):
+        done, wall, rss, cpu = run_measured([sys.executable, "-m", "reportgen", "build", "-o", str(site),
+                                             "--no-cache", "-q"], _env())
+        if done.returncode != 0:
+            raise RuntimeError(f"reportgen build failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        runs.append({"wall": wall, "cpu": cpu, "rss": rss, "load": os.getloadavg()[0]})
+    shutil.rmtree(site.parent, ignore_errors=True)
+    walls, cpus = sorted(r["wall"] for r in runs), sorted(r["cpu"] for r in runs)
+    print(f"\nbundled sample, --no-cache rebuild ({rounds} runs): process wall median {walls[len(walls) // 2]:.2f} s "
+          f"(best {walls[0]:.2f} s; target ≤ 1.5 s), CPU median {cpus[len(cpus) // 2]:.2f} s; load "
+          + ", ".join(f"{r['load']:.1f}" for r in runs))
+    return {"runs": runs}
 
 
 def _same_site(a: Path, b: Path) -> bool:
@@ -333,7 +419,16 @@ def main() -> None:
     parser.add_argument("--parallel-tile", type=int, default=5)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--checkout", type=Path, default=REPO,
+                        help="measure the reportgen of this checkout (default: this one)")
+    parser.add_argument("--max-memory", default="", metavar="SIZE",
+                        help="passed to reportgen build (its default budget refuses the largest tiles)")
+    parser.add_argument("--sample", type=int, default=5, metavar="N",
+                        help="also time N rebuilds of the bundled sample (default 5; 0: none)")
     args = parser.parse_args()
+    global CHECKOUT, MAX_MEMORY
+    CHECKOUT = args.checkout.resolve()
+    MAX_MEMORY = args.max_memory
     if args.skip_xprof or not Path(args.xprof_python).exists():
         if not args.skip_xprof:
             print(f"XProf not found at {args.xprof_python}: reportgen only")
@@ -343,15 +438,19 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}")
     # A first build compiles nothing later builds need (numba's cache), so no size pays for it.
     reportgen_build(tiled_logdir(args.out, 1), Path(tempfile.mkdtemp(prefix="reportgen-bench-warm-")) / "site")
+    sample = bench_sample(args.sample) if args.sample else None
     rows: list[dict] = []
     for copies in sizes:
         bench_size(copies, args, rows)
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         print(f"\ntime per event, ×{first['copies']} → ×{last['copies']} (target: flat within 25%):")
-        for key, label in (("ours_build", "build"), ("ours_wall", "process wall")):
+        for key, label in (("ours_build", "build"), ("ours_wall", "process wall"), ("ours_cpu", "CPU")):
             a, b = first[key] / first["events"] * 1e6, last[key] / last["events"] * 1e6
             print(f"  {label:<13} {a:.3f} → {b:.3f} µs/event ({b / a:.2f}×)")
+        print("  peak RSS per event: " + ", ".join(f"×{r['copies']} {r['ours_rss'] / r['events']:.0f} B "
+                                                   f"({r['ours_rss'] / r['file_bytes']:.2f} × the file)"
+                                                   for r in rows))
         stages = [s for s in last["stages"] if s in first["stages"] and last["stages"][s] >= 0.05]
         for stage in sorted(stages, key=lambda s: -last["stages"][s]):
             a = first["stages"][stage] / first["events"] * 1e6
@@ -359,7 +458,7 @@ def main() -> None:
             print(f"    {stage:<34} {a:.3f} → {b:.3f} µs/event ({b / a if a else float('inf'):.2f}×)")
     parallel = bench_parallel(args) if args.parallel_hosts else None
     if args.json:
-        args.json.write_text(json.dumps({"sizes": rows, "parallel": parallel}, indent=1))
+        args.json.write_text(json.dumps({"sample": sample, "sizes": rows, "parallel": parallel}, indent=1))
 
 
 if __name__ == "__main__":

@@ -170,6 +170,8 @@ class HostCapture:
         timed = ev["num_occurrences"].to_numpy() == 0
         if not timed.any():
             return 0, 0
-        start = ev["start_ps"].to_numpy()[timed]
-        end = start + ev["duration_ps"].to_numpy()[timed]
+        start, duration = ev["start_ps"].to_numpy(), ev["duration_ps"].to_numpy()
+        if not timed.all():  # aggregated events have no time: copy only when there are some
+            start, duration = start[timed], duration[timed]
+        end = np.add(start, duration)
         return int(start.min()), int(end.max())

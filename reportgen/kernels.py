@@ -8,9 +8,8 @@ a folder that is read-only on shared installs. reportgen's kernels are cached
 in a folder of the user's instead:
 
 - `NUMBA_CACHE_DIR` when it is set (numba's own setting),
-- else the platform's user cache folder: `$XDG_CACHE_HOME/reportgen/kernels`
-  (`~/.cache/reportgen/kernels`), `~/Library/Caches/reportgen/kernels` on
-  macOS, `%LOCALAPPDATA%\\reportgen\\Cache\\kernels` on Windows.
+- else `kernels/` in the user cache folder (`reportgen.user_cache`):
+  `~/.cache/reportgen/kernels` on Linux.
 
 The folder is created private to the user (numba's cache files are pickles).
 When it cannot be written, kernels are compiled in memory for the process (the
@@ -45,19 +44,11 @@ except ImportError:  # pragma: no cover - Windows: no ahead-of-time compile, ker
 from numba import njit
 from numba.core import caching, config
 
+from reportgen.user_cache import user_cache_dir, writable_dir
+
 # Class names of numba ≥ 0.61 first, then those of 0.60.
 _LocatorBase = getattr(caching, "UserProvidedCacheLocator", None) or caching._UserProvidedCacheLocator
 _ImplBase = caching.CompileResultCacheImpl
-
-
-def user_cache_dir() -> Path:
-    """The platform's per-user cache folder for reportgen."""
-    home = Path.home()
-    if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local") / "reportgen" / "Cache"
-    if sys.platform == "darwin":
-        return home / "Library" / "Caches" / "reportgen"
-    return Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache") / "reportgen"
 
 
 def kernel_cache_dir() -> Path:
@@ -67,21 +58,9 @@ def kernel_cache_dir() -> Path:
     return user_cache_dir() / "kernels"
 
 
-def _writable_dir(path: Path) -> str | None:
-    """None when `path` is (or can be made) a folder this process can write, else why not."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        probe = path / f".probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        return f"{path}: {exc.strerror or exc}"
-    return None
-
-
 CACHE_DIR = kernel_cache_dir()
 # Why kernels are not cached on disk in this process (None when they are).
-CACHE_PROBLEM = _writable_dir(CACHE_DIR)
+CACHE_PROBLEM = writable_dir(CACHE_DIR)
 
 
 class _Locator(_LocatorBase):
@@ -181,11 +160,15 @@ def start_precompile() -> subprocess.Popen | None:
 
 
 def wait_for_precompile() -> None:
-    """Wait (once per process) until no process compiles kernels ahead for this cache folder."""
+    """Wait (once per process) until no process compiles kernels ahead for this cache folder, unless
+    this process's ahead-compiled kernels are in the cache already (another reportgen sharing the
+    folder may be compiling its own)."""
     global _waited
     if _waited or CACHE_PROBLEM is not None or fcntl is None:
         return
     _waited = True
+    if not cold_modules(tuple(PRECOMPILED)):
+        return
     try:
         lock = os.open(CACHE_DIR / PRECOMPILE_LOCK, os.O_RDONLY)
     except OSError:  # never created: nothing was ever compiled ahead here
@@ -203,5 +186,5 @@ def precompile() -> None:
 
 
 __all__ = ["BUILD_KERNELS", "CACHE_DIR", "CACHE_PROBLEM", "cold_modules", "is_cached", "kernel", "kernel_cache_dir",
-           "precompile", "start_precompile", "user_cache_dir", "wait_for_precompile"]
+           "precompile", "start_precompile", "wait_for_precompile"]
 

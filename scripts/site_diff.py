@@ -91,8 +91,10 @@ def build(checkout: Path, out: Path, python: str, extras: list[str]) -> int:
 
 
 def _files(root: Path) -> set[str]:
-    # Stderr carries build seconds: only the exit statuses are compared.
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.suffix != ".stderr"}
+    # Stderr carries build seconds, and an output folder's lock file (`.DIR.lock`) the building
+    # process's id: only the exit statuses are compared.
+    return {str(p.relative_to(root)) for p in root.rglob("*")
+            if p.is_file() and p.suffix not in (".stderr", ".lock")}
 
 
 def _first_difference(a: bytes, b: bytes, context: int) -> str:

@@ -7,9 +7,11 @@ import io
 import pandas as pd
 import pytest
 
+from reportgen.loaders.logdir import HostFile
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.build import EXIT_PARTIAL, BuildOptions, build_site
-from reportgen.pipeline.host_stage import host_context
+from reportgen.pipeline.host_stage import HostTask, host_context
+from reportgen.pipeline.runners import worth_a_pool
 from tests.logdirs import FAST, assert_same_site, make_logdir, pod_runs, site_bytes
 
 
@@ -18,7 +20,9 @@ def builds(tmp_path_factory):
     root = tmp_path_factory.mktemp("parallel")
     logdir = make_logdir(root / "logdir", pod_runs())
     serial = build_site([str(logdir)], BuildOptions(output=str(root / "serial"), jobs=1, cache=False))
-    parallel = build_site([str(logdir)], BuildOptions(output=str(root / "parallel"), jobs=2, cache=False))
+    # The test hosts are small: asked to, the build starts workers for them all the same.
+    parallel = build_site([str(logdir)], BuildOptions(output=str(root / "parallel"), jobs=2, cache=False,
+                                                      parallel_min_bytes=0))
     return serial, parallel
 
 
@@ -29,6 +33,19 @@ def test_two_jobs_run_in_worker_processes_and_match_one_job_byte_for_byte(builds
     assert serial.decoded == parallel.decoded == ["pod/worker-0.xplane.pb", "pod/worker-1.xplane.pb",
                                                   "solo/vm.xplane.pb"]
     assert_same_site(serial.output, parallel.output)
+
+
+def test_small_hosts_stay_in_the_building_process(tmp_path):
+    """Starting workers costs seconds of CPU: hosts weighing less than that much work are built here."""
+    logdir = make_logdir(tmp_path / "logdir", pod_runs())
+    report = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "site"), jobs=2, cache=False))
+    assert report.runner == "serial"
+    work = [(HostTask(index=i, run="r", host=HostFile(host=f"h{i}", path=f"h{i}.xplane.pb", size=size)), None, False)
+            for i, size in enumerate([40 * 2**20, 30 * 2**20])]
+    assert worth_a_pool(work) and not worth_a_pool(work[:1])
+    assert not worth_a_pool([(HostTask(0, "r", HostFile("h", "h.xplane.pb", 2**20)), None, False)] * 2)
+    gzipped = [(HostTask(i, "r", HostFile(f"h{i}", f"h{i}.xplane.pb.gz", 5 * 2**20)), None, False) for i in range(2)]
+    assert worth_a_pool(gzipped)  # 10 MB of gzip: about 80 MB of capture
 
 
 def test_a_broken_host_fails_alone_in_either_mode(builds):

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from reportgen.capture import NO_STRING
 from reportgen.core.events.grouping import group_events
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
@@ -17,7 +18,7 @@ from reportgen.core.steps.step_db import StepDb
 from reportgen.core.tools.input_pipeline import StepSummary, analyze_steps, classify_input
 from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.proto import hlo_pb2
-from tests.xspace import Space
+from tests.xspace import Ref, Space, U
 
 US = 1_000_000  # ps
 
@@ -106,7 +107,7 @@ def _two_step_capture():
 def test_grouping_follows_roots_nesting_and_context_links():
     table = EventTable(_two_step_capture())
     g = group_events(table)
-    names = table.names
+    names = table.names_of(slice(None))
     assert g.group_names == {0: "train 3", 1: "train 4"}
     matmul = np.flatnonzero(names == "dense/MatMul:MatMul")
     assert list(g.group_id[matmul]) == [0, 1]
@@ -118,7 +119,7 @@ def test_grouping_follows_roots_nesting_and_context_links():
 
 def _groups(space: Space, name: str) -> list[int]:
     table = EventTable(space.capture(sort_lines=True))
-    return list(group_events(table).group_id[table.names == name])
+    return list(group_events(table).group_id[table.names_of(slice(None)) == name])
 
 
 def test_context_links_carry_the_step_to_other_threads():
@@ -180,6 +181,35 @@ def test_stat_columns_read_the_first_or_the_last_of_duplicates():
     assert list(table.int_stat("group_id")[1]) == [True, False]
     assert list(table.strings(table.str_stat("tf_op"))) == ["a:A", ""]
     assert list(table.strings(table.str_stat("tf_op", last=True))) == ["b:B", ""]
+
+
+def test_stats_read_at_some_events_are_the_columns_at_those_events():
+    """`int_stat_at` and friends (a stat read on a few events, no column for every event) give what
+    the full columns give there: first or last of duplicates, IntValue against IntOrUint, strings and
+    refs, doubles, absent stats, events in any order and repeated."""
+    space = Space()
+    plane = space.plane("/host:CPU")
+    line = plane.line(1)
+    line.event("a", 0, 10, stats=[("v", 1), ("v", U(2**63 + 5)), ("s", "x"), ("d", 1.5), ("s", Ref("y"))])
+    line.event("b", 20, 10, stats=[("v", U(7)), ("d", 2), ("d", 0.25), ("s", 3)])
+    line.event("c", 40, 10)
+    line.event("d", 60, 10, stats=[("v", -4), ("s", "z"), ("d", "not a double")])
+    table = EventTable(space.capture(sort_lines=True))
+    rows = np.array([3, 0, 2, 1, 3, 0])
+    for last in (False, True):
+        for uint_ok in (False, True):
+            values, present = table.int_stat("v", uint_ok=uint_ok, last=last)
+            at_values, at_present = table.int_stat_at("v", rows, uint_ok=uint_ok, last=last)
+            assert list(at_values) == list(values[rows]) and list(at_present) == list(present[rows])
+        assert list(table.str_stat_at("s", rows, last=last)) == list(table.str_stat("s", last=last)[rows])
+        values, present = table.double_stat("d", last=last)
+        at_values, at_present = table.double_stat_at("d", rows, last=last)
+        assert list(at_values) == list(values[rows]) and list(at_present) == list(present[rows])
+        assert list(table.int_stat_at("absent", rows, last=last)[1]) == [False] * len(rows)
+        assert list(table.str_stat_at("absent", rows, last=last)) == [NO_STRING] * len(rows)
+    assert list(table.int_stat_at("v", np.zeros(0, np.int64))[0]) == []
+    table.forget_stats()  # the columns are extracted again, the same
+    assert list(table.int_stat("v", last=True)[0]) == list(table.int_stat_at("v", np.arange(4), last=True)[0])
 
 
 def test_step_breakdown_with_priorities_and_unknown_time():

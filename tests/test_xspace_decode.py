@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+import mmap
 import struct
 
 import numpy as np
 import pytest
 
 from reportgen.capture import KIND_BYTES, KIND_DOUBLE, KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64
+from reportgen.loaders import wire, xspace
+from reportgen.loaders.logdir import map_file
 from reportgen.loaders.proto import xplane_pb2 as pb
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import LOGDIR, REPO, needs_shared
@@ -86,6 +89,31 @@ def test_bundled_sample_matches_reference(path):
     capture = decode_xspace(str(path), data)
     assert_same_tables(capture_tables(capture), reference_tables(data))
     assert capture.event_count > 1000
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.parent.name)
+def test_a_mapped_file_decodes_batch_by_batch_to_the_same_tables(path, monkeypatch):
+    """A local file is memory-mapped and walked in batches of lines, each batch's pages handed back as
+    the walk passes them: here one line per batch, every page handed back, the same tables."""
+    data = path.read_bytes()
+    monkeypatch.setattr(wire, "BATCH_BYTES", 1)
+    released = []
+    real = xspace._page_release
+
+    def spy(buffer):
+        release = real(buffer)
+        assert release is not None, "a mapped file gets its pages handed back"
+        return lambda end: (released.append(end), release(end))
+
+    monkeypatch.setattr(xspace, "_page_release", spy)
+    mapped = map_file(str(path))
+    assert isinstance(mapped, mmap.mmap)
+    capture = decode_xspace(str(path), mapped)
+    mapped.close()  # nothing of the capture points into the file
+    assert_same_tables(capture_tables(capture), reference_tables(data))
+    lines = len(capture.lines)
+    assert len(released) == 2 * lines and released == sorted(released[:lines]) * 2  # counting, then filling
+    assert len(wire.line_batches(np.array([[0, 0, 10], [0, 10, 20], [0, 20, 30]]), batch_bytes=15)) == 2
 
 
 def test_sample_is_bundled():

@@ -77,6 +77,13 @@ class HostContext:
             raise ValueError("outputs are opened for writing only")
         return open(self.output_path(relpath), mode)
 
+    def forget_stat_columns(self) -> None:
+        """Drop the per-event stat columns the event table extracted so far (see
+        `EventTable.forget_stats`); the host stage calls it after the core and after each section:
+        their stats hardly overlap, and each column costs 9 bytes per event."""
+        if "events" in self.__dict__:
+            self.events.forget_stats()
+
     @cached_property
     def events(self):
         """The capture's per-event columns and stat lookup (`reportgen.core.events.table.EventTable`),

@@ -21,6 +21,9 @@ def first_per_owner(owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner[first], first
 
 
+STARTS_PIECE = 1 << 20  # stats counted at a time (see stat_starts)
+
+
 def stat_starts(owner: np.ndarray, n_owners: int) -> np.ndarray:
     """Owner row → its first stat row (n_owners + 1 entries); -1 in [0] when owners are out of order
     (or out of range)."""
@@ -28,7 +31,15 @@ def stat_starts(owner: np.ndarray, n_owners: int) -> np.ndarray:
     if len(owner) and (owner[0] < 0 or owner[-1] >= n_owners or (owner[1:] < owner[:-1]).any()):
         starts[0] = -1
         return starts
-    np.cumsum(np.bincount(owner, minlength=n_owners), out=starts[1:])
+    # Counted piece by piece: np.bincount converts its input to int64 first, which for the
+    # 20 M stats of a large capture is 160 MB at once. Owners are sorted, so a piece's counts
+    # are a window of the result.
+    for a in range(0, len(owner), STARTS_PIECE):
+        piece = owner[a : a + STARTS_PIECE]
+        low = int(piece[0])
+        counts = np.bincount(piece - low)
+        starts[low + 1 : low + 1 + len(counts)] += counts
+    np.cumsum(starts, out=starts)
     return starts
 
 

@@ -138,7 +138,8 @@ def _js_text(value) -> bytes:
     return orjson.dumps(value).replace(b"<", b"\\u003c")
 
 
-def _script(header: dict, payload: bytes) -> bytes:
+def _script(header: dict, payload) -> bytes:
+    """`payload`: bytes, or a contiguous uint8 array (compressed as it is, never copied into bytes)."""
     packed = base64.b64encode(isal_zlib.compress(payload, COMPRESS_LEVEL))
     return REGISTER.encode() + b"(" + _js_text(header) + b',"' + packed + b'");\n'
 
@@ -180,11 +181,13 @@ def _names(sids: np.ndarray, tables: TraceTables) -> tuple[list[str], np.ndarray
     return [tables.pool.text(int(s)) for s in distinct], index
 
 
-def _event_objects(rows: np.ndarray, kernel: KernelArgs, in_out_async: np.ndarray) -> bytes:
-    """`[{…},{…}]`: the rows as the chunks write them, one object per row.
+def _event_objects(rows: np.ndarray, kernel: KernelArgs, in_out_async: np.ndarray) -> np.ndarray:
+    """`[{…},{…}]`: the rows as the chunks write them, one object per row (uint8 array).
 
     The compiled writer closes an in-out async event with a second object (its end);
-    that one is dropped so that object i is row i.
+    that one is dropped so that object i is row i. The result is assembled with numpy copies (no
+    bytes object of the whole: building those holds the GIL, which the other writer thread and the
+    host's analyses need).
     """
     buf = np.empty(8 << 20, dtype=np.uint8)
     parts = []
@@ -196,18 +199,31 @@ def _event_objects(rows: np.ndarray, kernel: KernelArgs, in_out_async: np.ndarra
             continue
         parts.append(buf[:n].copy())
         i = nxt
-    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
-    if in_out_async.any() and len(data):
+    if not parts:
+        return np.frombuffer(b"[]", dtype=np.uint8)
+    # Room for a closing "]" after the objects; the first object's leading ",\n" becomes " [" and
+    # the result starts at its "[".
+    total = sum(len(p) for p in parts)
+    if total < 2:
+        return np.frombuffer(b"[]", dtype=np.uint8)
+    data = np.empty(total + 1, np.uint8)
+    np.concatenate(parts, out=data[:total])
+    if in_out_async.any():
         # Objects start at ",\n{" (JSON strings hold no raw newline); mark the bytes of each dropped one.
-        starts = np.flatnonzero((data[:-2] == 44) & (data[1:-1] == 10) & (data[2:] == 123))
+        body = data[:total]
+        starts = np.flatnonzero((body[:-2] == 44) & (body[1:-1] == 10) & (body[2:] == 123))
         owner_piece = np.cumsum(in_out_async.astype(np.int64) + 1) - 1  # the last object written for each row
         drop = np.zeros(len(starts), dtype=bool)
         drop[owner_piece[in_out_async]] = True
-        bounds = np.append(starts, len(data))
+        bounds = np.append(starts, total)
         keep = np.repeat(~drop, np.diff(bounds))
-        data = data[keep]
-    body = data[2:].tobytes() if len(data) else b""  # without the first ",\n"
-    return b"[" + body + b"]"
+        kept = int(np.count_nonzero(keep))
+        data = np.empty(kept + 1, np.uint8)
+        np.compress(keep, body, out=data[:kept])
+        total = kept
+    data[1] = ord("[")
+    data[total] = ord("]")
+    return data[1:]
 
 
 def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = None,
@@ -254,6 +270,8 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
                         "pool": len(threads) > 1})
     track = lane_track[lane]
     level = lane_offset[lane] + depth
+    # Arrays of every event are let go as soon as they are used: a large host has millions.
+    del by_lane, depth, lane, lines, drawn
     track_events = np.bincount(track, minlength=len(entries))
     for k, entry in enumerate(entries):
         entry["events"] = int(track_events[k])
@@ -266,6 +284,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
 
     order = np.lexsort((start, level, track))
     rows, start, end, track, level = rows[order], start[order], end[order], track[order], level[order]
+    del order
     name_sid = _name_sids(tables, rows)
     long_sid = _long_sids(tables, rows)
     flow_bits = _in_out_async(tables, rows)
@@ -284,6 +303,8 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     plan = plan_chunks(np.arange(len(rows)), start[by_start], np.ones(len(rows), np.int32),
                        tables.steps.start_ps, window_events or WINDOW_EVENTS, 1 << 62)
     cuts = np.array(plan.cuts_ps, dtype=np.int64)
+    n_windows = len(plan)
+    del plan, by_start
     first_window = np.searchsorted(cuts, start, side="right")
     last_window = np.searchsorted(cuts, end - 1, side="right")
     spans = last_window - first_window
@@ -295,9 +316,12 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     member = np.concatenate([np.arange(len(rows)), carry_rows])
     member_window = np.concatenate([first_window, carry_window])
     member_carried = np.concatenate([np.zeros(len(rows), bool), np.ones(len(carry_rows), bool)])
+    del first_window, last_window, spans, carried, carry_rows, carry_window
     grouped = np.lexsort((member, member_window))  # by window, then in (track, level, start) order
     member, member_window, member_carried = member[grouped], member_window[grouped], member_carried[grouped]
-    window_bounds = np.searchsorted(member_window, np.arange(len(plan) + 1))
+    del grouped
+    window_bounds = np.searchsorted(member_window, np.arange(n_windows + 1))
+    del member_window
     def write_window(key: str, args_key: str, sel: np.ndarray, carried_here: np.ndarray) -> None:
         # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
         names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
@@ -313,7 +337,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     # Windows are written on a few threads: the JSON writer and ISA-L release the GIL.
     with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
         pending = []
-        for k in range(len(plan)):
+        for k in range(n_windows):
             sel = member[window_bounds[k]:window_bounds[k + 1]]
             carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
             key, args_key = f"w-{k:03d}", f"a-{k:03d}"

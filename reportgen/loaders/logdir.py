@@ -19,9 +19,11 @@ refused with their reason. Each becomes an input error of its run
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import fsspec
@@ -334,3 +336,21 @@ def read_file(path: str) -> bytes:
     """Read one host file through fsspec."""
     with fsspec.open(path, "rb") as handle:
         return handle.read()
+
+
+def map_file(path: str, read: Callable[[str], bytes] = read_file) -> bytes | mmap.mmap:
+    """A local host file memory-mapped (copy-on-write: the decoder reads it as a writable buffer, never
+    writes), else its bytes as `read` reads them (remote and gzipped files, empty files).
+
+    A mapped file's pages are read from the page cache as they are used, and can be handed back as
+    soon as they are passed (see `loaders.xspace`): its bytes need not all be resident at once.
+    Close the map once decoded.
+    """
+    local = path[len("file://"):] if path.startswith("file://") else path
+    if "://" in local or path.endswith(".gz"):
+        return read(path)
+    with open(local, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return b""
+        return mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY)

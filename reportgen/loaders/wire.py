@@ -22,6 +22,7 @@ They release the GIL (`nogil`), so threads can decode several hosts at once.
 from __future__ import annotations
 
 import mmap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -309,26 +310,45 @@ def _grow_table(table, uniq, n_uniq):
     return bigger
 
 
-def dedupe_strings(buf: np.ndarray, kind: np.ndarray, raw: np.ndarray, str_col: np.ndarray) -> np.ndarray:
-    """In place: string/bytes stats' ranges → unique value indices (raw → 0).
+class Deduper:
+    """`_dedupe` over a capture's stats batch after batch, one set of unique values for them all.
 
     Values are grouped by a 64-bit hash and compared byte for byte, so two
-    different strings are never merged. Returns (U, 3) position, length and
-    kind of each unique value, in order of first appearance.
+    different strings are never merged. `unique()` gives (U, 3) position,
+    length and kind of each unique value, in order of first appearance.
     """
-    table = np.zeros(1024, dtype=np.int32)
-    uniq = np.empty((512, 4), dtype=np.int64)
-    words = np.frombuffer(buf, dtype=np.uint64, count=len(buf) // 8) if buf.ctypes.data % 8 == 0 else (
-        np.zeros(0, dtype=np.uint64))
-    row, n_uniq = 0, 0
-    while True:
-        row, n_uniq = _dedupe(buf, words, kind, raw, str_col, row, table, uniq, n_uniq)
-        if row >= len(kind):
-            return uniq[:n_uniq, :3].copy()
-        if n_uniq >= len(uniq):
-            uniq = np.concatenate([uniq, np.empty_like(uniq)])
-        else:
-            table = _grow_table(table, uniq, n_uniq)
+
+    def __init__(self, buf: np.ndarray):
+        self.buf = buf
+        self.words = np.frombuffer(buf, dtype=np.uint64, count=len(buf) // 8) if buf.ctypes.data % 8 == 0 else (
+            np.zeros(0, dtype=np.uint64))
+        self.table = np.zeros(1024, dtype=np.int32)
+        self.uniq = np.empty((512, 4), dtype=np.int64)
+        self.n_uniq = 0
+
+    def run(self, kind: np.ndarray, raw: np.ndarray, str_col: np.ndarray) -> None:
+        """In place: these stats' string/bytes ranges → unique value indices (raw → 0)."""
+        row = 0
+        while True:
+            row, self.n_uniq = _dedupe(self.buf, self.words, kind, raw, str_col, row, self.table, self.uniq,
+                                       self.n_uniq)
+            if row >= len(kind):
+                return
+            if self.n_uniq >= len(self.uniq):
+                self.uniq = np.concatenate([self.uniq, np.empty_like(self.uniq)])
+            else:
+                self.table = _grow_table(self.table, self.uniq, self.n_uniq)
+
+    def unique(self) -> np.ndarray:
+        return self.uniq[: self.n_uniq, :3].copy()
+
+
+def dedupe_strings(buf: np.ndarray, kind: np.ndarray, raw: np.ndarray, str_col: np.ndarray) -> np.ndarray:
+    """In place: string/bytes stats' ranges → unique value indices (raw → 0); the unique values
+    ((U, 3) position, length, kind), as `Deduper` gives them."""
+    deduper = Deduper(buf)
+    deduper.run(kind, raw, str_col)
+    return deduper.unique()
 
 
 # The two passes below decode varints inline. A numba function call per
@@ -445,8 +465,12 @@ def _count_pass(buf, ranges, counts, err):
 
 @kernel(nogil=True)
 def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, ev_dur, ev_occ,
-               st_owner, st_key, st_kind, st_raw, st_str, emd, smd, empty_id):
+               st_owner, st_key, st_kind, st_raw, st_str, emd, smd, empty_id, line0, ev0):
     """Decode every XLine in `ranges` ([plane, payload start, end] per line).
+
+    `ranges` may be a batch of a capture's lines: `line0` and `ev0` are the
+    capture's numbers of its first line and first event (what `ev_line` and
+    `st_owner` hold), and the other arrays are the batch's own rows.
 
     Writes the line scalars, the event columns and the stat columns, in file
     order. Event metadata ids resolve to event_metadata rows through emd
@@ -647,7 +671,7 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
                     err[0] = ERR_TRUNCATED if wire_type == 5 else ERR_BAD_WIRE_TYPE
                     err[1] = sf_start
                     return
-                st_owner[st] = ev
+                st_owner[st] = ev0 + ev
                 i = key - s_low
                 if not s_dense:
                     st_key[st] = _find(smd_keys, smd_vals, smd_params, plane, key, empty_id)
@@ -672,7 +696,7 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
                     st_raw[st] = raw
                     st_str[st] = -1
                 st += 1
-            ev_line[ev] = li
+            ev_line[ev] = line0 + li
             ev_mdid[ev] = md_id
             i = md_id - e_low
             if not e_dense:
@@ -766,6 +790,26 @@ class LineColumns:
     unique_strings: np.ndarray  # (U, 3) int64: position, length, kind of each unique value
 
 
+# Lines are walked in batches of about this many bytes of the file, each batch
+# followed by `release(end)` (see `count_lines`), so that a memory-mapped
+# file's pages need not stay mapped for the whole walk.
+BATCH_BYTES = 64 * 2**20
+
+Release = Callable[[int], None]
+
+
+def line_batches(ranges: np.ndarray, batch_bytes: int | None = None) -> list[tuple[int, int]]:
+    """Consecutive runs [a, b) of lines, in file order, each spanning about `batch_bytes` (default
+    `BATCH_BYTES`; one line may span more: a batch never splits a line)."""
+    batch_bytes = BATCH_BYTES if batch_bytes is None else batch_bytes
+    batches, first = [], 0
+    for line in range(len(ranges)):
+        if ranges[line, 2] - ranges[first, 1] >= batch_bytes or line == len(ranges) - 1:
+            batches.append((first, line + 1))
+            first = line + 1
+    return batches
+
+
 @kernel(nogil=True)
 def _count_metadata(buf, entries, out):
     """Stats (out[0]) and child ids (out[1]) inside XPlane.event_metadata map entries ([payload start,
@@ -815,13 +859,20 @@ def count_metadata(buf: np.ndarray, entries: np.ndarray) -> tuple[int, int]:
     return int(out[0]), int(out[1])
 
 
-def count_lines(buf: np.ndarray, ranges: np.ndarray) -> np.ndarray:
-    """(L, 2) events and stats per line; raises WireError."""
+def count_lines(buf: np.ndarray, ranges: np.ndarray, release: Release | None = None) -> np.ndarray:
+    """(L, 2) events and stats per line; raises WireError.
+
+    `release(end)`, when given, is called as the walk passes file position
+    `end` (the file's bytes before it are not read again by this pass).
+    """
     counts = np.zeros((len(ranges), 2), dtype=np.int64)
     err = np.zeros(2, dtype=np.int64)
-    _count_pass(buf, ranges, counts, err)
-    if err[0] != OK:
-        raise WireError(int(err[0]), int(err[1]))
+    for a, b in line_batches(ranges):
+        _count_pass(buf, ranges[a:b], counts[a:b], err)
+        if err[0] != OK:
+            raise WireError(int(err[0]), int(err[1]))
+        if release is not None:
+            release(int(ranges[b - 1, 2]))
     return counts
 
 
@@ -852,9 +903,14 @@ _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
 def fill_lines(
     buf: np.ndarray, ranges: np.ndarray, counts: np.ndarray, event_md: LookupTable, stat_names: LookupTable,
-    empty_id: int,
+    empty_id: int, release: Release | None = None,
 ) -> LineColumns:
-    """Decode the lines counted by `count_lines` into final columns; raises WireError."""
+    """Decode the lines counted by `count_lines` into final columns; raises WireError.
+
+    Batch after batch of lines: decoded, their string values deduplicated
+    (the only other pass that reads their bytes), then `release(end)` as in
+    `count_lines`.
+    """
     n_events, n_stats = (int(c) for c in counts.sum(axis=0)) if len(ranges) else (0, 0)
     cols = LineColumns(
         line_vals=np.zeros((len(ranges), 8), dtype=np.int64),
@@ -873,14 +929,23 @@ def fill_lines(
         unique_strings=np.zeros((0, 3), np.int64),
     )
     err = np.zeros(2, dtype=np.int64)
-    _fill_pass(
-        buf, ranges, err, cols.line_vals, cols.ev_line, cols.ev_md, cols.ev_metadata_id,
-        cols.ev_start_ps, cols.ev_duration_ps, cols.ev_occurrences, cols.st_owner, cols.st_key, cols.st_kind,
-        cols.st_raw, cols.st_str, event_md.as_tuple(), stat_names.as_tuple(), empty_id,
-    )
-    if err[0] != OK:
-        raise WireError(int(err[0]), int(err[1]))
-    cols.unique_strings = dedupe_strings(buf, cols.st_kind, cols.st_raw, cols.st_str)
+    deduper = Deduper(buf)
+    first_event = np.concatenate([[0], np.cumsum(counts[:, C_EVENTS])]) if len(ranges) else np.zeros(1, np.int64)
+    first_stat = np.concatenate([[0], np.cumsum(counts[:, C_STATS])]) if len(ranges) else np.zeros(1, np.int64)
+    for a, b in line_batches(ranges):
+        e0, e1, s0, s1 = int(first_event[a]), int(first_event[b]), int(first_stat[a]), int(first_stat[b])
+        _fill_pass(
+            buf, ranges[a:b], err, cols.line_vals[a:b], cols.ev_line[e0:e1], cols.ev_md[e0:e1],
+            cols.ev_metadata_id[e0:e1], cols.ev_start_ps[e0:e1], cols.ev_duration_ps[e0:e1],
+            cols.ev_occurrences[e0:e1], cols.st_owner[s0:s1], cols.st_key[s0:s1], cols.st_kind[s0:s1],
+            cols.st_raw[s0:s1], cols.st_str[s0:s1], event_md.as_tuple(), stat_names.as_tuple(), empty_id, a, e0,
+        )
+        if err[0] != OK:
+            raise WireError(int(err[0]), int(err[1]))
+        deduper.run(cols.st_kind[s0:s1], cols.st_raw[s0:s1], cols.st_str[s0:s1])
+        if release is not None:
+            release(int(ranges[b - 1, 2]))
+    cols.unique_strings = deduper.unique()
     return cols
 
 

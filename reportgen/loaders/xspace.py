@@ -7,14 +7,22 @@ walker's counting pass and its filling pass, so that the filling pass can
 resolve metadata ids and stat names as it goes (see `capture.py`).
 
 Memory: the events and stats are written once, into their final compact
-columns; the only other large object is the file's bytes. Before anything
-large is allocated, what the host will cost (decoded and analysed) is
-estimated from the counts the walker found and checked against the memory
-budget (`limits.py`): a capture over budget is refused, naming the estimate.
+columns; the only other large object is the file's bytes. A local file comes
+memory-mapped (`loaders.logdir.map_file`): the walker reads it batch after
+batch of lines and hands each batch's pages back as it passes them, so the
+file's bytes and its columns are never resident together (a gzipped or
+remote file is read whole). Before anything large is allocated, what the
+host will cost (decoded and analysed) is estimated from the counts the
+walker found and checked against the memory budget (`limits.py`): a capture
+over budget is refused, naming the estimate. The estimate counts the file's
+bytes as resident, as they are for a gzipped or remote file: for a mapped
+one it is high by up to its size, which the budget tolerates (it is meant
+to be high rather than low).
 """
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,13 +54,16 @@ COST_STAT = 60
 COST_FIXED = 64 << 20  # the analyses' own tables, whatever the capture's size
 
 
-def read_bytes(path: str, data: bytes) -> bytes:
+Buffer = bytes | mmap.mmap
+
+
+def read_bytes(path: str, data: Buffer) -> Buffer:
     """Undo gzip when the name or the content says so; reject obvious foreign files."""
     if path.endswith(".gz"):
         data = limits.gunzip(path, data)
-    elif data.startswith(GZIP_MAGIC):
+    elif data[:2] == GZIP_MAGIC:  # a mapped file has no startswith
         raise CaptureError(path, "is gzip-compressed but not named .gz")
-    if not data:
+    if len(data) == 0:
         raise CaptureError(path, "is empty (0 bytes)")
     stripped = data[:4096].lstrip()[:1]  # not data.lstrip(): that copies the file
     if stripped in (b"{", b"["):
@@ -60,23 +71,40 @@ def read_bytes(path: str, data: bytes) -> bytes:
     return data
 
 
-def decode_xspace(path: str, data: bytes, host: str | None = None) -> HostCapture:
-    """Decode raw file bytes. Raises CaptureError naming `path` on bad input."""
+def decode_xspace(path: str, data: Buffer, host: str | None = None) -> HostCapture:
+    """Decode raw file bytes (or a file mapped with `loaders.logdir.map_file`). Raises CaptureError
+    naming `path` on bad input."""
     data = read_bytes(path, data)
     limits.check(path, len(data) * COST_PER_BYTE + COST_FIXED, f"to decode {limits.format_bytes(len(data))}")
     buf = np.frombuffer(data, dtype=np.uint8)
+    release = _page_release(data)
     try:
         layout = _layout(path, buf)
-        counts = wire.count_lines(buf, layout.line_ranges)
+        counts = wire.count_lines(buf, layout.line_ranges, release)
         _check_budget(path, buf, layout, counts)
     except wire.WireError as exc:
         raise CaptureError(path, f"{exc.text}{_where(buf, exc.position)}") from exc
     try:
-        return _build(path, host or _host_name(path), data, buf, layout, counts)
+        return _build(path, host or _host_name(path), data, buf, layout, counts, release)
     except wire.WireError as exc:  # inside a stat: only the filling pass looks there
         raise CaptureError(path, f"{exc.text}{_where(buf, exc.position)}") from exc
     except DecodeError as exc:
         raise CaptureError(path, f"plane metadata is not valid protobuf ({exc})") from exc
+
+
+def _page_release(data: Buffer) -> wire.Release | None:
+    """For a mapped file: a function that unmaps the pages of the file's bytes before a position
+    (they stay in the page cache; a later read maps them again), else None."""
+    if not isinstance(data, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    page = mmap.PAGESIZE
+
+    def release(end: int) -> None:
+        end -= end % page
+        if end > 0:
+            data.madvise(mmap.MADV_DONTNEED, 0, end)
+
+    return release
 
 
 def _check_budget(path: str, buf: np.ndarray, layout: _Layout, counts: np.ndarray) -> None:
@@ -280,7 +308,8 @@ def _join_ranges(data: bytes, fields: np.ndarray) -> bytes:
     return b"".join([data[s:e] for s, e in fields[:, [wire.F_START, wire.F_END]].tolist()])
 
 
-def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, counts: np.ndarray) -> HostCapture:
+def _build(path: str, host: str, data: Buffer, buf: np.ndarray, layout: _Layout, counts: np.ndarray,
+           release: wire.Release | None) -> HostCapture:
     intern = _Interner()
     space = xplane_pb2.XSpace.FromString(_join_ranges(data, layout.space_fields))
 
@@ -322,7 +351,8 @@ def _build(path: str, host: str, data: bytes, buf: np.ndarray, layout: _Layout, 
 
     # --- events and event stats: the compiled walker ------------------------------
     cols = wire.fill_lines(
-        buf, layout.line_ranges, counts, wire.lookup_table(event_md_maps), wire.lookup_table(stat_name_maps), empty
+        buf, layout.line_ranges, counts, wire.lookup_table(event_md_maps), wire.lookup_table(stat_name_maps), empty,
+        release,
     )
     mapping = np.empty(len(cols.unique_strings), dtype=np.int32)
     for u, (pos, length, kind) in enumerate(cols.unique_strings.tolist()):

@@ -29,9 +29,10 @@ from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_
 from reportgen.output.site import PageWriter, asset_files, write_asset_files, write_page_assets, write_runs_script
 from reportgen.output.transaction import OutputError, SiteTransaction
 from reportgen.pipeline.cache import HostCache, default_cache_dir
-from reportgen.pipeline.host_stage import HostOutcome, HostTask
+from reportgen.pipeline.host_stage import HostOutcome, HostTask, plain_pages
 from reportgen.pipeline.memory import default_budget
 from reportgen.pipeline.progress import BuildProgress
+from reportgen.pipeline.runners import PARALLEL_MIN_BYTES
 from reportgen.pipeline.timings import Timings, peak_rss_bytes
 from reportgen.sections.base import RunContext
 from reportgen.sections.registry import SECTIONS
@@ -60,6 +61,9 @@ class BuildOptions:
     log: Callable[[str], None] | None = None  # -v: one line per stage and per host (decoded or from the cache)
     notes: Callable[[str], None] | None = None  # where one-off notes go when there is no progress bar
     trace_format: str = "json"  # trace export: "json", "perfetto" or "both"
+    # Hosts weighing less than this together run in this process, whatever `jobs` says: starting
+    # worker processes would cost more than they save (`reportgen.pipeline.runners.worth_a_pool`).
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES
     max_memory: int | None = None  # bytes one host's stage may use; default: memory.default_budget(jobs)
 
 
@@ -130,20 +134,19 @@ def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCach
     return cache
 
 
-def _start_assets(cache: HostCache | None, timings: Timings):
-    """Make the assets on a thread: bundling Vega takes seconds and releases the GIL. The thread only makes
-    them; the build writes them into the site (a build stopped meanwhile leaves nothing behind).
+def _start_assets(timings: Timings):
+    """Make the assets on a thread: when the Vega bundle is not in the user cache folder yet, bundling
+    it takes seconds (in a child process). The thread only makes them; the build writes them into the
+    site (a build stopped meanwhile leaves nothing behind).
 
-    The generated bundle is kept in the user's own cache folder (private, like the compiled kernels),
-    never in a rebuild cache that others may share: it is code that the pages run.
+    The generated bundle is kept per version in the user's own cache folder (private, like the compiled
+    kernels), `--no-cache` or not, never in a rebuild cache that others may share: it is code that the
+    pages run.
     """
-    from reportgen.kernels import user_cache_dir
-
-    cache_dir = user_cache_dir() / "assets" if cache is not None else None
 
     def make():
         with timings.stage("assets (background)"):
-            return asset_files(cache_dir)
+            return asset_files()
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-assets")
     future = pool.submit(make)
@@ -193,7 +196,7 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
         if work and options.scheduler:
             runner = "dask"
             runners.run_dask(work, options.scheduler, done)
-        elif len(work) > 1 and jobs > 1:
+        elif jobs > 1 and runners.worth_a_pool(work, options.parallel_min_bytes):
             runner = "processes"
             runners.run_pool(work, jobs, done)
         elif work:
@@ -221,6 +224,7 @@ def _place_outputs(outcomes: list[HostOutcome], staging: Path, site_dir: Path) -
 def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     """Build the site. Raises NoCapturesError when nothing can be built."""
     started = time.perf_counter()
+    plain_pages()
     timings = Timings()
     with timings.stage("discover"):
         sources: list[RunSource] = []
@@ -242,7 +246,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     try:
         site_dir = transaction.tmp
         cache = _open_cache(options, transaction)
-        assets_future = _start_assets(cache, timings)
+        assets_future = _start_assets(timings)
         with timings.stage("kernels"):
             compiling, cold = _start_kernels(tasks, options, progress)
         staging = site_dir / STAGING_FOLDER

@@ -10,7 +10,9 @@ under a key made of exactly those:
     <cache>/runs/<key>/run.json     a run's summary block and index row
                       /files/…      the run's folder of the site, as built
     <cache>/fingerprints.json       stat → content hash memo (local files, by path hash)
-    <cache>/assets/…                generated assets (the Vega bundle)
+
+(The Vega bundle, the same for every build of a version, is kept in the user
+cache folder instead: `reportgen.user_cache`.)
 
 * `prefix` hashes the cache format, `code_fingerprint()` (reportgen's
   version and every module of the package), the run name, the host name,

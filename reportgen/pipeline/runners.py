@@ -18,7 +18,13 @@ tasks ≈ 1 ms. Only per-host results travel back (≈ 2 MB pickled for a
 
 With `--jobs N` the building process is one of the N: it starts on a host
 at once, while the N - 1 workers start, and takes the next host whenever
-they are all busy, so the start-up costs no idle core.
+they are all busy, so the start-up costs no idle core. A worker is handed
+its first host only once it has started (a no-op task comes back from it):
+until then the hosts go to the building process, so a host never waits for
+a worker that is still starting. Starting the workers costs ≈ 1.5–2 s of CPU
+(an interpreter importing reportgen and loading the kernels), about the work
+of 50 MB of host files: a build whose hosts weigh less than
+`PARALLEL_MIN_BYTES` together runs them in this process (`worth_a_pool`).
 """
 
 from __future__ import annotations
@@ -42,6 +48,23 @@ Done = Callable[[HostTask, HostOutcome], None]
 
 PRELOAD = ["reportgen.pipeline.preload"]
 CONNECT_TIMEOUT_S = 20
+# Host-file bytes below which worker processes cost more than they save (see the module notes);
+# gzipped files count as this many times their size.
+PARALLEL_MIN_BYTES = 64 * 2**20
+GZIP_EXPANSION = 8
+
+
+def worth_a_pool(work: Work, min_bytes: int = PARALLEL_MIN_BYTES) -> bool:
+    """Whether the hosts of `work` are enough work to start worker processes for."""
+    if len(work) < 2:
+        return False
+    weight = sum(task.host.size * (GZIP_EXPANSION if task.host.path.endswith(".gz") else 1) for task, _, _ in work)
+    return weight >= min_bytes
+
+
+def _started() -> bool:
+    """The no-op a new worker runs first: its result says that the worker is up."""
+    return True
 
 
 def _failed(task: HostTask, where: str, exc: BaseException) -> HostOutcome:
@@ -73,13 +96,15 @@ def run_pool(work: Work, jobs: int, done: Done) -> None:
     if workers < 1:
         run_serial(work, done)
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=pool_context(), initializer=end_with,
-                             initargs=(os.getpid(),)) as pool:
-        try:
-            _feed_pool(pool, workers, work, done)
-        except BaseException:
-            _end_workers(pool)
-            raise
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context(), initializer=end_with,
+                               initargs=(os.getpid(),))
+    try:
+        _feed_pool(pool, workers, work, done)
+    except BaseException:
+        _end_workers(pool)
+        raise
+    # Every host is done: a worker still starting (its no-op pending) is not waited for.
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _end_workers(pool: ProcessPoolExecutor) -> None:
@@ -116,8 +141,13 @@ def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done) 
         future.add_done_callback(lambda f, t=task: finished.put((t, f)))
         future.add_done_callback(submit_next)
 
+    def worker_started(ping: Future) -> None:
+        # A worker that could not start takes no host: the building process keeps them all.
+        if not ping.cancelled() and ping.exception() is None:
+            submit_next()
+
     for _ in range(workers):
-        submit_next()
+        pool.submit(_started).add_done_callback(worker_started)
     remaining = len(work)
 
     def report(task: HostTask, result: Future | BaseException) -> None:

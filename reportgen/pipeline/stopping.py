@@ -1,8 +1,11 @@
 """A build stopped by a signal cleans up after itself: its temporary site, its worker processes.
 
-`stop_on_signals()` turns SIGTERM and SIGHUP (and SIGINT, as Python does) into a `BuildStopped` exception
-raised in the main thread, so that the build unwinds like any failure: the temporary site is removed, the
-worker processes are ended (`runners.run_pool`), the previous site is left as it was. A build killed
+`stop_on_signals()` turns SIGTERM, SIGHUP and SIGINT into a `BuildStopped` exception raised in the main
+thread, so that the build unwinds like any failure: the temporary site is removed, the worker processes are
+ended (`runners.run_pool`), the previous site is left as it was. Inside `stops_held()` (a host's analyses
+while its trace export runs on a second thread) the exception waits for the next `stop_point()`: raised in
+the middle of a call into compiled code, it could leave one of numba's process-wide locks held, and the
+other thread would wait for that lock forever. A build killed
 outright (SIGKILL) cannot clean up: its worker processes end with it (`end_with`, the first thing each
 worker does), and the next build into the same folder removes its temporary folders
 (`reportgen.output.transaction`).
@@ -23,6 +26,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+# Signals received while stops are held (`stops_held`), and how deep the holding blocks are nested.
+_held: list[int] = []
+_hold_depth = 0
+
 
 class BuildStopped(KeyboardInterrupt):
     """The build was asked to stop by a signal (a KeyboardInterrupt, so that it unwinds as Ctrl-C does)."""
@@ -34,21 +41,49 @@ class BuildStopped(KeyboardInterrupt):
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise BuildStopped in the main thread (elsewhere: no change)."""
+    """Within the block, SIGTERM, SIGHUP and SIGINT raise BuildStopped in the main thread (elsewhere: no change)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def stop(signum, _frame):
+        if _hold_depth:
+            _held.append(signum)
+            return
         raise BuildStopped(signum)
 
-    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None), signal.SIGINT)
+              if s is not None]
     previous = {s: signal.signal(s, stop) for s in wanted}
     try:
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@contextmanager
+def stops_held() -> Iterator[None]:
+    """Within the block, a stop signal is kept for the next `stop_point()` instead of raised where the main
+    thread happens to be; the block's end is a stop point too."""
+    global _hold_depth
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _hold_depth += 1
+    try:
+        yield
+    finally:
+        _hold_depth -= 1
+    stop_point()
+
+
+def stop_point() -> None:
+    """Raise BuildStopped for a stop signal kept by `stops_held` (a place where unwinding leaves no lock held)."""
+    if _held and threading.current_thread() is threading.main_thread():
+        signum = _held[0]
+        _held.clear()
+        raise BuildStopped(signum)
 
 
 def end_with(pid: int) -> None:

@@ -76,9 +76,18 @@ class Section:
     # Sections sharing a key (memory profile and memory viewer write
     # `memory`) have their blocks merged.
     summary_key: str = ""
+    # True when `host_part` reads only the capture and the host's names and output folder, none of
+    # the host's shared analyses: the host stage then runs it on a thread beside the others (from
+    # the decode on), so that its compiled, GIL-free work overlaps theirs.
+    capture_only: bool = False
     # Assets only this tool's pages load (keys of `output.site.ON_DEMAND_ASSETS`): written into the
     # site when a run has this tool's page.
     assets: tuple[str, ...] = ()
+
+    def reads_capture_only(self, host: HostContext) -> bool:
+        """Whether `host_part` reads only the capture on this host (`capture_only`, unless a section
+        knows better from the capture)."""
+        return self.capture_only
 
     def host_part(self, host: HostContext) -> Any | None:
         return None

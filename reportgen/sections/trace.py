@@ -115,6 +115,13 @@ def _overview_spec(rows: int, steps: bool, cuts: bool) -> dict:
 class TraceSection(Section):
     slug = "trace"
     title = "Trace"
+    # The export reads the capture alone; its JSON writer and deflate release the GIL.
+    capture_only = True
+
+    def reads_capture_only(self, host: HostContext) -> bool:
+        # On TPU cores the export also takes the rows derived from the host's shared event table and
+        # step grouping (`derived_rows`): computed by the analyses, so not on a thread beside them.
+        return not has_tensor_core_planes(host.capture.planes["name"])
 
     def host_part(self, host: HostContext) -> TraceHostPart | None:
         out_dir = f"{host.site_dir}/{host.run}/trace/{host.host}"

@@ -371,7 +371,7 @@ class _GroupNamer:
         if found >= 0:
             prefix = str(self.table.capture.string(int(self.graph_type[found]))) + " "
         elif not _is_implicit_root(self.table, root):
-            prefix = str(self.table.names[root]) + " "
+            prefix = str(self.table.names_of(root)) + " "
         number = gid
         for values, present in (self.iter_num, self.step_num):
             found = self._context(root, present)

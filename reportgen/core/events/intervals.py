@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 
 def union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
@@ -13,13 +12,17 @@ def union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
     """
     if len(start) == 0:
         return group, start, end
-    running_end = pd.Series(end).groupby(group).cummax().to_numpy()
+    runs = np.concatenate([[0], np.flatnonzero(group[1:] != group[:-1]) + 1])
+    running_end = np.empty_like(end)
+    for a, b in zip(runs, [*runs[1:], len(end)]):  # one turn per group, never per interval
+        np.maximum.accumulate(end[a:b], out=running_end[a:b])
     prev_end = np.concatenate([[np.iinfo(np.int64).min], running_end[:-1]])
-    new_group = np.concatenate([[True], group[1:] != group[:-1]])
+    new_group = np.zeros(len(start), bool)
+    new_group[runs] = True
     opens = new_group | (start > prev_end)
-    ids = np.cumsum(opens) - 1
-    merged_end = pd.Series(running_end).groupby(ids).max().to_numpy()
-    return group[opens], start[opens], merged_end
+    # A merged interval ends where its group's running end stands at its last member.
+    last = np.concatenate([np.flatnonzero(opens)[1:] - 1, [len(start) - 1]])
+    return group[opens], start[opens], running_end[last]
 
 
 def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -287,17 +287,17 @@ def sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_t
 
 
 @kernel()
-def bucket_by_key(key, n_keys):
-    """Counting sort of row numbers by key (stable): (order, start offsets per key)."""
+def bucket_by_key(key, n_keys, order):
+    """Counting sort of row numbers by key (stable), into `order` (as long as `key`; int32 holds the
+    row numbers of up to 2^31 rows in half the memory): start offsets per key."""
     start = np.zeros(n_keys + 1, np.int64)
     for k in key:
         start[k + 1] += 1
     for k in range(n_keys):
         start[k + 1] += start[k]
     fill = start[:-1].copy()
-    order = np.empty(len(key), np.int64)
     for i in range(len(key)):
         k = key[i]
         order[fill[k]] = i
         fill[k] += 1
-    return order, start
+    return start

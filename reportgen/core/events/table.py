@@ -135,6 +135,11 @@ class EventTable:
             out[row] = code
         return out
 
+    def mds_of(self, rows: np.ndarray) -> np.ndarray:
+        """The metadata rows of the events `rows`, each once, ascending (`np.unique(md[rows])`, by
+        counting: metadata rows are few)."""
+        return np.flatnonzero(np.bincount(self.md[rows], minlength=len(self.md_names)))
+
     @cached_property
     def md_tf_op(self) -> list:
         """Parsed `ParseTfOpFullname` of each metadata name."""
@@ -145,9 +150,9 @@ class EventTable:
         """Per event: its metadata's type (KernelLaunch/Execute not included)."""
         return self.md_types[self.md]
 
-    @cached_property
-    def names(self) -> np.ndarray:
-        return self.md_names[self.md]
+    def names_of(self, rows) -> np.ndarray:
+        """The names of events `rows` (not kept for every event: 8 bytes each)."""
+        return self.md_names[self.md[rows]]
 
     # --- event stats --------------------------------------------------------------------
     @cached_property
@@ -155,7 +160,9 @@ class EventTable:
         """Event stat rows grouped by stat name, once (a counting sort), so that
         each stat column costs only its own rows."""
         stats = self.capture.event_stats
-        return bucket_by_key(stats.key, len(self.capture.strings))
+        order = np.empty(len(stats), np.int32 if len(stats) < 2**31 else np.int64)
+        start = bucket_by_key(stats.key, len(self.capture.strings), order)
+        return order, start
 
     def stat_positions(self, name: str) -> np.ndarray:
         """Positions in `capture.event_stats` of the stats named `name`, in file order."""
@@ -169,6 +176,67 @@ class EventTable:
         stats = self.capture.event_stats
         rows = self.stat_positions(name)
         return StatTable(stats.owner[rows], stats.key[rows], stats.kind[rows], stats.raw[rows], stats.str_id[rows])
+
+    def forget_stats(self) -> None:
+        """Drop the cached stat columns (each holds a value per event): a section that needs one
+        again extracts it again. Between the host stage's sections, whose stats hardly overlap."""
+        self._int_cache.clear()
+        self._str_cache.clear()
+        self._double_cache.clear()
+
+    def _pick(self, name: str, rows: np.ndarray, last: bool) -> tuple[np.ndarray, np.ndarray]:
+        """For each of `rows` (event rows): whether it carries a stat named `name`, and the position in
+        `capture.event_stats` of its first such stat (`last`: of its last one; any position where
+        it has none).
+
+        Stats are stored in file order, so each event's are one run of its owner's rows: only the
+        owners of this stat's rows are read, and the other columns at the positions picked.
+        """
+        positions = self.stat_positions(name)
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(positions) == 0 or len(rows) == 0:
+            return np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
+        owner = self.capture.event_stats.owner[positions]
+        first = np.searchsorted(owner, rows, side="left")
+        present = first < len(owner)
+        present[present] = owner[first[present]] == rows[present]
+        if last:
+            first = np.searchsorted(owner, rows, side="right") - 1
+        return present, positions[np.where(present, first, 0)]
+
+    def int_stat_at(self, name: str, rows: np.ndarray, uint_ok: bool = True,
+                    last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """`int_stat(name, uint_ok, last)` at `rows` only, without a column for every event: for a
+        stat read on a few events (memory events, kernels)."""
+        present, pick = self._pick(name, rows, last)
+        values = np.zeros(len(present), np.int64)
+        if present.any():
+            stats = self.capture.event_stats
+            kind = stats.kind[pick]
+            ints = (kind == KIND_INT64) | (kind == KIND_UINT64) if uint_ok else kind == KIND_INT64
+            values = np.where(present & ints, stats.raw[pick], 0)
+        return values, present
+
+    def str_stat_at(self, name: str, rows: np.ndarray, last: bool = False) -> np.ndarray:
+        """`str_stat(name, last)` at `rows` only (see `int_stat_at`)."""
+        present, pick = self._pick(name, rows, last)
+        out = np.full(len(present), NO_STRING, np.int32)
+        if present.any():
+            stats = self.capture.event_stats
+            kind = stats.kind[pick]
+            is_text = present & ((kind == KIND_STR) | (kind == KIND_REF))
+            out[is_text] = stats.str_id[pick[is_text]]
+        return out
+
+    def double_stat_at(self, name: str, rows: np.ndarray, last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """`double_stat(name, last)` at `rows` only (see `int_stat_at`)."""
+        present, pick = self._pick(name, rows, last)
+        values = np.zeros(len(present), np.float64)
+        if present.any():
+            stats = self.capture.event_stats
+            is_double = present & (stats.kind[pick] == KIND_DOUBLE)
+            values[is_double] = stats.raw[pick[is_double]].view(np.float64)
+        return values, present
 
     def has_stat(self, name: str) -> bool:
         return self.capture.string_id(name) != NO_STRING and len(self._rows(name)) > 0

@@ -238,7 +238,7 @@ def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int
 def _shown_name(table: EventTable, row: int) -> str:
     """An event's name as the trace shows it: its display name when it has one (a TF op's type)."""
     display = str(table.md_display_names[table.md[row]])
-    return display or str(table.names[row])
+    return display or str(table.names_of(row))
 
 
 def _is_collective(table: EventTable) -> np.ndarray:
@@ -315,7 +315,7 @@ def _module_runs(table: EventTable) -> tuple[list[ModuleRuns], list[ProgramActiv
         busy = merged(table.start[rows], table.end[rows])
         first, last = int(busy[0][0]), int(busy[1][-1])
         gaps, _ = _gaps(busy[0], busy[1], [("", first, last)])
-        names = table.names[rows]
+        names = table.names_of(rows)
         most = max(sorted(set(names.tolist())), key=lambda n: int((names == n).sum()))
         steady = int(table.start[rows[names == most]].min())
         activity.append(ProgramActivity(table.plane_names[plane], first, last, int((busy[1] - busy[0]).sum()), gaps,

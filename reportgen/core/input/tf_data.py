@@ -128,14 +128,17 @@ class _PlaneEvents:
     """The host plane's events, aligned arrays in stored order."""
 
     rows: np.ndarray
-    line: np.ndarray
     begin: np.ndarray
     end: np.ndarray
-    names: np.ndarray  # object
+    md: np.ndarray  # metadata row
+    md_names: np.ndarray  # object, per metadata row
     tf_data: np.ndarray
     parent: np.ndarray
-    produce_type: np.ndarray  # index in PRODUCE_EVENTS, -1 for other events
-    consume_type: np.ndarray  # index in CONSUME_EVENTS, -1 for other events
+    produce_type: np.ndarray  # int8: index in PRODUCE_EVENTS, -1 for other events
+    consume_type: np.ndarray  # int8: index in CONSUME_EVENTS, -1 for other events
+
+    def name(self, pos: int) -> str:
+        return str(self.md_names[self.md[pos]])
 
 
 def tf_data_stats(table: EventTable, host: str) -> TfDataStats:
@@ -145,31 +148,32 @@ def tf_data_stats(table: EventTable, host: str) -> TfDataStats:
         return result
     rows = table.events_of_lines(table.lines_of_plane(plane))
     md = table.md[rows]
-    unique_md, inverse = np.unique(md, return_inverse=True)
-    md_tf_data = np.array([table.md_tf_op[m].category == TF_DATA for m in unique_md], dtype=bool)
+    # Per metadata row (few), then per event through its metadata row: no sort of the events.
+    present = table.mds_of(rows)
+    md_tf_data = np.zeros(len(table.md_names), bool)
+    md_tf_data[present] = [table.md_tf_op[m].category == TF_DATA for m in present]
     if not md_tf_data.any():
         return result
 
-    names = table.md_names[md]
-    unique_names = table.md_names[unique_md]
+    md_names = table.md_names
     begin = table.start[rows]
     end = table.end[rows]
     line = table.line[rows]
     # XProf's IntValue of `_a`: only int64 values mark an event asynchronous.
-    async_value, is_async = table.int_stat("_a", uint_ok=False)
-    skip = is_async[rows] & (async_value[rows] != 0)
+    async_value, is_async = table.int_stat_at("_a", rows, uint_ok=False)
+    skip = is_async & (async_value != 0)
     new_line = np.concatenate([[True], line[1:] != line[:-1]]) if len(line) else np.zeros(0, bool)
     parent = line_parents(np.arange(len(rows), dtype=np.int64), new_line, begin, end, skip)
-    ev = _PlaneEvents(rows, line, begin, end, names, md_tf_data[inverse], parent,
-                      _name_index(unique_names, PRODUCE_EVENTS)[inverse],
-                      _name_index(unique_names, CONSUME_EVENTS)[inverse])
+    del line
+    ev = _PlaneEvents(rows, begin, end, md, md_names, md_tf_data[md], parent,
+                      _name_index(md_names, PRODUCE_EVENTS)[md], _name_index(md_names, CONSUME_EVENTS)[md])
 
     # Iterator ids are 64-bit and stored as int64 or uint64 (same bits).
-    ids, has_id = (a[rows] for a in table.int_stat("id"))
-    parent_ids, has_parent = (a[rows] for a in table.int_stat("parent_id"))
-    element, has_element = (a[rows] for a in table.int_stat("element_id"))
+    ids, has_id = table.int_stat_at("id", rows)
+    parent_ids, has_parent = table.int_stat_at("parent_id", rows)
+    element, has_element = table.int_stat_at("element_id", rows)
 
-    device_second = (unique_names == DEVICE_SECOND_ITERATOR)[inverse]
+    device_second = (md_names == DEVICE_SECOND_ITERATOR)[md]
     iterator_event = ev.tf_data & ~device_second
     result.iterators, device_pipeline_ids = _iterator_metadata(
         table.capture, ev, iterator_event, device_second, has_id, ids, has_parent, parent_ids
@@ -181,8 +185,9 @@ def tf_data_stats(table: EventTable, host: str) -> TfDataStats:
     )
     self_time = (end - begin) - np.bincount(edge_parent, weights=overlap, minlength=len(rows)).astype(np.int64)
 
-    depth = np.array([len(n.split("::")) for n in unique_names], dtype=np.int64)[inverse]
-    roots = np.flatnonzero(iterator_event & (depth == 2) & has_id)
+    md_depth_2 = np.zeros(len(md_names), bool)  # `Iterator::<name>`: a pipeline's root iterator
+    md_depth_2[present] = [len(md_names[m].split("::")) == 2 for m in present]
+    roots = np.flatnonzero(iterator_event & md_depth_2[md] & has_id)
     visits = _visit_executions(roots, has_id, edge_parent, edge_child, overlap, len(rows))
     stats = _iterator_stats(visits, ids, begin, end, self_time)
     bottlenecks = _bottlenecks(stats, len(roots))
@@ -201,7 +206,7 @@ def _iterator_metadata(capture, ev, iterator_event, device_second, has_id, ids, 
     positions = np.concatenate([firsts["pos"].to_numpy(), second["pos"].to_numpy()])
     params = _event_params(capture, ev.rows[positions])
     for k, pos in enumerate(positions):
-        long_name = str(ev.names[pos])
+        long_name = ev.name(pos)
         name = iterator_name(long_name)
         info_params = params.get(int(ev.rows[pos]), {})
         info = IteratorInfo(
@@ -290,7 +295,7 @@ def _tf_data_edges(ev: _PlaneEvents, has_id, ids, has_parent, parent_ids, has_el
 def _name_index(names: np.ndarray, wanted: tuple[str, ...]) -> np.ndarray:
     """Position of each (distinct) name in `wanted`, -1 when absent."""
     lookup = {name: i for i, name in enumerate(wanted)}
-    return np.array([lookup.get(n, -1) for n in names], dtype=np.int64)
+    return np.array([lookup.get(n, -1) for n in names], dtype=np.int8)
 
 
 def _visit_executions(roots, has_id, edge_parent, edge_child, overlap, n_events) -> pd.DataFrame:

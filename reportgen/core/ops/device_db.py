@@ -63,8 +63,8 @@ def _xla_kernel_runs(table: EventTable, grouping: Grouping, rows: np.ndarray, is
     """XLA kernels whose HLO instruction is known, merged into one op execution
     per run of consecutive kernels (same line, same innermost HLO op and group,
     no TF-op kernel in between): XProf's HLOTracker."""
-    hlo_ids = table.str_stat("hlo_op")[rows]
-    program, has_program = table.int_stat("program_id")
+    hlo_ids = table.str_stat_at("hlo_op", rows)
+    program, has_program = table.int_stat_at("program_id", rows)
     has_hlo = hlo_ids != NO_STRING
     if not has_hlo.any() or not modules:
         return pd.DataFrame()
@@ -73,7 +73,7 @@ def _xla_kernel_runs(table: EventTable, grouping: Grouping, rows: np.ndarray, is
     innermost = np.array([str(table.capture.string(int(u))).split("::")[-1] for u in unique], dtype=object)
     op_name = np.full(len(rows), "", dtype=object)
     op_name[has_hlo] = innermost[inverse.reshape(-1)]
-    pid = np.where(has_program[rows], program[rows], -1)
+    pid = np.where(has_program, program, -1)
     known = np.zeros(len(rows), bool)
     for p in np.unique(pid[has_hlo]):
         module = modules.get(program_key(int(p)))
@@ -120,8 +120,8 @@ def gpu_plane_op_metrics(table: EventTable, grouping: Grouping, plane: int,
     first, last = int(offset.min()), int((offset + table.duration[rows]).max())
     span = last - first if last else 0
 
-    tf_op = table.str_stat("tf_op")[rows]
-    has_hlo = table.str_stat("hlo_op")[rows] != NO_STRING
+    tf_op = table.str_stat_at("tf_op", rows)
+    has_hlo = table.str_stat_at("hlo_op", rows) != NO_STRING
     is_tf = (tf_op != NO_STRING) & ~has_hlo
     # XLA kernels need the HLO instruction from the capture's HLO protos; without
     # them (no /host:metadata plane) they are not ops, as in XProf.

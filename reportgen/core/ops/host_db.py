@@ -11,6 +11,8 @@ spans.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -34,7 +36,7 @@ def _op_catalog(table: EventTable, rows: np.ndarray):
 
     # Ops named by their metadata: one parse per metadata row.
     md_op = np.full(len(table.md_names), -1, np.int64)
-    for md in np.unique(table.md[rows]):
+    for md in table.mds_of(rows):
         name = table.md_names[md]
         if not name:
             continue
@@ -46,18 +48,17 @@ def _op_catalog(table: EventTable, rows: np.ndarray):
     # Input-pipeline stages are keyed by stage id, named after the event. XProf keeps stage ids and
     # metadata ids in one map (first sight wins), so an event whose metadata id equals a stage id
     # seen earlier is taken for that stage, and the other way round.
-    stage_id, has_stage = table.int_stat("_ipl_stage_id", uint_ok=False)
-    staged = has_stage[rows]
+    stage_id, staged = table.int_stat_at("_ipl_stage_id", rows, uint_ok=False)
     if staged.any():
-        has_cat = table.stat_present("_ipl_stage_cat")[rows]
+        has_cat = table.int_stat_at("_ipl_stage_cat", rows)[1]
         metadata_id = table.capture.events["metadata_id"].to_numpy(np.int64)[rows]
-        key = np.where(staged, stage_id[rows], metadata_id)
-        named = table.names[rows] != ""
+        key = np.where(staged, stage_id, metadata_id)
+        named = table.names_of(rows) != ""
         defines = np.flatnonzero((staged & has_cat & named) | (~staged & (op_of_event >= 0)))
         first = pd.DataFrame({"key": key[defines], "pos": defines}).drop_duplicates("key")
         pos = first["pos"].to_numpy(np.int64)
-        cats = table.strings(table.str_stat("_ipl_stage_cat")[rows][pos])
-        names = table.names[rows][pos]
+        cats = table.strings(table.str_stat_at("_ipl_stage_cat", rows[pos]))
+        names = table.names_of(rows[pos])
         key_op = [index((int(key[p]), str(names[i]), str(cats[i]))) if staged[p] else int(op_of_event[p])
                   for i, p in enumerate(pos)]
         found = pd.Index(first["key"].to_numpy(np.int64)).get_indexer(key)
@@ -65,7 +66,7 @@ def _op_catalog(table: EventTable, rows: np.ndarray):
         op_of_event = key_op[found]
 
     # A `tf_op` stat adds a second op activity on the same span.
-    tf_op_ids = table.str_stat("tf_op")[rows]
+    tf_op_ids = table.str_stat_at("tf_op", rows)
     op_of_stat = np.full(len(rows), -1, np.int64)
     with_stat = np.flatnonzero(tf_op_ids != NO_STRING)
     if len(with_stat):
@@ -97,33 +98,79 @@ def host_op_metrics_db(table: EventTable, is_eager: np.ndarray) -> OpMetricsDb:
     op_of_event, op_of_stat, catalog = _op_catalog(table, rows)
     eager_of_event = is_eager[rows] == 1
 
-    # Activities: for each event, [begin, end] of its own op then of its tf_op stat.
-    parts = []
-    for slot, ops, is_eager in ((0, op_of_event, eager_of_event), (2, op_of_stat, np.zeros(len(rows), bool))):
-        sel = np.flatnonzero(ops >= 0)
-        r = rows[sel]
-        for is_begin, ts in ((True, table.start[r]), (False, table.end[r])):
-            parts.append(pd.DataFrame({
-                "line": table.line[r], "ts": ts, "order": 4 * sel + slot + (0 if is_begin else 1),
-                "act": 2 * sel + slot // 2, "begin": is_begin, "op": ops[sel], "eager": is_eager[sel],
-            }))
-    acts = pd.concat(parts, ignore_index=True)
+    # Activities: for each event, [begin, end] of its own op then of its tf_op stat, in that
+    # order; replayed line by line in time order, ties in that order (XProf's sort).
+    acts = _activities(table, rows, op_of_event, op_of_stat, eager_of_event)
     completed = pd.DataFrame({"line": [], "op": [], "eager": [], "time": [], "self": [], "begin": []})
     spans = pd.DataFrame({"min": [], "max": []})
-    if len(acts):
-        acts = acts.sort_values(["line", "ts", "order"], kind="stable", ignore_index=True)
-        line_arr = acts["line"].to_numpy()
-        line_break = np.concatenate([[True], line_arr[1:] != line_arr[:-1]])
-        duration, children = replay_op_stack(line_break, acts["ts"].to_numpy(np.int64),
-                                             acts["act"].to_numpy(np.int64), acts["begin"].to_numpy())
-        done = duration >= 0
+    if len(acts.ts):
+        duration, children = replay_op_stack(acts.line_break, acts.ts, acts.act, acts.begin)
+        done = np.flatnonzero(duration >= 0)
+        owner = acts.position[done]  # the activity's place before the sort: its event and slot
         completed = pd.DataFrame({
-            "line": line_arr[done], "op": acts["op"].to_numpy()[done], "eager": acts["eager"].to_numpy()[done],
+            "line": acts.line[done], "op": acts.op[owner], "eager": acts.eager[owner],
             "time": duration[done], "self": duration[done] - children[done],
-            "begin": acts["ts"].to_numpy()[done] - duration[done],
+            "begin": acts.ts[done] - duration[done],
         })
-        spans = acts.groupby("line", sort=False)["ts"].agg(["min", "max"])
+        starts = np.flatnonzero(acts.line_break)
+        ends = np.concatenate([starts[1:], [len(acts.ts)]]) - 1
+        spans = pd.DataFrame({"min": acts.ts[starts], "max": acts.ts[ends]}, index=acts.line[starts])
     return combine_dbs(_line_dbs(completed, catalog, spans, lines), update_num_cores=False)
+
+
+@dataclass
+class _Activities:
+    """Begin and end activities of the host ops, sorted by line, then time, then their order.
+
+    `ts`, `act`, `begin`, `line` and `line_break` are in sorted order; `position` gives each
+    sorted activity's place in the unsorted arrays `op` and `eager` (per event, in event order:
+    its op's begin and end, then its tf_op's)."""
+
+    ts: np.ndarray
+    act: np.ndarray
+    begin: np.ndarray
+    line: np.ndarray
+    line_break: np.ndarray
+    position: np.ndarray
+    op: np.ndarray
+    eager: np.ndarray
+
+
+def _activities(table: EventTable, rows: np.ndarray, op_of_event: np.ndarray, op_of_stat: np.ndarray,
+                eager_of_event: np.ndarray) -> _Activities:
+    """Each event's activities are laid out in their order (own op begin, end, then tf_op begin,
+    end), events in row order, which groups them by line: a stable sort by time within each line
+    then gives XProf's order. Line runs are mostly in time order already, which the stable sort
+    (Timsort) exploits; nothing is sorted on three keys, and no table of every activity is made."""
+    has_op, has_stat = op_of_event >= 0, op_of_stat >= 0
+    count = 2 * has_op.astype(np.int64) + 2 * has_stat
+    first = np.cumsum(count) - count
+    n = int(count.sum())
+    ts = np.empty(n, np.int64)
+    act = np.empty(n, np.int64)
+    op = np.empty(n, np.int64)
+    eager = np.zeros(n, bool)
+    begin = np.zeros(n, bool)
+    for slot, has, ops in ((0, has_op, op_of_event), (1, has_stat, op_of_stat)):
+        sel = np.flatnonzero(has)
+        at = first[sel] + (2 * has_op[sel] if slot else 0)
+        r = rows[sel]
+        ts[at], ts[at + 1] = table.start[r], table.end[r]
+        act[at] = act[at + 1] = 2 * sel + slot
+        op[at] = op[at + 1] = ops[sel]
+        if slot == 0:
+            eager[at] = eager[at + 1] = eager_of_event[sel]
+        begin[at] = True
+    line_of_event = table.line[rows]
+    line = np.repeat(line_of_event, count)
+    runs = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [n]]) if n else np.zeros(1, np.int64)
+    position = np.empty(n, np.int64)
+    for a, b in zip(runs[:-1], runs[1:]):  # one turn per line
+        position[a:b] = a + np.argsort(ts[a:b], kind="stable")
+    line_break = np.zeros(n, bool)
+    line_break[runs[:-1]] = True
+    return _Activities(ts=ts[position], act=act[position], begin=begin[position], line=line[position],
+                       line_break=line_break, position=position, op=op, eager=eager)
 
 
 def _line_dbs(completed: pd.DataFrame, catalog: pd.DataFrame, spans: pd.DataFrame, lines) -> list[OpMetricsDb]:

@@ -224,7 +224,7 @@ def kernel_events(table: EventTable, planes: np.ndarray | None = None) -> pd.Dat
         & (table.duration != 0)
     )
     rows = np.flatnonzero(candidate)
-    details = table.str_stat("kernel_details", last=True)[rows]
+    details = table.str_stat_at("kernel_details", rows, last=True)
     empty = table.capture.string_id("")
     is_kernel = (details != NO_STRING) & (details != empty)
     rows, details = rows[is_kernel], details[is_kernel]
@@ -233,17 +233,17 @@ def kernel_events(table: EventTable, planes: np.ndarray | None = None) -> pd.Dat
     for plane, vendor in vendors.items():
         vendor_of_plane[plane] = vendor
     name_ids = table.capture.event_metadata["name_id"].to_numpy()[table.md[rows]]
-    program_id, has_program = table.int_stat("program_id", last=True)
+    program_id, has_program = table.int_stat_at("program_id", rows, last=True)
     return pd.DataFrame(
         {
             "plane": table.plane[rows],
             "vendor": vendor_of_plane[table.plane[rows]],
             "name_id": name_ids.astype(np.int64),
             "details_id": details.astype(np.int64),
-            "tf_op_id": table.str_stat("tf_op", last=True)[rows].astype(np.int64),
-            "equation_id": table.str_stat("equation", last=True)[rows].astype(np.int64),
-            "hlo_op_id": table.str_stat("hlo_op", last=True)[rows].astype(np.int64),
-            "program_id": np.where(has_program[rows], program_id[rows], -1),
+            "tf_op_id": table.str_stat_at("tf_op", rows, last=True).astype(np.int64),
+            "equation_id": table.str_stat_at("equation", rows, last=True).astype(np.int64),
+            "hlo_op_id": table.str_stat_at("hlo_op", rows, last=True).astype(np.int64),
+            "program_id": np.where(has_program, program_id, -1),
             # XProf's durations are whole nanoseconds, truncated.
             "duration_ns": table.duration[rows] // 1000,
         }

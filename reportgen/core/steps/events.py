@@ -185,7 +185,7 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
         return StepEvents()
 
     # Per metadata row: marker / compute classification of the name.
-    md_rows = np.unique(table.md[rows])
+    md_rows = table.mds_of(rows)
     md_explicit = np.zeros(len(table.md_names), bool)
     md_compute = np.zeros(len(table.md_names), bool)
     md_type = np.full(len(table.md_names), HOST_COMPUTE, np.int8)
@@ -197,8 +197,7 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
     etype = md_type[table.md[rows]]
 
     # Root input-pipeline stages wait for input (ClassifyCpuEvent).
-    stage_names = table.str_stat("_ipl_stage_name")
-    if (stage_names[rows] != NO_STRING).any():
+    if (table.str_stat_at("_ipl_stage_name", rows) != NO_STRING).any():
         etype = _mark_root_stages(table, lines, rows, etype)
 
     group = grouping.group_id[rows]
@@ -218,7 +217,7 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
     markers = _frame(
         group=group[marker_pos], kind=np.where(explicit[marker_pos], EXPLICIT_HOST_MARKER, IMPLICIT_HOST_MARKER)
         .astype(np.int8), core=np.full(len(marker_pos), -1, np.int64), begin=table.start[rows[marker_pos]],
-        duration=table.duration[rows[marker_pos]], name=table.names[rows[marker_pos]],
+        duration=table.duration[rows[marker_pos]], name=table.names_of(rows[marker_pos]),
     )
     span_pos = np.flatnonzero(compute)
     spans = _frame(group=group[span_pos], type=etype[span_pos], begin=table.start[rows[span_pos]],
@@ -242,19 +241,19 @@ def _mark_root_stages(table: EventTable, lines: np.ndarray, rows: np.ndarray, et
     pos_of_row[rows] = np.arange(len(rows))
     parent = np.where(parent_rows >= 0, pos_of_row[np.maximum(parent_rows, 0)], -1)
     is_stage = np.zeros(len(rows), bool)
-    names = table.str_stat("_ipl_stage_name")[rows]
+    names = table.str_stat_at("_ipl_stage_name", rows)
     text = table.strings(names)
     is_stage = (names != NO_STRING) & (text != "")
     # Consumers whose context matches any producer on the plane have an async stage parent.
-    pt, has_pt = table.int_stat("_pt")
-    p, has_p = table.int_stat("_p")
-    ct, has_ct = table.int_stat("_ct")
-    c, has_c = table.int_stat("_c")
-    prod = rows[(has_pt & has_p)[rows]]
+    pt, has_pt = table.int_stat_at("_pt", rows)
+    p, has_p = table.int_stat_at("_p", rows)
+    ct, has_ct = table.int_stat_at("_ct", rows)
+    c, has_c = table.int_stat_at("_c", rows)
+    prod = has_pt & has_p
     producers = set(zip(pt[prod].tolist(), p[prod].tolist()))
-    cons_pos = np.flatnonzero((has_ct & has_c)[rows])
+    cons_pos = np.flatnonzero(has_ct & has_c)
     async_parent = np.zeros(len(rows), bool)
-    async_parent[cons_pos] = [(a, b) in producers for a, b in zip(ct[rows[cons_pos]], c[rows[cons_pos]])]
+    async_parent[cons_pos] = [(a, b) in producers for a, b in zip(ct[cons_pos], c[cons_pos])]
     desc = inherit_down(parent, is_stage, async_parent)
     root_stage = is_stage & ~desc
     out = etype.copy()
@@ -294,11 +293,11 @@ def memcpy_bytes(details: str) -> int:
 
 def device_timespans(table: EventTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """XProf's GetDeviceEventTimespan: device_offset/duration stats when both present."""
-    off, has_off = table.int_stat("device_offset_ps")
-    dur, has_dur = table.int_stat("device_duration_ps")
-    both = (has_off & has_dur)[rows]
-    begin = np.where(both, off[rows], table.start[rows])
-    duration = np.where(both, dur[rows], table.duration[rows])
+    off, has_off = table.int_stat_at("device_offset_ps", rows)
+    dur, has_dur = table.int_stat_at("device_duration_ps", rows)
+    both = has_off & has_dur
+    begin = np.where(both, off, table.start[rows])
+    duration = np.where(both, dur, table.duration[rows])
     return begin, duration
 
 
@@ -315,16 +314,16 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
         mb, md_ = device_timespans(table, marker_rows)
         markers = _frame(group=group_id[marker_rows], kind=np.full(len(marker_rows), DEVICE_MARKER, np.int8),
                          core=np.full(len(marker_rows), plane_id, np.int64), begin=mb, duration=md_,
-                         name=table.names[marker_rows])
+                         name=table.names_of(marker_rows))
     else:
         markers = derived_step_markers(table, group_id, op_lines, plane_id)
 
     rows = table.events_of_lines(op_lines)
-    corr, has_corr = table.int_stat("correlation_id", uint_ok=False)
-    typed = rows[has_corr[rows] & (corr[rows] >= 0) & (group_id[rows] >= 0)]
+    corr, has_corr = table.int_stat_at("correlation_id", rows, uint_ok=False)
+    typed = rows[has_corr & (corr >= 0) & (group_id[rows] >= 0)]
     if len(typed) == 0:
         return StepEvents()
-    shapes = table.str_stat("shape")[typed].astype(np.int64)
+    shapes = table.str_stat_at("shape", typed).astype(np.int64)
     # Classify each distinct (name, shape) pair once.
     pair = table.md[typed] * (len(table.capture.strings) + 2) + (shapes + 1)
     unique, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
@@ -338,7 +337,7 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
 
     is_transfer = np.isin(etype, list(TRANSFER_KINDS))
     tr = typed[is_transfer]
-    details = table.str_stat("memcpy_details")[tr]
+    details = table.str_stat_at("memcpy_details", tr)
     detail_ids, detail_inverse = np.unique(details, return_inverse=True)
     detail_bytes = np.array([memcpy_bytes(str(table.capture.string(int(d)))) if d >= 0 else 0 for d in detail_ids],
                             np.int64)

@@ -29,7 +29,7 @@ def _merged_step_markers(table: EventTable, grouping: Grouping, line: int, core:
     rows = table.events_of_lines(np.array([line]))
     group = grouping.group_id[rows]
     begin, duration = device_timespans(table, rows)
-    frame = pd.DataFrame({"group": group, "begin": begin, "end": begin + duration, "name": table.names[rows]})
+    frame = pd.DataFrame({"group": group, "begin": begin, "end": begin + duration, "name": table.names_of(rows)})
     if (group >= 0).any():
         # Consecutive events of one group are one step; ungrouped events are dropped.
         run = np.concatenate([[True], group[1:] != group[:-1]]).cumsum()

@@ -15,13 +15,35 @@ from reportgen.capture import HostCapture
 from reportgen.core.events.intervals import union_intervals
 
 
+def _timed_events(capture: HostCapture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(line, start, end) of the events that are not aggregates (num_occurrences 0), in stored order:
+    line after line, each line's events together."""
+    ev = capture.events
+    line, start = ev["line"].to_numpy(), ev["start_ps"].to_numpy()
+    end = start + ev["duration_ps"].to_numpy()
+    timed = ev["num_occurrences"].to_numpy() == 0
+    if not timed.all():
+        line, start, end = line[timed], start[timed], end[timed]
+    return line, start, end
+
+
+def _line_runs(line: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of `line` begins (the first is 0)."""
+    return np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1]) if len(line) else np.zeros(0, np.int64)
+
+
 def line_inventory(capture: HostCapture) -> pd.DataFrame:
     """One row per line: plane name, line name, events, first/last time (ps)."""
-    ev = capture.events
     lines = capture.lines
-    timed = ev[ev["num_occurrences"] == 0]
-    span = timed.assign(end_ps=timed["start_ps"] + timed["duration_ps"]).groupby("line").agg(
-        first_ps=("start_ps", "min"), last_ps=("end_ps", "max")
+    line, start, end = _timed_events(capture)
+    if len(line) and not (line[1:] >= line[:-1]).all():  # lines are stored one after the other
+        order = np.argsort(line, kind="stable")
+        line, start, end = line[order], start[order], end[order]
+    runs = _line_runs(line)
+    span = pd.DataFrame(
+        {"first_ps": np.minimum.reduceat(start, runs) if len(runs) else start[:0],
+         "last_ps": np.maximum.reduceat(end, runs) if len(runs) else end[:0]},
+        index=pd.Index(line[runs], name="line"),
     )
     out = pd.DataFrame(
         {
@@ -62,13 +84,9 @@ def line_activity(capture: HostCapture, bins: int = 100) -> pd.DataFrame:
     Columns: line (row index in capture.lines), bin, bin_start_ms, bin_end_ms,
     busy_ms, busy_percent.
     """
-    ev = capture.events
-    timed = ev[(ev["num_occurrences"] == 0)]
-    if timed.empty:
+    line, start, end = _timed_events(capture)
+    if len(line) == 0:
         return pd.DataFrame(columns=["line", "bin", "bin_start_ms", "bin_end_ms", "busy_ms", "busy_percent"])
-    line = timed["line"].to_numpy()
-    start = timed["start_ps"].to_numpy()
-    end = start + timed["duration_ps"].to_numpy()
     if not _by_line_then_start(line, start):  # profilers write them so; sort only when not
         order = np.lexsort((start, line))
         line, start, end = line[order], start[order], end[order]

@@ -135,9 +135,9 @@ def _memory_ids(table: EventTable, rows: np.ndarray) -> np.ndarray:
     # Only these three stats of the memory events, back in file order so the last one wins.
     positions = np.concatenate([table.stat_positions(k) for k in ("index_on_host", "device_ordinal", "allocator_name")])
     positions = np.sort(positions[is_memory[stats.owner[positions]]])
-    out = np.full(table.n, "", dtype=object)
+    out = np.full(len(rows), "", dtype=object)
     if len(positions) == 0:
-        return out[rows]
+        return out
     sel = StatTable(stats.owner[positions], stats.key[positions], stats.kind[positions], stats.raw[positions],
                     stats.str_id[positions])
     is_name = sel.key == capture.string_id("allocator_name")
@@ -146,8 +146,8 @@ def _memory_ids(table: EventTable, rows: np.ndarray) -> np.ndarray:
     unique_ints, inverse = np.unique(ints[~is_name], return_inverse=True)
     text[~is_name] = unique_ints.astype(str).astype(object)[inverse.reshape(-1)]
     text[is_name] = _strings(table, sel.str_id[is_name])
-    out[sel.owner] = text  # in file order: the last one wins
-    return out[rows]
+    out[np.searchsorted(rows, sel.owner)] = text  # in file order: the last one wins (rows are sorted)
+    return out
 
 
 def _strings(table: EventTable, ids: np.ndarray) -> np.ndarray:
@@ -176,15 +176,15 @@ def snapshot_table(table: EventTable, group_id: np.ndarray | None = None) -> pd.
                          ("free_bytes", "bytes_available"), ("peak_bytes_in_use", "peak_bytes_in_use"),
                          ("requested_bytes", "requested_bytes"), ("allocation_bytes", "allocation_bytes"),
                          ("address", "addr")):
-        columns[column] = table.int_stat(stat, uint_ok=False, last=True)[0][rows]
-    columns["fragmentation"] = table.double_stat("fragmentation", last=True)[0][rows]
+        columns[column] = table.int_stat_at(stat, rows, uint_ok=False, last=True)[0]
+    columns["fragmentation"] = table.double_stat_at("fragmentation", rows, last=True)[0]
     columns["step"] = group_id[rows] if group_id is not None else np.full(len(rows), -1, dtype=np.int64)
     for column, stat in (("tf_op", "tf_op"), ("region_type", "region_type"), ("shape", "shape")):
-        columns[column] = _strings(table, table.str_stat(stat, last=True)[rows])
-    code, has_type = table.int_stat("data_type", uint_ok=False, last=True)
-    unique, inverse = np.unique(code[rows], return_inverse=True)
+        columns[column] = _strings(table, table.str_stat_at(stat, rows, last=True))
+    code, has_type = table.int_stat_at("data_type", rows, uint_ok=False, last=True)
+    unique, inverse = np.unique(code, return_inverse=True)
     types = np.array([data_type_string(int(c)) for c in unique], dtype=object)[inverse.reshape(-1)]
-    columns["data_type"] = np.where(has_type[rows], types, "")
+    columns["data_type"] = np.where(has_type, types, "")
     return pd.DataFrame(columns)
 
 

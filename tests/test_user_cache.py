@@ -77,8 +77,9 @@ RENDER = """
 import sys
 from pathlib import Path
 from reportgen.output.site import PageWriter
+from reportgen.sections.site_index import site_index_context
 PageWriter(site_dir=Path(sys.argv[1]), assets={"css": "a.css", "js": "a.js", "vega": "v.js"}).write_html(
-    "index.html", "site_index.html", runs=[], host_total=0, errors=[])
+    "index.html", "site_index.html", errors=[], **site_index_context([]))
 """
 
 

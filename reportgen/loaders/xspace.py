@@ -39,9 +39,11 @@ from reportgen.loaders.stat_protos import decode_stat_protos
 GZIP_MAGIC = limits.GZIP_MAGIC
 
 # What one decoded item costs in memory, in bytes, through the whole host stage (the decoder's columns
-# and Python objects, then the analyses and the trace export that follow): measured with
-# bench/host_memory.py on the shared captures tiled ×10–×50 and on captures made of one kind of item
-# only, rounded up. The estimate is meant to be high rather than low: it decides what is refused.
+# and Python objects, then the analyses and the trace export that follow), rounded up from measured peaks:
+# the shared GPU capture tiled ×50 / ×200 / ×1000 (bench/build.py: 717 / 451 / 357 bytes per event all
+# told, its ≈ 4.4 stats per event and the file's bytes included) and a line of empty events (≈ 200 bytes
+# each). The estimate is meant to be high rather than low: it decides what is refused (×1000, 1.9 GB:
+# 7.7 GiB measured, 11.9 GiB estimated).
 COST_PER_BYTE = 2  # the file's bytes, and strings copied out of them
 COST_FIELD = 200  # a field left to protobuf: its row in the field table, its slice, its parsed form
 COST_PLANE = 8192
@@ -49,8 +51,8 @@ COST_LINE = 600
 COST_EVENT_METADATA = 1200
 COST_METADATA_STAT = 400
 COST_CHILD_ID = 80
-COST_EVENT = 500
-COST_STAT = 60
+COST_EVENT = 250
+COST_STAT = 30
 COST_FIXED = 64 << 20  # the analyses' own tables, whatever the capture's size
 
 
@@ -120,9 +122,10 @@ def _check_budget(path: str, buf: np.ndarray, layout: _Layout, counts: np.ndarra
                 + len(layout.line_ranges) * COST_LINE + len(entries) * COST_EVENT_METADATA
                 + md_stats * COST_METADATA_STAT + child_ids * COST_CHILD_ID + events * COST_EVENT
                 + stats * COST_STAT)
-    held = [(events, "event"), (stats, "stat"), (len(layout.line_ranges), "line"), (len(layout.plane_fields), "plane"),
-            (len(entries), "event metadata entry")]
-    limits.check(path, estimate, ", ".join(f"{n:,} {word}{'s' if n != 1 else ''}" for n, word in held if n))
+    held = [(events, "event", "events"), (stats, "stat", "stats"), (len(layout.line_ranges), "line", "lines"),
+            (len(layout.plane_fields), "plane", "planes"),
+            (len(entries), "event metadata entry", "event metadata entries")]
+    limits.check(path, estimate, ", ".join(f"{n:,} {one if n == 1 else many}" for n, one, many in held if n))
 
 
 # What a length-delimited field is, by its number, at each level of an XSpace (levels below a line: its

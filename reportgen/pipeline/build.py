@@ -232,10 +232,13 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             sources.extend(discover(location, options.runs))
         sources = merge_same_folder(sources)
         named = _unique_run_names(sources)
-        # On Dask, each worker sets its own default from its machine (pipeline/host_stage.py).
-        budget = options.max_memory or (None if options.scheduler else default_budget(options.jobs))
+        hosts = [(name, host) for name, run in named for host in run.hosts]
+        # On Dask, each worker sets its own default from its machine (pipeline/host_stage.py). Locally the
+        # machine's share is divided among the host stages that can run at once: no more than there are hosts.
+        budget = options.max_memory or (None if options.scheduler
+                                        else default_budget(max(1, min(options.jobs, len(hosts)))))
         tasks = [HostTask(index=i, run=name, host=host, trace_format=options.trace_format, memory_budget=budget)
-                 for i, (name, host) in enumerate((name, host) for name, run in named for host in run.hosts)]
+                 for i, (name, host) in enumerate(hosts)]
     if options.log is not None and budget is not None:
         options.log(f"memory budget: {format_bytes(budget)} per host (--max-memory to change it)")
 

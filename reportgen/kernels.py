@@ -18,7 +18,7 @@ build still works, only the first-use cost is paid every time) and
 kernels use this folder: other numba code in the same process keeps numba's
 own settings.
 
-The first build on a machine compiles the kernels it needs (about ten seconds
+The first build on a machine compiles the kernels it needs (about fifteen seconds
 of CPU). The largest, the trace JSON writer, is needed last: `start_precompile`
 compiles it in a child process, for the argument types its module declares,
 while this process decodes and analyses the first host, and

@@ -164,3 +164,11 @@ def test_step_chart_is_page_wide_and_lists_only_categories_with_time():
     color = spec["encoding"]["color"]
     assert color["legend"]["values"] == ["Input", "Host compute"]
     assert color["scale"]["domain"] == ["Input", "Host compute", "Output"]  # colours fixed by category
+
+
+def test_the_runs_chart_says_when_its_linear_scale_thins_the_short_runs():
+    from reportgen.sections.site_index import step_span
+
+    assert step_span([{"step_ms": 24.2}, {"step_ms": 137.8}]) is None  # within ten times: nothing to say
+    assert step_span([{"step_ms": 6.6}, {"step_ms": None}, {"step_ms": 1805.0}]) == (6.6, 1805.0)
+    assert step_span([{"step_ms": 6.6}]) is None

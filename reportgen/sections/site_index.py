@@ -46,7 +46,17 @@ def site_index_context(rows: list[dict]) -> dict:
         "host_total": sum(len(r["hosts"]) for r in rows),
         "chart": step_time_chart(rows),
         "without_steps": [r["name"] for r in rows if r.get("step_ms") is None],
+        "step_span": step_span(rows),
     }
 
 
-__all__ = ["site_index_context", "step_time_chart"]
+def step_span(rows: list[dict]) -> tuple[float, float] | None:
+    """The runs' shortest and longest average step (ms) when they span more than ten times: the stacked chart
+    cannot take a log scale, so the page says that the short runs' bars are thin and the table sorts them."""
+    steps = [r["step_ms"] for r in rows if r.get("step_ms")]
+    if len(steps) < 2 or max(steps) < 10 * min(steps):
+        return None
+    return min(steps), max(steps)
+
+
+__all__ = ["site_index_context", "step_span", "step_time_chart"]

@@ -290,3 +290,18 @@ def test_a_write_error_without_a_file_names_only_its_reason(tmp_path):
     assert _what_failed(OSError(28, "No space left on device", ""), transaction) == "No space left on device"
     inside = OSError(28, "No space left on device", str(transaction.tmp / "run" / "trace.html"))
     assert _what_failed(inside, transaction) == "No space left on device: run/trace.html"
+
+
+def test_a_stop_while_stops_are_held_waits_for_the_next_stop_point():
+    from reportgen.pipeline.stopping import BuildStopped, stop_on_signals, stop_point, stops_held
+
+    reached = []
+    with stop_on_signals(), pytest.raises(BuildStopped) as stopped:
+        with stops_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            reached.append("after the signal")  # not raised in the middle of the section
+            os.kill(os.getpid(), signal.SIGHUP)  # a second signal does not replace the first
+            reached.append("still running")
+        reached.append("never: the block's end is a stop point")
+    assert reached == ["after the signal", "still running"] and stopped.value.signum == signal.SIGTERM
+    stop_point()  # nothing left held

@@ -64,7 +64,7 @@ class BuildOptions:
     # Hosts weighing less than this together run in this process, whatever `jobs` says: starting
     # worker processes would cost more than they save (`reportgen.pipeline.runners.worth_a_pool`).
     parallel_min_bytes: int = PARALLEL_MIN_BYTES
-    max_memory: int | None = None  # bytes one host's stage may use; default: memory.default_budget(jobs)
+    max_memory: int | None = None  # bytes one host's stage may use; default: the machine's share (build_site)
 
 
 @dataclass

@@ -26,8 +26,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Signals received while stops are held (`stops_held`), and how deep the holding blocks are nested.
-_held: list[int] = []
+# The first stop signal received while stops are held (`stops_held`), and how deep those blocks are nested.
+_held: int | None = None
 _hold_depth = 0
 
 
@@ -47,8 +47,9 @@ def stop_on_signals() -> Iterator[None]:
         return
 
     def stop(signum, _frame):
+        global _held
         if _hold_depth:
-            _held.append(signum)
+            _held = _held or signum
             return
         raise BuildStopped(signum)
 
@@ -80,9 +81,9 @@ def stops_held() -> Iterator[None]:
 
 def stop_point() -> None:
     """Raise BuildStopped for a stop signal kept by `stops_held` (a place where unwinding leaves no lock held)."""
-    if _held and threading.current_thread() is threading.main_thread():
-        signum = _held[0]
-        _held.clear()
+    global _held
+    if _held is not None and threading.current_thread() is threading.main_thread():
+        signum, _held = _held, None
         raise BuildStopped(signum)
 
 

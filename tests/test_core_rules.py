@@ -384,3 +384,41 @@ def test_tf_stats_tensorcore_utilization_is_the_share_of_an_ops_kernel_time_on_t
     top = {op["name"]: op for op in overview_view("host", run).top_ops}
     assert (top["d/MatMul"]["tensor_core_eligible"], top["d/MatMul"]["tensor_core_used"]) == (True, True)
     assert (top["d/Relu"]["tensor_core_eligible"], top["d/Relu"]["tensor_core_used"]) == (False, False)
+
+
+def test_per_thread_op_totals_equal_a_groupby_and_sum_exactly():
+    """The host db's (thread, op) totals are numpy aggregations: the same groups in the same order as
+    a pandas groupby (first appearance), and int64 sums exact beyond 2^53 ps."""
+    import pandas as pd
+
+    from reportgen.core.ops.host_db import _line_op_totals
+
+    rng = np.random.default_rng(7)
+    n = 2_000
+    completed = pd.DataFrame({
+        "line": rng.integers(3, 9, n), "op": rng.integers(0, 40, n), "eager": rng.random(n) < 0.1,
+        "time": rng.integers(2**50, 2**52, n), "self": rng.integers(0, 2**50, n), "begin": np.arange(n)})
+    expected = completed.groupby(["line", "op"], sort=False).agg(
+        occurrences=("time", "size"), time_ps=("time", "sum"), self_time_ps=("self", "sum"),
+        is_eager=("eager", "any"), min_time_ps=("time", "min")).reset_index()
+    totals = _line_op_totals(completed)
+    for column in expected.columns:
+        assert totals[column].tolist() == expected[column].tolist(), column
+    assert int(totals["time_ps"].max()) > 2**53
+    assert all(len(v) == 0 for v in _line_op_totals(completed.iloc[:0]).values())
+
+
+def test_one_database_with_a_repeated_key_is_still_merged():
+    """Combining one database returns it as it is only when its keys are distinct."""
+    from reportgen.core.ops.op_metrics import combine_metrics, metrics_frame
+
+    frame = metrics_frame(hlo_module_id=np.zeros(3, np.int64), name=np.array(["a", "b", "a"], object),
+                          category=np.array(["MatMul", "Add", "MatMul"], object),
+                          occurrences=np.array([1, 2, 3]), time_ps=np.array([10, 20, 30]),
+                          self_time_ps=np.array([5, 20, 30]), min_time_ps=np.array([10, 7, 4]))
+    merged = combine_metrics([frame], update_num_cores=False)
+    assert merged["name"].tolist() == ["a", "b"]
+    assert merged["occurrences"].tolist() == [4, 2] and merged["time_ps"].tolist() == [40, 20]
+    assert merged["min_time_ps"].tolist() == [4, 7]
+    distinct = frame.iloc[:2]
+    assert combine_metrics([distinct], update_num_cores=False).equals(distinct.reset_index(drop=True))

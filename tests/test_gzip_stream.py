@@ -22,7 +22,7 @@ def _pieces(n: int = 40) -> list[bytes]:
 def test_pieces_come_out_in_order_as_one_member_and_buffers_are_handed_back():
     pieces = _pieces()
     out, released = io.BytesIO(), []
-    with GzipStream(out, threads=3, in_flight=2) as stream:
+    with GzipStream(out, in_flight=2) as stream:
         stream.write(b"HEAD")
         for i, piece in enumerate(pieces):
             stream.submit(lambda piece=piece: [piece[:10], piece[10:]], done=lambda i=i: released.append(i))

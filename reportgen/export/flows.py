@@ -18,6 +18,7 @@ of the same inputs, so they pair the same events and stay exact in JavaScript.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,12 +146,23 @@ class _StatLookup:
         return present, out
 
 
-def _rows_named(capture: HostCapture, names) -> np.ndarray:
-    md = capture.event_metadata
-    wanted = np.flatnonzero(md["name"].isin(list(names)).to_numpy())
-    if len(wanted) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.flatnonzero(np.isin(capture.events["md"].to_numpy(), wanted))
+class _RowsNamed:
+    """Event rows by event name, for a fixed set of names: the metadata is searched once for all of
+    them (a search per name cost ≈ 0.25 ms each, 29 per host, whatever the host's size)."""
+
+    def __init__(self, capture: HostCapture, names: Iterable[str]):
+        md_names = capture.event_metadata["name"]
+        hits = np.flatnonzero(md_names.isin(list(names)).to_numpy())
+        self._ids: dict[str, list[int]] = {}
+        for md, name in zip(hits.tolist(), md_names.to_numpy(object)[hits]):
+            self._ids.setdefault(name, []).append(md)
+        self._md = capture.events["md"].to_numpy() if self._ids else None
+
+    def __call__(self, names: Iterable[str]) -> np.ndarray:
+        wanted = [md for name in names for md in self._ids.get(name, ())]
+        if not wanted:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(np.isin(self._md, wanted))
 
 
 def _event_names(capture: HostCapture, rows: np.ndarray) -> np.ndarray:
@@ -194,11 +206,13 @@ def _raw_endpoints(stats: _StatLookup, type_name: str, id_name: str, out: _Endpo
 
 def _connection_endpoints(capture: HostCapture, stats: _StatLookup, producers: _Endpoints,
                           consumers: _Endpoints) -> None:
-    masked = _rows_named(capture, RUN_ID_MASKED_EVENTS)
+    endpoints = [name for rule in CONNECTIONS for name in (rule.producer, rule.consumer)]
+    rows_named = _RowsNamed(capture, [*RUN_ID_MASKED_EVENTS, *endpoints])
+    masked = rows_named(RUN_ID_MASKED_EVENTS)
     for rule in CONNECTIONS:
         defaults = dict(rule.defaults)
         for event_name, side in ((rule.producer, producers), (rule.consumer, consumers)):
-            rows = _rows_named(capture, [event_name])
+            rows = rows_named([event_name])
             if len(rows) == 0:
                 continue
             keep = np.ones(len(rows), dtype=bool)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.events.tf_op import DATASET_TYPE, MEMCPY_H2D, is_infeed_enqueue_type
+from reportgen.core.frames import empty_frame
 from reportgen.core.ops.op_metrics import OpMetricsDb, safe_divide
 
 ENQUEUE = "Enqueue"
@@ -143,6 +144,7 @@ def split_input_time(self_us: dict[str, float], ratio: float) -> InputTimeBreakd
     return out
 
 
+@empty_frame
 def empty_input_ops() -> pd.DataFrame:
     return pd.DataFrame({"op_name": pd.Series(dtype=object), "count": pd.Series(dtype=np.int64),
                          "time_ms": pd.Series(dtype=float), "time_percent": pd.Series(dtype=float),

@@ -27,6 +27,7 @@ import pandas as pd
 from reportgen.capture import KIND_BYTES, NO_STRING, HostCapture
 from reportgen.core.events import schema
 from reportgen.core.events.table import EventTable
+from reportgen.core.frames import empty_frame
 from reportgen.core.hlo.model import HloModule
 from reportgen.core.hlo.ops import HloOp, HloOpIndex
 from reportgen.core.ops.op_metrics import IDLE, OpMetricsDb
@@ -42,6 +43,7 @@ READ, WRITE = 1, 2
 HBM = 1  # XProf's MemorySpace / PerformanceInfo HBM
 
 
+@empty_frame
 def empty_ops() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object if c in ("name", "deduplicated_name", "source_file",
                                                              "source_stack", "core_type") else
@@ -49,6 +51,7 @@ def empty_ops() -> pd.DataFrame:
                          for c in OP_COLUMNS})
 
 
+@empty_frame
 def empty_memory() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object if c == "name" else np.int64) for c in MEMORY_COLUMNS})
 

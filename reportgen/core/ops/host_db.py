@@ -173,30 +173,69 @@ def _activities(table: EventTable, rows: np.ndarray, op_of_event: np.ndarray, op
                        line_break=line_break, position=position, op=op, eager=eager)
 
 
+def _line_op_totals(completed: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per (line, op) pair, in order of first appearance: its line and op, occurrences, time, self
+    time, min time and whether any occurrence was eager. In numpy (exact int64 sums): a pandas
+    groupby with five named aggregations cost ≈ 7 ms however few the ops, most of a tiny host's db."""
+    line = completed["line"].to_numpy(np.int64)
+    op = completed["op"].to_numpy(np.int64)
+    if len(line) == 0:
+        empty = np.zeros(0, np.int64)
+        return {"line": empty, "op": empty, "occurrences": empty, "time_ps": empty, "self_time_ps": empty,
+                "min_time_ps": empty, "is_eager": np.zeros(0, bool)}
+    key = (line - line.min()) * (int(op.max()) + 1) + op
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    appearance = np.argsort(first, kind="stable")
+    rank = np.empty_like(appearance)
+    rank[appearance] = np.arange(len(appearance))
+    group = rank[inverse.reshape(-1)]
+    n = len(first)
+    time = completed["time"].to_numpy(np.int64)
+    totals = {"line": line[first[appearance]], "op": op[first[appearance]],
+              "occurrences": np.bincount(group, minlength=n).astype(np.int64)}
+    for name, values in (("time_ps", time), ("self_time_ps", completed["self"].to_numpy(np.int64))):
+        total = np.zeros(n, np.int64)
+        np.add.at(total, group, values)
+        totals[name] = total
+    smallest = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(smallest, group, time)
+    eager = np.zeros(n, bool)
+    np.logical_or.at(eager, group, completed["eager"].to_numpy(bool))
+    totals["min_time_ps"], totals["is_eager"] = smallest, eager
+    return totals
+
+
 def _line_dbs(completed: pd.DataFrame, catalog: pd.DataFrame, spans: pd.DataFrame, lines) -> list[OpMetricsDb]:
-    per_line_op = completed.groupby(["line", "op"], sort=False).agg(
-        occurrences=("time", "size"), time_ps=("time", "sum"), self_time_ps=("self", "sum"),
-        is_eager=("eager", "any"), min_time_ps=("time", "min"),
-    ).reset_index()
+    totals = _line_op_totals(completed)
     infeed = _host_infeed(completed, catalog)
+    module_ids = catalog["hlo_module_id"].to_numpy(np.int64)
+    names = catalog["name"].to_numpy(object)
+    categories = catalog["category"].to_numpy(object)
+    span_min, span_max = spans["min"].to_dict(), spans["max"].to_dict()
     out = []
     for line in lines:
-        if line not in spans.index:
+        if line not in span_min:
             # A thread without ops still adds an (empty) IDLE record.
             out.append(OpMetricsDb(metrics=_idle_only(0)))
             continue
-        ops = per_line_op[per_line_op["line"] == line]
-        cat = catalog.iloc[ops["op"].to_numpy()]
+        at = np.flatnonzero(totals["line"] == line)
+        ops = totals["op"][at]
+        op_time = int(totals["self_time_ps"][at].sum())
+        total = max(op_time, int(span_max[line] - span_min[line]))
+
+        def with_idle_row(values: np.ndarray, idle) -> np.ndarray:
+            # The line's ops, then its IDLE record (XProf's AddIdleOp).
+            return np.append(values, np.asarray([idle], values.dtype))
+
         metrics = metrics_frame(
-            hlo_module_id=cat["hlo_module_id"].to_numpy(np.int64), name=cat["name"].to_numpy(object),
-            category=cat["category"].to_numpy(object), is_eager=ops["is_eager"].to_numpy(bool),
-            occurrences=ops["occurrences"].to_numpy(np.int64), time_ps=ops["time_ps"].to_numpy(np.int64),
-            self_time_ps=ops["self_time_ps"].to_numpy(np.int64), min_time_ps=ops["min_time_ps"].to_numpy(np.int64),
-            num_cores=np.ones(len(ops), np.int64),
+            hlo_module_id=with_idle_row(module_ids[ops], 0), name=with_idle_row(names[ops], IDLE),
+            category=with_idle_row(categories[ops], IDLE), is_eager=with_idle_row(totals["is_eager"][at], False),
+            occurrences=with_idle_row(totals["occurrences"][at], 0),
+            time_ps=with_idle_row(totals["time_ps"][at], total - op_time),
+            self_time_ps=with_idle_row(totals["self_time_ps"][at], total - op_time),
+            min_time_ps=with_idle_row(totals["min_time_ps"][at], 0),
+            num_cores=with_idle_row(np.ones(len(ops), np.int64), 0),
         )
-        op_time = int(metrics["self_time_ps"].sum())
-        total = max(op_time, int(spans.at[line, "max"] - spans.at[line, "min"]))
-        metrics = pd.concat([metrics, _idle_only(total - op_time)], ignore_index=True)
         dur, diff = infeed.get(line, (0, 0))
         out.append(OpMetricsDb(metrics=metrics, total_time_ps=total, total_op_time_ps=op_time,
                                host_infeed_enq_duration_ps=dur, host_infeed_enq_start_diff_ps=diff))

@@ -40,6 +40,7 @@ from reportgen.capture import KIND_REF, KIND_STR, NO_STRING
 from reportgen.core.events import schema
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import parse_tf_op_fullname
+from reportgen.core.frames import empty_frame
 from reportgen.core.hlo.model import HloModule, instruction_provenance, program_key
 
 MAX_KERNEL_REPORTS = 1000  # XProf's kMaxNumOfKernels
@@ -366,6 +367,7 @@ _REPORT_DTYPES = {
 }
 
 
+@empty_frame
 def empty_reports() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=t) for c, t in _REPORT_DTYPES.items()})[REPORT_COLUMNS]
 

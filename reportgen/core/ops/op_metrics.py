@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.events.tf_op import UNKNOWN_TYPE, parse_tf_op_fullname
+from reportgen.core.frames import empty_frame
 
 IDLE = "IDLE"
 
@@ -31,6 +32,7 @@ COLUMNS = ["hlo_module_id", "name", "category", "provenance", "long_name", "is_e
 KEY = ["hlo_module_id", "name"]
 
 
+@empty_frame
 def empty_metrics() -> pd.DataFrame:
     frame = pd.DataFrame({c: pd.Series(dtype=object if c in TEXT_COLUMNS else np.int64) for c in COLUMNS})
     frame["is_eager"] = frame["is_eager"].astype(bool)
@@ -100,7 +102,8 @@ def combine_metrics(frames: list[pd.DataFrame], update_num_cores: bool) -> pd.Da
     frames = [f for f in frames if len(f)]
     if not frames:
         return empty_metrics()
-    if len(frames) == 1 and update_num_cores:
+    if len(frames) == 1 and (update_num_cores or _distinct_keys(frames[0])):
+        # Nothing to merge (a host of one thread: the groupby below costs ≈ 15 ms, most of a tiny host's core).
         return frames[0].reset_index(drop=True)
     all_rows = pd.concat(frames, ignore_index=True)
     grouped = all_rows.groupby(KEY, sort=False)
@@ -115,6 +118,11 @@ def combine_metrics(frames: list[pd.DataFrame], update_num_cores: bool) -> pd.Da
     out["min_time_ps"] = mins.reindex(out.index).fillna(grouped["min_time_ps"].last()).astype(np.int64)
     out["num_cores"] = grouped["num_cores"].sum() if update_num_cores else grouped["num_cores"].first()
     return out.reset_index()[COLUMNS]
+
+
+def _distinct_keys(frame: pd.DataFrame) -> bool:
+    keys = zip(frame["hlo_module_id"].to_numpy(), frame["name"].to_numpy())
+    return len(set(keys)) == len(frame)
 
 
 def combine_dbs(dbs: list[OpMetricsDb], update_num_cores: bool = True) -> OpMetricsDb:

@@ -24,6 +24,7 @@ from reportgen.core.events.grouping import Grouping
 from reportgen.core.events.nesting import inherit_down, line_parents
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import MEMCPY_D2D, MEMCPY_D2H, MEMCPY_H2D, MEMCPY_H2H, TENSORFLOW, parse_tf_op_fullname
+from reportgen.core.frames import empty_frame
 
 # XProf's EventType values divided by 10 (priority order: higher wins on overlap).
 UNKNOWN_TIME = 0
@@ -57,16 +58,19 @@ def _frame(**cols) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
+@empty_frame
 def empty_spans() -> pd.DataFrame:
     return _frame(group=np.zeros(0, np.int64), type=np.zeros(0, np.int8), begin=np.zeros(0, np.int64),
                   end=np.zeros(0, np.int64))
 
 
+@empty_frame
 def empty_markers() -> pd.DataFrame:
     return _frame(group=np.zeros(0, np.int64), kind=np.zeros(0, np.int8), core=np.zeros(0, np.int64),
                   begin=np.zeros(0, np.int64), duration=np.zeros(0, np.int64), name=np.zeros(0, object))
 
 
+@empty_frame
 def empty_transfers() -> pd.DataFrame:
     return _frame(group=np.zeros(0, np.int64), kind=np.zeros(0, np.int8), duration=np.zeros(0, np.int64),
                   bytes=np.zeros(0, np.int64))

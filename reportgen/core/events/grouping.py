@@ -131,15 +131,18 @@ def _nesting_edges(table: EventTable, lines: np.ndarray) -> tuple[np.ndarray, np
 
 
 def _stat_key_frame(table: EventTable, rows: np.ndarray, names: list[str]) -> pd.DataFrame | None:
-    """Rows that carry every stat in `names`, with the IntOrUint values."""
+    """Rows that carry every stat in `names`, with the IntOrUint values (None when no row does)."""
+    if len(rows) == 0:  # most hosts have no such event: no frame to build
+        return None
     frame = {"row": rows}
     keep = np.ones(len(rows), bool)
     for name in names:
         values, present = table.int_stat(name)
         keep &= present[rows]
         frame[name] = values[rows]
-    out = pd.DataFrame(frame)[keep]
-    return out if len(out) else None
+    if not keep.any():
+        return None
+    return pd.DataFrame({name: column[keep] for name, column in frame.items()})
 
 
 def _inter_thread_edges(table: EventTable, types: np.ndarray, nodes: np.ndarray):

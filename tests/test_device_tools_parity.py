@@ -307,6 +307,31 @@ def test_roofline_model_every_record(run):
         assert float(props["time_scale_multiplier"]) == pytest.approx(peaks.time_scale_multiplier)
 
 
+@needs_shared
+def test_roofline_per_step_records_are_the_same_record_under_each_step():
+    """Each step's record (CPU/GPU steps: an empty per-step DB) is XProf's single-step record with its
+    own step number, in step order, for any number of steps (one is checked against XProf above)."""
+    device = device_run("gpu_multi_worker")
+    op_stats = device.op_stats
+    env = op_stats.environment
+
+    def model(steps: list[int]):
+        return roofline_model(
+            device.records, op_stats.perf_env, env.hardware_type, env.device_type, env.device_core_count,
+            op_stats.device_db.total_time_ps, steps, op_stats.step_db.kind, has_complete_steps_db=True,
+            time_scale_multiplier=device.time_scale_multiplier).records
+
+    one, many = model([0]), model([0, 7, 9])
+    for include in (True, False):
+        mine = many[many["include_infeed_outfeed"] == include]
+        assert mine["step"].tolist()[-3:] == ["0", "7", "9"]
+        expected = one[(one["include_infeed_outfeed"] == include) & (one["step"] == "0")]
+        for step in ("0", "7", "9"):
+            got = mine[mine["step"] == step].drop(columns="step").reset_index(drop=True)
+            assert got.equals(expected.drop(columns="step").reset_index(drop=True)), step
+    assert len(many) == len(one) + 4
+
+
 def test_fused_instructions_print_as_xla_does():
     """The HLO text of instructions inside a fusion (XProf prints these with XLA itself)."""
     if "tpu_inference_2" not in RUNS:

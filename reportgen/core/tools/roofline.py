@@ -293,12 +293,15 @@ def roofline_model(records: pd.DataFrame, perf_env: PerfEnv, hardware_type: str,
             rows.append(_records(avg, perf_env, hardware_type, peaks, device_core_count, avg_time, "Average",
                                  len(step_numbers)).assign(rank=0.0, total_self_time_percent=0.0,
                                                            cumulative_total_self_time_percent=0.0))
-        if per_step_known:
-            for step in step_numbers:
-                row, step_time = _program_row(empty_db, 0.0, include)
-                rows.append(_records(row, perf_env, hardware_type, peaks, device_core_count, step_time, str(step),
-                                     None).assign(rank=0.0, total_self_time_percent=0.0,
-                                                  cumulative_total_self_time_percent=0.0))
+        if per_step_known and step_numbers:
+            # Every step's record is the program record of an empty DB: made once, repeated with each step's
+            # number (one made per step cost ≈ 2.5 ms, 24 s for the ×1000 capture's 10,000 records).
+            row, step_time = _program_row(empty_db, 0.0, include)
+            record = _records(row, perf_env, hardware_type, peaks, device_core_count, step_time, "", None).assign(
+                rank=0.0, total_self_time_percent=0.0, cumulative_total_self_time_percent=0.0)
+            per_step = record.loc[record.index.repeat(len(step_numbers))].reset_index(drop=True)
+            per_step["step"] = [str(step) for step in step_numbers]
+            rows.append(per_step)
         block = pd.concat(rows, ignore_index=True)
         block["include_infeed_outfeed"] = include
         frames.append(block)

@@ -117,7 +117,7 @@ def is_cached(dispatcher) -> bool:
 # whose presence in the cache says that the module was compiled here.
 BUILD_KERNELS = {
     "reportgen.loaders.wire": "_fill_pass",
-    "reportgen.core.events.nesting": "line_parents",
+    "reportgen.core.events.nesting": "_line_parents",
     "reportgen.export.json_kernel": "write_events",
 }
 # Those compiled ahead in a child process on a machine's first build: module →

@@ -21,11 +21,24 @@ import numpy as np
 from reportgen.kernels import kernel
 
 
-@kernel()
-def line_parents(rows, new_line, start, end, skip):
+def line_parents(rows: np.ndarray, new_line: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 skip: np.ndarray) -> np.ndarray:
     """Parent row (or -1) of each entry of `rows` (global event rows in stored
     order, line after line; `new_line[i]` marks the first row of a line).
     Rows with `skip` set neither get a parent nor become one."""
+    # The kernel always sees read-only arrays: the capture's columns are read-only and arrays computed
+    # by callers are not, and numba compiles one specialisation per flag (≈ 0.5 s more of a first build).
+    return _line_parents(*(_read_only(a) for a in (rows, new_line, start, end, skip)))
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    view = np.asarray(values).view()
+    view.flags.writeable = False
+    return view
+
+
+@kernel()
+def _line_parents(rows, new_line, start, end, skip):
     n = len(rows)
     parent = np.full(n, -1, np.int64)
     stack = np.empty(n, np.int64)

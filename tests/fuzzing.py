@@ -345,15 +345,21 @@ def run_case(case: Case, trace_format: str = "json") -> Result:
 
 
 def run_build(case: Case) -> Result:
-    """The case through a whole build (combine and render too), beside an unchanged copy of its seed."""
+    """The case through a whole build (combine and render too). When its one host fails, the build has
+    nothing to show and says so (`NoCapturesError`, naming the host's problem): that is the case's outcome."""
+    from reportgen.errors import NoCapturesError
     from reportgen.pipeline.build import BuildOptions, build_site
 
     with tempfile.TemporaryDirectory(prefix="reportgen-fuzz-") as folder:
         run = Path(folder) / "logs" / "plugins" / "profile" / "run"
         run.mkdir(parents=True)
         (run / "fuzz.xplane.pb").write_bytes(case.data)
-        report = build_site([str(Path(folder) / "logs")],
-                            BuildOptions(output=str(Path(folder) / "site"), jobs=1, cache=False, max_memory=2 << 30))
+        try:
+            report = build_site([str(Path(folder) / "logs")], BuildOptions(
+                output=str(Path(folder) / "site"), jobs=1, cache=False, max_memory=2 << 30))
+        except NoCapturesError as exc:
+            message = str(exc)
+            return Result(case, "internal error" if "internal error" in message else "input error", message)
     errors = [e["message"] for e in report.errors]
     if not errors:
         return Result(case, "built", None)

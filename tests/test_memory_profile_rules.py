@@ -157,6 +157,18 @@ def test_memory_ids_from_allocator_names_and_device_indices():
     assert profiles["3"].peak_bytes == 7
 
 
+def test_an_allocator_name_given_as_bytes_reads_as_no_name():
+    """XProf reads allocator_name with StrOrRefValue: bytes are no name (a fuzzed capture gave bytes and the
+    memory ids, bytes and text, could not be sorted: an internal error)."""
+    b = Space(("host",))
+    line = b.plane("/host:CPU").line(name="t")
+    line.event("MemoryAllocation", 1, 1, allocator_name=b"\x00raw", bytes_allocated=5, allocation_bytes=5)
+    line.event("MemoryAllocation", 2, 1, allocator_name="bfc", bytes_allocated=7, allocation_bytes=7)
+    profiles = memory_profiles(b.capture())
+    assert list(profiles) == ["", "bfc"]
+    assert profiles[""].peak_bytes == 5
+
+
 def test_out_of_memory_is_flagged_near_capacity_and_on_failed_allocations():
     b = Space(("host",))
     line = b.plane("/host:CPU").line(name="t")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from reportgen.capture import KIND_INT64, HostCapture, StatTable
+from reportgen.capture import KIND_INT64, KIND_REF, KIND_STR, NO_STRING, HostCapture, StatTable
 from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
@@ -145,7 +145,9 @@ def _memory_ids(table: EventTable, rows: np.ndarray) -> np.ndarray:
     ints = np.where(sel.kind == KIND_INT64, sel.raw, 0)  # IntValue
     unique_ints, inverse = np.unique(ints[~is_name], return_inverse=True)
     text[~is_name] = unique_ints.astype(str).astype(object)[inverse.reshape(-1)]
-    text[is_name] = _strings(table, sel.str_id[is_name])
+    # StrOrRefValue: a name given as bytes (or a number) reads as "" (a bytes id would not sort with text).
+    is_text = (sel.kind == KIND_STR) | (sel.kind == KIND_REF)
+    text[is_name] = _strings(table, np.where(is_text, sel.str_id, NO_STRING)[is_name])
     out[np.searchsorted(rows, sel.owner)] = text  # in file order: the last one wins (rows are sorted)
     return out
 

@@ -234,3 +234,23 @@ def test_hlo_module_runs_number_every_tpu_cores_modules_with_line_relative_times
         {"name": "jit_g(8)", "startTimePs": "400", "endTimePs": "407", "id": "3", "planeName": "TPU:0"},
     ]
     assert hlo_module_runs(EventTable(Space().capture())).empty
+
+
+def test_absurd_byte_counts_wrap_as_int64_without_a_warning():
+    """Byte counts near 2^63 (a fuzzed capture) add up in int64 as XProf's do: no overflow warning, no number
+    that summary.json could not hold."""
+    import warnings
+
+    from reportgen.core.tools.memory_profile import allocator_capacities
+
+    b = Space(("host",))
+    line = b.plane("/host:CPU").line(name="t")
+    memory_event(line, "MemoryAllocation", 1, stack=2**62, heap=2**62, free=2**62, allocated=8, requested=8)
+    capture = b.capture()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        profile = memory_profiles(capture)["bfc"]
+        capacities = allocator_capacities(EventTable(capture))
+    assert profile.peak_stats["peak_bytes_in_use"] == -(2**63)  # 2^62 + 2^62 in int64
+    assert profile.memory_capacity == -(2**63) + 2**62
+    assert capacities == {"bfc": -(2**63) + 2**62}

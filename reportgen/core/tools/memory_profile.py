@@ -196,6 +196,12 @@ def _peak(snapshots: pd.DataFrame) -> int:
     return int(np.flatnonzero(in_use == in_use.max())[-1])
 
 
+def _int64_sum(*values: int) -> int:
+    """The sum as XProf computes it, in int64 arithmetic: absurd byte counts in a capture wrap around (as
+    the arrays above do) instead of growing past what the pages and summary.json can hold."""
+    return int(np.array(values, dtype=np.int64).sum())
+
+
 def _repair_steps(step: np.ndarray) -> np.ndarray:
     """Ungrouped events take the step after the last grouped one (XProf UpdateStepId)."""
     valid = step != -1
@@ -299,10 +305,10 @@ def allocator_profile(memory_id: str, events: pd.DataFrame) -> AllocatorProfile:
         "heap_bytes": int(peak_row["heap_bytes"]),
         "free_bytes": int(peak_row["free_bytes"]),
         "fragmentation": float(peak_row["fragmentation"]),
-        "peak_bytes_in_use": int(peak_row["stack_bytes"] + peak_row["heap_bytes"]),
+        "peak_bytes_in_use": _int64_sum(int(peak_row["stack_bytes"]), int(peak_row["heap_bytes"])),
     }
     peak_time = int(peak_row["time_ps"])
-    capacity = peak_stats["peak_bytes_in_use"] + peak_stats["free_bytes"]
+    capacity = _int64_sum(peak_stats["peak_bytes_in_use"], peak_stats["free_bytes"])
     lifetime_peak = int(events["peak_bytes_in_use"].iloc[-1])
 
     snap = events.sort_values("time_ps", kind="stable").reset_index(drop=True)
@@ -340,7 +346,7 @@ def allocator_capacities(table: EventTable) -> dict[str, int]:
     capacities = {}
     for memory_id, events in snapshot_table(table).groupby("memory_id", sort=True):
         peak = events.iloc[_peak(events.reset_index(drop=True))]
-        capacities[memory_id] = int(peak["stack_bytes"] + peak["heap_bytes"] + peak["free_bytes"])
+        capacities[memory_id] = _int64_sum(int(peak["stack_bytes"]), int(peak["heap_bytes"]), int(peak["free_bytes"]))
     return capacities
 
 

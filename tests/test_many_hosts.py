@@ -108,6 +108,19 @@ def test_a_run_of_many_hosts_is_shown_combined_and_says_so(many_hosts_site, page
 
 
 
+def test_the_header_names_a_few_hosts_and_counts_them_all():
+    """A pod slice's thousands of host names are not repeated in every page's header: the first twenty and
+    how many more."""
+    from reportgen.output.site import _environment
+
+    header = _environment().from_string('{% import "macros.html" as m %}{{ m.host_switch(none, hosts) }}')
+    many = header.render(hosts=[f"worker-{i}" for i in range(10_000)])
+    assert "<span class=\"muted\">Hosts</span> 10,000" in many
+    assert "worker-19 … and 9,980 more" in many and "worker-20" not in many
+    few = header.render(hosts=["a", "b"])
+    assert 'title="a, b"' in few and "more" not in few
+
+
 def _overview_by_altair(part) -> dict:
     """The trace overview chart built through Altair every time: what the shared, relabelled spec must equal."""
     import altair as alt

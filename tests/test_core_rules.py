@@ -422,3 +422,20 @@ def test_one_database_with_a_repeated_key_is_still_merged():
     assert merged["min_time_ps"].tolist() == [4, 7]
     distinct = frame.iloc[:2]
     assert combine_metrics([distinct], update_num_cores=False).equals(distinct.reset_index(drop=True))
+
+
+def test_self_times_are_exact_int64_and_quiet_on_absurd_durations():
+    """Self time subtracts the direct children's durations in int64: exact past 2^53 ps (a float sum is not),
+    and absurd durations (a fuzzed capture) wrap as XProf's int64 arithmetic does, without a warning."""
+    import warnings
+
+    from reportgen.core.events.nesting import self_times
+
+    parent = np.array([-1, 0, 0, -1, 3, 3], np.int64)
+    duration = np.array([2**54 + 7, 2**53 + 1, 2, 2**62, 2**62, 2**62], np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        own = self_times(parent, duration)
+    assert own[0] == 2**54 + 7 - (2**53 + 1) - 2
+    assert own[3] == -(2**62)  # the children's 2^62 + 2^62 wrap to -2^63, and 2^62 - (-2^63) wraps to -2^62
+    assert own[1:3].tolist() == [2**53 + 1, 2]

@@ -229,10 +229,12 @@ def csr(source: np.ndarray, target: np.ndarray, n: int) -> tuple[np.ndarray, np.
 
 
 def self_times(parent: np.ndarray, duration: np.ndarray) -> np.ndarray:
-    """Duration minus the durations of direct children (parent given as positions)."""
+    """Duration minus the durations of direct children (parent given as positions), in int64 as XProf
+    computes it: exact (a float sum loses picoseconds past 2^53) and wrapping on absurd durations."""
     has = parent >= 0
-    children = np.bincount(parent[has], weights=duration[has], minlength=len(duration))
-    return duration - children.astype(np.int64)
+    children = np.zeros(len(duration), np.int64)
+    np.add.at(children, parent[has], duration[has].astype(np.int64))
+    return duration - children
 
 
 @kernel()

@@ -439,3 +439,20 @@ def test_self_times_are_exact_int64_and_quiet_on_absurd_durations():
     assert own[0] == 2**54 + 7 - (2**53 + 1) - 2
     assert own[3] == -(2**62)  # the children's 2^62 + 2^62 wrap to -2^63, and 2^62 - (-2^63) wraps to -2^62
     assert own[1:3].tolist() == [2**53 + 1, 2]
+
+
+def test_a_compute_capability_given_as_a_double_reads_as_zero():
+    """XProf reads compute_cap_major/minor as IntValue: a double (here infinity, from a fuzzed capture) is 0,
+    not an internal error."""
+    from reportgen.core.ops.perf_env import perf_env
+
+    def env(minor):
+        space = Space(("host",))
+        space.plane("/host:CPU", plane_id=0)
+        space.plane("/device:GPU:0", plane_id=1, device_vendor="Nvidia", core_count=80, clock_rate=1_530_000,
+                    compute_cap_major=7, compute_cap_minor=minor, memory_bandwidth=900_000_000_000)
+        capture = space.capture()
+        return perf_env(capture, [list(capture.planes["name"]).index("/device:GPU:0")])
+
+    odd = env(float("inf"))
+    assert odd == env(0) and odd.peak_tera_flops_per_second > 0

@@ -269,7 +269,8 @@ def tpu_plane_op_metrics(table: EventTable, plane: int) -> OpMetricsDb:
     sb, sd = device_timespans(table, srows)
     all_b = np.concatenate([begin, sb])
     all_e = np.concatenate([begin + duration, sb + sd])
-    span = int(all_e.max() - all_b.min()) if len(all_b) else 0
+    with np.errstate(over="ignore"):  # absurd times wrap in int64, as XProf's arithmetic does
+        span = int(all_e.max() - all_b.min()) if len(all_b) else 0
     metrics, total, op_time = with_idle(metrics, span)
     return OpMetricsDb(metrics=metrics, total_time_ps=total, total_op_time_ps=op_time)
 

@@ -72,6 +72,11 @@ def perf_env(capture: HostCapture, device_planes: list[int]) -> PerfEnv:
         value = stats.get(key, 0.0)
         return float(value) if isinstance(value, (int, float)) else 0.0
 
+    def whole(key: str) -> int:
+        # XProf's IntValue: a compute capability given as a double (or text) reads as 0.
+        value = stats.get(key, 0)
+        return value if isinstance(value, int) else 0
+
     if name.startswith(schema.TPU_PLANE_PREFIX):
         bws = [num("peak_hbm_bw_gigabytes_per_second"), num("peak_sram_rd_bw_gigabytes_per_second"),
                num("peak_sram_wr_bw_gigabytes_per_second"), num("peak_cmem_rd_bw_gigabytes_per_second"),
@@ -81,7 +86,7 @@ def perf_env(capture: HostCapture, device_planes: list[int]) -> PerfEnv:
     cores = num("core_count")
     clock_ghz = num("clock_rate") / 1e6
     vendor = stats.get("device_vendor", "")
-    major, minor = int(num("compute_cap_major")), int(num("compute_cap_minor"))
+    major, minor = whole("compute_cap_major"), whole("compute_cap_minor")
     if vendor == "Nvidia":
         per_sm = clock_ghz * _nvidia_flops_per_sm_cycle(major, minor)
         shm = cores * (64 if major <= 2 else 256) * clock_ghz

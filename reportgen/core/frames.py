@@ -1,10 +1,11 @@
-"""Helpers for the DataFrames the core returns."""
+"""Helpers for the tables the core builds: typed empty frames, groups of rows in numpy."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 
@@ -22,3 +23,14 @@ def empty_frame(build: Callable[[], pd.DataFrame]) -> Callable[[], pd.DataFrame]
         return template.copy()
 
     return fresh
+
+
+def first_appearance_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by equal `key`, groups numbered in order of first appearance (a pandas
+    `groupby(sort=False)` without its ≈ 1 ms of set-up per call): (each group's first row, each row's
+    group number)."""
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    appearance = np.argsort(first, kind="stable")
+    rank = np.empty_like(appearance)
+    rank[appearance] = np.arange(len(appearance))
+    return first[appearance], rank[inverse.reshape(-1)]

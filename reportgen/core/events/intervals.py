@@ -5,6 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 
+def run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal consecutive `values` begins (the first at 0; none when empty)."""
+    if len(values) == 0:
+        return np.zeros(0, np.int64)
+    return np.concatenate([[0], np.flatnonzero(values[1:] != values[:-1]) + 1])
+
+
 def union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
     """Merge overlapping [start, end) intervals within each group.
 
@@ -12,7 +19,7 @@ def union_intervals(start: np.ndarray, end: np.ndarray, group: np.ndarray):
     """
     if len(start) == 0:
         return group, start, end
-    runs = np.concatenate([[0], np.flatnonzero(group[1:] != group[:-1]) + 1])
+    runs = run_starts(group)
     running_end = np.empty_like(end)
     for a, b in zip(runs, [*runs[1:], len(end)]):  # one turn per group, never per interval
         np.maximum.accumulate(end[a:b], out=running_end[a:b])

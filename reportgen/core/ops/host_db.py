@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 
 from reportgen.capture import NO_STRING
+from reportgen.core.events.intervals import run_starts
 from reportgen.core.events.nesting import replay_op_stack
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import UNKNOWN, is_infeed_enqueue_type, parse_tf_op_fullname
+from reportgen.core.frames import first_appearance_groups
 from reportgen.core.ops.op_metrics import IDLE, OpMetricsDb, combine_dbs, metrics_frame
 
 
@@ -163,7 +165,7 @@ def _activities(table: EventTable, rows: np.ndarray, op_of_event: np.ndarray, op
         begin[at] = True
     line_of_event = table.line[rows]
     line = np.repeat(line_of_event, count)
-    runs = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [n]]) if n else np.zeros(1, np.int64)
+    runs = np.append(run_starts(line), n)
     position = np.empty(n, np.int64)
     for a, b in zip(runs[:-1], runs[1:]):  # one turn per line
         position[a:b] = a + np.argsort(ts[a:b], kind="stable")
@@ -183,15 +185,10 @@ def _line_op_totals(completed: pd.DataFrame) -> dict[str, np.ndarray]:
         empty = np.zeros(0, np.int64)
         return {"line": empty, "op": empty, "occurrences": empty, "time_ps": empty, "self_time_ps": empty,
                 "min_time_ps": empty, "is_eager": np.zeros(0, bool)}
-    key = (line - line.min()) * (int(op.max()) + 1) + op
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    appearance = np.argsort(first, kind="stable")
-    rank = np.empty_like(appearance)
-    rank[appearance] = np.arange(len(appearance))
-    group = rank[inverse.reshape(-1)]
+    first, group = first_appearance_groups((line - line.min()) * (int(op.max()) + 1) + op)
     n = len(first)
     time = completed["time"].to_numpy(np.int64)
-    totals = {"line": line[first[appearance]], "op": op[first[appearance]],
+    totals = {"line": line[first], "op": op[first],
               "occurrences": np.bincount(group, minlength=n).astype(np.int64)}
     for name, values in (("time_ps", time), ("self_time_ps", completed["self"].to_numpy(np.int64))):
         total = np.zeros(n, np.int64)

@@ -33,6 +33,7 @@ from reportgen.capture import HostCapture
 from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
+from reportgen.core.frames import first_appearance_groups
 from reportgen.core.hlo.model import HloModule
 from reportgen.core.ops.device_db import core_details, device_op_metrics_db
 from reportgen.core.ops.host_db import host_op_metrics_db
@@ -185,13 +186,11 @@ def _step_spans(step_db: StepDb) -> tuple[np.ndarray, np.ndarray]:
     numbers = s["step_num"].to_numpy(np.int64)
     begin = s["begin_ps"].to_numpy(np.int64)
     end = begin + s["duration_ps"].to_numpy(np.int64)
-    _, first, group = np.unique(numbers, return_index=True, return_inverse=True)
+    first, group = first_appearance_groups(numbers)
     b = np.full(len(first), np.iinfo(np.int64).max)
     e = np.full(len(first), np.iinfo(np.int64).min)
     np.minimum.at(b, group, begin)
     np.maximum.at(e, group, end)
-    appearance = np.argsort(first, kind="stable")
-    b, e = b[appearance], e[appearance]
     empty = b >= e
     return np.where(empty, 0, b), np.where(empty, 0, e)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.capture import HostCapture
-from reportgen.core.events.intervals import union_intervals
+from reportgen.core.events.intervals import run_starts, union_intervals
 
 
 def _timed_events(capture: HostCapture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -27,11 +27,6 @@ def _timed_events(capture: HostCapture) -> tuple[np.ndarray, np.ndarray, np.ndar
     return line, start, end
 
 
-def _line_runs(line: np.ndarray) -> np.ndarray:
-    """Where each run of equal values of `line` begins (the first is 0)."""
-    return np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1]) if len(line) else np.zeros(0, np.int64)
-
-
 def line_inventory(capture: HostCapture) -> pd.DataFrame:
     """One row per line: plane name, line name, events, first/last time (ps)."""
     lines = capture.lines
@@ -39,7 +34,7 @@ def line_inventory(capture: HostCapture) -> pd.DataFrame:
     if len(line) and not (line[1:] >= line[:-1]).all():  # lines are stored one after the other
         order = np.argsort(line, kind="stable")
         line, start, end = line[order], start[order], end[order]
-    runs = _line_runs(line)
+    runs = run_starts(line)
     first = np.zeros(len(lines), np.int64)
     last = np.zeros(len(lines), np.int64)
     timed = np.zeros(len(lines), bool)

@@ -9,13 +9,12 @@ variable whose value must never reach the output.
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.session_once import once
 from tests.xspace import Space
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,29 +67,24 @@ class BuiltSite:
     exit_code: int
 
 
-_built: BuiltSite | None = None
-
-
 def built_site() -> BuiltSite:
-    """Build once per session (shared by every test module that asks)."""
-    global _built
-    if _built is None:
-        from reportgen.cli.main import main
+    """Build once per session (shared by every test module, and every worker process, that asks)."""
+    return once("built-site", _build)
 
-        root = Path(tempfile.mkdtemp(prefix="reportgen-tests-"))
-        atexit.register(shutil.rmtree, root, True)
-        logdir = make_logdir(root)
-        out = root / PATH_MARKER / "out"
-        previous = os.environ.get(ENV_NAME)
-        os.environ[ENV_NAME] = ENV_VALUE
-        try:
-            code = main(["build", str(logdir), "-o", str(out / "site"), "--single-file",
-                         str(out / "report.html"), "--jobs", "1", "-q"])
-        finally:
-            if previous is None:
-                os.environ.pop(ENV_NAME, None)
-            else:
-                os.environ[ENV_NAME] = previous
-        _built = BuiltSite(root=root, logdir=logdir, site=out / "site", single_file=out / "report.html",
-                           exit_code=code)
-    return _built
+
+def _build(root: Path) -> BuiltSite:
+    from reportgen.cli.main import main
+
+    logdir = make_logdir(root)
+    out = root / PATH_MARKER / "out"
+    previous = os.environ.get(ENV_NAME)
+    os.environ[ENV_NAME] = ENV_VALUE
+    try:
+        code = main(["build", str(logdir), "-o", str(out / "site"), "--single-file",
+                     str(out / "report.html"), "--jobs", "1", "-q"])
+    finally:
+        if previous is None:
+            os.environ.pop(ENV_NAME, None)
+        else:
+            os.environ[ENV_NAME] = previous
+    return BuiltSite(root=root, logdir=logdir, site=out / "site", single_file=out / "report.html", exit_code=code)

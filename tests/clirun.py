@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import atexit
 import ctypes
-import functools
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import REPO
+from tests.session_once import once
 
 PR_CAPBSET_DROP = 24
 CAP_DAC_OVERRIDE = 1
@@ -37,7 +34,6 @@ def reportgen(*args: str, cwd: Path | None = None, preexec_fn: Callable[[], None
     )
 
 
-@functools.cache
 def sample_site_build() -> tuple[Path, subprocess.CompletedProcess]:
     """`reportgen build` with no arguments, run once per test session in a fresh folder.
 
@@ -45,9 +41,7 @@ def sample_site_build() -> tuple[Path, subprocess.CompletedProcess]:
     `<folder>/site`. Shared by the CLI and browser tests: a build process
     costs seconds, and neither test changes the site.
     """
-    cwd = Path(tempfile.mkdtemp(prefix="reportgen-sample-"))
-    atexit.register(shutil.rmtree, cwd, True)
-    return cwd, reportgen("build", "--jobs", "2", cwd=cwd)
+    return once("sample-site", lambda cwd: (cwd, reportgen("build", "--jobs", "2", cwd=cwd)))
 
 
 def _drop_file_permission_override() -> None:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.session_once import session_root
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,6 +31,62 @@ RUNS = sorted(p.name for p in (LOGDIR / "plugins" / "profile").iterdir()) if LOG
 needs_shared = pytest.mark.skipif(
     not LOGDIR.exists(), reason=f"shared captures not found at {CAPTURES} (set REPORTGEN_SHARED)"
 )
+
+
+# The suite runs on pytest-xdist's workers, one module per worker at a time (`-n auto --dist loadfile` in
+# pyproject.toml). xdist hands out the modules with the most tests first; these take longest (seconds, measured
+# one after the other on a 2-core machine: browsers, killed builds, first compiles), so they go first instead,
+# longest first, and the short ones fill in: no long module starts last while the other worker idles.
+LONGEST_MODULES = (
+    "test_ux_browser.py",  # 103
+    "test_faults.py",  # 57
+    "test_kernels.py",  # 32
+    "test_timeline_page.py",  # 29
+    "test_ci_recipes.py",  # 29
+    "test_fuzz.py",  # 23
+    "test_graph_viewer_page.py",  # 21
+    "test_build_dask.py",  # 19
+    "test_cli.py",  # 19
+    "test_browser.py",  # 18
+    "test_publish.py",  # 15
+    "test_build_cache.py",  # 14
+    "test_device_tools_pages.py",  # 14
+    "test_memory_bounds.py",  # 13
+    "test_bad_input.py",  # 13
+)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):
+        def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "_ordered", False):
+                rank = {name: i for i, name in enumerate(LONGEST_MODULES)}
+                ordered = sorted(self.workqueue.items(),
+                                 key=lambda item: rank.get(Path(item[0]).name, len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(ordered)
+                self._ordered = True
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
+
+
+def pytest_configure(config):
+    # An xdist controller names the test run itself, so that it knows the folder its workers share
+    # (tests/session_once.py) and can remove it when the session ends.
+    if (not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)
+            and getattr(config.option, "testrunuid", None) is None):
+        config.option.testrunuid = uuid.uuid4().hex
+
+
+def pytest_sessionfinish(session):
+    run_id = getattr(session.config.option, "testrunuid", None)
+    if run_id and not hasattr(session.config, "workerinput"):
+        shutil.rmtree(session_root(run_id), ignore_errors=True)
 
 
 def host_files(run: str) -> list[Path]:

@@ -75,11 +75,24 @@ def logdir(tmp_path_factory) -> Path:
                                        "small": {"a": small_capture(1)}})
 
 
-@pytest.fixture()
-def previous(tmp_path, logdir) -> tuple[Path, dict[str, str]]:
-    site = tmp_path / "site"
-    proc = reportgen("build", str(logdir), "-o", str(site), "--runs", "small", "--jobs", "1", "-q")
+@pytest.fixture(scope="module")
+def previous_build(tmp_path_factory, logdir) -> Path:
+    """A folder holding the small run's site (and its rebuild cache beside it), built once for the module."""
+    root = tmp_path_factory.mktemp("previous")
+    proc = reportgen("build", str(logdir), "-o", str(root / "site"), "--runs", "small", "--jobs", "1", "-q")
     assert proc.returncode == 0, proc.stderr
+    return root
+
+
+@pytest.fixture()
+def previous(tmp_path, previous_build) -> tuple[Path, dict[str, str]]:
+    """A copy of that site for this test, and its files' checksums."""
+    for entry in previous_build.iterdir():
+        if entry.is_dir():
+            shutil.copytree(entry, tmp_path / entry.name, symlinks=True)
+        else:
+            shutil.copy2(entry, tmp_path / entry.name)
+    site = tmp_path / "site"
     return site, _snapshot(site)
 
 

@@ -32,6 +32,12 @@ return document.readyState === 'complete' &&
     el => el.offsetParent === null || el.querySelector('svg, canvas') !== null);
 """
 
+# Two animation frames: the resize observers have run and the page has been laid out again.
+NEXT_FRAMES = """
+const done = arguments[arguments.length - 1];
+requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+"""
+
 MEASURE = """
 const de = document.documentElement;
 const vw = de.clientWidth;
@@ -130,7 +136,7 @@ def seen(site, driver) -> dict[str, dict]:
         driver.execute_script(axe)
         result["axe"] = driver.execute_async_script(AXE_RUN)
         _resize(driver, *SIZES[1])
-        time.sleep(0.15)  # charts as wide as the page redraw on resize
+        driver.execute_async_script(NEXT_FRAMES)  # charts as wide as the page redraw on resize
         _wait(driver, READY)
         result[SIZES[1]] = driver.execute_script(MEASURE)
         result["errors"] = [entry["message"] for entry in console_errors(driver)]

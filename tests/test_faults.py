@@ -162,8 +162,14 @@ def test_two_builds_into_one_folder_never_mix(previous, logdir):
     site, _ = previous
     first = _start(["build", str(logdir), "-o", str(site), "--jobs", "1", "--no-cache", "-q"], site.parent)
     assert _wait_until(lambda: bool(_building(site)) or first.poll() is not None)
-    second = reportgen("build", str(logdir), "-o", str(site), "--runs", "small", "--jobs", "1", "-q")
-    assert second.returncode == 1
+    # Held still while the second build starts: on a busy machine the first could otherwise end before
+    # the second gets to the folder. A stopped process keeps its lock.
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        second = reportgen("build", str(logdir), "-o", str(site), "--runs", "small", "--jobs", "1", "-q")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert second.returncode == 1, second.stderr
     assert f"another reportgen build is writing this folder (process {first.pid})" in second.stderr
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err

@@ -1,5 +1,3 @@
-import sys
+from reportgen.cli.main import entry
 
-from reportgen.cli.main import main
-
-sys.exit(main())
+entry()

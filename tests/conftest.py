@@ -57,14 +57,6 @@ LONGEST_MODULES = (
 )
 
 
-def pytest_xdist_auto_num_workers(config) -> int:
-    # `-n auto`: one worker more than cores. Part of a worker's time is spent waiting (on a browser drawing,
-    # a build process, the storage emulator), which a third worker fills: on a 2-core machine the suite took
-    # 322 s with three workers against 342 s with two and 357 s with four.
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores + 1
-
-
 def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist") != "loadfile":
         return None

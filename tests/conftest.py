@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -82,6 +83,24 @@ def pytest_configure(config):
     if (not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)
             and getattr(config.option, "testrunuid", None) is None):
         config.option.testrunuid = uuid.uuid4().hex
+
+
+def pytest_sessionstart(session):
+    # On a machine (or checkout: numba keys its cache by source path) whose kernels are not compiled yet, the
+    # first build of every worker, and of the build processes the tests start beside it, would each compile
+    # them at once: ≈ 19 s of CPU each. The controller compiles them first, with one build of the sample.
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    from reportgen import kernels
+
+    if kernels.CACHE_PROBLEM is not None or not kernels.cold_modules():
+        return
+    with tempfile.TemporaryDirectory(prefix="reportgen-warm-up-") as scratch:
+        subprocess.run([sys.executable, "-m", "reportgen", "build", "-o", str(Path(scratch) / "site"), "-q",
+                        "--jobs", "1", "--no-cache"], cwd=scratch, capture_output=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                           p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)})
 
 
 def pytest_sessionfinish(session):

@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reportgen.cli.common import BUILD_FIRST_JOBS, fail, warn
-from reportgen.compare.budget import (
-    Budget,
-    BudgetError,
-    CheckResult,
-    budget_from_options,
-    check_site,
-    resolve_baseline,
-)
-from reportgen.compare.sources import BuiltSite, RunNotFoundError, RunResolver
+
+# The budget and site modules import pandas and the build: the commands import them when they run, so that
+# `reportgen --help`, `--version` and the commands that do not need them start at once.
+if TYPE_CHECKING:
+    from reportgen.compare.budget import Budget, CheckResult
+    from reportgen.compare.sources import BuiltSite, RunResolver
 
 EXAMPLES = """\
 Exit status: 0 every run is within budget, 3 a budget is exceeded (each violation is
@@ -77,12 +75,16 @@ def add_budget_arguments(parser: argparse.ArgumentParser, title: str | None = No
 
 def budget_of(args: argparse.Namespace) -> Budget:
     """The budget file's budgets (if any) with the options given on the command line over them."""
+    from reportgen.compare.budget import budget_from_options
+
     return budget_from_options(args.budget, max_step_ms=args.max_step_ms, max_input_percent=args.max_input_percent,
                                max_regression=args.max_regression, baseline=args.baseline,
                                runs=getattr(args, "runs", None), fail_on_finding=args.fail_on_finding)
 
 
 def run(args: argparse.Namespace) -> int:
+    from reportgen.compare.budget import BudgetError
+
     try:
         budget = budget_of(args)
     except BudgetError as exc:
@@ -96,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
 
 def checked(site: BuiltSite, budget: Budget, resolver: RunResolver) -> CheckResult:
     """The budget check of `site` (`check`, and the budgets `summary` shows)."""
+    from reportgen.compare.budget import check_site, resolve_baseline
+
     return check_site(site, budget.validate(), resolve_baseline(site, budget, resolver))
 
 
@@ -106,6 +110,8 @@ def check_command(location: str, budget: Budget, jobs: int = 1, *, fmt: str = "t
     `fmt="github"` adds an annotation line for each breach (error) and each check
     that could not be made (warning); `junit` and `codequality` name report files."""
     from reportgen.ci import annotations as notes
+    from reportgen.compare.budget import BudgetError, CheckResult
+    from reportgen.compare.sources import RunNotFoundError, RunResolver
 
     if budget.empty:  # every budget was turned off: nothing to check, nothing wrong
         print(f"reportgen check: no budget left to check ({', '.join(sorted(budget.turned_off))} off)")
@@ -144,6 +150,9 @@ def _write_report(path: Path, data: bytes) -> None:
 
 def check_built_site(site_dir: Path, budget: Budget, jobs: int = 1) -> int | None:
     """`build --budget`: check the site just built. None when within budget, else the exit status."""
+    from reportgen.compare.budget import check_site, resolve_baseline
+    from reportgen.compare.sources import BuiltSite, RunNotFoundError, RunResolver
+
     with tempfile.TemporaryDirectory(prefix="reportgen-check-") as scratch:
         site = BuiltSite.open(str(site_dir))
         if site is None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reportgen.cli.common import BUILD_FIRST_JOBS, EXIT_OK, fail, warn
-from reportgen.compare.model import Comparison, compare_runs
-from reportgen.compare.sources import BuiltSite, RunNotFoundError, RunRef, RunResolver
 from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value
 from reportgen.output.transaction import OutputNotASiteError
+
+if TYPE_CHECKING:  # imported when the command runs (see reportgen/cli/check.py)
+    from reportgen.compare.model import Comparison
+    from reportgen.compare.sources import BuiltSite
 
 DEFAULT_OUTPUT = "comparisons"  # where runs that are not in one site are compared
 
@@ -64,7 +67,9 @@ def describe(comparison: Comparison) -> str:
 
 
 def compare_command(baseline: str, candidate: str, output: str | None, jobs: int = 1, quiet: bool = False) -> int:
+    from reportgen.compare.model import compare_runs
     from reportgen.compare.page import write_comparison
+    from reportgen.compare.sources import RunNotFoundError, RunRef, RunResolver
 
     with tempfile.TemporaryDirectory(prefix="reportgen-compare-") as scratch:
         resolver = RunResolver(Path(scratch), jobs=jobs, warn=warn)

@@ -7,12 +7,14 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reportgen.cli.check import add_budget_arguments, budget_of, checked
 from reportgen.cli.common import BUILD_FIRST_JOBS, EXIT_OK, fail, warn
-from reportgen.compare.budget import Budget, BudgetError
-from reportgen.compare.model import compare_runs
-from reportgen.compare.sources import BuiltRun, BuiltSite, RunNotFoundError, RunRef, RunResolver
+
+if TYPE_CHECKING:  # imported when the command runs (see reportgen/cli/check.py)
+    from reportgen.compare.budget import Budget
+    from reportgen.compare.sources import BuiltRun, BuiltSite, RunResolver
 
 EXAMPLES = """\
 examples:
@@ -62,6 +64,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from reportgen.compare.budget import BudgetError
+
     try:
         budget = budget_of(args)
     except BudgetError as exc:
@@ -73,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _runs_in(site: BuiltSite, resolver: RunResolver, names: list[str]) -> list[BuiltRun]:
     """Runs named by their name in `site`, or by a run reference of their own."""
+    from reportgen.compare.sources import RunRef
+
     return [site.run(n) if n in site.run_names else resolver.resolve([RunRef.parse(n)])[0] for n in names]
 
 
@@ -82,7 +88,10 @@ def summary_command(location: str, compare: list[str] | None, fmt: str = "markdo
                     step_summary: bool = False) -> int:
     from reportgen.ci.step_summary import StepSummaryError, append_step_summary, step_summary_file
     from reportgen.ci.sticky_comment import CommentError, marker, parse_link
+    from reportgen.compare.budget import BudgetError
+    from reportgen.compare.model import compare_runs
     from reportgen.compare.pr_summary import build_summary, write_charts
+    from reportgen.compare.sources import RunNotFoundError, RunResolver
 
     try:
         comment_marker = marker(sticky) if sticky is not None else None

@@ -93,14 +93,13 @@ def pytest_sessionstart(session):
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         return
     from reportgen import kernels
+    from tests.clirun import reportgen
 
     if kernels.CACHE_PROBLEM is not None or not kernels.cold_modules():
         return
     with tempfile.TemporaryDirectory(prefix="reportgen-warm-up-") as scratch:
-        subprocess.run([sys.executable, "-m", "reportgen", "build", "-o", str(Path(scratch) / "site"), "-q",
-                        "--jobs", "1", "--no-cache"], cwd=scratch, capture_output=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                           p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)})
+        reportgen("build", "-o", str(Path(scratch) / "site"), "-q", "--jobs", "1", "--no-cache", cwd=Path(scratch),
+                  timeout=600)
 
 
 def pytest_sessionfinish(session):

@@ -87,11 +87,7 @@ def previous_build(tmp_path_factory, logdir) -> Path:
 @pytest.fixture()
 def previous(tmp_path, previous_build) -> tuple[Path, dict[str, str]]:
     """A copy of that site for this test, and its files' checksums."""
-    for entry in previous_build.iterdir():
-        if entry.is_dir():
-            shutil.copytree(entry, tmp_path / entry.name, symlinks=True)
-        else:
-            shutil.copy2(entry, tmp_path / entry.name)
+    shutil.copytree(previous_build, tmp_path, symlinks=True, dirs_exist_ok=True)
     site = tmp_path / "site"
     return site, _snapshot(site)
 

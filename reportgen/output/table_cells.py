@@ -1,4 +1,4 @@
-"""One cell of a data table, by its column's format.
+"""The cells and rows of the data tables, each cell by its column's format.
 
 Written in Python rather than as a Jinja macro: a TF stats page holds tens of
 thousands of cells, and a macro call per cell made that page's rendering the

@@ -4,7 +4,7 @@
 
 Each round, in fresh processes and in this order: `reportgen build` of the
 bundled sample with an empty user cache (XDG_CACHE_HOME and NUMBA_CACHE_DIR
-set to a new folder: every kernel compiles, vl-convert makes the Vega bundle,
+set to a new folder: every kernel compiles and
 Jinja compiles the templates), then the same `reportgen build --no-cache`
 twice with that cache now filled (the per-host rebuild cache is off, so every
 host is decoded and every page written again). It prints each

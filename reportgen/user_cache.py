@@ -1,8 +1,7 @@
 """reportgen's per-user cache folder: what is made once per machine and version, not once per build.
 
-The compiled kernels (`reportgen.kernels`), the Vega bundle (made by vl-convert, seconds of CPU) and the
-compiled page templates are the same for every build of one reportgen version, so they are kept here
-and made again only when their version changes:
+The compiled kernels (`reportgen.kernels`) and the compiled page templates are the same for every build
+of one reportgen version, so they are kept here and made again only when their version changes:
 
 - `$XDG_CACHE_HOME/reportgen` (`~/.cache/reportgen`) on Linux and other Unix systems,
 - `~/Library/Caches/reportgen` on macOS, `%LOCALAPPDATA%\\reportgen\\Cache` on Windows.

@@ -63,7 +63,7 @@ def run_capped(args: list[str], address_space: int, cwd: Path, user_cache: Path,
                timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m reportgen ARGS` with its address space (and its workers') capped by setrlimit(RLIMIT_AS):
     a regression that allocates without bound fails the test instead of the machine. `user_cache`
-    (see `seeded_user_cache`) stands for the user's cache folder."""
+    stands for the user's cache folder (the compiled templates go there)."""
     from reportgen.kernels import CACHE_DIR
     from tests.clirun import reportgen
 
@@ -73,11 +73,3 @@ def run_capped(args: list[str], address_space: int, cwd: Path, user_cache: Path,
     env = {"XDG_CACHE_HOME": str(user_cache), "NUMBA_CACHE_DIR": str(CACHE_DIR)}  # the kernels stay where they are
     return reportgen(*args, cwd=cwd, preexec_fn=cap, timeout=timeout, env=env)
 
-
-def seeded_user_cache(folder: Path) -> Path:
-    """A user cache folder (XDG_CACHE_HOME) holding the Vega bundle: the bundler (V8) reserves far more
-    address space than a capped build allows, so capped builds take it from there."""
-    from reportgen.output.site import vega_bundle
-
-    vega_bundle(folder / "reportgen" / "assets")
-    return folder

@@ -17,7 +17,7 @@ from reportgen.errors import CaptureError
 from reportgen.loaders import limits
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import REPO
-from tests.hostile import absurd_length, empty_events, gzip_bomb, run_capped, seeded_user_cache
+from tests.hostile import absurd_length, empty_events, gzip_bomb, run_capped
 
 GOOD = REPO / "reportgen/sample/plugins/profile/tf_keras_fast/vm.xplane.pb"
 ADDRESS_SPACE = 3 << 30  # the capped build: numba and numpy need about 1.5 GiB of it
@@ -27,7 +27,7 @@ MANY_EVENTS = 30_000_000  # 60 MB on disk
 
 @pytest.fixture(scope="module")
 def user_cache(tmp_path_factory) -> Path:
-    return seeded_user_cache(tmp_path_factory.mktemp("user-cache"))
+    return tmp_path_factory.mktemp("user-cache")
 
 
 @pytest.fixture(scope="module")

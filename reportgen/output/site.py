@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -60,42 +57,18 @@ def _json_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
 
 
-_BUNDLE_SCRIPT = "import sys, vl_convert; sys.stdout.write(vl_convert.javascript_bundle(vl_version=sys.argv[1]))"
-
-
-def _javascript_bundle() -> str:
-    """vl-convert's bundle, made in a child process when possible.
-
-    Bundling takes seconds and vl-convert holds the GIL all along: in a child
-    process it runs beside the build (the build starts it on a thread)
-    instead of stopping every other thread of this one. It runs at a lower
-    priority, on the CPU time the host workers leave: it is needed only when
-    pages are rendered.
-    """
-    try:
-        with subprocess.Popen([sys.executable, "-c", _BUNDLE_SCRIPT, VEGA_LITE_VERSION],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
-            try:
-                os.setpriority(os.PRIO_PROCESS, child.pid, 10)
-            except (AttributeError, OSError):
-                pass
-            out, _ = child.communicate(timeout=600)
-        if child.returncode != 0:
-            raise subprocess.CalledProcessError(child.returncode, "vl-convert bundle")
-        return out.decode("utf-8")
-    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
-        import vl_convert
-
-        return vl_convert.javascript_bundle(vl_version=VEGA_LITE_VERSION)
+# Vega, Vega-Lite and vega-embed, vendored from the npm registry (static/vendor/vega/NOTICE.md), in the
+# order a page must run them. A site carries them as one script, `assets/vega-bundle-<hash>.js`.
+VEGA_BUILDS = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
+_SOURCE_MAP_COMMENT = re.compile(rb"\n//# sourceMappingURL=[^\n]*\s*$")
 
 
 @lru_cache(maxsize=1)
-def _vega_bundle() -> bytes:
-    # The bundle declares short top-level names (`t`, `n`, …); an IIFE keeps
-    # them out of the page's global scope. It exports vega/vegaLite/vegaEmbed
-    # on `window` itself.
-    code = _javascript_bundle()
-    return ("(function(){\n" + code + "\n})();\n").encode()
+def vega_bundle() -> bytes:
+    """The site's Vega script: the three vendored UMD builds one after the other (each defines its
+    global, `vega`, `vegaLite`, `vegaEmbed`), without the source-map comments of maps not shipped."""
+    builds = [_SOURCE_MAP_COMMENT.sub(b"\n", _static_asset(f"vendor/vega/{name}")) for name in VEGA_BUILDS]
+    return b";\n".join(builds)
 
 
 def _static_asset(name: str) -> bytes:
@@ -107,7 +80,7 @@ def _hashed_name(stem: str, suffix: str, content: bytes) -> str:
 
 
 # Asset key (as templates name it: `assets.<key>`) → (file stem, static file).
-# A page-specific script is one more row here; the Vega bundle is generated.
+# A page-specific script is one more row here; the Vega script is made of three (`vega_bundle`).
 STATIC_ASSETS: dict[str, tuple[str, str]] = {
     "css": ("style", "style.css"),
     "js": ("reportgen", "reportgen.js"),
@@ -126,6 +99,10 @@ STATIC_ASSETS: dict[str, tuple[str, str]] = {
 # folder is published with an immutable cache policy).
 VENDOR_NOTICES: dict[str, str] = {
     "vendor/flame-chart-js/LICENSE": "flame-chart-js-LICENSE.txt",
+    "vendor/vega/LICENSE-vega": "vega-LICENSE.txt",
+    "vendor/vega/LICENSE-vega-lite": "vega-lite-LICENSE.txt",
+    "vendor/vega/LICENSE-vega-embed": "vega-embed-LICENSE.txt",
+    "vendor/vega/THIRD_PARTY_NOTICES.txt": "vega-THIRD_PARTY_NOTICES.txt",
 }
 # Assets that only one tool's pages load (a section names them in `Section.assets`): every page knows
 # their names from the start, but the files go into the site only when some run has such a page
@@ -160,40 +137,10 @@ def write_runs_script(site_dir: Path, runs: list[dict]) -> None:
 Assets = dict
 
 
-def vega_bundle(cache_dir: Path | None = None) -> bytes:
-    """The Vega bundle. Generating it takes seconds of CPU, and it is the same for every build of one
-    vl-convert version: it is kept per version in `cache_dir` (default: the user cache folder's
-    `assets/`) and generated only when missing or damaged."""
-    import vl_convert
-
-    if cache_dir is None:
-        cache_dir = cache_subdir("assets")
-        if cache_dir is None:
-            return _vega_bundle()
-    path = cache_dir / f"vega-bundle-{vl_convert.__version__}-{VEGA_LITE_VERSION}.js"
-    checksum = path.with_name(path.name + ".sha256")
-    try:
-        content = path.read_bytes()
-        if hashlib.sha256(content).hexdigest() == checksum.read_text(encoding="ascii").strip():
-            return content
-    except OSError:
-        pass
-    content = _vega_bundle()
-    try:
-        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for target, data in ((path, content), (checksum, hashlib.sha256(content).hexdigest().encode())):
-            tmp = target.with_name(f".{target.name}.{os.getpid()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
-    except OSError:
-        pass  # the cache is an optimisation only
-    return content
-
-
-def asset_files(cache_dir: Path | None = None) -> tuple[Assets, dict[str, bytes]]:
+def asset_files() -> tuple[Assets, dict[str, bytes]]:
     """The assets every site needs, not yet written: their names (key → path relative to the site root,
     on-demand ones included, written later by `write_page_assets`) and what to write now (path → bytes)."""
-    files = [("vega", "vega-bundle", ".js", vega_bundle(cache_dir))]
+    files = [("vega", "vega-bundle", ".js", vega_bundle())]
     for key, (stem, filename) in STATIC_ASSETS.items():
         files.append((key, stem, Path(filename).suffix, _static_asset(filename)))
     assets, contents = {}, {}
@@ -214,9 +161,9 @@ def write_asset_files(site_dir: Path, contents: dict[str, bytes]) -> None:
         (site_dir / relative).write_bytes(content)
 
 
-def write_assets(site_dir: Path, cache_dir: Path | None = None) -> Assets:
+def write_assets(site_dir: Path) -> Assets:
     """Write the assets every site needs; return the names of all of them (see `asset_files`)."""
-    assets, contents = asset_files(cache_dir)
+    assets, contents = asset_files()
     write_asset_files(site_dir, contents)
     return assets
 

@@ -16,7 +16,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,26 +133,6 @@ def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCach
     return cache
 
 
-def _start_assets(timings: Timings):
-    """Make the assets on a thread: when the Vega bundle is not in the user cache folder yet, bundling
-    it takes seconds (in a child process). The thread only makes them; the build writes them into the
-    site (a build stopped meanwhile leaves nothing behind).
-
-    The generated bundle is kept per version in the user's own cache folder (private, like the compiled
-    kernels), `--no-cache` or not, never in a rebuild cache that others may share: it is code that the
-    pages run.
-    """
-
-    def make():
-        with timings.stage("assets (background)"):
-            return asset_files()
-
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reportgen-assets")
-    future = pool.submit(make)
-    pool.shutdown(wait=False)
-    return future
-
-
 def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cache: HostCache | None,
                timings: Timings, progress: BuildProgress, jobs: int, compiling: bool,
                ) -> tuple[list[HostOutcome], str]:
@@ -249,7 +228,6 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     try:
         site_dir = transaction.tmp
         cache = _open_cache(options, transaction)
-        assets_future = _start_assets(timings)
         with timings.stage("kernels"):
             compiling, cold = _start_kernels(tasks, options, progress)
         staging = site_dir / STAGING_FOLDER
@@ -258,8 +236,8 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         outcomes, runner = _run_hosts(tasks, staging, options, cache, timings, progress, jobs, cold)
         with timings.stage("outputs"):
             _place_outputs(outcomes, staging, site_dir)
-        with timings.stage("assets (wait)"):
-            assets, asset_contents = assets_future.result()
+        with timings.stage("assets"):
+            assets, asset_contents = asset_files()
             write_asset_files(site_dir, asset_contents)
         summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
                                                      options.log or (lambda _line: None), progress)

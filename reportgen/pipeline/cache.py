@@ -11,8 +11,8 @@ under a key made of exactly those:
                       /files/…      the run's folder of the site, as built
     <cache>/fingerprints.json       stat → content hash memo (local files, by path hash)
 
-(The Vega bundle, the same for every build of a version, is kept in the user
-cache folder instead: `reportgen.user_cache`.)
+(The compiled kernels and page templates, the same for every build of a version, are kept in the
+user cache folder instead: `reportgen.user_cache`.)
 
 * `prefix` hashes the cache format, `code_fingerprint()` (reportgen's
   version and every module of the package), the run name, the host name,

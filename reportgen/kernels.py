@@ -61,6 +61,8 @@ def kernel_cache_dir() -> Path:
 CACHE_DIR = kernel_cache_dir()
 # Why kernels are not cached on disk in this process (None when they are).
 CACHE_PROBLEM = writable_dir(CACHE_DIR)
+# Kernel cache folders already made and found writable by this process.
+_READY_FOLDERS: set[str] = set()
 
 
 class _Locator(_LocatorBase):
@@ -71,6 +73,14 @@ class _Locator(_LocatorBase):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         self._cache_path = os.path.join(str(CACHE_DIR), self.get_suitable_cache_subpath(py_file))
+
+    def ensure_cache_path(self):
+        # numba makes the folder and writes a temporary file into it for every kernel, as its module
+        # is imported (65 kernels, in every process a build starts); the kernels of one source file
+        # share a folder, so it is checked once per folder and process.
+        if self._cache_path not in _READY_FOLDERS:
+            super().ensure_cache_path()
+            _READY_FOLDERS.add(self._cache_path)
 
     @classmethod
     def from_function(cls, py_func, py_file):

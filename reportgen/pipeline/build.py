@@ -191,13 +191,23 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
 def _place_outputs(outcomes: list[HostOutcome], staging: Path, site_dir: Path) -> None:
     """Move each successful host's files into the site, in host order; drop the rest."""
     for index, outcome in enumerate(outcomes):
-        if outcome.error is not None:
-            continue
-        for rel in outcome.files:
-            target = site_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / f"{index:06d}" / rel, target)
+        if outcome.error is None and outcome.files:
+            _move_tree(staging / f"{index:06d}", site_dir)
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_tree(source: Path, target: Path) -> None:
+    """Merge the folder `source` into the folder `target`: an entry `target` lacks is moved whole
+    (a host's own folders, one rename each instead of a folder made and one rename per file), a
+    folder both have is merged, a file both have is replaced. With a thousand hosts, folder and file
+    operations were a good part of the host stage's time on a slow disk."""
+    with os.scandir(source) as entries:
+        for entry in entries:
+            there = target / entry.name
+            if entry.is_dir(follow_symlinks=False) and there.is_dir():
+                _move_tree(Path(entry.path), there)
+            else:
+                os.replace(entry.path, there)
 
 
 def build_site(locations: list[str], options: BuildOptions) -> BuildReport:

@@ -18,13 +18,14 @@ build still works, only the first-use cost is paid every time) and
 kernels use this folder: other numba code in the same process keeps numba's
 own settings.
 
-The first build on a machine compiles the kernels it needs (about fifteen seconds
-of CPU). The largest, the trace JSON writer, is needed last: `start_precompile`
-compiles it in a child process, for the argument types its module declares,
-while this process decodes and analyses the first host, and
-`wait_for_precompile` (called before the writer's first use, in any process)
-waits for that child through a lock on a file of the cache folder instead of
-compiling the same kernel a second time.
+The first build on a machine compiles the kernels it needs (about fourteen seconds
+of CPU). While this process compiles the decoder and decodes the first host,
+`start_precompile` compiles the others in child processes, one per group of
+`PRECOMPILED`, for the argument types their modules declare: the analyses'
+kernels (needed once the first host is decoded) and the trace JSON writer (the
+largest, needed last). `wait_for_precompile(group)`, called before a group's
+first use in any process, waits for that group's child through a lock on a file
+of the cache folder instead of compiling the same kernels a second time.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ except ImportError:  # pragma: no cover - Windows: no ahead-of-time compile, ker
     fcntl = None
 
 from numba import njit
-from numba.core import caching, config
+from numba.core import caching, config, types
 
 from reportgen.user_cache import user_cache_dir, writable_dir
 
@@ -128,13 +129,27 @@ def is_cached(dispatcher) -> bool:
 BUILD_KERNELS = {
     "reportgen.loaders.wire": "_fill_pass",
     "reportgen.core.events.nesting": "_line_parents",
+    "reportgen.export.timeline_kernel": "nesting_depth",
     "reportgen.export.json_kernel": "write_events",
 }
-# Those compiled ahead in a child process on a machine's first build: module →
-# its function that compiles them for the argument types a build passes.
-PRECOMPILED = {"reportgen.export.json_kernel": "precompile"}
-PRECOMPILE_LOCK = ".precompiling.lock"
-_waited = False
+# Those compiled ahead on a machine's first build, each group in a child process of its own: group →
+# its modules, each with a `precompile()` that compiles its kernels for the argument types a build
+# passes. The decoder is not among them: it is the first thing a build needs.
+PRECOMPILED = {
+    "analysis": ("reportgen.core.events.nesting", "reportgen.export.timeline_kernel"),
+    "trace-writer": ("reportgen.export.json_kernel",),
+}
+_waited: set[str] = set()
+
+
+def array_type(dtype, readonly: bool = False) -> types.Array:
+    """numba's type of a one-dimensional C-contiguous array of `dtype` (a numba scalar type), for the
+    signatures a module's `precompile` compiles; `readonly` for views of the decoder's bytes."""
+    return types.Array(dtype, 1, "C", readonly=readonly)
+
+
+def _lock_path(group: str) -> Path:
+    return CACHE_DIR / f".precompiling-{group}.lock"
 
 
 def cold_modules(modules=tuple(BUILD_KERNELS)) -> list[str]:
@@ -143,44 +158,48 @@ def cold_modules(modules=tuple(BUILD_KERNELS)) -> list[str]:
             if not is_cached(getattr(importlib.import_module(name), BUILD_KERNELS[name]))]
 
 
-def start_precompile() -> subprocess.Popen | None:
-    """Compile the ahead-compiled kernels in a child process when they are not cached yet.
+def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
+    """Compile each of `groups` whose kernels are not cached yet in a child process of its own.
 
-    The child inherits an exclusive lock on the cache folder's lock file and
-    holds it until it is done; returns None when there is nothing to do.
+    Each child inherits an exclusive lock on its group's lock file in the cache folder and holds it
+    until it is done; a group that another build compiles already (its lock taken) is left to it.
     """
-    if CACHE_PROBLEM is not None or fcntl is None or not cold_modules(tuple(PRECOMPILED)):
-        return None
-    lock = os.open(CACHE_DIR / PRECOMPILE_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
+    children: list[subprocess.Popen] = []
+    if CACHE_PROBLEM is not None or fcntl is None:
+        return children
+    # The children import this very package, wherever it was imported from.
+    here = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    for group in groups:
+        if not cold_modules(PRECOMPILED[group]):
+            continue
+        lock = os.open(_lock_path(group), os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # another build compiles them already: wait_for_precompile waits for it
-            return None
-        # The child imports this very package, wherever it was imported from.
-        here = str(Path(__file__).resolve().parent.parent)
-        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
-        return subprocess.Popen(
-            [sys.executable, "-c", "from reportgen.kernels import precompile; precompile()"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(lock,), env={**os.environ, "PYTHONPATH": path},
-        )
-    finally:
-        os.close(lock)  # the child's copy keeps the lock until it exits
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # another build compiles them already: wait_for_precompile waits for it
+                continue
+            children.append(subprocess.Popen(
+                [sys.executable, "-c", "import sys; from reportgen.kernels import precompile; precompile(sys.argv[1])",
+                 group],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                pass_fds=(lock,), env={**os.environ, "PYTHONPATH": path},
+            ))
+        finally:
+            os.close(lock)  # the child's copy keeps the lock until it exits
+    return children
 
 
-def wait_for_precompile() -> None:
-    """Wait (once per process) until no process compiles kernels ahead for this cache folder, unless
-    this process's ahead-compiled kernels are in the cache already (another reportgen sharing the
-    folder may be compiling its own)."""
-    global _waited
-    if _waited or CACHE_PROBLEM is not None or fcntl is None:
+def wait_for_precompile(group: str) -> None:
+    """Wait (once per process and group) until no process compiles `group` ahead for this cache
+    folder, unless its kernels are in the cache already."""
+    if group in _waited or CACHE_PROBLEM is not None or fcntl is None:
         return
-    _waited = True
-    if not cold_modules(tuple(PRECOMPILED)):
+    _waited.add(group)
+    if not cold_modules(PRECOMPILED[group]):
         return
     try:
-        lock = os.open(CACHE_DIR / PRECOMPILE_LOCK, os.O_RDONLY)
+        lock = os.open(_lock_path(group), os.O_RDONLY)
     except OSError:  # never created: nothing was ever compiled ahead here
         return
     try:
@@ -189,12 +208,11 @@ def wait_for_precompile() -> None:
         os.close(lock)
 
 
-def precompile() -> None:
-    """Compile every ahead-compiled kernel that is not cached yet (run in the child process)."""
-    for name in cold_modules(tuple(PRECOMPILED)):
-        getattr(importlib.import_module(name), PRECOMPILED[name])()
+def precompile(group: str) -> None:
+    """Compile the kernels of `group` that are not cached yet (run in the child process)."""
+    for name in cold_modules(PRECOMPILED[group]):
+        importlib.import_module(name).precompile()
 
 
-__all__ = ["BUILD_KERNELS", "CACHE_DIR", "CACHE_PROBLEM", "cold_modules", "is_cached", "kernel", "kernel_cache_dir",
-           "precompile", "start_precompile", "wait_for_precompile"]
-
+__all__ = ["BUILD_KERNELS", "CACHE_DIR", "CACHE_PROBLEM", "PRECOMPILED", "array_type", "cold_modules", "is_cached",
+           "kernel", "kernel_cache_dir", "precompile", "start_precompile", "wait_for_precompile"]

@@ -1,5 +1,5 @@
 """Compiled kernels: cached per user (never in the package), the first build says so and
-compiles the trace writer ahead, and a machine with nowhere to cache still builds.
+compiles the analyses' kernels and the trace writer ahead, and a machine with nowhere to cache still builds.
 
 Each test runs a first build in a fresh process with its own empty cache, as a
 new user would: these tests pay the full compile (about ten seconds each).
@@ -18,17 +18,23 @@ from tests.conftest import REPO
 PACKAGE = REPO / "reportgen"
 SAMPLE = PACKAGE / "sample"
 
-# Runs a build, then reports how the trace writer's kernel was obtained in this
-# process: compiled here (a miss) or loaded from the cache (a hit).
+# Runs a build, then reports how the kernels compiled ahead (the trace writer, the analyses' kernels)
+# were obtained in this process: compiled here (a miss) or loaded from the cache (a hit).
 BUILD_AND_REPORT = """
 import json, sys
 from reportgen.cli.main import main
 code = main(sys.argv[1:])
 from reportgen import kernels
-from reportgen.export import json_kernel
-stats = json_kernel.write_events.stats
+from reportgen.core.events import nesting
+from reportgen.export import json_kernel, timeline_kernel
+def counts(dispatchers):
+    return (sum(sum(d.stats.cache_hits.values()) for d in dispatchers),
+            sum(sum(d.stats.cache_misses.values()) for d in dispatchers))
+writer = counts([json_kernel.write_events])
+analysis = counts([*nesting.SIGNATURES, timeline_kernel.nesting_depth])
 print(json.dumps({"exit": code, "cache_dir": str(kernels.CACHE_DIR), "problem": kernels.CACHE_PROBLEM,
-                  "writer_hits": sum(stats.cache_hits.values()), "writer_misses": sum(stats.cache_misses.values())}))
+                  "writer_hits": writer[0], "writer_misses": writer[1],
+                  "analysis_hits": analysis[0], "analysis_misses": analysis[1]}))
 """
 
 
@@ -47,7 +53,7 @@ def _package_cache_files() -> set[Path]:
     return {p for pattern in ("*.nbi", "*.nbc") for p in PACKAGE.rglob(pattern)}
 
 
-def test_first_build_caches_kernels_per_user_and_compiles_the_writer_ahead(tmp_path):
+def test_first_build_caches_kernels_per_user_and_compiles_the_writer_and_analyses_ahead(tmp_path):
     before = _package_cache_files()
     home = tmp_path / "home"
     home.mkdir()
@@ -61,9 +67,10 @@ def test_first_build_caches_kernels_per_user_and_compiles_the_writer_ahead(tmp_p
     # Said once, in one line, with what, how long and where.
     notes = [line for line in stderr.splitlines() if "first build on this machine" in line]
     assert len(notes) == 1 and "once" in notes[0] and str(cache) in notes[0], stderr
-    # The writer was compiled by the child process, for exactly the types this build passes:
-    # this process loaded it from the cache instead of compiling it again.
+    # The writer and the analyses' kernels were compiled by child processes, for exactly the types
+    # this build passes: this process loaded them from the cache instead of compiling them again.
     assert report["writer_misses"] == 0 and report["writer_hits"] >= 1, report
+    assert report["analysis_misses"] == 0 and report["analysis_hits"] >= 8, report
 
     again, stderr = _first_build(str(home), tmp_path / "site")
     assert "first build on this machine" not in stderr

@@ -30,6 +30,7 @@ from reportgen.export import schema
 from reportgen.export.flows import FLOW_ASYNC
 from reportgen.export.layout import LINE_COUNTERS
 from reportgen.export.tables import ROLE_HIDDEN
+from reportgen.kernels import array_type as _array
 from reportgen.kernels import kernel
 
 _JS_SAFE = np.uint64(1 << 53)
@@ -358,10 +359,6 @@ def write_events(rows, i0, i1, out,
     return pos, i
 
 
-def _array(dtype, readonly: bool = False) -> types.Array:
-    return types.Array(dtype, 1, "C", readonly=readonly)
-
-
 _I1, _I4, _I8, _U1, _U8 = types.int8, types.int32, types.int64, types.uint8, types.uint64
 # The argument types a build passes to `write_events` (the decoder's columns are
 # read-only views): `precompile` compiles exactly this, ahead, and
@@ -383,5 +380,5 @@ WRITE_EVENTS_SIGNATURE = (
 
 
 def precompile() -> None:
-    """Compile the writer for a build's argument types (see `reportgen.kernels`)."""
+    """Compile the writer for a build's argument types (the "trace-writer" group of `reportgen.kernels`)."""
     write_events.compile(WRITE_EVENTS_SIGNATURE)

@@ -63,7 +63,7 @@ class KernelArgs:
 
     def __init__(self, tables: TraceTables):
         # On a machine's first build the writer may be compiling in another process.
-        wait_for_precompile()
+        wait_for_precompile("trace-writer")
         cap = tables.capture
         ev = cap.events
         pool, pool_off = tables.pool.json_fragments()

@@ -7,8 +7,9 @@ is per event, so it is compiled rather than written as Python loops.
 from __future__ import annotations
 
 import numpy as np
+from numba.core import types
 
-from reportgen.kernels import kernel
+from reportgen.kernels import array_type, kernel
 
 
 @kernel()
@@ -101,3 +102,9 @@ def block_capacity(start: np.ndarray, end: np.ndarray, origin: int, tile_span: i
     starts at most one per tile it overlaps."""
     tiles = (end - 1 - origin) // tile_span - (start - origin) // tile_span + 1
     return int(len(start) + np.maximum(tiles, 1).sum()) + 1
+
+
+def precompile() -> None:
+    """Compile `nesting_depth` for a build's argument types (the "analysis" group of `reportgen.kernels`);
+    `detail_blocks`, for long timelines only, compiles where used."""
+    nesting_depth.compile((array_type(types.int64),) * 3)

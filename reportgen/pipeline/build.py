@@ -105,21 +105,23 @@ def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
 
 
 def _start_kernels(tasks: list[HostTask], options: BuildOptions, progress: BuildProgress):
-    """On a machine's first build: say that the kernels compile, once, and start
-    compiling the trace writer ahead in a child process (see `reportgen.kernels`)."""
+    """On a machine's first build: say that the kernels compile, once, and start compiling the
+    analyses' kernels and the trace writer ahead in child processes (see `reportgen.kernels`)."""
     from reportgen import kernels
 
     if kernels.CACHE_PROBLEM is not None:
         progress.note(f"reportgen: warning: compiled kernels cannot be kept ({kernels.CACHE_PROBLEM}): they are "
                       f"compiled in memory, about {FIRST_COMPILE_S} s on every build; set NUMBA_CACHE_DIR to a "
                       "writable folder to keep them")
-        return None, True
+        return [], True
     if all(task.host.legacy for task in tasks) or not kernels.cold_modules():
-        return None, False
-    child = kernels.start_precompile() if options.trace_format in ("json", "both") else None
+        return [], False
+    groups = [group for group in kernels.PRECOMPILED
+              if group != "trace-writer" or options.trace_format in ("json", "both")]
+    children = kernels.start_precompile(groups)
     progress.note(f"reportgen: first build on this machine: compiling the capture decoder and trace writer, "
                   f"about {FIRST_COMPILE_S} s, once (kept in {kernels.CACHE_DIR})")
-    return child, True
+    return children, True
 
 
 def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCache | None:
@@ -234,15 +236,15 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     transaction = SiteTransaction(Path(options.output), shown=options.output)
     cache = None
     progress = BuildProgress(bar=options.progress, log=options.log, notes=options.notes)
-    compiling = None
+    compiling: list = []
     try:
         site_dir = transaction.tmp
         cache = _open_cache(options, transaction)
         with timings.stage("kernels"):
             compiling, cold = _start_kernels(tasks, options, progress)
         staging = site_dir / STAGING_FOLDER
-        # A child compiling kernels ahead is one of the N jobs while it runs.
-        jobs = max(1, options.jobs - 1) if compiling is not None else options.jobs
+        # Children compiling kernels ahead are among the N jobs while they run.
+        jobs = max(1, options.jobs - len(compiling))
         outcomes, runner = _run_hosts(tasks, staging, options, cache, timings, progress, jobs, cold)
         with timings.stage("outputs"):
             _place_outputs(outcomes, staging, site_dir)
@@ -289,10 +291,10 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     except BaseException:
         transaction.abort()
         progress.close()
-        raise  # a child compiling kernels ahead goes on alone: what it compiles is kept for the next build
+        raise  # children compiling kernels ahead go on alone: what they compile is kept for the next build
     progress.close()
-    if compiling is not None:  # done by now, unless no host got as far as the trace export
-        compiling.wait()
+    for child in compiling:  # done by now, unless no host got as far as the analyses or the trace export
+        child.wait()
     worker_rss = max((o.peak_rss for o in outcomes), default=0)
     return BuildReport(
         output=transaction.target,

@@ -17,8 +17,9 @@ numpy arrays. Rules (docs/xprof/op_stats.md §1.2, §4.3, §4.5):
 from __future__ import annotations
 
 import numpy as np
+from numba.core import types
 
-from reportgen.kernels import kernel
+from reportgen.kernels import array_type, kernel
 
 
 def line_parents(rows: np.ndarray, new_line: np.ndarray, start: np.ndarray, end: np.ndarray,
@@ -316,3 +317,25 @@ def bucket_by_key(key, n_keys, order):
         order[fill[k]] = i
         fill[k] += 1
     return start
+
+
+_B, _I4, _I8 = types.boolean, types.int32, types.int64
+# The argument types a build passes (line_parents passes read-only views): `precompile` compiles
+# exactly these, ahead, and tests/test_kernels.py checks that a real build needs nothing else.
+# inherit_down is left to compile where used: the bundled sample's hosts never reach it.
+SIGNATURES = {
+    _line_parents: (array_type(_I8, True), array_type(_B, True), array_type(_I8, True), array_type(_I8, True),
+                    array_type(_B, True)),
+    replay_op_stack: (array_type(_B), array_type(_I8), array_type(_I8), array_type(_B)),
+    propagate_groups: (array_type(_I8),) * 6 + (array_type(_B), _B, array_type(_I8), _I8),
+    nearest_ancestor: (array_type(_I8), array_type(_I8), _I8, array_type(_B)),
+    nearest_source: (array_type(_I8),) * 3,
+    sweep_step_spans: (array_type(_I8), array_type(_I8), array_type(_B)) + (array_type(_I8),) * 3 + (_I8,),
+    bucket_by_key: (array_type(_I4), _I8, array_type(_I4)),
+}
+
+
+def precompile() -> None:
+    """Compile the kernels for a build's argument types (the "analysis" group of `reportgen.kernels`)."""
+    for dispatcher, signature in SIGNATURES.items():
+        dispatcher.compile(signature)

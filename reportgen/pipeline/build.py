@@ -119,8 +119,8 @@ def _start_kernels(tasks: list[HostTask], options: BuildOptions, progress: Build
     groups = [group for group in kernels.PRECOMPILED
               if group != "trace-writer" or options.trace_format in ("json", "both")]
     children = kernels.start_precompile(groups)
-    progress.note(f"reportgen: first build on this machine: compiling the capture decoder and trace writer, "
-                  f"about {FIRST_COMPILE_S} s, once (kept in {kernels.CACHE_DIR})")
+    progress.note("reportgen: first build on this machine: compiling its kernels (capture decoder, analyses, "
+                  f"trace writer), about {FIRST_COMPILE_S} s, once (kept in {kernels.CACHE_DIR})")
     return children, True
 
 

@@ -30,8 +30,7 @@ from reportgen.export import schema
 from reportgen.export.flows import FLOW_ASYNC
 from reportgen.export.layout import LINE_COUNTERS
 from reportgen.export.tables import ROLE_HIDDEN
-from reportgen.kernels import array_type as _array
-from reportgen.kernels import kernel
+from reportgen.kernels import array_type, kernel
 
 _JS_SAFE = np.uint64(1 << 53)
 # Literal pieces as module arrays: compiled code reads them as constants.
@@ -364,18 +363,18 @@ _I1, _I4, _I8, _U1, _U8 = types.int8, types.int32, types.int64, types.uint8, typ
 # read-only views): `precompile` compiles exactly this, ahead, and
 # tests/test_kernels.py checks that a real build needs nothing else.
 WRITE_EVENTS_SIGNATURE = (
-    _array(_I8), _I8, _I8, _array(_U1),  # rows, i0, i1, out
+    array_type(_I8), _I8, _I8, array_type(_U1),  # rows, i0, i1, out
     # ev_line, ev_md, ev_start, ev_dur, name_sid, flow_id, flow_bits, flow_cat
-    _array(_I4, True), _array(_I4, True), _array(_I8, True), _array(_I8, True),
-    _array(_I4), _array(_U8), _array(_I1), _array(_I1),
-    _array(_I8), _array(_I8), _array(_I1),  # line_pid, line_tid, line_kind
+    array_type(_I4, True), array_type(_I4, True), array_type(_I8, True), array_type(_I8, True),
+    array_type(_I4), array_type(_U8), array_type(_I1), array_type(_I1),
+    array_type(_I8), array_type(_I8), array_type(_I1),  # line_pid, line_tid, line_kind
     # md_long_sid, md_stat_start, ms_key, ms_kind, ms_raw, ms_sid
-    _array(_I4), _array(_I8), _array(_I4), _array(_I1), _array(_I8), _array(_I4),
+    array_type(_I4), array_type(_I8), array_type(_I4), array_type(_I1), array_type(_I8), array_type(_I4),
     # ev_stat_start, es_key, es_kind, es_raw, es_sid
-    _array(_I8), _array(_I4), _array(_I1), _array(_I8), _array(_I4),
+    array_type(_I8), array_type(_I4), array_type(_I1), array_type(_I8), array_type(_I4),
     # role, pool, pool_off, double_keys, double_sid, cat_sid, long_name_key
-    _array(_I1), _array(_U1, True), _array(_I8), _array(_I8), _array(_I4), _array(_I4), _I8,
-    _array(_I8), _array(_I8), _array(_I8), _array(_I4),  # syn_line, syn_start, syn_dur, syn_name_sid
+    array_type(_I1), array_type(_U1, True), array_type(_I8), array_type(_I8), array_type(_I4), array_type(_I4), _I8,
+    array_type(_I8), array_type(_I8), array_type(_I8), array_type(_I4),  # syn_line, syn_start, syn_dur, syn_name_sid
 )
 
 

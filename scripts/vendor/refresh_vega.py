@@ -68,8 +68,9 @@ def _notices(versions: dict[str, str], scratch: str) -> str:
              "(the dependency tree of the three npm packages; see NOTICE.md)", ""]
     for manifest in sorted((tree / "node_modules").glob("**/package.json")):
         folder = manifest.parent
-        if folder.parent.name != "node_modules" and folder.parent.parent.name != "node_modules":
-            continue  # a package's own nested package.json files, not a package
+        scoped = folder.parent.name.startswith("@") and folder.parent.parent.name == "node_modules"
+        if folder.parent.name != "node_modules" and not scoped:
+            continue  # a package's own nested package.json files (dist/, esm/), not a package
         meta = json.loads(manifest.read_text(encoding="utf-8"))
         if "name" not in meta or "version" not in meta or meta["name"] in PACKAGES:
             continue

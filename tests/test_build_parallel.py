@@ -46,6 +46,9 @@ def test_small_hosts_stay_in_the_building_process(tmp_path):
     assert not worth_a_pool([(HostTask(0, "r", HostFile("h", "h.xplane.pb", 2**20)), None, False)] * 2)
     gzipped = [(HostTask(i, "r", HostFile(f"h{i}", f"h{i}.xplane.pb.gz", 5 * 2**20)), None, False) for i in range(2)]
     assert worth_a_pool(gzipped)  # 10 MB of gzip: about 80 MB of capture
+    # Each host has a fixed cost whatever its size: a pod's many tiny hosts are worth the workers, a few are not.
+    tiny = [(HostTask(i, "r", HostFile(f"h{i}", f"h{i}.xplane.pb", 300)), None, False) for i in range(100)]
+    assert worth_a_pool(tiny) and not worth_a_pool(tiny[:10])
 
 
 def test_a_broken_host_fails_alone_in_either_mode(builds):

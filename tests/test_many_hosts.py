@@ -75,6 +75,47 @@ def test_hosts_combine_into_the_same_steps_as_host_by_host():
     pd.testing.assert_frame_equal(combined, reference)
 
 
+def test_sections_asking_for_the_same_hosts_the_same_way_share_one_combine(monkeypatch):
+    """The overview and the input pipeline combine a run's hosts with the overview's step rule, TF stats and
+    the pod viewer without it: each combine runs once, and a new set of hosts or the other rule combines anew."""
+    from reportgen.core.ops import views
+
+    combines = []
+    monkeypatch.setattr(views, "combine_op_stats", lambda parts: combines.append(len(parts)) or object())
+    monkeypatch.setattr(views, "drop_incomplete_steps", lambda part: SimpleNamespace(dropped_from=part))
+    monkeypatch.setattr(views, "_COMBINED", {})
+    step = 1_000
+    run = [SimpleNamespace(step_db=_steps([(n, 1, n * step, step - 10) for n in range(10, 18)])) for _ in range(3)]
+    overview = views.combined_hosts(run, overview_steps=True)
+    assert views.combined_hosts(list(run), overview_steps=True) is overview  # the input pipeline's ask
+    tf_stats = views.combined_hosts(run, overview_steps=False)
+    assert tf_stats is not overview and views.combined_hosts(run, overview_steps=False) is tf_stats
+    assert views.combined_hosts(run[:2], overview_steps=False) is not tf_stats  # other hosts: combined anew
+    assert combines == [3, 3, 2]
+
+
+def test_hosts_kernel_reports_combine_as_one_concat_with_a_host_column():
+    from reportgen.core.ops.kernel_reports import combine_host_reports, empty_reports, sort_reports
+
+    def reports(name: str, durations: list[int]) -> pd.DataFrame:
+        frame = empty_reports()
+        rows = {c: np.zeros(len(durations), frame[c].dtype) if frame[c].dtype != object else [""] * len(durations)
+                for c in frame.columns}
+        frame = pd.DataFrame(rows)[list(frame.columns)]
+        frame["name"] = [f"{name}-{i}" for i in range(len(durations))]
+        frame["total_duration_ns"] = np.array(durations, np.int64)
+        return frame
+
+    per_host = {"a": reports("k", [5, 9]), "idle": empty_reports(), "b": reports("k", [7]), "c": empty_reports()}
+    expected = sort_reports(pd.concat([f.assign(host=h) for h, f in per_host.items()], ignore_index=True))
+    combined = combine_host_reports(per_host)
+    pd.testing.assert_frame_equal(combined, expected)
+    assert combined["host"].tolist() == ["a", "b", "a"]
+    only_idle = {"idle": empty_reports(), "c": empty_reports()}
+    pd.testing.assert_frame_equal(combine_host_reports(only_idle),
+                                  pd.concat([f.assign(host=h) for h, f in only_idle.items()], ignore_index=True))
+
+
 @pytest.fixture(scope="module")
 def many_hosts_site(tmp_path_factory):
     """One run just past MAX_HOST_VIEWS tiny hosts, one of two hosts."""

@@ -393,10 +393,14 @@ def combine_host_reports(per_host: Mapping[str, pd.DataFrame], limit: int = MAX_
 
     Identical kernels of different hosts are not merged. Adds a `host` column.
     """
-    frames = [frame.assign(host=host) for host, frame in per_host.items()]
-    if not frames:
+    if not per_host:
         return empty_reports().assign(host=pd.Series(dtype=object))
-    return sort_reports(pd.concat(frames, ignore_index=True), limit)
+    # One concat and one host column: a copy of each host's frame with its name cost ≈ 0.4 ms a host, four
+    # times a build, in a run of thousands of hosts (most of them with no reports).
+    reports = pd.concat(list(per_host.values()), ignore_index=True)
+    hosts = np.repeat(np.array(list(per_host), dtype=object), [len(frame) for frame in per_host.values()])
+    reports["host"] = pd.array(hosts, dtype="str")  # the dtype `assign` gives a column of names
+    return sort_reports(reports, limit)
 
 
 def kernel_time_by_op(reports: pd.DataFrame) -> pd.DataFrame:

@@ -277,13 +277,13 @@ def _combine_steps(parts: list[HostOpStats], no_accelerator: bool) -> StepDb:
     # filter: per-host pandas filtering cost milliseconds a host, four times a build.
     frames, renumbered, core_base, category_ps = [], [], [], {}
     for host_id, db in workers.items():
-        numbers = db.step_numbers
+        step_of_row = db.steps["step_num"].tolist()
+        numbers = list(dict.fromkeys(step_of_row))  # db.step_numbers, from the column read once
         first = inter.first_index.get(host_id, 0)
         chosen = numbers[first:first + inter.num_steps]
         renumber = {old: new for new, old in enumerate(chosen)}
         frames.append(db.steps)
-        renumbered.append(np.fromiter((renumber.get(n, -1) for n in db.steps["step_num"].tolist()), np.int64,
-                                      count=len(db.steps)))
+        renumbered.append(np.fromiter((renumber.get(n, -1) for n in step_of_row), np.int64, count=len(step_of_row)))
         core_base.append(np.full(len(db.steps), host_id * MAX_DEVICES_PER_HOST, np.int64))
         for (step, core), cats in db.category_ps.items():
             if step in renumber:

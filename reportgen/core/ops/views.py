@@ -29,6 +29,28 @@ def hosts_in_order(host_names: list[str], parts: Mapping[str, object]) -> list[s
     return [h for h in host_names if h in parts] + [h for h in parts if h not in named]
 
 
+# The last combined views, by the identity of the hosts' OpStats and the step rule: the overview and the input
+# pipeline combine the same hosts the same way, as do TF stats and the pod viewer (each combine of a pod's
+# thousands of hosts costs ≈ 0.5 s).
+# The entries hold their hosts' OpStats, so an identity cannot be reused by another object while cached;
+# combined views are read, never modified, by the sections.
+_COMBINED: dict[tuple, tuple[list[HostOpStats], RunOpStats]] = {}
+_COMBINED_KEPT = 2
+
+
+def combined_hosts(parts: list[HostOpStats], overview_steps: bool) -> RunOpStats:
+    """The hosts combined (XProf's combined OpStats), with the overview's step rule applied first when
+    `overview_steps`; computed once for the sections that ask for the same hosts the same way."""
+    key = (overview_steps, *map(id, parts))
+    if key in _COMBINED:
+        return _COMBINED[key][1]
+    combined = combine_op_stats([drop_incomplete_steps(p) for p in parts] if overview_steps else parts)
+    while len(_COMBINED) >= _COMBINED_KEPT:
+        del _COMBINED[next(iter(_COMBINED))]
+    _COMBINED[key] = (parts, combined)
+    return combined
+
+
 def run_views(parts: dict[str, HostOpStats], hosts: list[str], overview_steps: bool) -> dict[str, RunOpStats]:
     """Label → combined OpStats, "All hosts" first when there are several hosts, then each host alone
     (up to MAX_HOST_VIEWS hosts).
@@ -36,11 +58,10 @@ def run_views(parts: dict[str, HostOpStats], hosts: list[str], overview_steps: b
     `overview_steps`: apply XProf 2.24.2's overview step rule (first and last
     step dropped when a host has more than five) before combining."""
     ordered = hosts_in_order(hosts, parts)
-    prepared = {h: drop_incomplete_steps(parts[h]) if overview_steps else parts[h] for h in ordered}
     views: dict[str, RunOpStats] = {}
     if len(ordered) > 1:
-        views[ALL_HOSTS] = combine_op_stats([prepared[h] for h in ordered])
+        views[ALL_HOSTS] = combined_hosts([parts[h] for h in ordered], overview_steps)
     if len(ordered) <= MAX_HOST_VIEWS:
         for h in ordered:
-            views[h] = combine_op_stats([prepared[h]])
+            views[h] = combine_op_stats([drop_incomplete_steps(parts[h]) if overview_steps else parts[h]])
     return views

@@ -196,3 +196,23 @@ def test_trace_overview_charts_share_one_spec_per_shape_and_keep_their_rows(labe
     part = TraceHostPart(export=export)
     chart, _ = overview_chart(part)
     assert json.dumps(chart, sort_keys=True) == json.dumps(_overview_by_altair(part), sort_keys=True)
+
+
+@pytest.mark.parametrize("cores", [3, 200])
+def test_pod_chart_names_bottlenecks_above_columns_only_while_they_fit(cores):
+    """A pod of hundreds of cores: the bottleneck names above the columns and every core's axis label would print
+    over each other, so the chart leaves the names out (the table names them) and Vega thins the axis labels."""
+    from reportgen.sections.pod_viewer import MAX_NAMED_COLUMNS, pod_chart
+
+    labels = [f"host {i} (host_{i}) core 1" for i in range(cores)]
+    columns = pd.DataFrame({"step_num": 0, "core": np.arange(cores), "label": labels, "host": "h",
+                            "total_us": 9.0, "bottleneck": "Input"})
+    breakdown = pd.DataFrame({"step_num": 0, "core": np.arange(cores), "label": labels, "host": "h",
+                              "part": "Input", "us": 9.0})
+    spec = pod_chart(SimpleNamespace(columns=columns, breakdown=breakdown, parts=["Input"]))
+    marks = [layer["mark"]["type"] for layer in spec["layer"]]
+    axis = spec["layer"][0]["encoding"]["x"]["axis"]
+    if cores <= MAX_NAMED_COLUMNS:
+        assert marks == ["bar", "text"] and "labelOverlap" not in axis
+    else:
+        assert marks == ["bar"] and axis["labelOverlap"] == "greedy"

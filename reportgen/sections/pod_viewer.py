@@ -22,6 +22,12 @@ from reportgen.sections.vega import responsive, vega_spec
 CSV_PATH = "data/pod_viewer/pod_stats.csv"
 
 
+# Past this many cores a column is a few pixels wide on a laptop screen: the bottleneck named above each column
+# and every core's axis label would print over each other. The chart then leaves the names out (the tooltips and
+# the table below carry them) and Vega keeps the axis labels that fit.
+MAX_NAMED_COLUMNS = 40
+
+
 def pod_chart(data: PodViewerData) -> dict:
     steps = [int(s) for s in dict.fromkeys(data.columns["step_num"].tolist())]
     step = alt.param(name="step", value=steps[0],
@@ -29,7 +35,10 @@ def pod_chart(data: PodViewerData) -> dict:
     order = {name: i for i, name in enumerate(data.parts)}
     breakdown = data.breakdown.assign(order=data.breakdown["part"].map(order))
     labels = data.columns.drop_duplicates("core").sort_values("core")["label"].tolist()
-    x = alt.X("label:N", title="Worker / core", sort=labels, axis=alt.Axis(labelAngle=-40, labelLimit=260))
+    named = len(labels) <= MAX_NAMED_COLUMNS
+    axis = alt.Axis(labelAngle=-40, labelLimit=260) if named else alt.Axis(labelAngle=-40, labelLimit=260,
+                                                                           labelOverlap="greedy")
+    x = alt.X("label:N", title="Worker / core", sort=labels, axis=axis)
     bars = alt.Chart(breakdown).mark_bar().encode(
         x=x,
         y=alt.Y("us:Q", title="Step time (µs)", stack="zero"),
@@ -44,7 +53,8 @@ def pod_chart(data: PodViewerData) -> dict:
                  alt.Tooltip("total_us:Q", title="Step time (µs)", format=",.3f"),
                  alt.Tooltip("bottleneck:N", title="Bottleneck")],
     ).transform_filter(alt.datum.step_num == step)
-    return responsive(vega_spec(alt.layer(bars, text).properties(height=360)))
+    layers = (bars, text) if named else (bars,)
+    return responsive(vega_spec(alt.layer(*layers).properties(height=360)))
 
 
 def csv_frame(stats: PodStats) -> pd.DataFrame:
@@ -84,6 +94,7 @@ class PodViewerSection(Section):
             tpu=data.stats.step_kind == "tpu",
             steps=int(data.columns["step_num"].nunique()),
             cores=int(data.columns["core"].nunique()),
+            named=int(data.columns["core"].nunique()) <= MAX_NAMED_COLUMNS,
             hosts=data.hosts,
             device_type=data.stats.device_type,
             csv_path=CSV_PATH,

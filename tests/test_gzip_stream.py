@@ -35,6 +35,30 @@ def test_pieces_come_out_in_order_as_one_member_and_buffers_are_handed_back():
         assert member.read() == expected
 
 
+def test_a_stream_without_threads_writes_the_same_bytes_on_the_calling_thread():
+    """A tiny host's chunk is written without the threads: the same file, byte for byte, each piece produced on
+    the calling thread as it is submitted."""
+    import threading
+
+    pieces = _pieces(12)
+    files, producers = [], set()
+    for threaded in (True, False):
+        out, released = io.BytesIO(), []
+        with GzipStream(out, threaded=threaded) as stream:
+            stream.write(b"HEAD")
+            for i, piece in enumerate(pieces):
+                def produce(piece=piece, threaded=threaded):
+                    producers.add((threaded, threading.current_thread() is threading.main_thread()))
+                    return [piece]
+                stream.submit(produce, done=lambda i=i, released=released: released.append(i))
+            stream.write(b"TAIL")
+        files.append(out.getvalue())
+        assert released == list(range(len(pieces)))
+    assert files[0] == files[1]
+    assert gzip.decompress(files[1]) == b"HEAD" + b"".join(pieces) + b"TAIL"
+    assert producers == {(True, False), (False, True)}
+
+
 @pytest.mark.parametrize("sizes", [(0, 0), (1, 0), (0, 1), (5, 1 << 20), (123_457, 98_765)])
 def test_crc32_combine_in_python_matches_zlib(sizes):
     a, b = (bytes(random.Random(n).randbytes(n)) for n in sizes)

@@ -126,14 +126,18 @@ class GzipStream:
     `submit(produce, done)`: `produce()` returns the piece's parts (run on a worker thread, then
     deflated there); `done()`, if given, runs on this thread once the piece is written (e.g. to hand
     its buffer back). `size` is the uncompressed length written so far.
+
+    `threaded=False`: every piece is produced and deflated on this thread, as it is submitted — for a
+    document of one small piece (a tiny host's chunk), where handing pieces to the threads and waiting
+    for them costs more than the work.
     """
 
-    def __init__(self, out, in_flight: int = IN_FLIGHT):
+    def __init__(self, out, in_flight: int = IN_FLIGHT, threaded: bool = True):
         self.out = out
         self.crc = 0
         self.size = 0
         self._in_flight = in_flight
-        self._pool = _threads()
+        self._pool = _threads() if threaded else None
         self._pending: deque[tuple[Future, Callable[[], None] | None]] = deque()
         out.write(GZIP_HEADER)
 
@@ -151,6 +155,9 @@ class GzipStream:
             wait_for(pending)
 
     def submit(self, produce: Callable[[], Parts], done: Callable[[], None] | None = None) -> None:
+        if self._pool is None:
+            self._write_piece(_deflate_piece(produce()), done)
+            return
         if len(self._pending) >= self._in_flight:
             self._write_oldest()
         self._pending.append((self._pool.submit(lambda: _deflate_piece(produce())), done))
@@ -161,7 +168,9 @@ class GzipStream:
 
     def _write_oldest(self) -> None:
         future, done = self._pending.popleft()
-        piece = future.result()
+        self._write_piece(future.result(), done)
+
+    def _write_piece(self, piece: _Piece, done: Callable[[], None] | None) -> None:
         self.out.write(piece.deflated)
         self.crc = crc32_combine(self.crc, piece.crc, piece.size)
         self.size += piece.size

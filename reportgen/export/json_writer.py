@@ -110,7 +110,8 @@ def write_chunk(path: str, head: bytes, rows: np.ndarray, kernel: KernelArgs,
     """
     free: list[np.ndarray] = []
     with open(path, "wb") as out:
-        with GzipStream(out) as gzip:
+        # A chunk of one batch (every chunk of a small host) is written on this thread: see GzipStream.
+        with GzipStream(out, threaded=len(rows) > BATCH_EVENTS) as gzip:
             gzip.write(head)
             for lo in range(0, len(rows), BATCH_EVENTS):
                 buf = free.pop() if free else np.empty(buffer_bytes, dtype=np.uint8)

@@ -34,6 +34,7 @@ import base64
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -334,14 +335,18 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
 
     windows = []
     t_first, t_last = int(start.min()), int(end.max())
-    # Windows are written on a few threads: the JSON writer and ISA-L release the GIL.
-    with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
+    # Windows are written on a few threads: the JSON writer and ISA-L release the GIL. A host of one window
+    # (most hosts of a pod's run) writes it here: starting threads cost more than its whole window.
+    with ThreadPoolExecutor(max_workers=WRITER_THREADS) if n_windows > 1 else nullcontext() as pool:
         pending = []
         for k in range(n_windows):
             sel = member[window_bounds[k]:window_bounds[k + 1]]
             carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
             key, args_key = f"w-{k:03d}", f"a-{k:03d}"
-            pending.append(pool.submit(write_window, key, args_key, sel, carried_here))
+            if pool is None:
+                write_window(key, args_key, sel, carried_here)
+            else:
+                pending.append(pool.submit(write_window, key, args_key, sel, carried_here))
             w0 = int(cuts[k - 1]) if k > 0 else t_first
             w1 = int(cuts[k]) if k < len(cuts) else t_last
             windows.append({"key": key, "args": args_key, "start": w0, "end": w1,

@@ -92,6 +92,9 @@ def test_sections_asking_for_the_same_hosts_the_same_way_share_one_combine(monke
     assert tf_stats is not overview and views.combined_hosts(run, overview_steps=False) is tf_stats
     assert views.combined_hosts(run[:2], overview_steps=False) is not tf_stats  # other hosts: combined anew
     assert combines == [3, 3, 2]
+    views.forget_combined()  # what the build does once a run is combined: its hosts are not held any longer
+    assert views._COMBINED == {}
+    assert views.combined_hosts(run, overview_steps=True) is not overview and combines == [3, 3, 2, 3]
 
 
 def test_hosts_kernel_reports_combine_as_one_concat_with_a_host_column():

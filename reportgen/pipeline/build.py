@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from reportgen import __version__
+from reportgen.core.ops.views import forget_combined
 from reportgen.errors import NoCapturesError
 from reportgen.loaders.limits import format_bytes
 from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_folder, problem_text
@@ -378,14 +379,17 @@ def combine_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict] 
     timings = timings if timings is not None else Timings()
     good = [o for o in host_outcomes if o.error is None]
     run_ctx = RunContext(name=name, hosts=[o.summary for o in good], errors=errors if errors is not None else [])
-    for section in SECTIONS:
-        parts = {o.host: o.parts[section.slug] for o in good if section.slug in o.parts}
-        if not parts:
-            continue
-        with timings.stage(f"combine.{section.slug}"):
-            data = section.combine(run_ctx, parts)  # the findings section (last) reads what the others computed
-        if data is not None:
-            run_ctx.sections[section.slug] = data
+    try:
+        for section in SECTIONS:
+            parts = {o.host: o.parts[section.slug] for o in good if section.slug in o.parts}
+            if not parts:
+                continue
+            with timings.stage(f"combine.{section.slug}"):
+                data = section.combine(run_ctx, parts)  # the findings section (last) reads what the others computed
+            if data is not None:
+                run_ctx.sections[section.slug] = data
+    finally:
+        forget_combined()  # the hosts' combined views the sections shared (core/ops/views.py)
     return run_ctx
 
 

@@ -51,6 +51,12 @@ def combined_hosts(parts: list[HostOpStats], overview_steps: bool) -> RunOpStats
     return combined
 
 
+def forget_combined() -> None:
+    """Let the kept combined views go (the build calls it once a run's sections are combined, so that a
+    run's hosts are not held in memory while the next run builds)."""
+    _COMBINED.clear()
+
+
 def run_views(parts: dict[str, HostOpStats], hosts: list[str], overview_steps: bool) -> dict[str, RunOpStats]:
     """Label → combined OpStats, "All hosts" first when there are several hosts, then each host alone
     (up to MAX_HOST_VIEWS hosts).

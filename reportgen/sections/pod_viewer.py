@@ -23,9 +23,14 @@ CSV_PATH = "data/pod_viewer/pod_stats.csv"
 
 
 # Past this many cores a column is a few pixels wide on a laptop screen: the bottleneck named above each column
-# and every core's axis label would print over each other. The chart then leaves the names out (the tooltips and
-# the table below carry them) and Vega keeps the axis labels that fit.
+# and every core's axis label would print over each other. The chart then leaves the bottleneck names out (the
+# table below the chart names each core's) and Vega keeps the axis labels that fit.
 MAX_NAMED_COLUMNS = 40
+
+
+def names_columns(data: PodViewerData) -> bool:
+    """Whether the chart names each column's bottleneck above it (few enough cores)."""
+    return int(data.columns["core"].nunique()) <= MAX_NAMED_COLUMNS
 
 
 def pod_chart(data: PodViewerData) -> dict:
@@ -35,7 +40,7 @@ def pod_chart(data: PodViewerData) -> dict:
     order = {name: i for i, name in enumerate(data.parts)}
     breakdown = data.breakdown.assign(order=data.breakdown["part"].map(order))
     labels = data.columns.drop_duplicates("core").sort_values("core")["label"].tolist()
-    named = len(labels) <= MAX_NAMED_COLUMNS
+    named = names_columns(data)
     axis = alt.Axis(labelAngle=-40, labelLimit=260) if named else alt.Axis(labelAngle=-40, labelLimit=260,
                                                                            labelOverlap="greedy")
     x = alt.X("label:N", title="Worker / core", sort=labels, axis=axis)
@@ -94,7 +99,7 @@ class PodViewerSection(Section):
             tpu=data.stats.step_kind == "tpu",
             steps=int(data.columns["step_num"].nunique()),
             cores=int(data.columns["core"].nunique()),
-            named=int(data.columns["core"].nunique()) <= MAX_NAMED_COLUMNS,
+            named=names_columns(data),
             hosts=data.hosts,
             device_type=data.stats.device_type,
             csv_path=CSV_PATH,

@@ -33,8 +33,9 @@ def hosts_in_order(host_names: list[str], parts: Mapping[str, object]) -> list[s
 # pipeline combine the same hosts the same way, as do TF stats and the pod viewer (each combine of a pod's
 # thousands of hosts costs ≈ 0.5 s).
 # The entries hold their hosts' OpStats, so an identity cannot be reused by another object while cached;
-# combined views are read, never modified, by the sections.
-_COMBINED: dict[tuple, tuple[list[HostOpStats], RunOpStats]] = {}
+# combined views are read, never modified, by the sections. Runs are combined on one thread, one at a time;
+# the build lets the entries go once a run is combined (`forget_combined`).
+_COMBINED: dict[tuple, tuple[tuple[HostOpStats, ...], RunOpStats]] = {}
 _COMBINED_KEPT = 2
 
 
@@ -47,7 +48,7 @@ def combined_hosts(parts: list[HostOpStats], overview_steps: bool) -> RunOpStats
     combined = combine_op_stats([drop_incomplete_steps(p) for p in parts] if overview_steps else parts)
     while len(_COMBINED) >= _COMBINED_KEPT:
         del _COMBINED[next(iter(_COMBINED))]
-    _COMBINED[key] = (parts, combined)
+    _COMBINED[key] = (tuple(parts), combined)
     return combined
 
 

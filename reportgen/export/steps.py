@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
 from reportgen.export import schema
@@ -56,7 +55,12 @@ def _outermost(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarr
     """Mask of intervals (sorted by line, start, longest first) not enclosed by an earlier one on their line."""
     if len(start) == 0:
         return np.zeros(0, dtype=bool)
-    reach = pd.Series(end).groupby(line).cummax().to_numpy()
+    # Each line's running end (rows come sorted by line): one accumulate per line, not a pandas groupby's
+    # set-up of ≈ 0.5 ms for each of a pod's thousands of hosts.
+    lines_at = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [len(line)]])
+    reach = np.empty_like(end)
+    for a, b in zip(lines_at[:-1], lines_at[1:]):
+        np.maximum.accumulate(end[a:b], out=reach[a:b])
     before = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
     first_of_line = np.concatenate([[True], line[1:] != line[:-1]])
     return first_of_line | (end > before)

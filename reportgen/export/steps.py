@@ -57,12 +57,12 @@ def _outermost(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarr
         return np.zeros(0, dtype=bool)
     # Each line's running end (rows come sorted by line): one accumulate per line, not a pandas groupby's
     # set-up of ≈ 0.5 ms for each of a pod's thousands of hosts.
-    lines_at = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [len(line)]])
+    first_of_line = np.concatenate([[True], line[1:] != line[:-1]])
+    lines_at = [*np.flatnonzero(first_of_line).tolist(), len(line)]
     reach = np.empty_like(end)
     for a, b in zip(lines_at[:-1], lines_at[1:]):
         np.maximum.accumulate(end[a:b], out=reach[a:b])
     before = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
-    first_of_line = np.concatenate([[True], line[1:] != line[:-1]])
     return first_of_line | (end > before)
 
 

@@ -41,8 +41,7 @@ def pod_chart(data: PodViewerData) -> dict:
     breakdown = data.breakdown.assign(order=data.breakdown["part"].map(order))
     labels = data.columns.drop_duplicates("core").sort_values("core")["label"].tolist()
     named = names_columns(data)
-    axis = alt.Axis(labelAngle=-40, labelLimit=260) if named else alt.Axis(labelAngle=-40, labelLimit=260,
-                                                                           labelOverlap="greedy")
+    axis = alt.Axis(labelAngle=-40, labelLimit=260, labelOverlap=alt.Undefined if named else "greedy")
     x = alt.X("label:N", title="Worker / core", sort=labels, axis=axis)
     bars = alt.Chart(breakdown).mark_bar().encode(
         x=x,

@@ -15,7 +15,7 @@ from reportgen.core.host import HostContext
 from reportgen.core.ops.device_details import DeviceOpDetails, combine_device_op_details
 from reportgen.core.ops.device_records import hlo_op_records, normalized_total_op_time_ps
 from reportgen.core.ops.op_metrics import IDLE, safe_divide
-from reportgen.core.ops.op_stats import HostOpStats, RunOpStats, combine_op_stats
+from reportgen.core.ops.op_stats import HostOpStats, RunOpStats
 from reportgen.core.ops.views import combined_hosts, hosts_in_order
 
 
@@ -63,9 +63,8 @@ def combine_device_parts(host_names: list[str], parts: dict[str, DevicePart]) ->
     hosts = hosts_in_order(host_names, parts)
     if not hosts:
         return None
-    host_stats = [parts[h].op_stats for h in hosts]
-    # Several hosts: the combine TF stats and the pod viewer share when the hosts are the same (core/ops/views.py).
-    op_stats = combined_hosts(host_stats, overview_steps=False) if len(hosts) > 1 else combine_op_stats(host_stats)
+    # The combine TF stats and the pod viewer share when the hosts are the same (core/ops/views.py).
+    op_stats = combined_hosts([parts[h].op_stats for h in hosts], overview_steps=False)
     details = combine_device_op_details([parts[h].details for h in hosts])
     records = hlo_op_records(op_stats.device_db, details)
     return DeviceRun(op_stats=op_stats, details=details, records=records, hosts=hosts)

@@ -41,11 +41,15 @@ _COMBINED_KEPT = 2
 
 def combined_hosts(parts: list[HostOpStats], overview_steps: bool) -> RunOpStats:
     """The hosts combined (XProf's combined OpStats), with the overview's step rule applied first when
-    `overview_steps`; computed once for the sections that ask for the same hosts the same way."""
+    `overview_steps`; computed once for the sections that ask for the same hosts the same way (one host is
+    taken as it is, which costs nothing to redo)."""
+    prepared = [drop_incomplete_steps(p) for p in parts] if overview_steps else parts
+    if len(parts) == 1:
+        return combine_op_stats(prepared)
     key = (overview_steps, *map(id, parts))
     if key in _COMBINED:
         return _COMBINED[key][1]
-    combined = combine_op_stats([drop_incomplete_steps(p) for p in parts] if overview_steps else parts)
+    combined = combine_op_stats(prepared)
     while len(_COMBINED) >= _COMBINED_KEPT:
         del _COMBINED[next(iter(_COMBINED))]
     _COMBINED[key] = (tuple(parts), combined)
@@ -70,5 +74,5 @@ def run_views(parts: dict[str, HostOpStats], hosts: list[str], overview_steps: b
         views[ALL_HOSTS] = combined_hosts([parts[h] for h in ordered], overview_steps)
     if len(ordered) <= MAX_HOST_VIEWS:
         for h in ordered:
-            views[h] = combine_op_stats([drop_incomplete_steps(parts[h]) if overview_steps else parts[h]])
+            views[h] = combined_hosts([parts[h]], overview_steps)
     return views

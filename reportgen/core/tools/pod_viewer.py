@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from reportgen.core.ops.op_stats import HostOpStats, combine_op_stats
+from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.ops.views import combined_hosts, hosts_in_order
 from reportgen.core.steps.categories import GENERIC_CATEGORIES
 from reportgen.core.steps.step_db import StepDb
@@ -163,7 +163,7 @@ def pod_viewer_data(host_names: list[str], parts: dict[str, HostOpStats]) -> Pod
     """The run's hosts combined as XProf combines them; None when the run has no step."""
     hosts = hosts_in_order(host_names, parts)
     ordered = [parts[h] for h in hosts]
-    combined = combined_hosts(ordered, overview_steps=False) if len(ordered) > 1 else combine_op_stats(ordered)
+    combined = combined_hosts(ordered, overview_steps=False)
     names = hostnames_by_core([(p.environment.hostnames[0], p.core_details) for p in ordered])
     stats = pod_stats(combined.step_db, names, combined.environment.device_type)
     if stats.records.empty:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 from reportgen.output.publish import site_files
@@ -54,4 +55,16 @@ def assert_same_site(a: Path, b: Path) -> None:
     left, right = site_bytes(a), site_bytes(b)
     assert sorted(left) == sorted(right)
     different = [rel for rel in left if left[rel] != right[rel]]
-    assert not different, f"files differ: {different[:10]}"
+    assert not different, f"files differ: {different[:10]}" + _gzip_diagnosis(different, left, right)
+
+
+def _gzip_diagnosis(different: list[str], left: dict[str, bytes], right: dict[str, bytes]) -> str:
+    """Whether differing gzip files hold the same content: a difference in the compressed bytes alone
+    (the other files then differ only by the sizes they quote) is the compressor's, not the build's."""
+    notes = []
+    for rel in different:
+        if rel.endswith(".gz"):
+            same = gzip.decompress(left[rel]) == gzip.decompress(right[rel])
+            notes.append(f"{rel}: {'same' if same else 'different'} content, "
+                         f"{len(left[rel]):,} and {len(right[rel]):,} compressed bytes")
+    return ("; " + "; ".join(notes)) if notes else ""

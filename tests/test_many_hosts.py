@@ -13,6 +13,7 @@ import pytest
 from reportgen.core.ops import op_stats as ops
 from reportgen.core.ops.views import MAX_HOST_VIEWS
 from reportgen.core.steps.step_db import StepDb, empty_steps
+from tests.browser import chromium, console_errors, needs_browser
 from tests.clirun import reportgen
 from tests.logdirs import make_logdir
 from tests.xspace import host_space
@@ -219,3 +220,54 @@ def test_pod_chart_names_bottlenecks_above_columns_only_while_they_fit(cores):
         assert marks == ["bar", "text"] and "labelOverlap" not in axis
     else:
         assert marks == ["bar"] and axis["labelOverlap"] == "greedy"
+
+
+SET_UP = """
+const tables = Array.from(document.querySelectorAll("table.sortable"));
+return tables.map(t => [t.id, t.closest("[data-host-panel]").dataset.host, t.offsetParent !== null,
+                        t.querySelector("th button.sort") !== null,
+                        t.closest("[data-host-panel]").querySelector("[data-vega-spec] svg") !== null]);
+"""
+
+
+@needs_browser
+def test_host_panels_not_shown_are_set_up_when_they_are(many_hosts_site, tmp_path):
+    """A page of a pod's hosts has a panel per host: only the one shown has its tables set up and its chart drawn
+    (on a page of a thousand hosts, setting them all up took seconds); choosing another host sets up its panel."""
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    site, hosts = many_hosts_site
+    with chromium(tmp_path / "profile") as driver:
+        driver.get((site / "pod" / "inventory.html").as_uri())
+        WebDriverWait(driver, 30).until(lambda d: any(row[4] for row in d.execute_script(SET_UP)))
+        rows = driver.execute_script(SET_UP)
+        assert len(rows) == hosts
+        assert [(shown, sortable, drawn) for _, _, shown, sortable, drawn in rows] == (
+            [(True, True, True)] + [(False, False, False)] * (hosts - 1))
+        Select(driver.find_element("css selector", "select[data-host-select='inventory']")).select_by_value("h7")
+        WebDriverWait(driver, 30).until(lambda d: [r for r in d.execute_script(SET_UP) if r[1] == "h7"][0][4])
+        by_host = {row[1]: row[2:] for row in driver.execute_script(SET_UP)}
+        assert by_host["h7"] == [True, True, True]
+        assert by_host["h0"] == [False, True, True]  # set up once, kept while hidden
+        assert sum(sortable for _, sortable, _ in by_host.values()) == 2
+        assert console_errors(driver) == []
+
+
+def test_adjacent_equal_slices_of_a_row_become_one_rect_covering_the_same_cells():
+    from reportgen.sections.busy_chart import join_equal_neighbours
+
+    edges = np.round(np.arange(0, 1.1, 0.1), 4)
+    rows = [("a", 0, 100.0), ("a", 1, 100.0), ("a", 2, 100.0), ("a", 4, 100.0),  # a gap: two rects
+            ("a", 5, 50.0), ("b", 6, 50.0), ("b", 7, 50.0), ("b", 8, 20.0), ("b", 9, 20.0)]
+    slices = pd.DataFrame({"label": np.array([r[0] for r in rows], dtype=object),
+                           "bin_start_ms": [edges[r[1]] for r in rows], "bin_end_ms": [edges[r[1] + 1] for r in rows],
+                           "busy_percent": [r[2] for r in rows]})
+    joined = join_equal_neighbours(slices)
+    assert joined.values.tolist() == [["a", 0.0, 0.3, 100.0], ["a", 0.4, 0.5, 100.0], ["a", 0.5, 0.6, 50.0],
+                                      ["b", 0.6, 0.8, 50.0], ["b", 0.8, 1.0, 20.0]]
+    # Every slice lies in exactly one rect of its row, with its busy %.
+    for label, start, end, busy in slices.itertuples(index=False):
+        inside = (joined["bin_start_ms"] <= start) & (joined["bin_end_ms"] >= end)
+        covering = joined[(joined["label"] == label) & inside]
+        assert covering["busy_percent"].tolist() == [busy]
+    assert join_equal_neighbours(slices.iloc[[0, 4, 8]]).equals(slices.iloc[[0, 4, 8]])  # nothing to join

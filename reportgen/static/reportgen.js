@@ -62,11 +62,17 @@
     if (summary) summary.setAttribute("aria-label", "Chart menu: save as SVG or PNG");
   }
 
+  // Whether `el` is in a host panel not shown. Asked before `offsetParent`, which lays the page out: a run of many
+  // hosts has a panel per host, and laying out a page of a thousand panels for each took seconds.
+  function inHiddenPanel(el) {
+    return el.closest("[data-host-panel][hidden]") !== null;
+  }
+
   function embedCharts(root) {
     root.querySelectorAll("[data-vega-spec]").forEach(function (el) {
       if (el.dataset.embedded) return;
       // A chart as wide as its container is drawn when its panel is shown (a hidden one measures 0 wide).
-      if (el.classList.contains("wide") && el.offsetParent === null) return;
+      if (el.classList.contains("wide") && (inHiddenPanel(el) || el.offsetParent === null)) return;
       var source = document.getElementById(el.dataset.vegaSpec);
       if (!source || !window.vegaEmbed) return;
       el.dataset.embedded = "1";
@@ -323,6 +329,24 @@
   };
 
   var tables = [];
+  // Tables of host panels not shown yet, set up when their panel is first shown: each table's setup looks up its
+  // controls in the whole page and adds a stylesheet, which on a page of a thousand hosts' panels took seconds.
+  var waitingTables = [];
+
+  function setUpTable(table) {
+    var t = new DataTable(table);
+    tables.push(t);
+    t.setup();
+  }
+
+  function setUpShownTables() {
+    var waiting = waitingTables;
+    waitingTables = [];
+    waiting.forEach(function (table) {
+      if (inHiddenPanel(table)) waitingTables.push(table);
+      else setUpTable(table);
+    });
+  }
 
   // ---- host panels and the run switcher -----------------------------------------------------------------------
   function wireHostSelect(select) {
@@ -330,6 +354,9 @@
     function show() {
       document.querySelectorAll("[data-host-panel='" + group + "']").forEach(function (panel) {
         panel.hidden = panel.dataset.host !== select.value;
+      });
+      setUpShownTables();
+      document.querySelectorAll("[data-host-panel='" + group + "']").forEach(function (panel) {
         if (!panel.hidden) {
           embedCharts(panel);
           tables.forEach(function (t) { if (panel.contains(t.table)) t.updateSticky(); });
@@ -377,12 +404,17 @@
     tables.forEach(function (t) { t.reveal(id); });
     var target = document.getElementById(id);
     if (!target) return;
+    var shownPanel = false;
     for (var el = target.parentElement; el; el = el.parentElement) {
       if (el.tagName === "DETAILS") el.open = true;
       if (el.hidden && el.dataset.hostPanel) {
         var select = document.querySelector("select[data-host-select='" + el.dataset.hostPanel + "']");
-        if (select) { select.value = el.dataset.host; select.dispatchEvent(new Event("change")); }
+        if (select) { select.value = el.dataset.host; select.dispatchEvent(new Event("change")); shownPanel = true; }
       }
+    }
+    if (shownPanel) {  // its panel's tables were set up as it was shown: the row's page is shown again
+      tables.forEach(function (t) { t.reveal(id); });
+      target = document.getElementById(id) || target;
     }
     target.scrollIntoView({ block: "center" });
   }
@@ -390,15 +422,10 @@
   window.reportgen = { fmt: fmt, embedCharts: embedCharts, nameChartMenu: nameChartMenu };
 
   document.addEventListener("DOMContentLoaded", function () {
-    var seen = [];
-    document.querySelectorAll("table.sortable, table.data").forEach(function (table) {
-      if (seen.indexOf(table) >= 0) return;
-      seen.push(table);
-      var t = new DataTable(table);
-      tables.push(t);
-      t.setup();
-    });
+    // Host panels are hidden first, so that the tables of those not shown wait until they are.
+    waitingTables = Array.prototype.slice.call(document.querySelectorAll("table.sortable, table.data"));
     document.querySelectorAll("select[data-host-select]").forEach(wireHostSelect);
+    setUpShownTables();
     document.querySelectorAll("[data-run-switch]").forEach(wireRunSwitch);
     embedCharts(document);
     // Charts inside a <details> that opens later are drawn then.

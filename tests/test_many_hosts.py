@@ -254,7 +254,8 @@ def test_host_panels_not_shown_are_set_up_when_they_are(many_hosts_site, tmp_pat
 
 
 def test_adjacent_equal_slices_of_a_row_become_one_rect_covering_the_same_cells():
-    from reportgen.sections.busy_chart import join_equal_neighbours
+    from reportgen.sections.busy_chart import busy_rects
+    from reportgen.sections.vega import records
 
     edges = np.round(np.arange(0, 1.1, 0.1), 4)
     rows = [("a", 0, 100.0), ("a", 1, 100.0), ("a", 2, 100.0), ("a", 4, 100.0),  # a gap: two rects
@@ -262,12 +263,15 @@ def test_adjacent_equal_slices_of_a_row_become_one_rect_covering_the_same_cells(
     slices = pd.DataFrame({"label": np.array([r[0] for r in rows], dtype=object),
                            "bin_start_ms": [edges[r[1]] for r in rows], "bin_end_ms": [edges[r[1] + 1] for r in rows],
                            "busy_percent": [r[2] for r in rows]})
-    joined = join_equal_neighbours(slices)
-    assert joined.values.tolist() == [["a", 0.0, 0.3, 100.0], ["a", 0.4, 0.5, 100.0], ["a", 0.5, 0.6, 50.0],
-                                      ["b", 0.6, 0.8, 50.0], ["b", 0.8, 1.0, 20.0]]
+    rects = busy_rects(slices)
+    assert [list(r.values()) for r in rects] == [["a", 0.0, 0.3, 100.0], ["a", 0.4, 0.5, 100.0],
+                                                 ["a", 0.5, 0.6, 50.0], ["b", 0.6, 0.8, 50.0], ["b", 0.8, 1.0, 20.0]]
     # Every slice lies in exactly one rect of its row, with its busy %.
     for label, start, end, busy in slices.itertuples(index=False):
-        inside = (joined["bin_start_ms"] <= start) & (joined["bin_end_ms"] >= end)
-        covering = joined[(joined["label"] == label) & inside]
-        assert covering["busy_percent"].tolist() == [busy]
-    assert join_equal_neighbours(slices.iloc[[0, 4, 8]]).equals(slices.iloc[[0, 4, 8]])  # nothing to join
+        covering = [r["busy_percent"] for r in rects
+                    if r["label"] == label and r["bin_start_ms"] <= start and r["bin_end_ms"] >= end]
+        assert covering == [busy]
+    # Nothing to join: the rows the chart had before, key for key.
+    apart = slices.iloc[[0, 4, 8]]
+    assert busy_rects(apart) == records(apart)
+    assert busy_rects(slices.iloc[:0]) == [] and busy_rects(slices.iloc[:1]) == records(slices.iloc[:1])

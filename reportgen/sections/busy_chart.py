@@ -42,24 +42,22 @@ def busy_slices(activity: pd.DataFrame) -> pd.DataFrame:
                          "busy_percent": np.round(activity["busy_percent"].to_numpy()[busy], 2)})
 
 
-def join_equal_neighbours(slices: pd.DataFrame) -> pd.DataFrame:
-    """`slices` (rows of busy_slices, after pool_threads) with each run of adjacent slices of one row and one busy %
-    as one slice spanning them: the same picture, and its tooltip gives the whole span. A line busy all along is
-    one rect instead of one per time slice (a pod's tiny hosts carried 20 KB of identical slices each into the
-    trace page, 23 MB at a thousand hosts)."""
-    if len(slices) < 2:
-        return slices
+def busy_rects(slices: pd.DataFrame) -> list[dict]:
+    """The heatmap's rows (records) for `slices` (rows of busy_slices, after pool_threads), each run of adjacent
+    slices of one row and one busy % joined into one rect spanning them: the same picture, and its tooltip gives
+    the whole span. A line busy all along is one rect instead of one per time slice (a pod's tiny hosts carried
+    20 KB of identical slices each into the trace page, 23 MB at a thousand hosts)."""
     label = slices["label"].to_numpy()
     start = slices["bin_start_ms"].to_numpy()
     end = slices["bin_end_ms"].to_numpy()
     busy = slices["busy_percent"].to_numpy()
-    joined = (label[1:] == label[:-1]) & (busy[1:] == busy[:-1]) & (start[1:] == end[:-1])
-    if not joined.any():
-        return slices
-    first = np.flatnonzero(np.concatenate(([True], ~joined)))  # the slices that start a span
-    last = np.append(first[1:] - 1, len(slices) - 1)
-    return pd.DataFrame({"label": label[first], "bin_start_ms": start[first], "bin_end_ms": end[last],
-                         "busy_percent": busy[first]})
+    if len(label) > 1:
+        joined = (label[1:] == label[:-1]) & (busy[1:] == busy[:-1]) & (start[1:] == end[:-1])
+        first = np.flatnonzero(np.concatenate(([True], ~joined)))  # the slices that start a rect
+        last = np.append(first[1:] - 1, len(label) - 1)
+        label, start, end, busy = label[first], start[first], end[last], busy[first]
+    return [{"label": name, "bin_start_ms": a, "bin_end_ms": b, "busy_percent": pct}
+            for name, a, b, pct in zip(label.tolist(), start.tolist(), end.tolist(), busy.tolist())]
 
 
 def busy_heatmap(data_name: str, x: alt.X, sort: list[str] | None, label_limit: int) -> alt.Chart:

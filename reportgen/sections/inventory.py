@@ -12,7 +12,7 @@ import pandas as pd
 from reportgen.core.tools.inventory import HostInventory, host_inventory
 from reportgen.output.site import neutralize_formulas
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.busy_chart import busy_heatmap, busy_slices, join_equal_neighbours, pool_threads
+from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads
 from reportgen.sections.vega import records, responsive, vega_spec, with_datasets
 
 HOST_CSV_COLUMNS = ["plane", "line_id", "line", "events", "first_ms", "last_ms"]
@@ -44,7 +44,7 @@ def _activity_spec(activity: pd.DataFrame) -> tuple[dict | None, int]:
     if not len(shown):
         return None, 0
     shown, rows, pooled = pool_threads(shown, list(dict.fromkeys(activity["label"])))
-    return with_datasets(_activity_chart_spec(tuple(rows)), {"activity": join_equal_neighbours(shown)}), pooled
+    return with_datasets(_activity_chart_spec(tuple(rows)), {"activity": busy_rects(shown)}), pooled
 
 
 class InventorySection(Section):

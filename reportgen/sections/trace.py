@@ -18,7 +18,7 @@ from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor
 from reportgen.export.host_export import HostExport, export_host
 from reportgen.export.tables import AddedRows
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.sections.busy_chart import busy_heatmap, busy_slices, join_equal_neighbours, pool_threads, short_label
+from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads, short_label
 from reportgen.sections.vega import responsive, vega_spec, with_datasets
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
@@ -66,7 +66,7 @@ def overview_chart(part: TraceHostPart) -> tuple[dict, int]:
         labels = [label[len(prefix):] for label in labels]
         busy = busy.assign(label=busy["label"].str.slice(len(prefix)))
     busy, labels, pooled = pool_threads(busy, labels)
-    datasets: dict = {"busy": join_equal_neighbours(busy)}
+    datasets: dict = {"busy": busy_rects(busy)}
     steps = export.steps
     if steps:
         every = max(1, len(steps) // MAX_STEP_MARKS)

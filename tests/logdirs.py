@@ -64,7 +64,9 @@ def _gzip_diagnosis(different: list[str], left: dict[str, bytes], right: dict[st
     notes = []
     for rel in different:
         if rel.endswith(".gz"):
-            same = gzip.decompress(left[rel]) == gzip.decompress(right[rel])
-            notes.append(f"{rel}: {'same' if same else 'different'} content, "
-                         f"{len(left[rel]):,} and {len(right[rel]):,} compressed bytes")
+            try:
+                content = "same" if gzip.decompress(left[rel]) == gzip.decompress(right[rel]) else "different"
+            except (OSError, EOFError) as exc:  # a truncated or corrupt file: said, not raised over the assertion
+                content = f"unreadable ({exc})"
+            notes.append(f"{rel}: {content} content, {len(left[rel]):,} and {len(right[rel]):,} compressed bytes")
     return ("; " + "; ".join(notes)) if notes else ""

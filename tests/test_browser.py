@@ -93,10 +93,11 @@ def _check_page(driver, url: str) -> int:
     )
     missing = [cid for cid, drawn, shown in charts if shown and not drawn]
     assert not missing, f"charts not drawn on {url}: {missing}\nconsole: {[m['message'] for m in messages]}"
-    # reportgen.js ran: the sortable tables shown got their keyboard-accessible sort buttons (those of a panel not
-    # shown get theirs when it is).
+    # reportgen.js ran: the sortable tables got their keyboard-accessible sort buttons, but those of a host panel not
+    # shown, which get theirs when it is.
     assert driver.execute_script(
-        "return Array.from(document.querySelectorAll('table.sortable')).filter(t => t.offsetParent !== null)"
+        "return Array.from(document.querySelectorAll('table.sortable'))"
+        ".filter(t => !t.closest('[data-host-panel][hidden]'))"
         ".every(t => Array.from(t.tHead.rows[0].cells).every(th => th.querySelector('button.sort')))"
     )
     return len(charts)

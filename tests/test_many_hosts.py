@@ -170,7 +170,7 @@ def _overview_by_altair(part) -> dict:
     """The trace overview chart built through Altair every time: what the shared, relabelled spec must equal."""
     import altair as alt
 
-    from reportgen.sections.busy_chart import busy_heatmap, busy_slices, pool_threads, short_label
+    from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads, short_label
     from reportgen.sections.vega import responsive, vega_spec
 
     export = part.export
@@ -178,7 +178,7 @@ def _overview_by_altair(part) -> dict:
     busy, labels, _ = pool_threads(busy_slices(export.activity), labels)
     x = alt.X("bin_start_ms:Q", title="Trace time (ms)", scale=alt.Scale(zero=False, nice=False))
     layers = [busy_heatmap("busy", x, labels, 300)]
-    datasets = {"busy": busy}
+    datasets = {"busy": busy_rects(busy)}
     if export.steps:
         datasets["steps"] = [{"step": n, "start_ms": s / 1e3, "end_ms": e / 1e3} for n, s, e in export.steps]
         layers.append(alt.Chart(alt.Data(name="steps")).mark_rule(color="#59636e", strokeDash=[2, 3]).encode(

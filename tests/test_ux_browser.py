@@ -259,21 +259,25 @@ def test_switchers_navigate_between_runs_and_hosts(site, driver):
 
 def test_a_row_link_opens_its_table_page_and_panel(site, driver):
     """A link to a row of a long table (the findings link TF stats rows by id) shows it: the table with IDLE (the
-    first view is without), turned to the row's page, the filter cleared."""
+    first view is without, so that table waits to be set up until it is shown), turned to the row's page, the
+    filter cleared."""
     from selenium.webdriver.common.by import By
 
     driver.get((site / "gpu_multi_worker" / "tf_stats.html").resolve().as_uri())
     _wait(driver, READY)
-    # Filtered away first (the table with IDLE is hidden: its box is filled in by script).
+    assert not driver.find_elements(By.CSS_SELECTOR, "#ops-0-with th button.sort")  # hidden: not set up yet
+    # A filter typed into the waiting table's box (by script: it is hidden) applies once it is set up.
     driver.execute_script("var box = document.querySelector(\"input[data-filter-table='ops-0-with']\");"
                           "box.value = 'no such op'; box.dispatchEvent(new Event('input'));")
-    assert not driver.find_elements(By.ID, "tf-op-250")
     driver.execute_script("location.hash = 'tf-op-250';")  # rank 250 of 499: the third page of 100 rows
     time.sleep(0.5)
-    top, bottom, shown, idle = driver.execute_script(
+    top, bottom, shown, idle, box = driver.execute_script(
         "var row = document.getElementById('tf-op-250'); var b = row.getBoundingClientRect();"
         "return [b.top, b.bottom, row.offsetParent !== null,"
-        " document.querySelector(\"select[data-host-select='tfstats-idle-0']\").value];")
+        " document.querySelector(\"select[data-host-select='tfstats-idle-0']\").value,"
+        " document.querySelector(\"input[data-filter-table='ops-0-with']\").value];")
     assert shown and idle == "with" and 0 <= top and bottom <= driver.execute_script("return window.innerHeight")
+    assert box == ""  # cleared to show the row
     assert driver.find_element(By.CSS_SELECTOR, "#tf-op-250 td").text == "250"
+    assert driver.find_elements(By.CSS_SELECTOR, "#ops-0-with th button.sort")
     assert console_errors(driver) == []

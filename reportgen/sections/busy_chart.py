@@ -1,5 +1,6 @@
-"""The busy-% heatmap shared by the run index and the trace page: one row per line, one
-rect per time slice, coloured by how much of the slice the line's events cover."""
+"""The busy-% heatmap shared by the inventory and the trace page: one row per line, one rect per
+time slice (adjacent slices of one busy % joined), coloured by how much of the slice the line's
+events cover."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def busy_rects(slices: pd.DataFrame) -> list[dict]:
 
 
 def busy_heatmap(data_name: str, x: alt.X, sort: list[str] | None, label_limit: int) -> alt.Chart:
-    """The heatmap layer over the named dataset `data_name` (rows of busy_slices)."""
+    """The heatmap layer over the named dataset `data_name` (rows of busy_rects)."""
     return alt.Chart(alt.Data(name=data_name)).mark_rect().encode(
         x=x,
         x2="bin_end_ms:Q",
@@ -94,5 +95,8 @@ def pool_threads(shown: pd.DataFrame, order: list[str]) -> tuple[pd.DataFrame, l
     summed = renamed.groupby(["label", "bin_start_ms", "bin_end_ms"], sort=False, as_index=False)["busy_percent"].sum()
     per_thread = summed["label"].map(lambda label: threads.get(label, 1))
     summed["busy_percent"] = (summed["busy_percent"] / per_thread).round(2)
+    # Each row's slices in time order (the group-by keeps first appearances: the first thread's slices, then the
+    # others'), so that busy_rects joins a pool row's equal neighbours too.
+    summed = summed.sort_values(["label", "bin_start_ms"], kind="stable", ignore_index=True)
     rows = list(dict.fromkeys(rename.get(label, label) for label in order))
     return summed, rows, len(rename)

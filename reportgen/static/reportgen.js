@@ -131,7 +131,9 @@
     var filter = document.querySelector("input[data-filter-table='" + this.table.id + "']");
     if (filter) filter.addEventListener("input", function () { self.filter(filter.value); });
     this.applyColumns();
-    this.render();
+    // A filter typed before the table was set up (while its panel waited, or restored by the browser) applies.
+    if (filter && filter.value) this.filter(filter.value);
+    else this.render();
   };
 
   DataTable.prototype.sortable = function (th, index) {
@@ -332,6 +334,7 @@
   // Tables of host panels not shown yet, set up when their panel is first shown: each table's setup looks up its
   // controls in the whole page and adds a stylesheet, which on a page of a thousand hosts' panels took seconds.
   var waitingTables = [];
+  var wiring = false;  // while the page's host selects are wired: tables are set up once they all are
 
   function setUpTable(table) {
     var t = new DataTable(table);
@@ -343,8 +346,15 @@
     var waiting = waitingTables;
     waitingTables = [];
     waiting.forEach(function (table) {
-      if (inHiddenPanel(table)) waitingTables.push(table);
-      else setUpTable(table);
+      if (inHiddenPanel(table)) {
+        waitingTables.push(table);
+        return;
+      }
+      try {
+        setUpTable(table);
+      } catch (err) {  // said, and the other tables still set up
+        console.error("table " + table.id + ": " + err);
+      }
     });
   }
 
@@ -355,7 +365,7 @@
       document.querySelectorAll("[data-host-panel='" + group + "']").forEach(function (panel) {
         panel.hidden = panel.dataset.host !== select.value;
       });
-      setUpShownTables();
+      if (!wiring) setUpShownTables();
       document.querySelectorAll("[data-host-panel='" + group + "']").forEach(function (panel) {
         if (!panel.hidden) {
           embedCharts(panel);
@@ -405,7 +415,7 @@
     var target = document.getElementById(id);
     if (!target) return;
     var shownPanel = false;
-    for (var el = target.parentElement; el; el = el.parentElement) {
+    for (var el = target; el; el = el.parentElement) {  // the target may be a panel itself (memory pages)
       if (el.tagName === "DETAILS") el.open = true;
       if (el.hidden && el.dataset.hostPanel) {
         var select = document.querySelector("select[data-host-select='" + el.dataset.hostPanel + "']");
@@ -422,9 +432,12 @@
   window.reportgen = { fmt: fmt, embedCharts: embedCharts, nameChartMenu: nameChartMenu };
 
   document.addEventListener("DOMContentLoaded", function () {
-    // Host panels are hidden first, so that the tables of those not shown wait until they are.
+    // Every host select first hides the panels it does not show (nested ones too), so that the tables of those
+    // panels wait until they are shown.
     waitingTables = Array.prototype.slice.call(document.querySelectorAll("table.sortable, table.data"));
+    wiring = true;
     document.querySelectorAll("select[data-host-select]").forEach(wireHostSelect);
+    wiring = false;
     setUpShownTables();
     document.querySelectorAll("[data-run-switch]").forEach(wireRunSwitch);
     embedCharts(document);

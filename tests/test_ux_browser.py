@@ -281,3 +281,29 @@ def test_a_row_link_opens_its_table_page_and_panel(site, driver):
     assert driver.find_element(By.CSS_SELECTOR, "#tf-op-250 td").text == "250"
     assert driver.find_elements(By.CSS_SELECTOR, "#ops-0-with th button.sort")
     assert console_errors(driver) == []
+
+
+def test_every_run_of_a_long_module_table_answers(site, driver):
+    """The TPU run's HLO module runs (414) are shown 100 at a time: the "Running at" filter counts them all, and a
+    run on a later page zooms the memory timeline as one on the first page does."""
+    from selenium.webdriver.common.by import By
+
+    driver.get((site / "tpu_inference_2" / "memory_profile.html").resolve().as_uri())
+    _wait(driver, READY)
+    root = driver.find_element(By.CSS_SELECTOR, "[data-module-runs]")
+    status = root.find_element(By.CSS_SELECTOR, "[data-module-status]")
+    runs = len(root.find_elements(By.CSS_SELECTOR, "tbody tr"))
+    assert runs == 100  # the first page
+    at = root.find_element(By.CSS_SELECTOR, "tbody tr").get_attribute("data-start-ms")  # a time some run holds
+    driver.execute_script("var box = arguments[0]; box.value = arguments[1]; box.dispatchEvent(new Event('change'));",
+                          root.find_element(By.CSS_SELECTOR, "[data-module-time]"), at)
+    assert " of 414 runs hold " in status.text, status.text
+    driver.execute_script("var box = arguments[0]; box.value = ''; box.dispatchEvent(new Event('change'));",
+                          root.find_element(By.CSS_SELECTOR, "[data-module-time]"))
+    next_page = [b for b in root.find_elements(By.CSS_SELECTOR, ".pager button") if b.text.startswith("Next")][0]
+    next_page.click()
+    row = root.find_element(By.CSS_SELECTOR, "tbody tr")
+    assert row.find_element(By.CSS_SELECTOR, "td").text != "0"  # a run of the second page
+    row.click()
+    assert row.get_attribute("aria-selected") == "true" and status.text.startswith("Timeline zoomed to")
+    assert console_errors(driver) == []

@@ -101,7 +101,11 @@
     this.root.hidden = visible !== null && visible !== this.host;
   };
 
-  document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("[data-module-runs]").forEach(function (root) { new ModuleRuns(root).wire(); });
+  // The runs are taken once the page is parsed, those of a long table's later pages too (see reportgen.js's
+  // whenParsed); they are wired on DOMContentLoaded, after reportgen.js has wired the Memory ID selector.
+  var runs = [];
+  window.reportgen.whenParsed(function () {
+    document.querySelectorAll("[data-module-runs]").forEach(function (root) { runs.push(new ModuleRuns(root)); });
   });
+  document.addEventListener("DOMContentLoaded", function () { runs.forEach(function (r) { r.wire(); }); });
 })();

@@ -37,15 +37,26 @@
       show(pinned);
     }
 
-    scope.querySelectorAll("tr[data-span-start]").forEach(function (row) {
-      row.addEventListener("mouseenter", function () { show(row); });
-      row.addEventListener("mouseleave", function () { show(pinned); });
-      row.addEventListener("focus", function () { show(row); });
-      row.addEventListener("blur", function () { show(pinned); });
-      row.addEventListener("click", function () { select(row); });
-      row.addEventListener("keydown", function (e) {
-        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(row); }
-      });
+    // Listened for on the scope, not on each row: a long buffer table shows a page of rows at a time, and the
+    // rows of its other pages are put in the document only when their page is shown.
+    function rowOf(node) {
+      var row = node && node.closest ? node.closest("tr[data-span-start]") : null;
+      return row && scope.contains(row) ? row : null;
+    }
+    scope.addEventListener("mouseover", function (e) {
+      var row = rowOf(e.target);
+      if (row && rowOf(e.relatedTarget) !== row) show(row);
+    });
+    scope.addEventListener("mouseout", function (e) {
+      var row = rowOf(e.target);
+      if (row && rowOf(e.relatedTarget) !== row) show(pinned);
+    });
+    scope.addEventListener("focusin", function (e) { var row = rowOf(e.target); if (row) show(row); });
+    scope.addEventListener("focusout", function (e) { if (rowOf(e.target)) show(pinned); });
+    scope.addEventListener("click", function (e) { var row = rowOf(e.target); if (row) select(row); });
+    scope.addEventListener("keydown", function (e) {
+      var row = rowOf(e.target);
+      if (row && e.target === row && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); select(row); }
     });
     show(null);
   }

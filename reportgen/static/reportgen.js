@@ -429,7 +429,21 @@
     target.scrollIntoView({ block: "center" });
   }
 
-  window.reportgen = { fmt: fmt, embedCharts: embedCharts, nameChartMenu: nameChartMenu };
+  /* Run `fn` once the page is parsed, before DOMContentLoaded. A page script that takes the rows of a table does it
+     then, while every row is in the document: on DOMContentLoaded this script shows a long table a page at a time,
+     taking the rows of its other pages out of the document. */
+  function whenParsed(fn) {
+    if (document.readyState !== "loading") {
+      fn();
+      return;
+    }
+    document.addEventListener("readystatechange", function parsed() {
+      document.removeEventListener("readystatechange", parsed);
+      fn();
+    });
+  }
+
+  window.reportgen = { fmt: fmt, embedCharts: embedCharts, nameChartMenu: nameChartMenu, whenParsed: whenParsed };
 
   document.addEventListener("DOMContentLoaded", function () {
     // Every host select first hides the panels it does not show (nested ones too), so that the tables of those

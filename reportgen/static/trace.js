@@ -55,7 +55,8 @@
       .catch(function (err) { say(button, "Could not load the file: " + err.message); });
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
+  // Every file row's button, those of a long table's later pages too (see reportgen.js's whenParsed).
+  window.reportgen.whenParsed(function () {
     var served = window.location.protocol === "http:" || window.location.protocol === "https:";
     document.querySelectorAll("[data-perfetto-url]").forEach(function (button) {
       button.hidden = !served;

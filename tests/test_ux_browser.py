@@ -306,4 +306,12 @@ def test_every_run_of_a_long_module_table_answers(site, driver):
     assert row.find_element(By.CSS_SELECTOR, "td").text != "0"  # a run of the second page
     row.click()
     assert row.get_attribute("aria-selected") == "true" and status.text.startswith("Timeline zoomed to")
+    # Filtering on a time only runs of later pages hold shows those runs, from the table's first page.
+    at = float(row.get_attribute("data-end-ms"))
+    driver.execute_script("var box = arguments[0]; box.value = arguments[1]; box.dispatchEvent(new Event('change'));",
+                          root.find_element(By.CSS_SELECTOR, "[data-module-time]"), str(at))
+    shown = driver.execute_script("return Array.from(arguments[0].querySelectorAll('tbody tr'))"
+                                  ".map(r => [+r.dataset.startMs, +r.dataset.endMs, r.offsetParent !== null]);", root)
+    held = int(status.text.split(" of ")[0])
+    assert 0 < held == len(shown) and all(start <= at <= end and visible for start, end, visible in shown)
     assert console_errors(driver) == []

@@ -63,20 +63,21 @@
   ModuleRuns.prototype.filter = function (text) {
     var t = Number(text);
     var all = text === "" || isNaN(t) || t < this.first || t > this.last;
-    var shown = 0;
-    this.rows.forEach(function (r) {
-      r.hidden = !all && !(t >= Number(r.dataset.startMs) && t <= Number(r.dataset.endMs));
-      if (!r.hidden) shown++;
-    });
-    if (!all) this.status.textContent = shown + " of " + this.rows.length + " runs hold " + t + " ms.";
+    function holds(r) { return t >= Number(r.dataset.startMs) && t <= Number(r.dataset.endMs); }
+    // Through the table, which shows a long list a page at a time: the runs that hold t, from its first page.
+    var table = window.reportgen.tableOf(this.root.querySelector("table"));
+    if (table) table.keepRows(all ? null : holds);
+    else this.rows.forEach(function (r) { r.hidden = !all && !holds(r); });
+    if (!all) this.status.textContent = this.rows.filter(holds).length + " of " + this.rows.length + " runs hold " + t +
+      " ms.";
   };
 
   ModuleRuns.prototype.wire = function () {
     var self = this;
     this.rows.forEach(function (row) {
       row.addEventListener("click", function () { self.select(row); });
-      row.addEventListener("keydown", function (e) {
-        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); self.select(row); }
+      row.addEventListener("keydown", function (e) {  // on the row itself: Enter on a name cell opens the name
+        if (e.target === row && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); self.select(row); }
       });
     });
     this.root.querySelector("[data-module-reset]").addEventListener("click", function () {

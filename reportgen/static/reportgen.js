@@ -104,6 +104,7 @@
 
   function DataTable(table) {
     this.table = table;
+    table.reportgenTable = this;  // for page scripts: reportgen.tableOf
     if (!table.id) table.id = "data-table-" + (++tableCount);
     this.body = table.tBodies[0];
     this.headers = table.tHead ? Array.prototype.slice.call(table.tHead.rows[0].cells) : [];
@@ -174,13 +175,23 @@
 
   DataTable.prototype.filter = function (value) {
     var needle = (value || "").toLowerCase();
+    var keep = this.keep;
     this.needle = needle;
-    this.shown = needle === "" ? this.rows : this.rows.filter(function (row) {
+    this.shown = needle === "" && !keep ? this.rows : this.rows.filter(function (row) {
+      if (keep && !keep(row)) return false;
+      if (needle === "") return true;
       if (row._text === undefined) row._text = row.textContent.toLowerCase();
       return row._text.indexOf(needle) >= 0;
     });
     this.page = 0;
     this.render();
+  };
+
+  // The rows a page script shows (those `keep(row)` is true for; null: every row), besides the filter box's: a page
+  // script's own filter must go through the table, which holds the rows of its other pages out of the document.
+  DataTable.prototype.keepRows = function (keep) {
+    this.keep = keep;
+    this.filter(this.needle);
   };
 
   DataTable.prototype.render = function () {
@@ -443,7 +454,13 @@
     });
   }
 
-  window.reportgen = { fmt: fmt, embedCharts: embedCharts, nameChartMenu: nameChartMenu, whenParsed: whenParsed };
+  // The data table of a <table> once it is set up (null before: see setUpShownTables).
+  function tableOf(el) {
+    return (el && el.reportgenTable) || null;
+  }
+
+  window.reportgen = { fmt: fmt, embedCharts: embedCharts, nameChartMenu: nameChartMenu, whenParsed: whenParsed,
+                       tableOf: tableOf };
 
   document.addEventListener("DOMContentLoaded", function () {
     // Every host select first hides the panels it does not show (nested ones too), so that the tables of those

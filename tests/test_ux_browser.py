@@ -314,4 +314,5 @@ def test_every_run_of_a_long_module_table_answers(site, driver):
                                   ".map(r => [+r.dataset.startMs, +r.dataset.endMs, r.offsetParent !== null]);", root)
     held = int(status.text.split(" of ")[0])
     assert 0 < held == len(shown) and all(start <= at <= end and visible for start, end, visible in shown)
+    assert not root.find_element(By.CSS_SELECTOR, ".pager").is_displayed()  # they fit one page
     assert console_errors(driver) == []

@@ -373,11 +373,10 @@
   function wireHostSelect(select) {
     var group = select.dataset.hostSelect;
     function show() {
-      document.querySelectorAll("[data-host-panel='" + group + "']").forEach(function (panel) {
-        panel.hidden = panel.dataset.host !== select.value;
-      });
+      var panels = document.querySelectorAll("[data-host-panel='" + group + "']");
+      panels.forEach(function (panel) { panel.hidden = panel.dataset.host !== select.value; });
       if (!wiring) setUpShownTables();
-      document.querySelectorAll("[data-host-panel='" + group + "']").forEach(function (panel) {
+      panels.forEach(function (panel) {
         if (!panel.hidden) {
           embedCharts(panel);
           tables.forEach(function (t) { if (panel.contains(t.table)) t.updateSticky(); });

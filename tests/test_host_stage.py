@@ -1,5 +1,6 @@
-"""The host stage runs the sections that read the capture alone on a thread beside the others, and
-its outcome is the one the sections give in sequence: parts in section order, the first error."""
+"""The host stage runs the sections that read the capture alone on a thread beside the others when the
+capture is large, in sequence when it is small, and its outcome is the one the sections give in sequence:
+parts in section order, the first error."""
 
 from __future__ import annotations
 
@@ -51,8 +52,11 @@ class InLine(Section):
         return {"hosts": 1}
 
 
-def _run(monkeypatch, tmp_path, sections):
+def _run(monkeypatch, tmp_path, sections, min_events: int = 0):
+    """The host stage of the sample's host (7,041 events) with `sections`; a capture-only section gets
+    the thread when the capture has at least `min_events` events."""
     monkeypatch.setattr(host_stage, "SECTIONS", sections)
+    monkeypatch.setattr(host_stage._CaptureOnly, "MIN_EVENTS", min_events)
     task = HostTask(index=0, run="run", host=HostFile(host="vm", path=str(FAST), size=FAST.stat().st_size))
     return process_host(task, str(tmp_path / "out"))
 
@@ -79,6 +83,16 @@ def test_an_earlier_sections_error_wins_and_the_thread_is_waited_for(monkeypatch
     returned = time.perf_counter()
     assert outcome.error == "run/vm.xplane.pb: the in-line section failed"
     assert beside.finished is not None and beside.finished <= returned
+
+
+def test_a_small_capture_runs_them_in_sequence_with_the_same_outcome(monkeypatch, tmp_path):
+    beside, inline = Beside(), InLine()
+    outcome = _run(monkeypatch, tmp_path, [inline, beside, InLine()], min_events=10**9)
+    assert outcome.error is None and list(outcome.parts) == ["inline", "beside"]
+    assert beside.thread == inline.thread == threading.current_thread().name
+    assert "host.beside" in outcome.timings and "host.beside (waited for)" not in outcome.timings
+    failed = _run(monkeypatch, tmp_path, [InLine(), Beside(fail=True)], min_events=10**9)
+    assert failed.error == "run/vm.xplane.pb: the capture-only section failed"
 
 
 @pytest.mark.parametrize("slug", ["trace"])

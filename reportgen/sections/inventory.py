@@ -15,8 +15,6 @@ from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads
 from reportgen.sections.vega import records, responsive, vega_spec, with_datasets
 
-HOST_CSV_COLUMNS = ["plane", "line_id", "line", "events", "first_ms", "last_ms"]
-
 
 def host_csv_path(host: str) -> str:
     return f"data/inventory/hosts/{host}.csv"
@@ -58,8 +56,13 @@ class InventorySection(Section):
         # Written here, while the host is at hand, through the host-stage output
         # contract (it also works when this stage runs on a Dask worker).
         inventory.csv = host_csv_path(host.host)
+        lines = inventory.lines
+        table = pd.DataFrame({"plane": lines["plane"].to_numpy(), "line_id": lines["line_id"].to_numpy(),
+                              "line": lines["line"].to_numpy(), "events": lines["events"].to_numpy(),
+                              "first_ms": lines["first_ps"].to_numpy() / 1e9,
+                              "last_ms": lines["last_ps"].to_numpy() / 1e9})  # with_ms's, in one frame
         with host.open_output(inventory.csv) as handle:
-            neutralize_formulas(with_ms(inventory.lines)[HOST_CSV_COLUMNS]).to_csv(handle, index=False)
+            neutralize_formulas(table).to_csv(handle, index=False)
         return inventory
 
     def combine(self, run: RunContext, parts: dict[str, HostInventory]) -> dict:

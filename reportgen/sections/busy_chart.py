@@ -28,15 +28,18 @@ def short_label(text: str) -> str:
     return f"{text[:LABEL_LIMIT - 12]}… #{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def busy_slices(activity: pd.DataFrame) -> pd.DataFrame:
+def busy_slices(activity: pd.DataFrame, strip: int = 0) -> pd.DataFrame:
     """Only the busy slices and the columns the chart reads, rounded: a capture of many lines
-    or a run of many hosts otherwise carries megabytes of idle bins into its page."""
+    or a run of many hosts otherwise carries megabytes of idle bins into its page. `strip`: how many
+    characters to take off the start of each (shortened) label, a prefix every label has."""
     busy = activity["busy_percent"].to_numpy() > 0
     # Built from numpy columns: DataFrame.loc and .round cost milliseconds per host, and a run can have
     # thousands of hosts (np.round is what DataFrame.round calls).
     labels = activity["label"].to_numpy()[busy]
     if any(len(label) > LABEL_LIMIT for label in labels):
         labels = np.array([short_label(label) for label in labels], dtype=object)
+    if strip:
+        labels = np.array([label[strip:] for label in labels], dtype=object)
     return pd.DataFrame({"label": labels,
                          "bin_start_ms": np.round(activity["bin_start_ms"].to_numpy()[busy], 4),
                          "bin_end_ms": np.round(activity["bin_end_ms"].to_numpy()[busy], 4),

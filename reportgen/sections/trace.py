@@ -58,14 +58,12 @@ def overview_chart(part: TraceHostPart) -> tuple[dict, int]:
     """Busy share per line over time, with step starts and chunk cuts marked; and how many thread lines it draws
     as pool rows."""
     export = part.export
-    busy = busy_slices(export.activity)
     labels = [short_label(label) for label in export.row_labels]  # as busy_slices shows them
     # Every row is of this host (the page says which): its name does not start each label.
     prefix = f"{export.host} "
-    if labels and all(label.startswith(prefix) for label in labels):
-        labels = [label[len(prefix):] for label in labels]
-        busy = busy.assign(label=busy["label"].str.slice(len(prefix)))
-    busy, labels, pooled = pool_threads(busy, labels)
+    strip = len(prefix) if labels and all(label.startswith(prefix) for label in labels) else 0
+    labels = [label[strip:] for label in labels]
+    busy, labels, pooled = pool_threads(busy_slices(export.activity, strip), labels)
     datasets: dict = {"busy": busy_rects(busy)}
     steps = export.steps
     if steps:

@@ -76,6 +76,19 @@ def test_host_stage_outputs_reach_the_site_and_a_failed_host_leaves_none(builds)
     assert not (parallel.output / ".staging").exists()
 
 
+@pytest.mark.parametrize("executable", [None, "", "/bin/true"], ids=["none", "empty", "not-python"])
+def test_the_staging_folder_goes_when_no_child_can_remove_it(builds, tmp_path, monkeypatch, executable):
+    # An embedding program may have no `sys.executable`, or name itself: the build removes the staging
+    # folder's leftovers in its own process then (`/bin/true` ends at once having removed nothing).
+    monkeypatch.setattr("sys.executable", executable)
+    serial, _ = builds
+    logdir = make_logdir(tmp_path / "logdir", pod_runs())
+    report = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False))
+    assert report.exit_code == EXIT_PARTIAL  # the truncated host, as in the other builds
+    assert not (report.output / ".staging").exists()
+    assert_same_site(serial.output, report.output)
+
+
 def test_host_outputs_stay_inside_the_run_folder(tmp_path):
     capture = decode_xspace(str(FAST), FAST.read_bytes(), host="vm")
     ctx = host_context("r", capture, str(tmp_path))

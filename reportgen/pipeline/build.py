@@ -205,23 +205,37 @@ def _place_outputs(outcomes: list[HostOutcome], staging: Path, site_dir: Path) -
     for index, outcome in enumerate(outcomes):
         if outcome.error is None and outcome.files:
             _move_tree(staging / f"{index:06d}", site_dir)
-    try:
-        return subprocess.Popen([sys.executable, "-I", "-S", "-c", REMOVE_FOLDER, str(staging)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
-        return None
+    if sys.executable:  # None or "" in an embedding program that cannot start another Python
+        try:
+            return subprocess.Popen([sys.executable, "-I", "-S", "-c", REMOVE_FOLDER, str(staging)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except (OSError, ValueError):
+            pass
+    shutil.rmtree(staging, ignore_errors=True)
+    return None
 
 
 # The staging folder's removal, in a child process of its own (`_place_outputs`).
 REMOVE_FOLDER = "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)"
+# How long the commit waits for that child before ending it and removing the rest itself (a program
+# that embeds Python may name itself as `sys.executable` and not run the command at all).
+REMOVAL_WAIT_S = 30.0
 
 
 def _finish_removal(remover: subprocess.Popen | None, staging: Path) -> None:
     """Wait for the staging folder's removal; what the child could not remove is removed here."""
-    if remover is not None:
-        remover.wait()
+    _wait_or_end(remover)
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def _wait_or_end(remover: subprocess.Popen | None) -> None:
+    if remover is None:
+        return
+    try:
+        remover.wait(timeout=REMOVAL_WAIT_S)
+    except subprocess.TimeoutExpired:
+        remover.kill()
+        remover.wait()
 
 
 def _move_tree(source: Path, target: Path) -> None:
@@ -313,15 +327,13 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
                     cache.prune()
                 cache.save_memo()
     except OSError as exc:  # a full disk, a folder that cannot be written: the previous site is untouched
-        if remover is not None:  # the temporary site goes as a whole once the child is done
-            remover.wait()
+        _wait_or_end(remover)  # the temporary site goes as a whole once the child is done
         transaction.abort()
         progress.close()
         raise OutputError(f"{options.output}: the site could not be written ({_what_failed(exc, transaction)}); "
                           "the output folder is as it was") from exc
     except BaseException:
-        if remover is not None:  # the temporary site goes as a whole once the child is done
-            remover.wait()
+        _wait_or_end(remover)  # the temporary site goes as a whole once the child is done
         transaction.abort()
         progress.close()
         raise  # children compiling kernels ahead go on alone: what they compile is kept for the next build

@@ -340,7 +340,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
 
     windows = []
     t_first, t_last = int(start.min()), int(end.max())
-    # Windows are written on a few threads: the JSON writer and ISA-L release the GIL. A host of one window
+    # Windows are written on a few threads: the JSON writer and zlib-ng release the GIL. A host of one window
     # (most hosts of a pod's run) writes it here: starting threads cost more than its whole window.
     with ThreadPoolExecutor(max_workers=WRITER_THREADS) if n_windows > 1 else nullcontext() as pool:
         pending = []

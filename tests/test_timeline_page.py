@@ -52,9 +52,12 @@ def _open(driver, page: Path, fragment: str = "") -> dict:
     driver.implicitly_wait(0)
     from selenium.webdriver.support.ui import WebDriverWait
 
+    # A deep link (a fragment with a view) is opened once the page has applied it. Read from what was asked, not
+    # from location.hash: the page writes its view there itself, soon after it is ready.
+    linked = "=" in fragment
     WebDriverWait(driver, 30).until(lambda d: d.execute_script(
         "var r = [...document.querySelectorAll('[data-timeline]')].find(e => e.offsetParent !== null);"
-        "return r && r.dataset.ready && (!location.hash.includes('=') || r.dataset.linked);"))
+        "return r && r.dataset.ready && (!arguments[0] || r.dataset.linked);", linked))
     return driver.execute_script("""
       var root = [...document.querySelectorAll('[data-timeline]')].find(e => e.offsetParent !== null);
       var tl = root.timeline, v = tl.view();
@@ -319,6 +322,54 @@ def test_single_file_report_embeds_each_hosts_busiest_step(site, driver, tmp_pat
         " r.querySelector('[data-timeline-status]').textContent]")
     assert status[1] == kernel or "No event named like" in status[2]
     _shot(driver, tmp_path, "timeline-single-file.png")
+    assert console_errors(driver) == []
+
+
+def test_a_small_hosts_timeline_is_one_file_and_opens_with_its_events_args_and_excerpt(driver, tmp_path):
+    """A pod's tiny host: index.js carries every part (windows, args, excerpt); the page draws every event, shows
+    a clicked event's args, and the single-file report embeds the excerpt, without another file to load."""
+    from reportgen.export import timeline
+    from reportgen.output.single_file import write_single_file
+    from tests.logdirs import make_logdir, small_capture
+    from tests.timeline_files import inline_parts
+
+    logdir = make_logdir(tmp_path / "logs", {"pod": {f"host{i}": small_capture(i) for i in range(2)}})
+    site = tmp_path / "site"
+    assert main(["build", str(logdir), "-o", str(site), "-q", "--jobs", "1", "--no-cache"]) == 0
+    folder = site / "pod" / "trace" / "host0" / timeline.DIR
+    assert sorted(p.name for p in folder.iterdir()) == ["index.js"]
+    index = read_index(folder)
+    parts = {w[k] for w in index["windows"] for k in ("key", "args")} | {index["excerpt"]["key"],
+                                                                         index["excerpt"]["args"]}
+    assert parts <= set(inline_parts(folder)) and "w-000" in parts
+    assert (folder / "index.js").stat().st_size <= timeline.SMALL_TIMELINE_BYTES + 4096
+
+    state = _open(driver, (site / "pod" / "trace.html").resolve())
+    assert state["host"] == "host0" and state["mode"] == "detail" and state["drawn"] == index["events"] > 0
+    clicked = _click_event(driver, index["tracks"][0]["title"])
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "return document.querySelector('section:not([hidden]) [data-timeline]').dataset.argsReady"))
+    shown = driver.execute_script("return document.querySelector('section:not([hidden]) [data-timeline-details] h4')"
+                                  ".textContent")
+    assert shown == clicked["name"]
+    # No part was asked for as a file of its own: the page inserted index.js alone.
+    inserted = driver.execute_script("return [...document.querySelectorAll('script[src*=\"/timeline/\"]')]"
+                                     ".map(s => s.getAttribute('src'))")
+    assert inserted and all(src.endswith("/index.js") for src in inserted), inserted
+    _shot(driver, tmp_path, "timeline-small-host.png")
+    assert console_errors(driver) == []
+
+    report = tmp_path / "report.html"
+    write_single_file(site, report)
+    driver.get(report.as_uri())
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "return [...document.querySelectorAll('[data-timeline]')].some(e => e.dataset.ready)"))
+    embedded = driver.execute_script(
+        "return [...document.querySelectorAll('[data-timeline]')].filter(e => e.dataset.ready)"
+        ".map(e => [e.dataset.host, +e.dataset.drawn, e.dataset.mode])")
+    assert ["host0", index["events"], "detail"] in embedded
     assert console_errors(driver) == []
 
 

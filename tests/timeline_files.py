@@ -14,19 +14,44 @@ PREFIX = b"reportgenTimeline.add("
 SUFFIX = b");\n"
 
 
-def read_script(path: Path) -> tuple[dict, object]:
-    """(header, payload) of one file: the index's payload is its object, others' their decoded bytes."""
+def _calls(path: Path) -> list[tuple[dict, object]]:
     raw = path.read_bytes()
     assert raw.startswith(PREFIX) and raw.endswith(SUFFIX), f"{path}: not a reportgenTimeline.add(…) call"
-    text = raw[len(PREFIX):-len(SUFFIX)].decode("utf-8")
+    text = raw.decode("utf-8")
     decoder = json.JSONDecoder()
-    header, end = decoder.raw_decode(text)
-    assert text[end] == ","
-    payload, end = decoder.raw_decode(text, end + 1)
-    assert end == len(text)
+    calls, at = [], 0
+    while at < len(text):
+        assert text.startswith(PREFIX.decode(), at), f"{path}: not a reportgenTimeline.add(…) call at {at}"
+        header, end = decoder.raw_decode(text, at + len(PREFIX))
+        assert text[end] == ","
+        payload, end = decoder.raw_decode(text, end + 1)
+        assert text.startswith(SUFFIX.decode(), end)
+        calls.append((header, payload))
+        at = end + len(SUFFIX)
+    return calls
+
+
+def read_script(path: Path) -> tuple[dict, object]:
+    """(header, payload) of one part: the index's payload is its object, others' their decoded bytes.
+
+    A part is its own file, or, in a small host's timeline, a call in index.js before the index's own (which
+    is then the file's last call)."""
+    if path.is_file():
+        calls = _calls(path)
+        assert path.name == "index.js" or len(calls) == 1, f"{path}: {len(calls)} calls in a part's file"
+        header, payload = calls[-1]
+    else:
+        held = {h["key"]: (h, p) for h, p in _calls(path.parent / "index.js")[:-1]}
+        assert path.stem in held, f"{path}: no such file, and not in index.js"
+        header, payload = held[path.stem]
     if isinstance(payload, str):
         return header, zlib.decompress(base64.b64decode(payload))
     return header, payload
+
+
+def inline_parts(folder: Path) -> list[str]:
+    """Keys of the parts a small host's index.js carries."""
+    return [h["key"] for h, _ in _calls(folder / "index.js")[:-1]]
 
 
 @dataclass

@@ -22,19 +22,29 @@ from urllib.parse import unquote
 from reportgen.export.timeline import REGISTER
 
 MAX_EMBEDDED_BYTES = 6 * 2**20  # every embedded timeline of one report together
-_PREFIX = (REGISTER + "(").encode()
+_PREFIX_TEXT = REGISTER + "("
 _TIMELINE_DIV = re.compile(r'<div class="timeline" data-timeline data-host="[^"]*" data-base="([^"]*)"')
 
 
-def read_call(raw: bytes) -> tuple[dict, object]:
-    """(header, payload) of a timeline file, the payload as written (an object, or base64 text)."""
-    if not raw.startswith(_PREFIX) or not raw.endswith(b");\n"):
-        raise ValueError("not a timeline data file")
-    text = raw[len(_PREFIX):-3].decode("utf-8")
+def read_calls(raw: bytes) -> list[tuple[dict, object, int]]:
+    """(header, payload, bytes of its call) of each call in a timeline file, the payload as written (an
+    object, or base64 text). A small host's index.js holds every part's call before its own."""
+    calls = []
+    text = raw.decode("utf-8")
     decoder = json.JSONDecoder()
-    header, end = decoder.raw_decode(text)
-    payload, end = decoder.raw_decode(text, end + 1)
-    return header, payload
+    at = 0
+    while at < len(text):
+        if not text.startswith(_PREFIX_TEXT, at):
+            raise ValueError("not a timeline data file")
+        header, end = decoder.raw_decode(text, at + len(_PREFIX_TEXT))
+        payload, end = decoder.raw_decode(text, end + 1)
+        if not text.startswith(");\n", end):
+            raise ValueError("not a timeline data file")
+        calls.append((header, payload, len(text[at:end + 3].encode("utf-8"))))
+        at = end + 3
+    if not calls:
+        raise ValueError("not a timeline data file")
+    return calls
 
 
 def _data(header: dict, payload) -> str:
@@ -46,11 +56,17 @@ def _data(header: dict, payload) -> str:
 def excerpt_blocks(folder: Path, budget: int) -> tuple[list[str], int]:
     """JSON texts `[header, payload]` of a host's excerpt files (or of its index alone), and the bytes they
     take of the budget."""
-    header, index = read_call((folder / "index.js").read_bytes())
+    *held, (header, index, _) = read_calls((folder / "index.js").read_bytes())
+    inline = {h.get("key"): (h, payload, size) for h, payload, size in held}
     excerpt = index.get("excerpt")
-    files = [folder / f"{excerpt[k]}.js" for k in ("key", "args")] if excerpt else []
-    size = sum(f.stat().st_size for f in files if f.is_file())
-    fits = bool(files) and all(f.is_file() for f in files) and size <= budget
+    parts = []
+    for key in (excerpt["key"], excerpt["args"]) if excerpt else ():
+        if key in inline:
+            parts.append(inline[key])
+        elif (folder / f"{key}.js").is_file():
+            parts.append(read_calls((folder / f"{key}.js").read_bytes())[0])
+    size = sum(part[2] for part in parts)
+    fits = bool(excerpt) and len(parts) == 2 and size <= budget
     whole = {k: index[k] for k in ("events", "start", "end")}
     index = {**index, "lod": [], "whole": whole}
     if fits:
@@ -61,7 +77,7 @@ def excerpt_blocks(folder: Path, budget: int) -> tuple[list[str], int]:
         index["windows"] = []
     blocks = [_data(header, index)]
     if fits:
-        blocks += [_data(*read_call(f.read_bytes())) for f in files]
+        blocks += [_data(h, payload) for h, payload, _ in parts]
     return blocks, size if fits else 0
 
 

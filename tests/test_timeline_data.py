@@ -202,6 +202,42 @@ def test_capture_strings_cannot_end_the_script(tmp_path):
     assert result.timeline.events == 1
 
 
+def test_a_small_hosts_parts_are_in_its_index_and_embed_as_from_files(tmp_path, monkeypatch):
+    from reportgen.export.timeline_embed import excerpt_blocks, read_calls
+    from tests.timeline_files import inline_parts
+
+    def export(name: str) -> Path:
+        space = Space()
+        line = space.plane("/host:CPU").line(1, "python")
+        for k in range(5):
+            line.event(f"op{k}", k * 20 * NS, 10 * NS)
+        export_host(space.capture(), "run", tmp_path / name, "json")
+        return tmp_path / name / timeline.DIR
+
+    one = export("one")
+    assert [p.name for p in one.iterdir()] == ["index.js"]
+    index = read_index(one)
+    assert set(inline_parts(one)) == {"a-000", "w-000", "x-000", "xa-000"} and index["events"] == 5
+    _, cols = read_columns(one / "w-000.js")  # the reader finds it in index.js
+    assert cols.name == [f"op{k}" for k in range(5)]
+
+    monkeypatch.setattr(timeline, "SMALL_TIMELINE_BYTES", 0)
+    apart = export("apart")
+    assert sorted(p.name for p in apart.iterdir()) == ["a-000.js", "index.js", "w-000.js", "x-000.js", "xa-000.js"]
+    assert inline_parts(apart) == []
+    # The single-file report embeds the same blocks, of the same size, either way; nothing without room.
+    assert excerpt_blocks(one, 1 << 20) == excerpt_blocks(apart, 1 << 20)
+    blocks, size = excerpt_blocks(one, 1 << 20)
+    assert len(blocks) == 3 and size == sum((apart / f"{k}.js").stat().st_size for k in ("x-000", "xa-000"))
+    assert len(excerpt_blocks(one, size - 1)[0]) == len(excerpt_blocks(apart, size - 1)[0]) == 1
+
+    raw = (one / "index.js").read_bytes()
+    assert len(read_calls(raw)) == 5
+    for broken in (raw[:-1], raw.replace(b'},"', b'} "', 1), raw + b"x", b""):
+        with pytest.raises(ValueError):
+            read_calls(broken)
+
+
 def test_vendored_flame_chart_is_the_pinned_version():
     folder = REPO / "reportgen" / "static" / "vendor" / "flame-chart-js"
     pinned = dict(line.split("=", 1) for line in (folder / "VERSION").read_text().splitlines())

@@ -285,7 +285,7 @@ def test_single_file_report_embeds_each_hosts_busiest_step(site, driver, tmp_pat
     report = tmp_path / "report.html"
     write_single_file(site, report)
     document = report.read_text(encoding="utf-8")
-    embedded = sum(len(m) for m in re.findall(r"<script type=\"application/json\" data-timeline-data>.*?</script>",
+    embedded = sum(len(m) for m in re.findall(r"<script type=\"application/json\" data-timeline-data[^>]*>.*?</script>",
                                                 document, re.S))
     assert 0 < embedded <= MAX_EMBEDDED_BYTES + 64 * 1024  # the excerpts, plus each host's index
     driver.get(report.as_uri())
@@ -370,6 +370,38 @@ def test_a_small_hosts_timeline_is_one_file_and_opens_with_its_events_args_and_e
         "return [...document.querySelectorAll('[data-timeline]')].filter(e => e.dataset.ready)"
         ".map(e => [e.dataset.host, +e.dataset.drawn, e.dataset.mode])")
     assert ["host0", index["events"], "detail"] in embedded
+    assert console_errors(driver) == []
+
+
+def test_single_file_report_keeps_two_runs_hosts_of_one_name_apart(driver, tmp_path):
+    """One document holds every run's trace page: a host named alike in two runs shows its own events and args."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from reportgen.output.single_file import write_single_file
+    from tests.logdirs import make_logdir, small_capture
+
+    # small_capture(i)'s "worker" events last i * 1000 + k ps: 0.5 µs in runa, 0.9 µs in runb.
+    logdir = make_logdir(tmp_path / "logs", {"runa": {"host0": small_capture(500)},
+                                             "runb": {"host0": small_capture(900)}})
+    site = tmp_path / "site"
+    assert main(["build", str(logdir), "-o", str(site), "-q", "--jobs", "1", "--no-cache"]) == 0
+    report = tmp_path / "report.html"
+    write_single_file(site, report)
+    driver.get(report.as_uri())
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "return [...document.querySelectorAll('[data-timeline]')].filter(e => e.dataset.ready).length === 2"))
+    for run, expected_us in (("runa", 0.500003), ("runb", 0.900003), ("runa", 0.500003)):
+        # Select the run's longest worker event as a click does; its args come from the embedded excerpt.
+        driver.execute_script("""
+          var root = document.querySelector("section[data-page='" + arguments[0] + "/trace.html'] [data-timeline]");
+          var tl = root.timeline, plugin = tl.tracks.find(p => p.track.title === "worker"), best = null;
+          plugin.flatTree.forEach(n => { if (!best || n.source.duration > best.source.duration) best = n; });
+          root.querySelector('[data-timeline-details]').innerHTML = "";
+          tl.select(plugin, best);""", run)
+        event = WebDriverWait(driver, 20).until(lambda d, shown=run: d.execute_script(
+            "var a = document.querySelector(\"section[data-page='\" + arguments[0] + \"/trace.html'] "
+            "[data-timeline-args]\"); return a && a.dataset.event && JSON.parse(a.dataset.event);", shown))
+        assert event["name"] == "op3" and event["dur"] == pytest.approx(expected_us), (run, event)
     assert console_errors(driver) == []
 
 

@@ -17,7 +17,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from reportgen.export.timeline import REGISTER
 
@@ -37,6 +37,8 @@ def read_calls(raw: bytes) -> list[tuple[dict, object, int]]:
         if not text.startswith(_PREFIX_TEXT, at):
             raise ValueError("not a timeline data file")
         header, end = decoder.raw_decode(text, at + len(_PREFIX_TEXT))
+        if not text.startswith(",", end):
+            raise ValueError("not a timeline data file")
         payload, end = decoder.raw_decode(text, end + 1)
         if not text.startswith(");\n", end):
             raise ValueError("not a timeline data file")
@@ -59,14 +61,14 @@ def excerpt_blocks(folder: Path, budget: int) -> tuple[list[str], int]:
     *held, (header, index, _) = read_calls((folder / "index.js").read_bytes())
     inline = {h.get("key"): (h, payload, size) for h, payload, size in held}
     excerpt = index.get("excerpt")
-    parts = []
-    for key in (excerpt["key"], excerpt["args"]) if excerpt else ():
-        if key in inline:
-            parts.append(inline[key])
-        elif (folder / f"{key}.js").is_file():
-            parts.append(read_calls((folder / f"{key}.js").read_bytes())[0])
-    size = sum(part[2] for part in parts)
-    fits = bool(excerpt) and len(parts) == 2 and size <= budget
+    keys = [excerpt["key"], excerpt["args"]] if excerpt else []
+    # A part's size from index.js, or from its file's size: a file is read only once it is known to fit (most
+    # hosts' excerpts no longer do once the budget is spent).
+    files = {key: folder / f"{key}.js" for key in keys if key not in inline}
+    sizes = [inline[key][2] if key in inline else files[key].stat().st_size for key in keys
+             if key in inline or files[key].is_file()]
+    size = sum(sizes)
+    fits = bool(keys) and len(sizes) == len(keys) and size <= budget
     whole = {k: index[k] for k in ("events", "start", "end")}
     index = {**index, "lod": [], "whole": whole}
     if fits:
@@ -77,25 +79,33 @@ def excerpt_blocks(folder: Path, budget: int) -> tuple[list[str], int]:
         index["windows"] = []
     blocks = [_data(header, index)]
     if fits:
+        parts = [inline[key] if key in inline else read_calls(files[key].read_bytes())[0] for key in keys]
         blocks += [_data(h, payload) for h, payload, _ in parts]
     return blocks, size if fits else 0
 
 
 def embed_timelines(site_dir: Path, page: str, main_html: str, budget: int,
-                    data_element: Callable[[str], str]) -> tuple[str, int]:
-    """`main_html` with each timeline's data blocks (made elements by `data_element`) inserted
-    before it; the bytes of the budget used."""
+                    data_element: Callable[[str, str], str]) -> tuple[str, int]:
+    """`main_html` with each timeline's data blocks (made elements by `data_element(text, base attribute)`)
+    inserted before it; the bytes of the budget used.
+
+    Each timeline's `data-base` becomes its folder from the site's root, and its blocks carry the same: the
+    page keeps a timeline's files by folder and host, and one document holds every run's pages, in which two
+    runs' hosts may share a name (and their folders from their own pages, `trace/<host>/timeline/`)."""
     used = 0
     out, last = [], 0
     for match in _TIMELINE_DIV.finditer(main_html):
         base = unquote(html.unescape(match.group(1)))
-        folder = site_dir / posixpath.normpath(posixpath.join(posixpath.dirname(page), base))
+        from_root = posixpath.normpath(posixpath.join(posixpath.dirname(page), base))
+        folder = site_dir / from_root
         if not (folder / "index.js").is_file():
             continue
         blocks, size = excerpt_blocks(folder, budget - used)
         used += size
+        attribute = html.escape(quote(from_root + "/"), quote=True)
         out.append(main_html[last:match.start()])
-        out.extend(data_element(text) for text in blocks)
-        last = match.start()
+        out.extend(data_element(text, attribute) for text in blocks)
+        out.append(main_html[match.start():match.start(1)] + attribute)
+        last = match.end(1)
     out.append(main_html[last:])
     return "".join(out), used

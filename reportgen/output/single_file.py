@@ -438,7 +438,8 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
         # The trace page's timeline: each host's busiest step, embedded (the whole trace stays in the site).
         page.main, used = embed_timelines(
             site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
-            lambda data: f'<script type="application/json" data-timeline-data>{data}</script>\n')
+            lambda data, base: (f'<script type="application/json" data-timeline-data data-base="{base}">'
+                                f'{data}</script>\n'))
         timeline_bytes += used
         note = _omitted_note(page.omitted) if page.omitted else ""
         omitted.extend(t for t in page.omitted if t not in omitted)

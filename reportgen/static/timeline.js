@@ -16,21 +16,30 @@
   var PS_PER_MS = 1e9;
   var BLOCK = 16;                   // flame-chart-js block height (px); a level is BLOCK + 1 px
   var MERGED_COLOR = "#aab3bf";
-  var store = {};                   // host → { files: key → entry, waiting: key → [resolve] }
+  // One timeline's files, by its data folder and host: { files: key → entry, waiting: key → [resolve] }. The
+  // folder tells apart two runs' hosts of one name, which a single-file report holds in one document.
+  var store = {};
 
-  function hostStore(host) {
-    if (!store[host]) store[host] = { files: {}, waiting: {} };
-    return store[host];
+  function hostStore(host, base) {
+    var id = base + "\n" + host;
+    if (!store[id]) store[id] = { files: {}, waiting: {} };
+    return store[id];
+  }
+
+  function register(base, header, payload) {
+    var s = hostStore(header.host, base);
+    s.files[header.key] = { header: header, payload: payload, decoded: null };
+    var waiting = s.waiting[header.key] || [];
+    delete s.waiting[header.key];
+    waiting.forEach(function (w) { w.resolve(s.files[header.key]); });
   }
 
   // ---- data files ----------------------------------------------------------------------------
   window.reportgenTimeline = {
+    /* Called by a data file as it runs: the <script> element that loadScript inserted names its folder. */
     add: function (header, payload) {
-      var s = hostStore(header.host);
-      s.files[header.key] = { header: header, payload: payload, decoded: null };
-      var waiting = s.waiting[header.key] || [];
-      delete s.waiting[header.key];
-      waiting.forEach(function (w) { w.resolve(s.files[header.key]); });
+      var el = document.currentScript;
+      register(el && el.dataset.timelineBase || "", header, payload);
     },
     instances: [],
     /* Called as soon as the parser has built a timeline's element (bootWhileParsing): its data
@@ -47,13 +56,13 @@
     document.querySelectorAll("script[data-timeline-data]:not([data-adopted])").forEach(function (el) {
       el.dataset.adopted = "1";
       var call = JSON.parse(el.textContent);
-      window.reportgenTimeline.add(call[0], call[1]);
+      register(el.dataset.base || "", call[0], call[1]);
     });
   }
 
   function loadScript(host, base, key) {
     adoptEmbedded();
-    var s = hostStore(host);
+    var s = hostStore(host, base);
     if (s.files[key]) return Promise.resolve(s.files[key]);
     return new Promise(function (resolve, reject) {
       var first = !s.waiting[key];
@@ -61,6 +70,7 @@
       if (!first) return;
       var el = document.createElement("script");
       el.src = base + key + ".js";
+      el.dataset.timelineBase = base;
       el.onerror = function () {
         var waiting = s.waiting[key] || [];
         delete s.waiting[key];
@@ -379,7 +389,7 @@
     var id = want.keys.join(",");
     if (id === this.shown || id === this.loading) return Promise.resolve();
     this.loading = id;
-    if (want.keys.length > 1 || !hostStore(this.host).files[want.keys[0]]) {
+    if (want.keys.length > 1 || !hostStore(this.host, this.base).files[want.keys[0]]) {
       this.say("Loading " + want.keys.length + " file" + (want.keys.length === 1 ? "" : "s") + "…");
     }
     return Promise.all(want.keys.map(function (key) {
@@ -468,7 +478,7 @@
      used by the last few views are dropped, and loaded again if needed. */
   var KEEP_FILES = 24;
   Timeline.prototype.forget = function (keys) {
-    var files = hostStore(this.host).files, used = this.used || (this.used = {});
+    var files = hostStore(this.host, this.base).files, used = this.used || (this.used = {});
     this.tick = (this.tick || 0) + 1;
     var tick = this.tick;
     keys.forEach(function (k) { used[k] = tick; });

@@ -79,7 +79,7 @@ DIR = "timeline"
 
 @dataclass
 class TimelineFiles:
-    """What the timeline export wrote for one host (the page reports it, the summary sums it)."""
+    """What the timeline export wrote for one host (the trace page reports it)."""
 
     index: str  # relative to the host's trace folder: "timeline/index.js"
     events: int  # events drawn (counter samples are not)

@@ -16,10 +16,12 @@ Times are picoseconds relative to the profile start, as in the file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
+if TYPE_CHECKING:  # a HostCapture holds frames, but the kernels' modules import this one without pandas
+    import pandas as pd
 from reportgen.loaders.wire import (
     KIND_BYTES,
     KIND_DOUBLE,
@@ -78,6 +80,8 @@ class StatTable:
         return out
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(
             {"owner": self.owner, "key": self.key, "kind": self.kind, "raw": self.raw, "str_id": self.str_id},
             copy=False,

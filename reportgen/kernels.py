@@ -18,14 +18,21 @@ build still works, only the first-use cost is paid every time) and
 kernels use this folder: other numba code in the same process keeps numba's
 own settings.
 
-The first build on a machine compiles the kernels it needs (about fourteen seconds
-of CPU). While this process compiles the decoder and decodes the first host,
-`start_precompile` compiles the others in child processes, one per group of
-`PRECOMPILED`, for the argument types their modules declare: the analyses'
-kernels (needed once the first host is decoded) and the trace JSON writer (the
-largest, needed last). `wait_for_precompile(group)`, called before a group's
-first use in any process, waits for that group's child through a lock on a file
-of the cache folder instead of compiling the same kernels a second time.
+The first build on a machine compiles the kernels it needs (about nineteen seconds
+of CPU on this project's 2-core reference machine). While the building process
+imports the rest of reportgen, compiles the decoder and decodes the first host,
+`start_precompile` compiles the others ahead in a child process, for the argument
+types their modules declare, one group of `PRECOMPILED` after the other: the
+analyses' kernels (needed once the first host is decoded), then the trace JSON
+writer (the largest, needed last); with more than two cores each group has a
+child of its own. `wait_for_precompile(group)`, called before a group's first
+use in any process, waits for that group through a lock on a file of the cache
+folder instead of compiling the same kernels a second time.
+
+What a first compile costs is numba's, per function and per argument type: the
+kernels allocate nothing themselves (each `np.zeros` / `np.empty` / `np.full`
+dtype and shape in a kernel is compiled anew, 0.1–0.5 s each) and call their
+helpers with one argument type each.
 """
 
 from __future__ import annotations
@@ -129,7 +136,7 @@ def is_cached(dispatcher) -> bool:
 BUILD_KERNELS = {
     "reportgen.loaders.wire": "_fill_pass",
     "reportgen.core.events.nesting": "_line_parents",
-    "reportgen.export.timeline_kernel": "nesting_depth",
+    "reportgen.export.timeline_kernel": "_nesting_depth",
     "reportgen.export.json_kernel": "write_events",
 }
 # Those compiled ahead on a machine's first build, each group in a child process of its own: group →
@@ -140,6 +147,8 @@ PRECOMPILED = {
     "trace-writer": ("reportgen.export.json_kernel",),
 }
 _waited: set[str] = set()
+# The children this process started to compile ahead (`start_precompile`).
+_STARTED: list[subprocess.Popen] = []
 
 
 def array_type(dtype, readonly: bool = False) -> types.Array:
@@ -158,36 +167,66 @@ def cold_modules(modules=tuple(BUILD_KERNELS)) -> list[str]:
             if not is_cached(getattr(importlib.import_module(name), BUILD_KERNELS[name]))]
 
 
-def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
-    """Compile each of `groups` whose kernels are not cached yet in a child process of its own.
+def groups_for(trace_format: str) -> tuple[str, ...]:
+    """The groups of `PRECOMPILED` that a build writing `trace_format` timelines uses."""
+    return tuple(group for group in PRECOMPILED if group != "trace-writer" or trace_format in ("json", "both"))
 
-    Each child inherits an exclusive lock on its group's lock file in the cache folder and holds it
-    until it is done; a group that another build compiles already (its lock taken) is left to it.
+
+def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
+    """Compile those of `groups` whose kernels are not cached yet, ahead, in child processes.
+
+    Each group's lock file in the cache folder is held locked by the child that compiles the group until
+    the group is done; a group that another build compiles already (its lock taken) is left to it. With
+    more than two cores each group has a child of its own. With two or fewer, one child compiles them in
+    the order given while this process compiles the decoder on the other core: a second child would
+    only share the first one's core and import numba and reportgen once more (≈ 1.5 s of a first
+    build's CPU), and the analyses' kernels, needed first, would be ready later.
     """
     children: list[subprocess.Popen] = []
     if CACHE_PROBLEM is not None or fcntl is None:
         return children
-    # The children import this very package, wherever it was imported from.
-    here = str(Path(__file__).resolve().parent.parent)
-    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    taken: list[tuple[str, int]] = []
     for group in groups:
         if not cold_modules(PRECOMPILED[group]):
             continue
         lock = os.open(_lock_path(group), os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # another build compiles them already: wait_for_precompile waits for it
-                continue
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another build compiles them already: wait_for_precompile waits for it
+            os.close(lock)
+            continue
+        taken.append((group, lock))
+    # The children import this very package, wherever it was imported from.
+    here = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    per_child = len(taken) if _cores() <= 2 else 1
+    try:
+        for first in range(0, len(taken), per_child or 1):
+            batch = taken[first:first + per_child]
             children.append(subprocess.Popen(
-                [sys.executable, "-c", "import sys; from reportgen.kernels import precompile; precompile(sys.argv[1])",
-                 group],
+                [sys.executable, "-c", "import sys; from reportgen.kernels import precompile_locked; "
+                 "precompile_locked(sys.argv[1:])", *(str(part) for pair in batch for part in pair)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(lock,), env={**os.environ, "PYTHONPATH": path},
+                pass_fds=tuple(lock for _, lock in batch), env={**os.environ, "PYTHONPATH": path},
             ))
-        finally:
-            os.close(lock)  # the child's copy keeps the lock until it exits
+    finally:
+        for _, lock in taken:
+            os.close(lock)  # the child's copy keeps the lock until the child releases it
+    _STARTED.extend(children)
     return children
+
+
+def started_children() -> list[subprocess.Popen]:
+    """Every child this process started to compile kernels ahead (done or not)."""
+    return list(_STARTED)
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def wait_for_precompile(group: str) -> None:
@@ -214,5 +253,14 @@ def precompile(group: str) -> None:
         importlib.import_module(name).precompile()
 
 
+def precompile_locked(groups_and_locks: list[str]) -> None:
+    """In a child of `start_precompile`: compile each group of `(group, lock descriptor)` pairs in turn,
+    releasing a group's lock as soon as its kernels are cached (a build waiting for it goes on then)."""
+    for group, lock in zip(groups_and_locks[::2], groups_and_locks[1::2], strict=True):
+        precompile(group)
+        os.close(int(lock))
+
+
 __all__ = ["BUILD_KERNELS", "CACHE_DIR", "CACHE_PROBLEM", "PRECOMPILED", "array_type", "cold_modules", "is_cached",
-           "kernel", "kernel_cache_dir", "precompile", "start_precompile", "wait_for_precompile"]
+           "groups_for", "kernel", "kernel_cache_dir", "precompile", "precompile_locked", "start_precompile",
+           "started_children", "wait_for_precompile"]

@@ -31,7 +31,7 @@ def counts(dispatchers):
     return (sum(sum(d.stats.cache_hits.values()) for d in dispatchers),
             sum(sum(d.stats.cache_misses.values()) for d in dispatchers))
 writer = counts([json_kernel.write_events])
-analysis = counts([*nesting.SIGNATURES, timeline_kernel.nesting_depth])
+analysis = counts([*nesting.SIGNATURES, timeline_kernel._nesting_depth])
 print(json.dumps({"exit": code, "cache_dir": str(kernels.CACHE_DIR), "problem": kernels.CACHE_PROBLEM,
                   "writer_hits": writer[0], "writer_misses": writer[1],
                   "analysis_hits": analysis[0], "analysis_misses": analysis[1]}))

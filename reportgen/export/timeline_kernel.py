@@ -1,7 +1,10 @@
 """Compiled passes of the in-page timeline's data: nesting depth and level-of-detail blocks.
 
 Both walk events in one pass in an order the caller sorted them in; the work
-is per event, so it is compiled rather than written as Python loops.
+is per event, so it is compiled rather than written as Python loops. As in
+`reportgen.core.events.nesting`, the kernels allocate nothing (numba compiles
+each allocation's dtype and shape anew, on a machine's first build): their
+Python callers here pass the arrays in.
 """
 
 from __future__ import annotations
@@ -12,17 +15,21 @@ from numba.core import types
 from reportgen.kernels import array_type, kernel
 
 
-@kernel()
-def nesting_depth(lane, start, end):
+def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Depth of each event within its lane, for events sorted by (lane, start, longest first).
 
     An event sits one level below the innermost earlier event of its lane that is
     still running when it starts (a stack of open ends), as the trace viewers draw
     it; an event that only overlaps its predecessor partly also goes one level down.
     """
+    depth = np.zeros(len(start), np.int32)
+    _nesting_depth(lane, start, end, depth, np.empty(max(len(start), 1), np.int64))
+    return depth
+
+
+@kernel()
+def _nesting_depth(lane, start, end, depth, stack):
     n = len(start)
-    depth = np.zeros(n, np.int32)
-    stack = np.empty(max(n, 1), np.int64)
     top = 0
     for i in range(n):
         if i == 0 or lane[i] != lane[i - 1]:
@@ -32,11 +39,10 @@ def nesting_depth(lane, start, end):
         depth[i] = top
         stack[top] = end[i]
         top += 1
-    return depth
 
 
-@kernel()
-def detail_blocks(track, level, start, end, origin, tile_span, resolution, capacity):
+def detail_blocks(track: np.ndarray, level: np.ndarray, start: np.ndarray, end: np.ndarray, origin: int,
+                  tile_span: int, resolution: int, capacity: int) -> tuple[np.ndarray, ...]:
     """Level-of-detail blocks for events sorted by (track, level, start).
 
     Tiles are `tile_span` long from `origin`. An event at least `resolution` long is
@@ -45,12 +51,15 @@ def detail_blocks(track, level, start, end, origin, tile_span, resolution, capac
     counts them. `capacity` bounds the blocks (`block_capacity`). Returns (first
     event, tile, start, end, count) per block: a block of count 1 is that event.
     """
+    out = np.empty((5, capacity), np.int64)
+    m = _detail_blocks(track, level, start, end, origin, tile_span, resolution, *out)
+    return tuple(out[:, :m])
+
+
+@kernel()
+def _detail_blocks(track, level, start, end, origin, tile_span, resolution, out_event, out_tile, out_start, out_end,
+                   out_count):
     n = len(start)
-    out_event = np.empty(capacity, np.int64)
-    out_tile = np.empty(capacity, np.int64)
-    out_start = np.empty(capacity, np.int64)
-    out_end = np.empty(capacity, np.int64)
-    out_count = np.empty(capacity, np.int64)
     m = 0
     open_block = False
     b_first = 0
@@ -94,7 +103,7 @@ def detail_blocks(track, level, start, end, origin, tile_span, resolution, capac
             b_start = s
             b_end = e
             b_count = 1
-    return out_event[:m], out_tile[:m], out_start[:m], out_end[:m], out_count[:m]
+    return m
 
 
 def block_capacity(start: np.ndarray, end: np.ndarray, origin: int, tile_span: int) -> int:
@@ -105,6 +114,6 @@ def block_capacity(start: np.ndarray, end: np.ndarray, origin: int, tile_span: i
 
 
 def precompile() -> None:
-    """Compile `nesting_depth` for a build's argument types (the "analysis" group of `reportgen.kernels`);
+    """Compile `nesting_depth`'s kernel for a build's argument types (the "analysis" group of `reportgen.kernels`);
     `detail_blocks`, for long timelines only, compiles where used."""
-    nesting_depth.compile((array_type(types.int64),) * 3)
+    _nesting_depth.compile((array_type(types.int64),) * 3 + (array_type(types.int32), array_type(types.int64)))

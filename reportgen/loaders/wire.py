@@ -700,7 +700,8 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
             ev_mdid[ev] = md_id
             i = md_id - e_low
             if not e_dense:
-                ev_md[ev] = _find(emd_keys, emd_vals, emd_params, plane, md_id, MISSING)
+                # A typed default, not the literal constant: that would compile `_find` a second time.
+                ev_md[ev] = _find(emd_keys, emd_vals, emd_params, plane, md_id, np.int64(MISSING))
             elif i >= 0 and i < e_count:
                 ev_md[ev] = emd_vals[e_base + i]
             else:

@@ -118,10 +118,10 @@ def _start_kernels(tasks: list[HostTask], options: BuildOptions, progress: Build
                       "writable folder to keep them")
         return [], True
     if all(task.host.legacy for task in tasks) or not kernels.cold_modules():
-        return [], False
-    groups = [group for group in kernels.PRECOMPILED
-              if group != "trace-writer" or options.trace_format in ("json", "both")]
-    children = kernels.start_precompile(groups)
+        return kernels.started_children(), False
+    # `reportgen build` has started them already, before importing what builds (see cli/build.py).
+    kernels.start_precompile(kernels.groups_for(options.trace_format))
+    children = kernels.started_children()
     progress.note("reportgen: first build on this machine: compiling its kernels (capture decoder, analyses, "
                   f"trace writer), about {FIRST_COMPILE_S} s, once (kept in {kernels.CACHE_DIR})")
     return children, True

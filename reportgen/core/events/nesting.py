@@ -12,6 +12,12 @@ numpy arrays. Rules (docs/xprof/op_stats.md §1.2, §4.3, §4.5):
   own begin is found (and empties the stack when it is not).
 * breadth-first walks over the event forest (group propagation, ancestor
   searches).
+
+The kernels allocate nothing: each public function allocates its kernel's
+outputs and scratch arrays with numpy and passes them in. numba compiles its own
+code for every `np.zeros` / `np.full` / `np.empty` dtype and shape a kernel
+calls, 0.1–0.5 s each, and a machine's first build paid about 3 s of CPU for
+those of this module alone.
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ def line_parents(rows: np.ndarray, new_line: np.ndarray, start: np.ndarray, end:
     Rows with `skip` set neither get a parent nor become one."""
     # The kernel always sees read-only arrays: the capture's columns are read-only and arrays computed
     # by callers are not, and numba compiles one specialisation per flag (≈ 0.5 s more of a first build).
-    return _line_parents(*(_read_only(a) for a in (rows, new_line, start, end, skip)))
+    n = len(rows)
+    parent = np.full(n, -1, np.int64)
+    _line_parents(*(_read_only(a) for a in (rows, new_line, start, end, skip)), parent, np.empty(n, np.int64))
+    return parent
 
 
 def _read_only(values: np.ndarray) -> np.ndarray:
@@ -39,10 +48,8 @@ def _read_only(values: np.ndarray) -> np.ndarray:
 
 
 @kernel()
-def _line_parents(rows, new_line, start, end, skip):
+def _line_parents(rows, new_line, start, end, skip, parent, stack):
     n = len(rows)
-    parent = np.full(n, -1, np.int64)
-    stack = np.empty(n, np.int64)
     depth = 0
     for i in range(n):
         if new_line[i]:
@@ -58,11 +65,10 @@ def _line_parents(rows, new_line, start, end, skip):
             depth -= 1
         stack[depth] = r
         depth += 1
-    return parent
 
 
-@kernel()
-def replay_op_stack(line_break, ts, act_id, is_begin):
+def replay_op_stack(line_break: np.ndarray, ts: np.ndarray, act_id: np.ndarray,
+                    is_begin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Replay sorted begin/end activities of host ops, one line at a time.
 
     Returns, per activity, the completed op's duration and children time at
@@ -70,9 +76,14 @@ def replay_op_stack(line_break, ts, act_id, is_begin):
     n = len(ts)
     duration = np.full(n, -1, np.int64)
     children = np.zeros(n, np.int64)
-    stack_id = np.empty(n, np.int64)
-    stack_start = np.empty(n, np.int64)
-    stack_children = np.empty(n, np.int64)
+    _replay_op_stack(line_break, ts, act_id, is_begin, duration, children,
+                     np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
+    return duration, children
+
+
+@kernel()
+def _replay_op_stack(line_break, ts, act_id, is_begin, duration, children, stack_id, stack_start, stack_children):
+    n = len(ts)
     depth = 0
     for i in range(n):
         if line_break[i]:
@@ -98,23 +109,28 @@ def replay_op_stack(line_break, ts, act_id, is_begin):
         children[i] = stack_children[found]
         if depth > 0:
             stack_children[depth - 1] += d
-    return duration, children
 
 
-@kernel()
-def propagate_groups(child_ptr, child_idx, parent_ptr, parent_idx, roots, root_level, is_root, force, group,
-                     first_id):
+def propagate_groups(child_ptr: np.ndarray, child_idx: np.ndarray, parent_ptr: np.ndarray,
+                     parent_idx: np.ndarray, roots: np.ndarray, root_level: np.ndarray, is_root: np.ndarray,
+                     force: bool, group: np.ndarray, first_id: int) -> np.ndarray:
     """XProf's CreateEventGroups over roots in processing order.
 
     A root is grouped when it has no group yet and no ancestor is a root of
     the same level (unless `force`: TF-loop iteration roots always take a new
     id). Grouping hands the next id (from `first_id`) to the root and,
-    breadth-first, to every descendant without a group. Returns the group id
-    given to each root (-1 when skipped)."""
+    breadth-first, to every descendant without a group (`group` is updated in
+    place). Returns the group id given to each root (-1 when skipped)."""
     n = len(group)
-    seen = np.full(n, -1, np.int64)
-    queue = np.empty(n, np.int64)
     given = np.full(len(roots), -1, np.int64)
+    _propagate_groups(child_ptr, child_idx, parent_ptr, parent_idx, roots, root_level, is_root, force, group,
+                      first_id, given, np.full(n, -1, np.int64), np.empty(n, np.int64))
+    return given
+
+
+@kernel()
+def _propagate_groups(child_ptr, child_idx, parent_ptr, parent_idx, roots, root_level, is_root, force, group,
+                      first_id, given, seen, queue):
     next_id = first_id
     for k in range(len(roots)):
         root = roots[k]
@@ -167,15 +183,16 @@ def propagate_groups(child_ptr, child_idx, parent_ptr, parent_idx, roots, root_l
                     seen[c] = stamp
                     queue[tail] = c
                     tail += 1
-    return given
+
+
+def nearest_ancestor(parent_ptr: np.ndarray, parent_idx: np.ndarray, node: int, flag: np.ndarray) -> int:
+    """First node (breadth-first over parents, the node itself first) with `flag` set, or -1."""
+    n = len(flag)
+    return _nearest_ancestor(parent_ptr, parent_idx, node, flag, np.zeros(n, np.bool_), np.empty(n, np.int64))
 
 
 @kernel()
-def nearest_ancestor(parent_ptr, parent_idx, node, flag):
-    """First node (breadth-first over parents, the node itself first) with `flag` set, or -1."""
-    n = len(flag)
-    seen = np.zeros(n, np.bool_)
-    queue = np.empty(n, np.int64)
+def _nearest_ancestor(parent_ptr, parent_idx, node, flag, seen, queue):
     queue[0] = node
     seen[node] = True
     head = 0
@@ -194,13 +211,17 @@ def nearest_ancestor(parent_ptr, parent_idx, node, flag):
     return -1
 
 
-@kernel()
-def nearest_source(child_ptr, child_idx, sources):
+def nearest_source(child_ptr: np.ndarray, child_idx: np.ndarray, sources: np.ndarray) -> np.ndarray:
     """Multi-source breadth-first walk down the forest: for every node, the
     source (an index into `sources`) nearest above it, or -1."""
     n = len(child_ptr) - 1
     owner = np.full(n, -1, np.int64)
-    queue = np.empty(n, np.int64)
+    _nearest_source(child_ptr, child_idx, sources, owner, np.empty(n, np.int64))
+    return owner
+
+
+@kernel()
+def _nearest_source(child_ptr, child_idx, sources, owner, queue):
     tail = 0
     for k in range(len(sources)):
         s = sources[k]
@@ -218,7 +239,6 @@ def nearest_source(child_ptr, child_idx, sources):
                 owner[c] = owner[cur]
                 queue[tail] = c
                 tail += 1
-    return owner
 
 
 def csr(source: np.ndarray, target: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -238,23 +258,27 @@ def self_times(parent: np.ndarray, duration: np.ndarray) -> np.ndarray:
     return duration - children
 
 
-@kernel()
-def inherit_down(parent, own, async_flag):
+def inherit_down(parent: np.ndarray, own: np.ndarray, async_flag: np.ndarray) -> np.ndarray:
     """Descendant-of-a-stage flags along nesting parents (positions, parents first):
     desc[i] = async[i] or own[parent] or desc[parent]."""
-    n = len(parent)
-    desc = np.zeros(n, np.bool_)
-    for i in range(n):
+    desc = np.zeros(len(parent), np.bool_)
+    _inherit_down(parent, own, async_flag, desc)
+    return desc
+
+
+@kernel()
+def _inherit_down(parent, own, async_flag, desc):
+    for i in range(len(parent)):
         d = async_flag[i]
         p = parent[i]
         if p >= 0 and (own[p] or desc[p]):
             d = True
         desc[i] = d
-    return desc
 
 
-@kernel()
-def sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_types):
+def sweep_step_spans(seg_start: np.ndarray, time: np.ndarray, is_start: np.ndarray, etype: np.ndarray,
+                     step_begin: np.ndarray, step_end: np.ndarray,
+                     n_types: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """XProf's non-overlapping conversion and step breakdown in one sweep.
 
     Boundaries are sorted per step segment (time asc; ends before starts; higher
@@ -264,15 +288,24 @@ def sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_t
     (type_ps[step, type], present[step, type], span_ps[step, type]) where
     `present` marks types that produced a span (XProf creates the map key even
     for a zero overlap) and `span_ps` is the spans' full length."""
-    n_steps = len(seg_start) - 1
-    type_ps = np.zeros((n_steps, n_types), np.int64)
-    present = np.zeros((n_steps, n_types), np.bool_)
-    span_ps = np.zeros((n_steps, n_types), np.int64)
-    count = np.zeros(n_types, np.int64)
-    for s in range(n_steps):
+    shape = (len(seg_start) - 1, n_types)
+    # Flat (step × type) arrays: one array type for the kernel to compile, not a second for 2-D.
+    type_ps = np.zeros(shape[0] * n_types, np.int64)
+    present = np.zeros(shape[0] * n_types, np.bool_)
+    span_ps = np.zeros(shape[0] * n_types, np.int64)
+    _sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_types, type_ps, present, span_ps,
+                      np.zeros(n_types, np.int64))
+    return type_ps.reshape(shape), present.reshape(shape), span_ps.reshape(shape)
+
+
+@kernel()
+def _sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_types, type_ps, present, span_ps,
+                      count):
+    for s in range(len(seg_start) - 1):
         lo = seg_start[s]
         hi = seg_start[s + 1]
-        count[:] = 0
+        for k in range(n_types):
+            count[k] = 0
         current = 0
         for i in range(lo, hi - 1):
             t = etype[i]
@@ -292,46 +325,51 @@ def sweep_step_spans(seg_start, time, is_start, etype, step_begin, step_end, n_t
             e = time[i + 1]
             if e < b:
                 e = b
-            present[s, current] = True
-            span_ps[s, current] += e - b
+            cell = s * n_types + current
+            present[cell] = True
+            span_ps[cell] += e - b
             ob = b if b > step_begin[s] else step_begin[s]
             oe = e if e < step_end[s] else step_end[s]
             # Timespan overlap is inclusive: touching spans overlap by 0.
             if oe > ob:
-                type_ps[s, current] += oe - ob
-    return type_ps, present, span_ps
+                type_ps[cell] += oe - ob
 
 
-@kernel()
-def bucket_by_key(key, n_keys, order):
+def bucket_by_key(key: np.ndarray, n_keys: int, order: np.ndarray) -> np.ndarray:
     """Counting sort of row numbers by key (stable), into `order` (as long as `key`; int32 holds the
     row numbers of up to 2^31 rows in half the memory): start offsets per key."""
     start = np.zeros(n_keys + 1, np.int64)
+    _bucket_by_key(key, n_keys, order, start, np.empty(n_keys, np.int64))
+    return start
+
+
+@kernel()
+def _bucket_by_key(key, n_keys, order, start, fill):
     for k in key:
         start[k + 1] += 1
     for k in range(n_keys):
         start[k + 1] += start[k]
-    fill = start[:-1].copy()
+        fill[k] = start[k]
     for i in range(len(key)):
         k = key[i]
         order[fill[k]] = i
         fill[k] += 1
-    return start
 
 
 _B, _I4, _I8 = types.boolean, types.int32, types.int64
 # The argument types a build passes (line_parents passes read-only views): `precompile` compiles
 # exactly these, ahead, and tests/test_kernels.py checks that a real build needs nothing else.
 # inherit_down is left to compile where used: the bundled sample's hosts never reach it.
+_A8 = array_type(_I8)
 SIGNATURES = {
     _line_parents: (array_type(_I8, True), array_type(_B, True), array_type(_I8, True), array_type(_I8, True),
-                    array_type(_B, True)),
-    replay_op_stack: (array_type(_B), array_type(_I8), array_type(_I8), array_type(_B)),
-    propagate_groups: (array_type(_I8),) * 6 + (array_type(_B), _B, array_type(_I8), _I8),
-    nearest_ancestor: (array_type(_I8), array_type(_I8), _I8, array_type(_B)),
-    nearest_source: (array_type(_I8),) * 3,
-    sweep_step_spans: (array_type(_I8), array_type(_I8), array_type(_B)) + (array_type(_I8),) * 3 + (_I8,),
-    bucket_by_key: (array_type(_I4), _I8, array_type(_I4)),
+                    array_type(_B, True), _A8, _A8),
+    _replay_op_stack: (array_type(_B), _A8, _A8, array_type(_B)) + (_A8,) * 5,
+    _propagate_groups: (_A8,) * 6 + (array_type(_B), _B, _A8, _I8) + (_A8,) * 3,
+    _nearest_ancestor: (_A8, _A8, _I8, array_type(_B), array_type(_B), _A8),
+    _nearest_source: (_A8,) * 5,
+    _sweep_step_spans: (_A8, _A8, array_type(_B)) + (_A8,) * 3 + (_I8, _A8, array_type(_B), _A8, _A8),
+    _bucket_by_key: (array_type(_I4), _I8, array_type(_I4), _A8, _A8),
 }
 
 

@@ -66,6 +66,7 @@ def _lit(out, pos, text):
     return pos + n
 
 
+# Every caller passes string ids as int64: each other integer type would compile these once more.
 @kernel()
 def _frag(out, pos, pool, pool_off, sid):
     a = pool_off[sid]
@@ -160,7 +161,7 @@ def _double_sid(double_keys, double_sid, raw):
             lo = mid + 1
         else:
             hi = mid
-    return double_sid[lo]
+    return np.int64(double_sid[lo])
 
 
 @kernel()
@@ -222,16 +223,16 @@ def _write_args(out, pos, md, long_sid, e0, e1, numeric_only,
         key = ms_key[s]
         if role[key] == ROLE_HIDDEN or _overridden(key, es_key, e0, e1):
             continue
-        pos, wrote = _write_stat(out, pos, first, ms_kind[s], ms_sid[s], ms_raw[s], key, numeric_only,
-                                 pool, pool_off, double_keys, double_sid)
+        pos, wrote = _write_stat(out, pos, first, ms_kind[s], np.int64(ms_sid[s]), ms_raw[s], np.int64(key),
+                                 numeric_only, pool, pool_off, double_keys, double_sid)
         if wrote:
             first = False
     for s in range(e0, e1):
         key = es_key[s]
         if role[key] == ROLE_HIDDEN:
             continue
-        pos, wrote = _write_stat(out, pos, first, es_kind[s], es_sid[s], es_raw[s], key, numeric_only,
-                                 pool, pool_off, double_keys, double_sid)
+        pos, wrote = _write_stat(out, pos, first, es_kind[s], np.int64(es_sid[s]), es_raw[s], np.int64(key),
+                                 numeric_only, pool, pool_off, double_keys, double_sid)
         if wrote:
             first = False
     if not first:
@@ -305,9 +306,9 @@ def write_events(rows, i0, i1, out,
             bound += _frag_len(pool_off, long_sid) + _frag_len(pool_off, long_name_key) + 4
         if md >= 0:
             for s in range(md_stat_start[md], md_stat_start[md + 1]):
-                bound += _stat_bound(ms_kind[s], ms_sid[s], ms_key[s], pool_off)
+                bound += _stat_bound(ms_kind[s], np.int64(ms_sid[s]), np.int64(ms_key[s]), pool_off)
         for s in range(e0, e1):
-            bound += _stat_bound(es_kind[s], es_sid[s], es_key[s], pool_off)
+            bound += _stat_bound(es_kind[s], np.int64(es_sid[s]), np.int64(es_key[s]), pool_off)
         if pos + bound > limit:
             break
 

@@ -139,7 +139,7 @@ BUILD_KERNELS = {
     "reportgen.export.timeline_kernel": "_nesting_depth",
     "reportgen.export.json_kernel": "write_events",
 }
-# Those compiled ahead on a machine's first build, each group in a child process of its own: group →
+# Those compiled ahead on a machine's first build, in the order needed (`start_precompile`): group →
 # its modules, each with a `precompile()` that compiles its kernels for the argument types a build
 # passes. The decoder is not among them: it is the first thing a build needs.
 PRECOMPILED = {
@@ -179,7 +179,7 @@ def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
     the group is done; a group that another build compiles already (its lock taken) is left to it. With
     more than two cores each group has a child of its own. With two or fewer, one child compiles them in
     the order given while this process compiles the decoder on the other core: a second child would
-    only share the first one's core and import numba and reportgen once more (≈ 1.5 s of a first
+    only share the first one's core and import numba and reportgen once more (≈ 1.3 s of a first
     build's CPU), and the analyses' kernels, needed first, would be ready later.
     """
     children: list[subprocess.Popen] = []

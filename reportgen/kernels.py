@@ -20,14 +20,13 @@ own settings.
 
 The first build on a machine compiles the kernels it needs (about nineteen seconds
 of CPU on this project's 2-core reference machine). While the building process
-imports the rest of reportgen, compiles the decoder and decodes the first host,
-`start_precompile` compiles the others ahead in a child process, for the argument
-types their modules declare, one group of `PRECOMPILED` after the other: the
-analyses' kernels (needed once the first host is decoded), then the trace JSON
-writer (the largest, needed last); with more than two cores each group has a
-child of its own. `wait_for_precompile(group)`, called before a group's first
-use in any process, waits for that group through a lock on a file of the cache
-folder instead of compiling the same kernels a second time.
+imports the rest of reportgen and compiles the decoder's passes, `start_precompile`
+compiles the others ahead in a child process, one group of `PRECOMPILED` after the
+other, for the argument types their modules declare; with more than two cores each
+group has a child of its own. `ensure_compiled(group)`, called before a group's
+first use in any process, waits for the process that compiles that group (through
+a lock on a file of the cache folder) instead of compiling the same kernels a
+second time, or compiles the group itself when no process has started on it yet.
 
 What a first compile costs is numba's, per function and per argument type: the
 kernels allocate nothing themselves (each `np.zeros` / `np.empty` / `np.full`
@@ -139,10 +138,12 @@ BUILD_KERNELS = {
     "reportgen.export.timeline_kernel": "_nesting_depth",
     "reportgen.export.json_kernel": "write_events",
 }
-# Those compiled ahead on a machine's first build, in the order needed (`start_precompile`): group →
+# Those compiled ahead on a machine's first build, in this order (`start_precompile` says why): group →
 # its modules, each with a `precompile()` that compiles its kernels for the argument types a build
-# passes. The decoder is not among them: it is the first thing a build needs.
+# passes. The decoder's passes are not among them: they are the first thing a build needs.
 PRECOMPILED = {
+    # The decoder's last two kernels: the building process compiles the passes that walk the file meanwhile.
+    "decoder-tail": ("reportgen.loaders.wire",),
     "analysis": ("reportgen.core.events.nesting", "reportgen.export.timeline_kernel"),
     "trace-writer": ("reportgen.export.json_kernel",),
 }
@@ -175,43 +176,30 @@ def groups_for(trace_format: str) -> tuple[str, ...]:
 def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
     """Compile those of `groups` whose kernels are not cached yet, ahead, in child processes.
 
-    Each group's lock file in the cache folder is held locked by the child that compiles the group until
-    the group is done; a group that another build compiles already (its lock taken) is left to it. With
-    more than two cores each group has a child of its own. With two or fewer, one child compiles them in
-    the order given while this process compiles the decoder on the other core: a second child would
-    only share the first one's core and import numba and reportgen once more (≈ 1.3 s of a first
-    build's CPU), and the analyses' kernels, needed first, would be ready later.
+    With more than two cores each group has a child of its own. With two or fewer, one child compiles
+    them in the order given while this process compiles the decoder on the other core: a second child
+    would only share the first one's core and import numba and reportgen once more (≈ 1.3 s of a first
+    build's CPU). `PRECOMPILED` is in the order a build needs the groups: the decoder's tail, the
+    analyses, the trace writer (measured with bench/first_run.py on 2 cores, 3 rounds: a first build
+    12.97 s with this order against 15.86 s with the writer before the analyses, which the building
+    process then compiled itself). A group that no process has started on by the time a build needs it,
+    the build compiles itself (`ensure_compiled`), and the child skips it.
     """
     children: list[subprocess.Popen] = []
-    if CACHE_PROBLEM is not None or fcntl is None:
+    if CACHE_PROBLEM is not None or fcntl is None or _STARTED:  # once per process (cli/build.py, build_site)
         return children
-    taken: list[tuple[str, int]] = []
-    for group in groups:
-        if not cold_modules(PRECOMPILED[group]):
-            continue
-        lock = os.open(_lock_path(group), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # another build compiles them already: wait_for_precompile waits for it
-            os.close(lock)
-            continue
-        taken.append((group, lock))
+    cold = [group for group in groups if cold_modules(PRECOMPILED[group])]
     # The children import this very package, wherever it was imported from.
     here = str(Path(__file__).resolve().parent.parent)
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
-    per_child = len(taken) if _cores() <= 2 else 1
-    try:
-        for first in range(0, len(taken), per_child or 1):
-            batch = taken[first:first + per_child]
-            children.append(subprocess.Popen(
-                [sys.executable, "-c", "import sys; from reportgen.kernels import precompile_locked; "
-                 "precompile_locked(sys.argv[1:])", *(str(part) for pair in batch for part in pair)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=tuple(lock for _, lock in batch), env={**os.environ, "PYTHONPATH": path},
-            ))
-    finally:
-        for _, lock in taken:
-            os.close(lock)  # the child's copy keeps the lock until the child releases it
+    per_child = max(len(cold), 1) if _cores() <= 2 else 1
+    for first in range(0, len(cold), per_child):
+        children.append(subprocess.Popen(
+            [sys.executable, "-c", "import sys; from reportgen.kernels import precompile_groups; "
+             "precompile_groups(sys.argv[1:])", *cold[first:first + per_child]],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": path},
+        ))
     _STARTED.extend(children)
     return children
 
@@ -229,38 +217,59 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def wait_for_precompile(group: str) -> None:
-    """Wait (once per process and group) until no process compiles `group` ahead for this cache
-    folder, unless its kernels are in the cache already."""
+def _take_lock(group: str) -> int | None:
+    """The group's lock file, locked exclusively by this process, or None when another process holds it."""
+    lock = os.open(_lock_path(group), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return None
+    return lock
+
+
+def ensure_compiled(group: str) -> None:
+    """Before a group's first use in this process (checked once per process and group): when its kernels
+    are not cached yet, wait for the process that compiles them for this cache folder, or, when none
+    does, compile them here (holding the group's lock, so that a child that gets to it later skips it)."""
     if group in _waited or CACHE_PROBLEM is not None or fcntl is None:
         return
     _waited.add(group)
     if not cold_modules(PRECOMPILED[group]):
         return
-    try:
+    lock = _take_lock(group)
+    if lock is None:  # being compiled elsewhere: a shared lock waits for its end
         lock = os.open(_lock_path(group), os.O_RDONLY)
-    except OSError:  # never created: nothing was ever compiled ahead here
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+        finally:
+            os.close(lock)
         return
     try:
-        fcntl.flock(lock, fcntl.LOCK_SH)
+        precompile(group)
     finally:
         os.close(lock)
 
 
 def precompile(group: str) -> None:
-    """Compile the kernels of `group` that are not cached yet (run in the child process)."""
+    """Compile the kernels of `group` that are not cached yet."""
     for name in cold_modules(PRECOMPILED[group]):
         importlib.import_module(name).precompile()
 
 
-def precompile_locked(groups_and_locks: list[str]) -> None:
-    """In a child of `start_precompile`: compile each group of `(group, lock descriptor)` pairs in turn,
-    releasing a group's lock as soon as its kernels are cached (a build waiting for it goes on then)."""
-    for group, lock in zip(groups_and_locks[::2], groups_and_locks[1::2], strict=True):
-        precompile(group)
-        os.close(int(lock))
+def precompile_groups(groups: list[str]) -> None:
+    """In a child of `start_precompile`: compile each of `groups` in turn, holding its lock meanwhile; a
+    group whose lock another process holds (a build compiling it itself, another first build) is skipped."""
+    for group in groups:
+        lock = _take_lock(group)
+        if lock is None:
+            continue
+        try:
+            precompile(group)
+        finally:
+            os.close(lock)
 
 
 __all__ = ["BUILD_KERNELS", "CACHE_DIR", "CACHE_PROBLEM", "PRECOMPILED", "array_type", "cold_modules", "is_cached",
-           "groups_for", "kernel", "kernel_cache_dir", "precompile", "precompile_locked", "start_precompile",
-           "started_children", "wait_for_precompile"]
+           "ensure_compiled", "groups_for", "kernel", "kernel_cache_dir", "precompile", "precompile_groups",
+           "start_precompile", "started_children"]

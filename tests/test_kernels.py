@@ -1,5 +1,6 @@
 """Compiled kernels: cached per user (never in the package), the first build says so and
-compiles the analyses' kernels and the trace writer ahead, and a machine with nowhere to cache still builds.
+compiles the decoder's tail, the analyses' kernels and the trace writer ahead, and a machine
+with nowhere to cache still builds.
 
 Each test runs a first build in a fresh process with its own empty cache, as a
 new user would: these tests pay the full compile (about ten seconds each).
@@ -27,14 +28,17 @@ code = main(sys.argv[1:])
 from reportgen import kernels
 from reportgen.core.events import nesting
 from reportgen.export import json_kernel, timeline_kernel
+from reportgen.loaders import wire
 def counts(dispatchers):
     return (sum(sum(d.stats.cache_hits.values()) for d in dispatchers),
             sum(sum(d.stats.cache_misses.values()) for d in dispatchers))
 writer = counts([json_kernel.write_events])
 analysis = counts([*nesting.SIGNATURES, timeline_kernel._nesting_depth])
+tail = counts([wire._dedupe, wire._remap_strings])
 print(json.dumps({"exit": code, "cache_dir": str(kernels.CACHE_DIR), "problem": kernels.CACHE_PROBLEM,
                   "writer_hits": writer[0], "writer_misses": writer[1],
-                  "analysis_hits": analysis[0], "analysis_misses": analysis[1]}))
+                  "analysis_hits": analysis[0], "analysis_misses": analysis[1],
+                  "tail_hits": tail[0], "tail_misses": tail[1]}))
 """
 
 
@@ -67,8 +71,10 @@ def test_first_build_caches_kernels_per_user_and_compiles_the_writer_and_analyse
     # Said once, in one line, with what, how long and where.
     notes = [line for line in stderr.splitlines() if "first build on this machine" in line]
     assert len(notes) == 1 and "once" in notes[0] and str(cache) in notes[0], stderr
-    # The writer and the analyses' kernels were compiled by child processes, for exactly the types
-    # this build passes: this process loaded them from the cache instead of compiling them again.
+    # The decoder's tail, the analyses' kernels and the writer were compiled by a child process, for
+    # exactly the types this build passes: this process loaded them from the cache instead of compiling
+    # them again.
+    assert report["tail_misses"] == 0 and report["tail_hits"] >= 2, report
     assert report["writer_misses"] == 0 and report["writer_hits"] >= 1, report
     assert report["analysis_misses"] == 0 and report["analysis_hits"] >= 8, report
 

@@ -20,7 +20,7 @@ import orjson
 from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.json_kernel import write_events
 from reportgen.export.tables import TraceTables
-from reportgen.kernels import wait_for_precompile
+from reportgen.kernels import ensure_compiled
 
 BUFFER_BYTES = 8 << 20  # per batch; a batch that needs more gets extra buffers
 BATCH_EVENTS = 16384  # about 5 MB of JSON
@@ -63,7 +63,7 @@ class KernelArgs:
 
     def __init__(self, tables: TraceTables):
         # On a machine's first build the writer may be compiling in another process.
-        wait_for_precompile("trace-writer")
+        ensure_compiled("trace-writer")
         cap = tables.capture
         ev = cap.events
         pool, pool_off = tables.pool.json_fragments()

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numba.core import types
 
-from reportgen.kernels import kernel
+from reportgen.kernels import array_type, ensure_compiled, kernel
 
 # Error codes (0 = fine). A kernel reports the first error in err[0] and the
 # byte position of the field it was reading in err[1].
@@ -319,9 +320,12 @@ class Deduper:
     """
 
     def __init__(self, buf: np.ndarray):
+        # On a machine's first build `_dedupe` compiles in another process meanwhile (`precompile`).
+        ensure_compiled("decoder-tail")
         self.buf = buf
         self.words = np.frombuffer(buf, dtype=np.uint64, count=len(buf) // 8) if buf.ctypes.data % 8 == 0 else (
             np.zeros(0, dtype=np.uint64))
+        self.words.flags.writeable = False  # as `buf` (see `loaders.xspace`): one type for `_dedupe`
         self.table = np.zeros(1024, dtype=np.int32)
         self.uniq = np.empty((512, 4), dtype=np.int64)
         self.n_uniq = 0
@@ -962,3 +966,13 @@ def remap_strings(kind: np.ndarray, str_col: np.ndarray, mapping: np.ndarray) ->
     """In place: replace unique-value indices by `mapping` (int32) entries."""
     if len(kind):
         _remap_strings(kind, str_col, mapping)
+
+
+def precompile() -> None:
+    """Compile the kernels the decoder needs last, `_dedupe` and `_remap_strings`, for a build's argument
+    types (the "decoder-tail" group of `reportgen.kernels`). On a machine's first build another process
+    compiles them while the building process compiles the passes that walk the file, where used."""
+    int8s, int32s, int64s = (array_type(t) for t in (types.int8, types.int32, types.int64))
+    _dedupe.compile((array_type(types.uint8, True), array_type(types.uint64, True), int8s, int64s, int32s,
+                     types.int64, int32s, types.Array(types.int64, 2, "C"), types.int64))
+    _remap_strings.compile((int8s, int32s, int32s))

@@ -79,6 +79,9 @@ def decode_xspace(path: str, data: Buffer, host: str | None = None) -> HostCaptu
     data = read_bytes(path, data)
     limits.check(path, len(data) * COST_PER_BYTE + COST_FIXED, f"to decode {limits.format_bytes(len(data))}")
     buf = np.frombuffer(data, dtype=np.uint8)
+    # Read-only whatever the buffer (a mapped file is writable, bytes are not): numba compiles every
+    # decoder kernel once per flag, and a build reading both kinds would compile the decoder twice.
+    buf.flags.writeable = False
     release = _page_release(data)
     try:
         layout = _layout(path, buf)

@@ -122,7 +122,7 @@ def _start_kernels(tasks: list[HostTask], options: BuildOptions, progress: Build
         return [], True
     if all(task.host.legacy for task in tasks) or not kernels.cold_modules():
         return kernels.started_children(), False
-    # `reportgen build` has started them already, before importing what builds (see cli/build.py).
+    # Unless `reportgen build` has started them already, before importing what builds (see cli/build.py).
     kernels.start_precompile(kernels.groups_for(options.trace_format))
     children = kernels.started_children()
     progress.note("reportgen: first build on this machine: compiling its kernels (capture decoder, analyses, "

@@ -29,7 +29,7 @@ from reportgen import __version__
 from reportgen.capture import HostCapture
 from reportgen.core.host import HostContext
 from reportgen.errors import CaptureError
-from reportgen.kernels import wait_for_precompile
+from reportgen.kernels import ensure_compiled
 from reportgen.legacy.host_stage import process_legacy_host
 from reportgen.loaders import limits
 from reportgen.loaders.hlo import hlo_modules
@@ -361,8 +361,8 @@ def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutco
                 hashing.wait()
             _close(data)
         del data
-        # On a machine's first build the analyses' kernels compile in a child process meanwhile.
-        wait_for_precompile("analysis")
+        # On a machine's first build the analyses' kernels may compile in a child process meanwhile.
+        ensure_compiled("analysis")
         ctx = host_context(task.run, capture, out_dir, task.trace_format)
         with stops_held():  # a stop signal waits for the end of a section: see pipeline/stopping.py
             beside = _CaptureOnly(ctx, timings)

@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # a HostCapture holds frames, but the kernels' modules import this one without pandas
-    import pandas as pd
 from reportgen.loaders.wire import (
     KIND_BYTES,
     KIND_DOUBLE,
@@ -30,6 +28,9 @@ from reportgen.loaders.wire import (
     KIND_STR,
     KIND_UINT64,
 )
+
+if TYPE_CHECKING:  # a HostCapture holds frames, but the kernels' modules import this one without pandas
+    import pandas as pd
 
 __all__ = [
     "HostCapture",

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.scheduler and kernels.CACHE_PROBLEM is None and kernels.cold_modules():
         # A machine's first build: the kernels compiled ahead start compiling now, on another core, while
-        # this process imports the rest (≈ 1.5 s); build_site says so and waits for them where needed.
+        # this process imports the rest (≈ 2 s); build_site says so and waits for them where needed.
         kernels.start_precompile(kernels.groups_for(args.trace_format))
     from reportgen.errors import SchedulerError
     from reportgen.output.transaction import OutputError

@@ -48,8 +48,9 @@ EXIT_FAILED = 1
 EXIT_PARTIAL = 2
 
 STAGING_FOLDER = ".staging"  # inside the temporary site: each host's own output folder
-# What compiling the kernels adds to a first build, measured on 2 cores (bench/first_run.py: 14.96 s cold against
-# 4.54 s warm), and to every build when they cannot be cached (compiled in this process alone: 25.5-26.4 s).
+# What compiling the kernels adds to a first build, measured on 2 cores (bench/first_run.py: 13.52 s cold
+# against 3.53 s warm, medians of 3 rounds), and to every build when they cannot be cached (all compiled in
+# the building process: 25.5-26.4 s against 4.5-5.2 s).
 FIRST_COMPILE_S = 10
 IN_MEMORY_COMPILE_S = 20
 

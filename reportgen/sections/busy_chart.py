@@ -28,33 +28,34 @@ def short_label(text: str) -> str:
     return f"{text[:LABEL_LIMIT - 12]}… #{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def busy_slices(activity: pd.DataFrame, strip: int = 0) -> pd.DataFrame:
-    """Only the busy slices and the columns the chart reads, rounded: a capture of many lines
-    or a run of many hosts otherwise carries megabytes of idle bins into its page. `strip`: how many
-    characters to take off the start of each (shortened) label, a prefix every label has."""
+def busy_slices(activity: pd.DataFrame, strip: int = 0) -> dict[str, np.ndarray]:
+    """Only the busy slices and the columns the chart reads, rounded, as numpy columns (label,
+    bin_start_ms, bin_end_ms, busy_percent): a capture of many lines or a run of many hosts otherwise
+    carries megabytes of idle bins into its page. `strip`: how many characters to take off the start of
+    each (shortened) label, a prefix every label has."""
     busy = activity["busy_percent"].to_numpy() > 0
-    # Built from numpy columns: DataFrame.loc and .round cost milliseconds per host, and a run can have
-    # thousands of hosts (np.round is what DataFrame.round calls).
+    # Numpy columns, not a frame: a frame costs ≈ 0.3 ms to build and read back, twice per host of a run's
+    # pages, and a run can have thousands of hosts (np.round is what DataFrame.round calls).
     labels = activity["label"].to_numpy()[busy]
     if any(len(label) > LABEL_LIMIT for label in labels):
         labels = np.array([short_label(label) for label in labels], dtype=object)
     if strip:
         labels = np.array([label[strip:] for label in labels], dtype=object)
-    return pd.DataFrame({"label": labels,
-                         "bin_start_ms": np.round(activity["bin_start_ms"].to_numpy()[busy], 4),
-                         "bin_end_ms": np.round(activity["bin_end_ms"].to_numpy()[busy], 4),
-                         "busy_percent": np.round(activity["busy_percent"].to_numpy()[busy], 2)})
+    return {"label": labels,
+            "bin_start_ms": np.round(activity["bin_start_ms"].to_numpy()[busy], 4),
+            "bin_end_ms": np.round(activity["bin_end_ms"].to_numpy()[busy], 4),
+            "busy_percent": np.round(activity["busy_percent"].to_numpy()[busy], 2)}
 
 
-def busy_rects(slices: pd.DataFrame) -> list[dict]:
-    """The heatmap's rows (records) for `slices` (rows of busy_slices, after pool_threads), each run of adjacent
+def busy_rects(slices: pd.DataFrame | dict[str, np.ndarray]) -> list[dict]:
+    """The heatmap's rows (records) for `slices` (busy_slices' columns, after pool_threads), each run of adjacent
     slices of one row and one busy % joined into one rect spanning them: the same picture, and its tooltip gives
     the whole span. A line busy all along is one rect instead of one per time slice (a pod's tiny hosts carried
     20 KB of identical slices each into the trace page, 23 MB at a thousand hosts)."""
-    label = slices["label"].to_numpy()
-    start = slices["bin_start_ms"].to_numpy()
-    end = slices["bin_end_ms"].to_numpy()
-    busy = slices["busy_percent"].to_numpy()
+    label = np.asarray(slices["label"])
+    start = np.asarray(slices["bin_start_ms"])
+    end = np.asarray(slices["bin_end_ms"])
+    busy = np.asarray(slices["busy_percent"])
     if len(label) > 1:
         joined = (label[1:] == label[:-1]) & (busy[1:] == busy[:-1]) & (start[1:] == end[:-1])
         first = np.flatnonzero(np.concatenate(([True], ~joined)))  # the slices that start a rect
@@ -80,9 +81,11 @@ def busy_heatmap(data_name: str, x: alt.X, sort: list[str] | None, label_limit: 
     )
 
 
-def pool_threads(shown: pd.DataFrame, order: list[str]) -> tuple[pd.DataFrame, list[str], int]:
-    """`shown` (rows of busy_slices) with each thread pool's lines as one row when there are many rows:
-    (slices, row order, how many lines were folded into pool rows). A pool row's busy % is its threads' average."""
+def pool_threads(shown: pd.DataFrame | dict[str, np.ndarray], order: list[str]
+                 ) -> tuple[pd.DataFrame | dict[str, np.ndarray], list[str], int]:
+    """`shown` (busy_slices' columns) with each thread pool's lines as one row when there are many rows:
+    (slices, row order, how many lines were folded into pool rows); `shown` itself when nothing is folded, a
+    frame of the same columns otherwise. A pool row's busy % is its threads' average."""
     if len(order) <= POOL_ROWS_ABOVE:
         return shown, order, 0
     pools: dict[str, list[str]] = {}
@@ -94,6 +97,7 @@ def pool_threads(shown: pd.DataFrame, order: list[str]) -> tuple[pd.DataFrame, l
     if not rename:
         return shown, order, 0
     threads = {f"{pool} ({len(lines)} threads)": len(lines) for pool, lines in pools.items() if len(lines) > 1}
+    shown = pd.DataFrame(shown)
     renamed = shown.assign(label=shown["label"].map(lambda label: rename.get(label, label)))
     summed = renamed.groupby(["label", "bin_start_ms", "bin_end_ms"], sort=False, as_index=False)["busy_percent"].sum()
     per_thread = summed["label"].map(lambda label: threads.get(label, 1))

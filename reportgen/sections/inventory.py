@@ -39,9 +39,9 @@ def _activity_chart_spec(rows: tuple[str, ...]) -> dict:
 def _activity_spec(activity: pd.DataFrame) -> tuple[dict | None, int]:
     """The chart's spec (None when no line is busy) and how many thread lines it draws as pool rows."""
     shown = busy_slices(activity)
-    if not len(shown):
+    if not len(shown["label"]):
         return None, 0
-    shown, rows, pooled = pool_threads(shown, list(dict.fromkeys(activity["label"])))
+    shown, rows, pooled = pool_threads(shown, list(dict.fromkeys(activity["label"].tolist())))
     return with_datasets(_activity_chart_spec(tuple(rows)), {"activity": busy_rects(shown)}), pooled
 
 

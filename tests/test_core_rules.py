@@ -333,8 +333,9 @@ def test_gpu_xla_kernels_need_their_hlo_instruction_and_merge_consecutive_launch
     capture = space.capture(sort_lines=True)
     db = compute_host_op_stats(capture, hlo_modules(capture)).device_db
     fusion = _op(db, "fusion.1")
-    # Two consecutive launches are one execution; the later launch is another.
-    assert fusion["occurrences"] == 2 and fusion["time_ps"] == 20 * US
+    # Every kernel is an occurrence, as XProf 2.24.2 counts them on a real capture (a cuDNN convolution's three
+    # kernels are three: tests/test_xla_gpu_parity.py); consecutive launches are one execution for FLOPs and bytes.
+    assert fusion["occurrences"] == 3 and fusion["time_ps"] == 20 * US
     assert fusion["category"] == "loop fusion" and fusion["provenance"] == "jit(f)/mul:"
     assert _op(db, "dot.2")["category"] == "dot"
     assert "not_in_module" not in set(db.metrics["name"])

@@ -118,7 +118,7 @@ def test_xla_ops_flops_and_bytes_are_left_out_where_xprof_runs_the_cost_analysis
     op_stats = run_views({HOST: _op_stats()}, [HOST], overview_steps=False)[HOST]
     ours = framework_op_stats_table(op_stats, exclude_idle=False)
     assert (ours["measured_flop_rate"] == 0).all()
-    assert xla_gpu_costs_missing(op_stats)
+    assert xla_gpu_costs_missing(op_stats.device_db, op_stats.environment.hardware_type)
 
 
 def test_kernel_stats_are_xprofs():
@@ -147,3 +147,16 @@ def test_the_capture_builds_a_site(tmp_path):
         float(_oracle("overview_page")[1]["p"]["steptime_ms_average"]), abs=0.1)
     table = pd.read_csv(tmp_path / "site" / "jax_gpu_h200" / "data" / "tf_stats" / "framework_op_stats.csv")
     assert len(table) == len(_oracle("framework_op_stats")[0]["rows"])
+    # Every page that shows XLA ops' FLOP rates says why they are 0 here.
+    for page in ("tf_stats", "op_profile", "hlo_stats", "roofline_model"):
+        html = (tmp_path / "site" / "jax_gpu_h200" / f"{page}.html").read_text()
+        assert html.count("data-xla-gpu-costs") == 1 and "HLO cost analysis" in html, page
+
+
+def test_the_cost_note_is_for_xla_gpu_runs_only(tmp_path):
+    from reportgen.cli.common import sample_logdir
+    from reportgen.pipeline.build import BuildOptions, build_site
+
+    build_site([str(sample_logdir())], BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False))  # CPU runs
+    pages = list((tmp_path / "site").glob("*/tf_stats.html"))
+    assert pages and not any("data-xla-gpu-costs" in page.read_text() for page in pages)

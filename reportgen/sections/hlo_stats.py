@@ -11,6 +11,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from reportgen.core.ops.device_db import xla_gpu_costs_missing
 from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.pages import HLO_STATS_CSV, hlo_op_anchor
 from reportgen.core.tools.hlo_stats import COLUMNS, HloStatsData, hlo_stats_data
@@ -86,6 +87,7 @@ class HloStatsSection(Section):
             device_type=env.device_type,
             hardware_type=env.hardware_type,
             has_ops=data.run.has_ops,
+            xla_gpu_costs_missing=xla_gpu_costs_missing(data.run.op_stats.device_db, env.hardware_type),
             hosts=data.run.hosts,
             csv_path=CSV_PATH,
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import orjson
 import pandas as pd
 
+from reportgen.core.ops.device_db import xla_gpu_costs_missing
 from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.ops.op_metrics import safe_divide
 from reportgen.core.pages import OP_PROFILE_CSV, safe_file_part
@@ -197,4 +198,5 @@ class OpProfileSection(Section):
             dvfs=data.run.time_scale_multiplier,
             csv_path=CSV_PATH,
             host_csvs=host_csvs,
+            xla_gpu_costs_missing=xla_gpu_costs_missing(data.run.op_stats.device_db, env.hardware_type),
         )

@@ -11,6 +11,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from reportgen.core.ops.device_db import xla_gpu_costs_missing
 from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.ops.op_metrics import safe_divide
 from reportgen.core.tools.op_profile import gibi_to_giga
@@ -142,5 +143,6 @@ class RooflineSection(Section):
             hosts=data.run.hosts,
             has_ops=data.run.has_ops,
             hardware_type=data.run.hardware_type,
+            xla_gpu_costs_missing=xla_gpu_costs_missing(data.run.op_stats.device_db, data.run.hardware_type),
             csv_path=CSV_PATH,
         )

@@ -13,6 +13,7 @@ from functools import lru_cache
 import altair as alt
 import pandas as pd
 
+from reportgen.core.ops.device_db import xla_gpu_costs_missing
 from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.ops.views import ALL_HOSTS, host_views_note
 from reportgen.core.pages import TF_STATS_CSV, tf_op_anchor
@@ -142,7 +143,9 @@ class TfStatsSection(Section):
         return host.op_stats
 
     def combine(self, run: RunContext, parts: dict[str, HostOpStats]) -> dict:
-        return {"views": tf_stats_views(parts, run.host_names), "views_note": host_views_note(len(parts))}
+        return {"views": tf_stats_views(parts, run.host_names), "views_note": host_views_note(len(parts)),
+                "xla_gpu_costs_missing": any(xla_gpu_costs_missing(p.device_db, p.environment.hardware_type)
+                                             for p in parts.values())}
 
     def summary(self, data: dict) -> dict:
         return tf_stats_summary(next(iter(data["views"].values())))
@@ -160,7 +163,8 @@ class TfStatsSection(Section):
             rendered.append({"view": view, "tables": tables, "index": index, "pies": pie_charts(view),
                              "has_device": bool((view.with_idle["host_or_device"] == "Device").any())})
         page.write_html("tf_stats.html", "tf_stats.html", views=rendered, labels=list(views), all_hosts=ALL_HOSTS,
-                        views_note=data.get("views_note", ""))
+                        views_note=data.get("views_note", ""),
+                        xla_gpu_costs_missing=data.get("xla_gpu_costs_missing", False))
 
 
 __all__ = ["TfStatsSection"]

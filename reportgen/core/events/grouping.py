@@ -81,11 +81,32 @@ def group_events(table: EventTable) -> Grouping:
     n = table.n
     if is_already_grouped(table):
         return _stored_grouping(table)
-    empty = Grouping(np.full(n, -1, np.int64), {}, np.full(n, -1, np.int8))
     if has_tf_loop_ops(table):
-        return empty
-    tpu_planes = table.planes_named(lambda name: name.startswith(schema.TPU_PLANE_PREFIX))
-    return _group_forest(table, tpu_planes)
+        return Grouping(np.full(n, -1, np.int64), {}, np.full(n, -1, np.int8))
+    grouping = _group_forest(table, table.planes_named(lambda name: name.startswith(schema.TPU_PLANE_PREFIX)))
+    # XProf derives its timelines (this step among them) only for captures it grouped itself.
+    _group_ungrouped_gpu_events(table, grouping.group_id)
+    return grouping
+
+
+def _group_ungrouped_gpu_events(table: EventTable, group_id: np.ndarray) -> None:
+    """XProf's `ProcessUngroupedEvents`, run on every GPU plane before its `Steps` line is derived: in time
+    order over the plane's own lines (start, then the longer first), an event without a group takes the group
+    of the last grouped event before it. A transfer or memset that no launch links to a step (JAX's host-to-
+    device copies of the next batch) thereby joins the step before it, whose device span, step time and
+    device time it lengthens."""
+    for plane in table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX)):
+        lines = table.lines_of_plane(plane)
+        rows = table.events_of_lines(lines[~table.derived_lines[lines]])
+        groups = group_id[rows]
+        if len(rows) == 0 or not (groups < 0).any() or not (groups >= 0).any():
+            continue
+        order = np.lexsort((-table.duration[rows], table.start[rows]))
+        rows, groups = rows[order], groups[order]
+        # Forward fill: each row's last grouped position at or before it.
+        last = np.maximum.accumulate(np.where(groups >= 0, np.arange(len(rows)), -1))
+        fill = (groups < 0) & (last >= 0)
+        group_id[rows[fill]] = groups[last[fill]]
 
 
 def _stored_grouping(table: EventTable) -> Grouping:

@@ -62,7 +62,11 @@ def _xla_kernel_runs(table: EventTable, grouping: Grouping, rows: np.ndarray, is
                      modules: Mapping[int, HloModule]) -> pd.DataFrame:
     """XLA kernels whose HLO instruction is known, merged into one op execution
     per run of consecutive kernels (same line, same innermost HLO op and group,
-    no TF-op kernel in between): XProf's HLOTracker."""
+    no TF-op kernel in between): XProf's HLOTracker. A run counts one occurrence
+    per kernel, and its `flops` and `bytes_accessed` are those of its last kernel
+    that has them (XProf keeps one kernel's value and multiplies it by the
+    occurrences: an HLO op of several kernels, such as a cuDNN convolution, says
+    each kernel's count as the op's)."""
     hlo_ids = table.str_stat_at("hlo_op", rows)
     program, has_program = table.int_stat_at("program_id", rows)
     has_hlo = hlo_ids != NO_STRING
@@ -93,14 +97,20 @@ def _xla_kernel_runs(table: EventTable, grouping: Grouping, rows: np.ndarray, is
     prev_same[1:] = (lines[1:] == lines[:-1]) & (names[1:] == names[:-1]) & (group[1:] == group[:-1]) & ~tf[:-1]
     run = np.cumsum(~prev_same)
     xla = ~tf
-    flops, _ = table.int_stat("flops")
-    nbytes, _ = table.int_stat("bytes_accessed")
+    kernels = rows[pos][xla]
+    flops, has_flops = table.int_stat("flops")
+    nbytes, has_bytes = table.int_stat("bytes_accessed")
+    # A kernel without the stat keeps the run's value so far: NaN, which "last" skips.
     frame = pd.DataFrame({"run": run[xla], "program": pid[pos][xla], "name": names[xla],
-                          "dur": table.duration[rows[pos][xla]], "flops": flops[rows[pos][xla]],
-                          "bytes": nbytes[rows[pos][xla]], "eager": grouping.is_eager[rows[pos][xla]] == 1})
+                          "dur": table.duration[kernels],
+                          "flops": np.where(has_flops[kernels], flops[kernels], np.nan),
+                          "bytes": np.where(has_bytes[kernels], nbytes[kernels], np.nan),
+                          "eager": grouping.is_eager[kernels] == 1})
     runs = frame.groupby("run", sort=False).agg(program=("program", "first"), name=("name", "first"),
-                                                dur=("dur", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"),
-                                                eager=("eager", "last"))
+                                                dur=("dur", "sum"), kernels=("dur", "size"), flops=("flops", "last"),
+                                                bytes=("bytes", "last"), eager=("eager", "last"))
+    runs["flops"] = runs["flops"].fillna(0).astype(np.int64) * runs["kernels"]
+    runs["bytes"] = runs["bytes"].fillna(0).astype(np.int64) * runs["kernels"]
     info = [modules[program_key(int(p))].instructions[n] for p, n in zip(runs["program"], runs["name"])]
     runs["category"] = [hlo_category(i) for i in info]
     runs["provenance"] = [instruction_provenance(i) for i in info]
@@ -161,7 +171,7 @@ def _xla_metrics(runs: pd.DataFrame) -> pd.DataFrame:
         return metrics_frame(name=np.zeros(0, object))
     agg = runs.groupby(["program", "name"], sort=False).agg(
         category=("category", "first"), provenance=("provenance", "first"), is_eager=("eager", "first"),
-        occurrences=("dur", "size"), time_ps=("dur", "sum"), min_time_ps=("dur", "min"), flops=("flops", "sum"),
+        occurrences=("kernels", "sum"), time_ps=("dur", "sum"), min_time_ps=("dur", "min"), flops=("flops", "sum"),
         bytes_accessed=("bytes", "sum"),
     ).reset_index()
     return metrics_frame(
@@ -362,3 +372,15 @@ def device_op_metrics_db(table: EventTable, grouping: Grouping, modules: Mapping
     if not gpu:
         return OpMetricsDb(), [], False
     return combine_dbs([gpu_plane_op_metrics(table, grouping, p, modules) for p in gpu]), gpu, False
+
+
+def xla_gpu_costs_missing(device_db: OpMetricsDb, hardware_type: str) -> bool:
+    """Whether the run's XLA ops on GPU carry no FLOP and no byte counts. XProf 2.24.2 computes them with XLA's
+    HLO cost analysis of the capture's modules; reportgen reads them from the kernels' stats only and does not run
+    XLA, so their FLOP rates, bandwidths and utilizations are 0 (the pages that show them say so)."""
+    if hardware_type != "GPU":
+        return False
+    metrics = device_db.metrics
+    xla = metrics["hlo_module_id"].to_numpy() != 0
+    return bool(xla.any() and not metrics["flops"].to_numpy()[xla].any()
+                and not metrics["bytes_accessed"].to_numpy()[xla].any())

@@ -336,7 +336,9 @@ def kernel_reports(
             module = modules.get(program_key(program_id))
             instruction = module.instructions.get(text(hlo_op_id).split("::")[-1]) if module else None
             if instruction is not None:
-                op_name = instruction_provenance(instruction)
+                # The framework op's name without its type, as XProf 2.24.2 lists it (JAX's ops have no type:
+                # "jit(step)/dot_general", not "jit(step)/dot_general:").
+                op_name = parse_tf_op_fullname(instruction_provenance(instruction)).name
                 eligible = is_op_tensor_core_eligible(op_name) or eligible
         key = (name, *params.grid, *params.block, params.registers_per_thread, params.static_shmem_bytes,
                params.dynamic_shmem_bytes, uses_tc, eligible, op_name)

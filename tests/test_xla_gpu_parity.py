@@ -1,9 +1,12 @@
-"""A JAX training run on an NVIDIA H200 (XLA on GPU) against XProf 2.24.2's own output on the same file.
+"""JAX training runs on an NVIDIA H200 (XLA on GPU) against XProf 2.24.2's own output on the same files.
 
-The capture and XProf's outputs live in the repository (`tests/captures/jax_gpu_h200/`; see its README), so
-these tests run on a bare clone too. It is the only capture of XLA kernels on a GPU: its host-to-device copies
-are linked to no step by a launch (XProf gives each such event the step of the last grouped event before it on
-the device), and its cuDNN convolutions run as several kernels per HLO op (one occurrence each).
+The captures and XProf's outputs live in the repository (`tests/captures/<run>/`; see their READMEs), so these
+tests run on a bare clone too:
+
+* `jax_gpu_h200`: a small CNN; its host-to-device copies are linked to no step by a launch (XProf gives each such
+  event the step of the last grouped event before it on the device), and its cuDNN convolutions run as several
+  kernels per HLO op (one occurrence each);
+* `jax_lm_h200`: a transformer language model in bf16, its layers under `lax.scan` (an XLA while loop), Adam.
 """
 
 from __future__ import annotations
@@ -30,58 +33,78 @@ from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.xspace import decode_xspace
 from tests.xprof_oracle import datatable_frame
 
-FOLDER = Path(__file__).parent / "captures" / "jax_gpu_h200"
-CAPTURE = FOLDER / "vm.xplane.pb"
+CAPTURES = Path(__file__).parent / "captures"
+RUNS = ["jax_gpu_h200", "jax_lm_h200"]
 HOST = "vm"
 
 
-def _oracle(tool: str):
-    return json.loads((FOLDER / "oracle" / f"{tool}.json").read_text())
+def _capture_file(run: str) -> Path:
+    (path,) = (CAPTURES / run).glob("vm.xplane.pb*")
+    return path
+
+
+def _oracle(run: str, tool: str):
+    return json.loads((CAPTURES / run / "oracle" / f"{tool}.json").read_text())
 
 
 @cache
-def _op_stats() -> HostOpStats:
-    capture = decode_xspace(str(CAPTURE), CAPTURE.read_bytes())
+def _capture(run: str):
+    path = _capture_file(run)
+    return decode_xspace(str(path), path.read_bytes())  # a .gz file is inflated by the loader
+
+
+@cache
+def _op_stats(run: str) -> HostOpStats:
+    capture = _capture(run)
     return compute_host_op_stats(capture, hlo_modules(capture))
 
 
-def _overview():
-    views = run_views({HOST: _op_stats()}, [HOST], overview_steps=True)
-    return overview_view(HOST, views[HOST])
+def _view(run: str, overview_steps: bool):
+    return run_views({HOST: _op_stats(run)}, [HOST], overview_steps=overview_steps)[HOST]
 
 
-def test_steps_times_and_breakdown_are_xprofs():
-    oracle = _oracle("overview_page")
+@pytest.mark.parametrize("run", RUNS)
+def test_steps_times_and_breakdown_are_xprofs(run):
+    oracle = _oracle(run, "overview_page")
     rows = datatable_frame(oracle[1])
-    steps = _overview().steps
-    assert list(steps["step_name"]) == [str(s) for s in rows["stepnum"]] == [str(n) for n in range(1, 11)]
-    # A step lasts from its first device event to the copies of the next step's input: ≈ 17.5 ms, not the
-    # ≈ 2 ms of its kernels alone.
-    assert steps["step_time_ms"].to_numpy() == pytest.approx(rows["stepTimeMs"].to_numpy(), abs=1e-3)
-    assert steps["step_time_ms"].min() > 15
-    assert steps["device_compute"].to_numpy() == pytest.approx(rows["deviceComputeTimeMs"].to_numpy(), abs=1e-3)
-    assert steps["other"].to_numpy() == pytest.approx(rows["otherTimeMs"].to_numpy(), abs=1e-3)
+    overview = overview_view(HOST, _view(run, overview_steps=True))
+    steps = overview.steps
+    assert len(rows) >= 8
+    assert list(steps["step_name"]) == [str(s) for s in rows["stepnum"]]
+    for column, key in (("stepTimeMs", "step_time_ms"), ("deviceComputeTimeMs", "device_compute"),
+                        ("otherTimeMs", "other"), ("hostComputeTimeMs", "host_compute"),
+                        ("kernelLaunchTimeMs", "kernel_launch"), ("infeedTimeMs", "input")):
+        assert steps[key].to_numpy() == pytest.approx(rows[column].to_numpy(), abs=1e-3), column
     props = oracle[1]["p"]
-    summary = _overview().analysis.step_time
+    summary = overview.analysis.step_time
     for name, ours in (("average", summary.average), ("minimum", summary.minimum), ("maximum", summary.maximum),
                        ("standard_deviation", summary.standard_deviation)):
         assert ours == pytest.approx(float(props[f"steptime_ms_{name}"]), abs=0.1), name
 
 
-def test_input_pipeline_steps_are_xprofs():
-    rows = datatable_frame(_oracle("input_pipeline_analyzer")[1])
-    views = run_views({HOST: _op_stats()}, [HOST], overview_steps=True)
-    steps = input_view(HOST, views[HOST]).steps
+def test_a_step_spans_the_next_inputs_copies_as_in_xprof():
+    # The CNN's steps last from their first kernel to the copies of the next step's input: ≈ 17.5 ms, not the
+    # ≈ 2 ms of their kernels alone (the copies, linked to no step, join the step before them).
+    steps = overview_view(HOST, _view("jax_gpu_h200", overview_steps=True)).steps
+    assert list(steps["step_name"]) == [str(n) for n in range(1, 11)]
+    assert steps["step_time_ms"].min() > 15
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_input_pipeline_steps_are_xprofs(run):
+    rows = datatable_frame(_oracle(run, "input_pipeline_analyzer")[1])
+    steps = input_view(HOST, _view(run, overview_steps=True)).steps
     assert list(steps["step_name"]) == list(rows["stepnum"])
     assert steps["device_compute"].to_numpy() == pytest.approx(rows["deviceComputeTimeMs"].to_numpy(), abs=1e-3)
     assert steps["step_time_ms"].to_numpy() == pytest.approx(rows["stepTimeMs"].to_numpy(), abs=1e-3)
 
 
-def test_pod_viewer_steps_are_xprofs():
-    expected = _oracle("pod_viewer")
-    parts = [_op_stats()]
-    names = hostnames_by_core([(p.environment.hostnames[0], p.core_details) for p in parts])
-    combined = run_views({HOST: parts[0]}, [HOST], overview_steps=False)[HOST]
+@pytest.mark.parametrize("run", RUNS)
+def test_pod_viewer_steps_are_xprofs(run):
+    expected = _oracle(run, "pod_viewer")
+    op_stats = _op_stats(run)
+    names = hostnames_by_core([(op_stats.environment.hostnames[0], op_stats.core_details)])
+    combined = _view(run, overview_steps=False)
     mine = pod_json(pod_stats(combined.step_db, names, combined.environment.device_type),
                     expected["diagnostics"]["warnings"])
     ours, theirs = mine["podStatsSequence"]["podStatsMap"], expected["podStatsSequence"]["podStatsMap"]
@@ -94,37 +117,43 @@ def test_pod_viewer_steps_are_xprofs():
 
 
 @pytest.mark.parametrize("mode", [0, 1], ids=["with_idle", "without_idle"])
-def test_framework_op_stats_rows_occurrences_and_times_are_xprofs(mode):
-    oracle = datatable_frame(_oracle("framework_op_stats")[mode])
-    op_stats = run_views({HOST: _op_stats()}, [HOST], overview_steps=False)[HOST]
-    ours = framework_op_stats_table(op_stats, exclude_idle=bool(mode))
+@pytest.mark.parametrize("run", RUNS)
+def test_framework_op_stats_rows_occurrences_and_times_are_xprofs(run, mode):
+    oracle = datatable_frame(_oracle(run, "framework_op_stats")[mode])
+    ours = framework_op_stats_table(_view(run, overview_steps=False), exclude_idle=bool(mode))
     key = ["host_or_device", "type", "operation"]
     joined = ours.merge(oracle, on=key, suffixes=("", "_xprof"))
     assert len(ours) == len(oracle) == len(joined)
-    # A cuDNN convolution runs three kernels per step: three occurrences each, as XProf counts them.
-    conv = joined[joined["operation"] == "jit(train_step)/jvp()/conv_general_dilated"]
-    assert conv["occurrences"].tolist() == conv["occurrences_xprof"].tolist() == [36]
     assert (joined["occurrences"] == joined["occurrences_xprof"]).all()
     for column in ("total_time", "total_self_time"):
         assert (joined[column] - joined[f"{column}_xprof"]).abs().max() <= 1e-3, column
     assert list(ours["operation"]) == list(oracle["operation"])
 
 
-def test_xla_ops_flops_and_bytes_are_left_out_where_xprof_runs_the_cost_analysis():
+def test_each_kernel_of_an_hlo_op_is_an_occurrence():
+    # A cuDNN convolution runs three kernels per step: 36 occurrences over 12 steps, as XProf counts them.
+    ours = framework_op_stats_table(_view("jax_gpu_h200", overview_steps=False), exclude_idle=False)
+    conv = ours[ours["operation"] == "jit(train_step)/jvp()/conv_general_dilated"]
+    assert conv["occurrences"].tolist() == [36]
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_xla_ops_flops_and_bytes_are_left_out_where_xprof_runs_the_cost_analysis(run):
     """XProf 2.24.2 computes an XLA GPU op's FLOPs and bytes with XLA's HLO cost analysis; the kernels carry
     none, and reportgen does not run XLA: its rates stay 0, which the pages say (`xla_gpu_costs_missing`)."""
-    oracle = datatable_frame(_oracle("framework_op_stats")[0])
-    assert (oracle["measured_flop_rate"] > 0).any()
-    op_stats = run_views({HOST: _op_stats()}, [HOST], overview_steps=False)[HOST]
+    oracle = datatable_frame(_oracle(run, "framework_op_stats")[0])
+    assert ((oracle["measured_flop_rate"] > 0) | (oracle["measured_memory_bw"] > 0)).any()
+    op_stats = _view(run, overview_steps=False)
     ours = framework_op_stats_table(op_stats, exclude_idle=False)
-    assert (ours["measured_flop_rate"] == 0).all()
+    assert (ours["measured_flop_rate"] == 0).all() and (ours["measured_memory_bw"] == 0).all()
     assert xla_gpu_costs_missing(op_stats.device_db, op_stats.environment.hardware_type)
 
 
-def test_kernel_stats_are_xprofs():
-    capture = decode_xspace(str(CAPTURE), CAPTURE.read_bytes())
+@pytest.mark.parametrize("run", RUNS)
+def test_kernel_stats_are_xprofs(run):
+    capture = _capture(run)
     table = kernel_stats_table(kernel_reports(EventTable(capture), hlo_modules(capture)))
-    oracle = _oracle("kernel_stats")
+    oracle = _oracle(run, "kernel_stats")
     columns = [c["id"] for c in oracle["cols"]]
     assert len(table) == len(oracle["rows"]) > 0
     for index, row in enumerate(oracle["rows"]):
@@ -136,21 +165,23 @@ def test_kernel_stats_are_xprofs():
                 assert math.isclose(float(mine), theirs, rel_tol=1e-12, abs_tol=1e-9), (index, column)
 
 
-def test_the_capture_builds_a_site(tmp_path):
+def test_the_captures_build_a_site_that_says_where_it_differs(tmp_path):
     from reportgen.pipeline.build import BuildOptions, build_site
 
-    report = build_site([str(CAPTURE)], BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False))
+    report = build_site([str(_capture_file(run)) for run in RUNS],
+                        BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False))
     assert not report.errors
     summary = json.loads((tmp_path / "site" / "summary.json").read_text())
-    (run,) = summary["runs"].values()
-    assert run["overview"]["step_time_ms"]["average"] == pytest.approx(
-        float(_oracle("overview_page")[1]["p"]["steptime_ms_average"]), abs=0.1)
-    table = pd.read_csv(tmp_path / "site" / "jax_gpu_h200" / "data" / "tf_stats" / "framework_op_stats.csv")
-    assert len(table) == len(_oracle("framework_op_stats")[0]["rows"])
-    # Every page that shows XLA ops' FLOP rates says why they are 0 here.
-    for page in ("tf_stats", "op_profile", "hlo_stats", "roofline_model"):
-        html = (tmp_path / "site" / "jax_gpu_h200" / f"{page}.html").read_text()
-        assert html.count("data-xla-gpu-costs") == 1 and "HLO cost analysis" in html, page
+    assert sorted(summary["runs"]) == RUNS
+    for run in RUNS:
+        average = float(_oracle(run, "overview_page")[1]["p"]["steptime_ms_average"])
+        assert summary["runs"][run]["overview"]["step_time_ms"]["average"] == pytest.approx(average, abs=0.1)
+        table = pd.read_csv(tmp_path / "site" / run / "data" / "tf_stats" / "framework_op_stats.csv")
+        assert len(table) == len(_oracle(run, "framework_op_stats")[0]["rows"])
+        # Every page that shows XLA ops' FLOP rates says why they are 0 here.
+        for page in ("tf_stats", "op_profile", "hlo_stats", "roofline_model"):
+            html = (tmp_path / "site" / run / f"{page}.html").read_text()
+            assert html.count("data-xla-gpu-costs") == 1 and "HLO cost analysis" in html, (run, page)
 
 
 def test_the_cost_note_is_for_xla_gpu_runs_only(tmp_path):

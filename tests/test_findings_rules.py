@@ -350,6 +350,11 @@ def test_tensor_cores_unused_and_fp32_compute(tmp_path):
     assert fp32.ms_per_step == pytest.approx(0.400) and fp32.percent_of_step == pytest.approx(50.0)
     half = findings(tmp_path / "b", gpu_steps(kernel="volta_h884gemm_fp16_128x128_nn"))
     assert not {"gpu.tensor_cores_unused", "device.fp32_compute"} & set(half)
+    # Hopper's TF32 and cuBLAS kernels run on TensorCores though XProf's list (the kernel stats' column) misses them.
+    for kernel in ("sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x64x32",
+                   "nvjet_sm90_tst_128x128_64x6_1x2_h_bz_NTT", "cutlass_80_tensorop_s1688gemm_128x128_32x3_nn"):
+        hopper = findings(tmp_path / kernel[:12], gpu_steps(kernel=kernel))
+        assert "gpu.tensor_cores_unused" not in hopper, kernel
 
 
 def test_tiny_kernels(tmp_path):

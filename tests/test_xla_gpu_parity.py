@@ -178,6 +178,13 @@ def test_the_captures_build_a_site_that_says_where_it_differs(tmp_path):
         assert summary["runs"][run]["overview"]["step_time_ms"]["average"] == pytest.approx(average, abs=0.1)
         table = pd.read_csv(tmp_path / "site" / run / "data" / "tf_stats" / "framework_op_stats.csv")
         assert len(table) == len(_oracle(run, "framework_op_stats")[0]["rows"])
+        # XProf's 16-/32-bit split counts every XLA kernel as 32-bit: no finding is drawn from it (the language
+        # model computes in bfloat16). The CNN's TF32 convolution kernels use TensorCores; its first convolution
+        # (3 input channels) runs cuDNN's 32-bit engine, which the finding names.
+        items = {f["id"]: f for f in summary["runs"][run]["findings"]["items"]}
+        assert "device.fp32_compute" not in items
+        if run == "jax_gpu_h200":
+            assert items["gpu.tensor_cores_unused"]["percent_of_device_time"] == pytest.approx(14.3, abs=0.1)
         # Every page that shows XLA ops' FLOP rates says why they are 0 here.
         for page in ("tf_stats", "op_profile", "hlo_stats", "roofline_model"):
             html = (tmp_path / "site" / run / f"{page}.html").read_text()

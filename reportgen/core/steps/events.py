@@ -76,6 +76,12 @@ def empty_transfers() -> pd.DataFrame:
                   bytes=np.zeros(0, np.int64))
 
 
+@empty_frame
+def empty_collectives() -> pd.DataFrame:
+    return _frame(group=np.zeros(0, np.int64), core=np.zeros(0, np.int64), start=np.zeros(0, np.int64),
+                  end=np.zeros(0, np.int64))
+
+
 @dataclass
 class StepEvents:
     """Step events of one host (or several, once combined).
@@ -94,9 +100,7 @@ class StepEvents:
     markers: pd.DataFrame = field(default_factory=empty_markers)
     names: dict[int, str] = field(default_factory=dict)
     transfers: pd.DataFrame = field(default_factory=empty_transfers)
-    collectives: pd.DataFrame = field(default_factory=lambda: _frame(
-        group=np.zeros(0, np.int64), core=np.zeros(0, np.int64), start=np.zeros(0, np.int64),
-        end=np.zeros(0, np.int64)))
+    collectives: pd.DataFrame = field(default_factory=empty_collectives)
     core_dbs: dict = field(default_factory=dict)
 
     @property

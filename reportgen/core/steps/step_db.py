@@ -146,10 +146,11 @@ def generic_step_db(events: StepEvents, has_device: bool) -> tuple[StepDb, int, 
     else:
         well_formed = present[:, HOST_COMPUTE]
     keep = well_formed & (duration > 0)
-    steps = pd.DataFrame({
-        "step_num": groups[keep], "core": np.full(int(keep.sum()), DEFAULT_GPU_CORE, np.int64),
-        "name": np.array([events.names.get(int(g), "") for g in groups[keep]], object),
-        "begin_ps": begin[keep], "duration_ps": duration[keep],
-        **{col: type_ps[keep, i] for i, col in enumerate(TYPE_COLUMNS)},
-    })
+    # The int64 columns as one block, then the name: a frame from 23 separate columns cost ≈ 0.1 ms more,
+    # a third of a tiny host's step database.
+    numbers = np.empty((int(keep.sum()), 4 + N_EVENT_TYPES), np.int64)
+    numbers[:, 0], numbers[:, 1] = groups[keep], DEFAULT_GPU_CORE
+    numbers[:, 2], numbers[:, 3], numbers[:, 4:] = begin[keep], duration[keep], type_ps[keep]
+    steps = pd.DataFrame(numbers, columns=["step_num", "core", "begin_ps", "duration_ps", *TYPE_COLUMNS], copy=False)
+    steps.insert(2, "name", np.array([events.names.get(int(g), "") for g in groups[keep]], object))
     return StepDb(steps=steps), int(span_ps[:, DEVICE_COMPUTE_16].sum()), int(span_ps[:, DEVICE_COMPUTE_32].sum())

@@ -10,9 +10,9 @@ import pandas as pd
 
 
 def empty_frame(build: Callable[[], pd.DataFrame]) -> Callable[[], pd.DataFrame]:
-    """Decorate a function that builds an empty, typed frame: it is built once and each call returns a
-    copy. Building one from typed Series costs ≈ 2 ms, its copy ≈ 0.03 ms, and a tiny host asks for a
-    dozen of them (a pod slice has thousands of hosts)."""
+    """Decorate a function that builds an empty, typed frame (or another constant one, such as a zero IDLE
+    record): it is built once and each call returns a copy. Building one from typed Series costs ≈ 2 ms,
+    its copy ≈ 0.03 ms, and a tiny host asks for a dozen of them (a pod slice has thousands of hosts)."""
     template: pd.DataFrame | None = None
 
     @functools.wraps(build)

@@ -50,15 +50,21 @@ class Grouping:
     group_names: dict[int, str] = field(default_factory=dict)
 
 
-def _plane_has_stat_metadata(table: EventTable, plane: int, name: str) -> bool:
+def _planes_with_stat_metadata(table: EventTable, name: str) -> set[int]:
+    """The planes that declare a stat named `name` (the columns read once, compared in numpy: a pandas
+    comparison per plane cost more than a tiny host's grouping)."""
     smd = table.capture.stat_metadata
-    return bool(((smd["plane"] == plane) & (smd["name"] == name)).any())
+    named = smd["name"].to_numpy(object) == name
+    return set(smd["plane"].to_numpy(np.int64)[named].tolist())
 
 
 def is_already_grouped(table: EventTable) -> bool:
     """Every host and device plane declares a `group_id` stat (xspace.md §4 classification)."""
     host_prefixes = ("/host:CPU", "Host CPUs", "/host:tfstreamz", "/host:metadata", "Syscalls",
                      "/host:python-tracer", "/host:CUPTI", "/host:__ScopeRangeCallStack__")
+    grouped = _planes_with_stat_metadata(table, "group_id")
+    if not grouped:
+        return False  # a plane to check lacks it, or there is none to check: not grouped either way
     checked = False
     for plane, name in enumerate(table.plane_names):
         is_host = name.startswith(host_prefixes)
@@ -67,7 +73,7 @@ def is_already_grouped(table: EventTable) -> bool:
         if not (is_host or is_device):
             continue
         checked = True
-        if not _plane_has_stat_metadata(table, plane, "group_id"):
+        if plane not in grouped:
             return False
     return checked
 

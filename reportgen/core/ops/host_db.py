@@ -11,6 +11,7 @@ spans.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,13 +23,13 @@ from reportgen.core.events.nesting import replay_op_stack
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import UNKNOWN, is_infeed_enqueue_type, parse_tf_op_fullname
 from reportgen.core.frames import first_appearance_groups
-from reportgen.core.ops.op_metrics import IDLE, OpMetricsDb, combine_dbs, metrics_frame
+from reportgen.core.ops.op_metrics import IDLE, OpMetricsDb, combine_dbs, idle_row, metrics_frame
 
 
 def _op_catalog(table: EventTable, rows: np.ndarray):
     """Per event row: op index into a catalog of (hlo_module_id, name, type), or -1.
 
-    Returns (op_of_event, op_of_tf_op_stat, catalog DataFrame)."""
+    Returns (op_of_event, op_of_tf_op_stat, catalog: its (hlo_module_id, name, type) keys in index order)."""
     catalog: dict[tuple[int, str, str], int] = {}
 
     def index(key: tuple[int, str, str]) -> int:
@@ -81,10 +82,7 @@ def _op_catalog(table: EventTable, rows: np.ndarray):
                 op_of_unique[i] = index((0, op.name, op.type))
         op_of_stat[with_stat] = op_of_unique[inverse]
 
-    keys = list(catalog)
-    frame = pd.DataFrame(keys, columns=["hlo_module_id", "name", "category"]) if keys else pd.DataFrame(
-        {"hlo_module_id": [], "name": [], "category": []})
-    return op_of_event, op_of_stat, frame
+    return op_of_event, op_of_stat, list(catalog)
 
 
 def host_op_metrics_db(table: EventTable, is_eager: np.ndarray) -> OpMetricsDb:
@@ -98,25 +96,27 @@ def host_op_metrics_db(table: EventTable, is_eager: np.ndarray) -> OpMetricsDb:
         return OpMetricsDb()
     rows = table.events_of_lines(lines)
     op_of_event, op_of_stat, catalog = _op_catalog(table, rows)
+    if not ((op_of_event >= 0).any() or (op_of_stat >= 0).any()):
+        # No op on any thread: each adds an empty IDLE record, and combined they are one (a tiny host's
+        # case, where building and combining a record per thread was most of its host database).
+        return OpMetricsDb(metrics=idle_row(0))
     eager_of_event = is_eager[rows] == 1
 
     # Activities: for each event, [begin, end] of its own op then of its tf_op stat, in that
     # order; replayed line by line in time order, ties in that order (XProf's sort).
     acts = _activities(table, rows, op_of_event, op_of_stat, eager_of_event)
-    completed = pd.DataFrame({"line": [], "op": [], "eager": [], "time": [], "self": [], "begin": []})
-    spans = pd.DataFrame({"min": [], "max": []})
-    if len(acts.ts):
-        duration, children = replay_op_stack(acts.line_break, acts.ts, acts.act, acts.begin)
-        done = np.flatnonzero(duration >= 0)
-        owner = acts.position[done]  # the activity's place before the sort: its event and slot
-        completed = pd.DataFrame({
-            "line": acts.line[done], "op": acts.op[owner], "eager": acts.eager[owner],
-            "time": duration[done], "self": duration[done] - children[done],
-            "begin": acts.ts[done] - duration[done],
-        })
-        starts = np.flatnonzero(acts.line_break)
-        ends = np.concatenate([starts[1:], [len(acts.ts)]]) - 1
-        spans = pd.DataFrame({"min": acts.ts[starts], "max": acts.ts[ends]}, index=acts.line[starts])
+    duration, children = replay_op_stack(acts.line_break, acts.ts, acts.act, acts.begin)
+    done = np.flatnonzero(duration >= 0)
+    owner = acts.position[done]  # the activity's place before the sort: its event and slot
+    # Columns of the completed activities (numpy: a DataFrame here cost more than a tiny host's ops).
+    completed = {
+        "line": acts.line[done], "op": acts.op[owner], "eager": acts.eager[owner],
+        "time": duration[done], "self": duration[done] - children[done],
+        "begin": acts.ts[done] - duration[done],
+    }
+    starts = np.flatnonzero(acts.line_break)
+    ends = np.append(starts[1:], len(acts.ts)) - 1
+    spans = dict(zip(acts.line[starts].tolist(), (acts.ts[ends] - acts.ts[starts]).tolist()))
     return combine_dbs(_line_dbs(completed, catalog, spans, lines), update_num_cores=False)
 
 
@@ -175,50 +175,52 @@ def _activities(table: EventTable, rows: np.ndarray, op_of_event: np.ndarray, op
                        line_break=line_break, position=position, op=op, eager=eager)
 
 
-def _line_op_totals(completed: pd.DataFrame) -> dict[str, np.ndarray]:
+def _line_op_totals(completed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Per (line, op) pair, in order of first appearance: its line and op, occurrences, time, self
     time, min time and whether any occurrence was eager. In numpy (exact int64 sums): a pandas
-    groupby with five named aggregations cost ≈ 7 ms however few the ops, most of a tiny host's db."""
-    line = completed["line"].to_numpy(np.int64)
-    op = completed["op"].to_numpy(np.int64)
+    groupby with five named aggregations cost ≈ 7 ms however few the ops, most of a tiny host's db.
+    `completed`: the completed activities' columns (line, op, eager, time, self)."""
+    line = np.asarray(completed["line"], np.int64)
+    op = np.asarray(completed["op"], np.int64)
     if len(line) == 0:
         empty = np.zeros(0, np.int64)
         return {"line": empty, "op": empty, "occurrences": empty, "time_ps": empty, "self_time_ps": empty,
                 "min_time_ps": empty, "is_eager": np.zeros(0, bool)}
     first, group = first_appearance_groups((line - line.min()) * (int(op.max()) + 1) + op)
     n = len(first)
-    time = completed["time"].to_numpy(np.int64)
+    time = np.asarray(completed["time"], np.int64)
     totals = {"line": line[first], "op": op[first],
               "occurrences": np.bincount(group, minlength=n).astype(np.int64)}
-    for name, values in (("time_ps", time), ("self_time_ps", completed["self"].to_numpy(np.int64))):
+    for name, values in (("time_ps", time), ("self_time_ps", np.asarray(completed["self"], np.int64))):
         total = np.zeros(n, np.int64)
         np.add.at(total, group, values)
         totals[name] = total
     smallest = np.full(n, np.iinfo(np.int64).max)
     np.minimum.at(smallest, group, time)
     eager = np.zeros(n, bool)
-    np.logical_or.at(eager, group, completed["eager"].to_numpy(bool))
+    np.logical_or.at(eager, group, np.asarray(completed["eager"], bool))
     totals["min_time_ps"], totals["is_eager"] = smallest, eager
     return totals
 
 
-def _line_dbs(completed: pd.DataFrame, catalog: pd.DataFrame, spans: pd.DataFrame, lines) -> list[OpMetricsDb]:
+def _line_dbs(completed: dict[str, np.ndarray], catalog: list[tuple[int, str, str]], spans: dict[int, int],
+              lines: np.ndarray) -> list[OpMetricsDb]:
+    """One database per line (thread); `spans`: line → last − first activity time, for lines with ops."""
     totals = _line_op_totals(completed)
-    infeed = _host_infeed(completed, catalog)
-    module_ids = catalog["hlo_module_id"].to_numpy(np.int64)
-    names = catalog["name"].to_numpy(object)
-    categories = catalog["category"].to_numpy(object)
-    span_min, span_max = spans["min"].to_dict(), spans["max"].to_dict()
+    module_ids = np.array([key[0] for key in catalog], np.int64)
+    names = np.array([key[1] for key in catalog], object)
+    categories = np.array([key[2] for key in catalog], object)
+    infeed = _host_infeed(completed, categories)
     out = []
-    for line in lines:
-        if line not in span_min:
+    for line in lines.tolist():
+        if line not in spans:
             # A thread without ops still adds an (empty) IDLE record.
-            out.append(OpMetricsDb(metrics=_idle_only(0)))
+            out.append(OpMetricsDb(metrics=idle_row(0)))
             continue
         at = np.flatnonzero(totals["line"] == line)
         ops = totals["op"][at]
         op_time = int(totals["self_time_ps"][at].sum())
-        total = max(op_time, int(span_max[line] - span_min[line]))
+        total = max(op_time, spans[line])
 
         def with_idle_row(values: np.ndarray, idle) -> np.ndarray:
             # The line's ops, then its IDLE record (XProf's AddIdleOp).
@@ -239,22 +241,22 @@ def _line_dbs(completed: pd.DataFrame, catalog: pd.DataFrame, spans: pd.DataFram
     return out
 
 
-def _idle_only(idle_ps: int) -> pd.DataFrame:
-    return metrics_frame(name=np.array([IDLE], object), category=np.array([IDLE], object),
-                         time_ps=np.array([idle_ps], np.int64), self_time_ps=np.array([idle_ps], np.int64))
-
-
-def _host_infeed(completed: pd.DataFrame, catalog: pd.DataFrame) -> dict[int, tuple[int, int]]:
-    """Per line: Σ durations of all but the last InfeedEnqueue op, and last − first begin."""
-    if catalog.empty:
+def _host_infeed(completed: dict[str, np.ndarray], categories: np.ndarray) -> dict[int, tuple[int, int]]:
+    """Per line: Σ durations of all but the last InfeedEnqueue op, and last − first begin (lines with
+    two or more). `categories`: each catalog op's type."""
+    infeed_ops = np.flatnonzero([is_infeed_enqueue_type(str(t)) for t in categories])
+    if len(infeed_ops) == 0:
         return {}
-    infeed_ops = np.flatnonzero([is_infeed_enqueue_type(str(t)) for t in catalog["category"]])
-    sel = completed[completed["op"].isin(infeed_ops)]
+    sel = np.flatnonzero(np.isin(completed["op"], infeed_ops))
+    # Each line's infeed activities in their order: a stable sort by line.
+    sel = sel[np.argsort(completed["line"][sel], kind="stable")]
+    line, time, begin = completed["line"][sel], completed["time"][sel], completed["begin"][sel]
+    starts = run_starts(line)
+    ends = np.append(starts[1:], len(sel))
     out = {}
-    for line, group in sel.groupby("line", sort=False):
-        if len(group) < 2:
-            continue
-        out[int(line)] = (int(group["time"].iloc[:-1].sum()), int(group["begin"].iloc[-1] - group["begin"].iloc[0]))
+    for a, b in zip(starts.tolist(), ends.tolist()):  # one turn per line
+        if b - a >= 2:
+            out[int(line[a])] = (int(time[a:b - 1].sum()), int(begin[b - 1] - begin[a]))
     return out
 
 

@@ -299,7 +299,10 @@ def kernel_reports(
     XProf does when the HLO instruction is not found.
     """
     capture = table.capture
-    events = kernel_events(table)
+    planes = gpu_planes(table)
+    if len(planes) == 0:  # no GPU: no kernel (and no event frame to build)
+        return empty_reports()
+    events = kernel_events(table, planes)
     if events.empty:
         return empty_reports()
     # 1. Aggregate the events per distinct raw combination (vectorised; few groups).

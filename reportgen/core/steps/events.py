@@ -6,8 +6,10 @@ step annotations, device `Steps` line events) and what the time went to
 device compute, memcpys, collectives …). Host threads give them on CPU-only
 captures; GPU planes (kernels and their `Steps` line) otherwise.
 
-Everything is held in flat DataFrames so steps of millions of events are
-classified without Python loops; `combine_union` / `combine_intersect` are
+Everything is held in flat tables of numpy columns (`Columns`: name → array,
+all of one length), so steps of millions of events are classified without
+Python loops, and a tiny host pays no DataFrame construction for tables that
+only the step database reads back; `combine_union` / `combine_intersect` are
 XProf's step-event combiners.
 """
 
@@ -24,7 +26,6 @@ from reportgen.core.events.grouping import Grouping
 from reportgen.core.events.nesting import inherit_down, line_parents
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import MEMCPY_D2D, MEMCPY_D2H, MEMCPY_H2D, MEMCPY_H2H, TENSORFLOW, parse_tf_op_fullname
-from reportgen.core.frames import empty_frame
 
 # XProf's EventType values divided by 10 (priority order: higher wins on overlap).
 UNKNOWN_TIME = 0
@@ -54,26 +55,43 @@ DEVICE_MARKER = 2
 TRANSFER_KINDS = {HOST_TO_DEVICE: 0, DEVICE_TO_HOST: 1, DEVICE_TO_DEVICE: 2}
 
 
-def _frame(**cols) -> pd.DataFrame:
-    return pd.DataFrame(cols)
+Columns = dict[str, np.ndarray]  # a table as numpy columns of one length
 
 
-@empty_frame
-def empty_spans() -> pd.DataFrame:
-    return _frame(group=np.zeros(0, np.int64), type=np.zeros(0, np.int8), begin=np.zeros(0, np.int64),
-                  end=np.zeros(0, np.int64))
+def _columns(**cols: np.ndarray) -> Columns:
+    return cols
 
 
-@empty_frame
-def empty_markers() -> pd.DataFrame:
-    return _frame(group=np.zeros(0, np.int64), kind=np.zeros(0, np.int8), core=np.zeros(0, np.int64),
-                  begin=np.zeros(0, np.int64), duration=np.zeros(0, np.int64), name=np.zeros(0, object))
+def row_count(table: Columns) -> int:
+    return len(next(iter(table.values())))
 
 
-@empty_frame
-def empty_transfers() -> pd.DataFrame:
-    return _frame(group=np.zeros(0, np.int64), kind=np.zeros(0, np.int8), duration=np.zeros(0, np.int64),
-                  bytes=np.zeros(0, np.int64))
+def _select(table: Columns, keep: np.ndarray) -> Columns:
+    return {name: column[keep] for name, column in table.items()}
+
+
+def _concat(tables: list[Columns]) -> Columns:
+    return {name: np.concatenate([t[name] for t in tables]) for name in tables[0]}
+
+
+def empty_spans() -> Columns:
+    return _columns(group=np.zeros(0, np.int64), type=np.zeros(0, np.int8), begin=np.zeros(0, np.int64),
+                    end=np.zeros(0, np.int64))
+
+
+def empty_markers() -> Columns:
+    return _columns(group=np.zeros(0, np.int64), kind=np.zeros(0, np.int8), core=np.zeros(0, np.int64),
+                    begin=np.zeros(0, np.int64), duration=np.zeros(0, np.int64), name=np.zeros(0, object))
+
+
+def empty_transfers() -> Columns:
+    return _columns(group=np.zeros(0, np.int64), kind=np.zeros(0, np.int8), duration=np.zeros(0, np.int64),
+                    bytes=np.zeros(0, np.int64))
+
+
+def empty_collectives() -> Columns:
+    return _columns(group=np.zeros(0, np.int64), core=np.zeros(0, np.int64), start=np.zeros(0, np.int64),
+                    end=np.zeros(0, np.int64))
 
 
 @dataclass
@@ -90,13 +108,11 @@ class StepEvents:
     """
 
     groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    spans: pd.DataFrame = field(default_factory=empty_spans)
-    markers: pd.DataFrame = field(default_factory=empty_markers)
+    spans: Columns = field(default_factory=empty_spans)
+    markers: Columns = field(default_factory=empty_markers)
     names: dict[int, str] = field(default_factory=dict)
-    transfers: pd.DataFrame = field(default_factory=empty_transfers)
-    collectives: pd.DataFrame = field(default_factory=lambda: _frame(
-        group=np.zeros(0, np.int64), core=np.zeros(0, np.int64), start=np.zeros(0, np.int64),
-        end=np.zeros(0, np.int64)))
+    transfers: Columns = field(default_factory=empty_transfers)
+    collectives: Columns = field(default_factory=empty_collectives)
     core_dbs: dict = field(default_factory=dict)
 
     @property
@@ -105,14 +121,19 @@ class StepEvents:
 
     def restricted(self, groups: np.ndarray) -> StepEvents:
         keep = np.intersect1d(self.groups, groups)
+        kept = set(keep.tolist())
+
+        def within(table: Columns) -> Columns:
+            return _select(table, np.isin(table["group"], keep))
+
         return StepEvents(
             groups=keep,
-            spans=self.spans[self.spans["group"].isin(keep)],
-            markers=self.markers[self.markers["group"].isin(keep)],
-            names={g: n for g, n in self.names.items() if g in set(keep.tolist())},
-            transfers=self.transfers[self.transfers["group"].isin(keep)],
-            collectives=self.collectives[self.collectives["group"].isin(keep)],
-            core_dbs={k: v for k, v in self.core_dbs.items() if k[0] in set(keep.tolist())},
+            spans=within(self.spans),
+            markers=within(self.markers),
+            names={g: n for g, n in self.names.items() if g in kept},
+            transfers=within(self.transfers),
+            collectives=within(self.collectives),
+            core_dbs={k: v for k, v in self.core_dbs.items() if k[0] in kept},
         )
 
 
@@ -132,11 +153,11 @@ def combine_union(parts: list[StepEvents]) -> StepEvents:
         core_dbs.update(p.core_dbs)
     return StepEvents(
         groups=np.unique(np.concatenate([p.groups for p in parts])),
-        spans=pd.concat([p.spans for p in parts], ignore_index=True),
-        markers=pd.concat([p.markers for p in parts], ignore_index=True),
+        spans=_concat([p.spans for p in parts]),
+        markers=_concat([p.markers for p in parts]),
         names=names,
-        transfers=pd.concat([p.transfers for p in parts], ignore_index=True),
-        collectives=pd.concat([p.collectives for p in parts], ignore_index=True),
+        transfers=_concat([p.transfers for p in parts]),
+        collectives=_concat([p.collectives for p in parts]),
         core_dbs=core_dbs,
     )
 
@@ -218,13 +239,13 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
     compute = grouped & ~explicit & ~implicit & md_compute[table.md[rows]]
 
     marker_pos = np.flatnonzero(explicit | implicit)
-    markers = _frame(
+    markers = _columns(
         group=group[marker_pos], kind=np.where(explicit[marker_pos], EXPLICIT_HOST_MARKER, IMPLICIT_HOST_MARKER)
         .astype(np.int8), core=np.full(len(marker_pos), -1, np.int64), begin=table.start[rows[marker_pos]],
         duration=table.duration[rows[marker_pos]], name=table.names_of(rows[marker_pos]),
     )
     span_pos = np.flatnonzero(compute)
-    spans = _frame(group=group[span_pos], type=etype[span_pos], begin=table.start[rows[span_pos]],
+    spans = _columns(group=group[span_pos], type=etype[span_pos], begin=table.start[rows[span_pos]],
                    end=table.end[rows[span_pos]])
     named = np.flatnonzero(grouped & has_name)
     names: dict[int, str] = {}
@@ -316,7 +337,7 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
         marker_rows = table.events_of_lines(step_lines)
         marker_rows = marker_rows[group_id[marker_rows] >= 0]
         mb, md_ = device_timespans(table, marker_rows)
-        markers = _frame(group=group_id[marker_rows], kind=np.full(len(marker_rows), DEVICE_MARKER, np.int8),
+        markers = _columns(group=group_id[marker_rows], kind=np.full(len(marker_rows), DEVICE_MARKER, np.int8),
                          core=np.full(len(marker_rows), plane_id, np.int64), begin=mb, duration=md_,
                          name=table.names_of(marker_rows))
     else:
@@ -337,7 +358,7 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
         for i in first
     ], np.int8)
     etype = kinds[inverse.reshape(-1)]
-    spans = _frame(group=group_id[typed], type=etype, begin=table.start[typed], end=table.end[typed])
+    spans = _columns(group=group_id[typed], type=etype, begin=table.start[typed], end=table.end[typed])
 
     is_transfer = np.isin(etype, list(TRANSFER_KINDS))
     tr = typed[is_transfer]
@@ -348,11 +369,11 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
     kind_of_type = np.full(N_EVENT_TYPES, -1, np.int8)
     for t, k in TRANSFER_KINDS.items():
         kind_of_type[t] = k
-    transfers = _frame(group=group_id[tr], kind=kind_of_type[etype[is_transfer]], duration=table.duration[tr],
+    transfers = _columns(group=group_id[tr], kind=kind_of_type[etype[is_transfer]], duration=table.duration[tr],
                        bytes=detail_bytes[detail_inverse.reshape(-1)] if len(tr) else np.zeros(0, np.int64))
     coll = typed[etype == DEVICE_COLLECTIVES]
     line_ts = table.capture.lines["timestamp_ns"].to_numpy(np.int64)[table.line[coll]] * 1000
-    collectives = _frame(group=group_id[coll], core=np.full(len(coll), plane_id, np.int64), start=table.start[coll],
+    collectives = _columns(group=group_id[coll], core=np.full(len(coll), plane_id, np.int64), start=table.start[coll],
                          end=table.end[coll] - line_ts)  # XProf uses EndOffsetPs here
     names = {}
     groups = np.intersect1d(np.unique(spans["group"]), np.unique(markers["group"]))
@@ -361,7 +382,7 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
     return result.restricted(groups)
 
 
-def derived_step_markers(table: EventTable, group_id: np.ndarray, lines: np.ndarray, core: int) -> pd.DataFrame:
+def derived_step_markers(table: EventTable, group_id: np.ndarray, lines: np.ndarray, core: int) -> Columns:
     """XProf's derived GPU `Steps` line (DeriveStepEventsFromGroups), for planes
     saved without one: the plane's grouped events in time order; each run of
     one group becomes a step event spanning the run."""
@@ -375,7 +396,7 @@ def derived_step_markers(table: EventTable, group_id: np.ndarray, lines: np.ndar
     run = np.cumsum(np.concatenate([[True], g[1:] != g[:-1]]))
     frame = pd.DataFrame({"run": run, "group": g, "begin": table.start[rows], "end": table.end[rows]})
     runs = frame.groupby("run", sort=True).agg(group=("group", "first"), begin=("begin", "min"), end=("end", "max"))
-    return _frame(group=runs["group"].to_numpy(np.int64), kind=np.full(len(runs), DEVICE_MARKER, np.int8),
+    return _columns(group=runs["group"].to_numpy(np.int64), kind=np.full(len(runs), DEVICE_MARKER, np.int8),
                   core=np.full(len(runs), core, np.int64), begin=runs["begin"].to_numpy(np.int64),
                   duration=(runs["end"] - runs["begin"]).to_numpy(np.int64),
                   name=runs["group"].astype(str).to_numpy(object))

@@ -21,11 +21,18 @@ from reportgen.core.events.nesting import line_parents, self_times
 from reportgen.core.events.table import EventTable
 from reportgen.core.ops.device_db import tpu_op_metrics_frame
 from reportgen.core.ops.op_metrics import with_idle
-from reportgen.core.steps.events import DEVICE_MARKER, StepEvents, combine_intersect, device_timespans
+from reportgen.core.steps.events import (
+    DEVICE_MARKER,
+    Columns,
+    StepEvents,
+    combine_intersect,
+    device_timespans,
+    row_count,
+)
 from reportgen.core.steps.step_db import StepDb, empty_steps
 
 
-def _merged_step_markers(table: EventTable, grouping: Grouping, line: int, core: int) -> pd.DataFrame:
+def _merged_step_markers(table: EventTable, grouping: Grouping, line: int, core: int) -> Columns:
     rows = table.events_of_lines(np.array([line]))
     group = grouping.group_id[rows]
     begin, duration = device_timespans(table, rows)
@@ -37,11 +44,9 @@ def _merged_step_markers(table: EventTable, grouping: Grouping, line: int, core:
         frame = frame.groupby("run", sort=False).agg(group=("group", "first"), begin=("begin", "min"),
                                                      end=("end", "max"), name=("name", "first"))
     frame = frame[frame["group"] >= 0]
-    return pd.DataFrame({"group": frame["group"].to_numpy(np.int64),
-                         "kind": np.full(len(frame), DEVICE_MARKER, np.int8),
-                         "core": np.full(len(frame), core, np.int64), "begin": frame["begin"].to_numpy(np.int64),
-                         "duration": (frame["end"] - frame["begin"]).to_numpy(np.int64),
-                         "name": frame["name"].to_numpy(object)})
+    return {"group": frame["group"].to_numpy(np.int64), "kind": np.full(len(frame), DEVICE_MARKER, np.int8),
+            "core": np.full(len(frame), core, np.int64), "begin": frame["begin"].to_numpy(np.int64),
+            "duration": (frame["end"] - frame["begin"]).to_numpy(np.int64), "name": frame["name"].to_numpy(object)}
 
 
 def _core_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEvents:
@@ -54,7 +59,7 @@ def _core_step_events(table: EventTable, grouping: Grouping, plane: int) -> Step
                else StepEvents().markers)
     rows = table.events_of_lines(op_lines)
     rows = rows[grouping.group_id[rows] >= 0]
-    if len(rows) == 0 or len(markers) == 0:
+    if len(rows) == 0 or row_count(markers) == 0:
         # Steps need both ops and markers on the core (XProf intersects them).
         return StepEvents()
     begin, duration = device_timespans(table, rows)
@@ -75,18 +80,21 @@ def tpu_step_db(table: EventTable, grouping: Grouping, planes: list[int]) -> Ste
     if events.empty:
         return StepDb(kind="tpu")
     rows, category_ps = [], {}
-    m = events.markers
+    marker_group, marker_begin, marker_duration = (events.markers[c] for c in ("group", "begin", "duration"))
     for g in events.groups:
-        mine = m[m["group"] == g]
-        longest = mine.loc[mine["duration"].idxmax()] if len(mine) else None
-        if longest is None or longest["duration"] == 0:
+        mine = np.flatnonzero(marker_group == g)
+        if len(mine) == 0:
+            continue
+        longest = mine[np.argmax(marker_duration[mine])]  # the first of the longest
+        begin, duration = int(marker_begin[longest]), int(marker_duration[longest])
+        if duration == 0:
             continue
         for (group, core), metrics in events.core_dbs.items():
             if group != g:
                 continue
-            full, _, _ = with_idle(metrics, int(longest["duration"]))
+            full, _, _ = with_idle(metrics, duration)
             category_ps[(int(g), core)] = full.groupby("category")["self_time_ps"].sum().to_dict()
             rows.append({"step_num": int(g), "core": core, "name": events.names.get(int(g), ""),
-                         "begin_ps": int(longest["begin"]), "duration_ps": int(longest["duration"])})
+                         "begin_ps": begin, "duration_ps": duration})
     steps = pd.DataFrame(rows) if rows else empty_steps()
     return StepDb(steps=steps, kind="tpu", category_ps=category_ps)

@@ -450,7 +450,7 @@ def _long_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
     n = tables.n_events
     real = rows < n
     out = np.full(len(rows), -1, dtype=np.int64)
-    out[real] = tables.md_long_sid[tables.capture.events["md"].to_numpy()[rows[real]]]
+    out[real] = tables.md_long_sid[tables.columns.ev_md[rows[real]]]
     return out
 
 

@@ -109,12 +109,14 @@ class TraceTables:
         """Exported rows on these lines (each line's events are one block of the capture's table; an
         added row's are synthetic)."""
         first, count = self.columns.line_first, self.columns.line_count
+        synthetic = len(self.synthetic) > 0
         parts = []
         for line in lines:
             if line < len(first):
                 lo, hi = np.searchsorted(self.exported, [first[line], first[line] + count[line]])
                 parts.append(self.exported[lo:hi])
-            parts.append(self.n_events + np.flatnonzero(self.synthetic.line == line))
+            if synthetic:
+                parts.append(self.n_events + np.flatnonzero(self.synthetic.line == line))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def line_of(self, rows: np.ndarray) -> np.ndarray:

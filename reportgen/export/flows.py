@@ -195,6 +195,8 @@ class _Endpoints:
 
 def _raw_endpoints(stats: _StatLookup, type_name: str, id_name: str, out: _Endpoints) -> None:
     owners, _, _ = stats.get(type_name)
+    if len(owners) == 0:  # no event carries the type: no endpoint to look up
+        return
     present, ids = stats.values_at(id_name, owners)
     _, types = stats.values_at(type_name, owners[present])
     out.set(owners[present], types, ids[present])

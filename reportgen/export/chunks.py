@@ -54,6 +54,8 @@ def plan_chunks(rows: np.ndarray, start_ps: np.ndarray, row_bytes: np.ndarray, s
     n = len(ts)
     if n == 0:
         return ChunkPlan(order, ts, [], [])
+    if n <= max_events and int(row_bytes.sum(dtype=np.int64)) <= max_bytes:
+        return ChunkPlan(order, ts, [(0, n)], [])  # one chunk holds every row: no cut to look for
     cum_bytes = np.cumsum(row_bytes[order_idx].astype(np.int64))
     step_pos = np.unique(np.searchsorted(ts, np.unique(step_starts_ps), side="left"))
     step_pos = step_pos[(step_pos > 0) & (step_pos < n)]

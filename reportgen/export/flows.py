@@ -25,6 +25,7 @@ import numpy as np
 
 from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
 from reportgen.export import schema
+from reportgen.export.columns import CaptureColumns
 from reportgen.export.layout import TraceLayout
 from reportgen.export.stat_select import EventStats, first_per_owner
 
@@ -150,23 +151,18 @@ class _RowsNamed:
     """Event rows by event name, for a fixed set of names: the metadata is searched once for all of
     them (a search per name cost ≈ 0.25 ms each, 29 per host, whatever the host's size)."""
 
-    def __init__(self, capture: HostCapture, names: Iterable[str]):
-        md_names = capture.event_metadata["name"]
-        hits = np.flatnonzero(md_names.isin(list(names)).to_numpy())
+    def __init__(self, columns: CaptureColumns, names: Iterable[str]):
+        hits = columns.md_named(names)
         self._ids: dict[str, list[int]] = {}
-        for md, name in zip(hits.tolist(), md_names.to_numpy(object)[hits]):
+        for md, name in zip(hits.tolist(), columns.md_names(hits)):
             self._ids.setdefault(name, []).append(md)
-        self._md = capture.events["md"].to_numpy() if self._ids else None
+        self._md = columns.ev_md if self._ids else None
 
     def __call__(self, names: Iterable[str]) -> np.ndarray:
         wanted = [md for name in names for md in self._ids.get(name, ())]
         if not wanted:
             return np.zeros(0, dtype=np.int64)
         return np.flatnonzero(np.isin(self._md, wanted))
-
-
-def _event_names(capture: HostCapture, rows: np.ndarray) -> np.ndarray:
-    return capture.event_metadata["name"].to_numpy()[capture.events["md"].to_numpy()[rows]]
 
 
 class _Endpoints:
@@ -199,15 +195,17 @@ class _Endpoints:
 
 def _raw_endpoints(stats: _StatLookup, type_name: str, id_name: str, out: _Endpoints) -> None:
     owners, _, _ = stats.get(type_name)
+    if len(owners) == 0:  # no event carries the type: no endpoint to look up
+        return
     present, ids = stats.values_at(id_name, owners)
     _, types = stats.values_at(type_name, owners[present])
     out.set(owners[present], types, ids[present])
 
 
-def _connection_endpoints(capture: HostCapture, stats: _StatLookup, producers: _Endpoints,
+def _connection_endpoints(columns: CaptureColumns, stats: _StatLookup, producers: _Endpoints,
                           consumers: _Endpoints) -> None:
     endpoints = [name for rule in CONNECTIONS for name in (rule.producer, rule.consumer)]
-    rows_named = _RowsNamed(capture, [*RUN_ID_MASKED_EVENTS, *endpoints])
+    rows_named = _RowsNamed(columns, [*RUN_ID_MASKED_EVENTS, *endpoints])
     masked = rows_named(RUN_ID_MASKED_EVENTS)
     for rule in CONNECTIONS:
         defaults = dict(rule.defaults)
@@ -231,17 +229,19 @@ def _connection_endpoints(capture: HostCapture, stats: _StatLookup, producers: _
             side.set(rows[keep], rule.context, context_id)
 
 
-def _module_line_endpoints(capture: HostCapture, stats: _StatLookup, consumers: _Endpoints) -> None:
+def _module_line_endpoints(columns: CaptureColumns, stats: _StatLookup, consumers: _Endpoints) -> None:
     """TpuModuleLineMutator: `XLA Modules` events of a TPU core consume their program launch."""
-    lines = capture.lines
-    for plane_row, plane_name in enumerate(capture.planes["name"]):
+    module_lines = None
+    for plane_row, plane_name in enumerate(columns.plane_name):
         match = TPU_CORE_PLANE.match(plane_name)
         if not match:
             continue
         ordinal = int(match.group(1))
-        for line in np.flatnonzero((lines["plane"].to_numpy() == plane_row) & (lines["name"] == XLA_MODULES_LINE)):
-            first = int(lines["first_event"].iat[line])
-            rows = np.arange(first, first + int(lines["event_count"].iat[line]), dtype=np.int64)
+        if module_lines is None:
+            module_lines = np.array([name == XLA_MODULES_LINE for name in columns.line_name], dtype=bool)
+        for line in np.flatnonzero((columns.line_plane == plane_row) & module_lines):
+            first = int(columns.line_first[line])
+            rows = np.arange(first, first + int(columns.line_count[line]), dtype=np.int64)
             has_run, run_id = stats.values_at("run_id", rows)
             has_queue, queue_id = stats.values_at("queue_id", rows)
             _, core_type = stats.values_at("core_type", rows, 0)
@@ -252,6 +252,8 @@ def _module_line_endpoints(capture: HostCapture, stats: _StatLookup, consumers: 
 
 def is_grouped(capture: HostCapture) -> bool:
     """XProf's IsXSpaceGrouped: a `group_id` stat exists on some plane."""
+    if capture.string_id(schema.STAT_GROUP_ID) < 0:  # stat names are interned: no such stat anywhere
+        return False
     return bool((capture.stat_metadata["name"] == schema.STAT_GROUP_ID).any())
 
 
@@ -259,7 +261,9 @@ def _safe_context(ctx: np.ndarray) -> np.ndarray:
     return np.where(ctx > np.uint64(schema.LAST_CONTEXT_TYPE), np.uint64(schema.CONTEXT_GENERIC), ctx)
 
 
-def event_flows(capture: HostCapture, layout: TraceLayout, event_stats: EventStats | None = None) -> EventFlows:
+def event_flows(capture: HostCapture, layout: TraceLayout, event_stats: EventStats | None = None,
+                columns: CaptureColumns | None = None) -> EventFlows:
+    columns = CaptureColumns(capture) if columns is None else columns
     n = capture.event_count
     flow_id = np.zeros(n, dtype=np.uint64)
     flow_bits = np.zeros(n, dtype=np.int8)
@@ -285,16 +289,18 @@ def event_flows(capture: HostCapture, layout: TraceLayout, event_stats: EventSta
         if len(corr_rows):
             # XProf reads the uint64 field only: a correlation id stored otherwise reads as 0.
             corr = np.where(corr_kind == KIND_UINT64, corr, np.uint64(0))
-            plane = capture.events["plane"].to_numpy()[corr_rows]
+            plane = columns.plane_of(corr_rows)
             direction = np.where(layout.plane_is_host[plane], schema.FLOW_OUT, schema.FLOW_IN)
             assign(corr_rows, _flow_id(_SALT_CORRELATION, corr), direction, schema.CONTEXT_GPU_LAUNCH)
 
         producers, consumers = _Endpoints(), _Endpoints()
         _raw_endpoints(stats, schema.STAT_PRODUCER_TYPE, schema.STAT_PRODUCER_ID, producers)
         _raw_endpoints(stats, schema.STAT_CONSUMER_TYPE, schema.STAT_CONSUMER_ID, consumers)
-        _connection_endpoints(capture, stats, producers, consumers)
-        _module_line_endpoints(capture, stats, consumers)
+        _connection_endpoints(columns, stats, producers, consumers)
+        _module_line_endpoints(columns, stats, consumers)
         for side, direction in ((producers, schema.FLOW_OUT), (consumers, schema.FLOW_IN)):
+            if not side.rows:  # no endpoint on this side: nothing to assign
+                continue
             rows, ctx, ids = side.resolve()
             ctx = _safe_context(ctx)
             assign(rows, _flow_id(_SALT_CONTEXT, ctx, ids), direction, ctx)

@@ -111,11 +111,13 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
         result = HostExport(host=host, events=tables.event_total, flows=tables.flows.count)
         rows = tables.exported
         marks = tables.steps
-        result.activity = row_activity(tables, activity_bins)
-        result.row_labels = list(dict.fromkeys(result.activity["label"]))
+        result.activity, result.row_labels = row_activity(tables, activity_bins)
         result.steps = [(int(n), _us(s), _us(e)) for n, s, e in zip(marks.number, marks.start_ps, marks.end_ps)]
+        # The compiled writer's arguments (the string pool as JSON among them) serve the chunks and the
+        # timeline's event objects alike: built once.
+        kernel = KernelArgs(tables) if len(rows) and (timeline or trace_format != "perfetto") else None
         if trace_format in ("json", "both") and len(rows):
-            _export_json(tables, run, out, result, max_events, max_bytes, generator)
+            _export_json(tables, kernel, run, out, result, max_events, max_bytes, generator)
         if trace_format in ("perfetto", "both") and len(rows):
             name = f"{host}.pftrace"
             written = write_pftrace(str(out / name), tables)
@@ -127,7 +129,7 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
                 bytes=written.file_bytes,
             ))
         if timeline and len(rows):
-            result.timeline = export_timeline(tables, out)
+            result.timeline = export_timeline(tables, out, kernel)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # no half-written host in the site
         raise
@@ -135,11 +137,10 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
     return result
 
 
-def _export_json(tables: TraceTables, run: str, out: Path, result: HostExport, max_events: int, max_bytes: int,
-                 generator: str) -> None:
+def _export_json(tables: TraceTables, kernel: KernelArgs, run: str, out: Path, result: HostExport, max_events: int,
+                 max_bytes: int, generator: str) -> None:
     host = tables.capture.host
     rows = tables.exported
-    kernel = KernelArgs(tables)
     plan = plan_chunks(rows, tables.start_ps(rows), _estimate_bytes(tables, kernel, rows),
                        tables.steps.start_ps, max_events, max_bytes)
     result.cuts_us = [_us(c) for c in plan.cuts_ps]

@@ -65,14 +65,14 @@ class KernelArgs:
         # On a machine's first build the writer may be compiling in another process.
         ensure_compiled("trace-writer")
         cap = tables.capture
-        ev = cap.events
+        cols = tables.columns
         pool, pool_off = tables.pool.json_fragments()
         es, ms = cap.event_stats, cap.metadata_stats
         syn = tables.synthetic
         flows = tables.flows
         self.tables = tables
         self.args = (
-            ev["line"].to_numpy(), ev["md"].to_numpy(), ev["start_ps"].to_numpy(), ev["duration_ps"].to_numpy(),
+            cols.ev_line, cols.ev_md, cols.ev_start, cols.ev_duration,
             tables.name_sid, flows.flow_id, flows.flow_bits, flows.flow_cat,
             tables.layout.line_pid, tables.layout.line_tid, tables.layout.line_kind,
             tables.md_long_sid, tables.md_stat_start, ms.key, ms.kind, ms.raw, ms.str_id,

@@ -21,6 +21,7 @@ import numpy as np
 
 from reportgen.capture import HostCapture
 from reportgen.export import schema
+from reportgen.export.columns import CaptureColumns
 
 LINE_SKIPPED = 0
 LINE_EVENTS = 1
@@ -83,12 +84,15 @@ def is_host_plane(name: str) -> bool:
 
 
 def build_layout(capture: HostCapture, host_offset: int = schema.PID_HOST_OFFSET,
-                 added: list[tuple[int, int, str]] = ()) -> TraceLayout:
+                 added: list[tuple[int, int, str]] = (), columns: CaptureColumns | None = None) -> TraceLayout:
     """The layout; `added` rows (plane row, thread id, name) take lines `len(capture.lines) + k`."""
+    columns = CaptureColumns(capture) if columns is None else columns
     planes = capture.planes
     lines = capture.lines
-    names = planes["name"].tolist()
-    pids = _plane_pids(names, planes["id"].astype(np.int64).tolist(), host_offset)
+    names = columns.plane_name
+    pids = _plane_pids(names, planes["id"].to_numpy().astype(np.int64).tolist(), host_offset)
+    # Lines per plane (the planes' `line_count`), counted from a column read anyway.
+    plane_lines = np.bincount(columns.line_plane, minlength=len(names))
 
     n_lines = len(lines)
     line_pid = np.full(n_lines + len(added), -1, dtype=np.int64)
@@ -98,14 +102,14 @@ def build_layout(capture: HostCapture, host_offset: int = schema.PID_HOST_OFFSET
     line_tid = np.concatenate([line_tid.astype(np.int64), [tid & 0xFFFFFFFF for _, tid, _ in added]]).astype(np.int64)
     line_kind = np.zeros(n_lines + len(added), dtype=np.int8)
 
-    line_plane = lines["plane"].to_numpy()
-    line_events = lines["event_count"].to_numpy()
-    line_names = lines["name"].tolist()
+    line_plane = columns.line_plane
+    line_events = columns.line_count
+    line_names = columns.line_name
     line_display = lines["display_name"].tolist()
     processes: dict[int, TraceProcess] = {}
     # Planes in XProf's conversion order: host planes by name, then devices, then custom.
     for row in sorted(pids, key=lambda r: (pids[r], r)):
-        if planes["line_count"].iat[row] == 0:
+        if plane_lines[row] == 0:
             continue
         pid = pids[row]
         proc = processes.get(pid)

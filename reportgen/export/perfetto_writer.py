@@ -170,11 +170,11 @@ class _Stream:
 
 def _kernel_tables(tables: TraceTables) -> tuple:
     cap = tables.capture
-    ev = cap.events
+    cols = tables.columns
     es, ms = cap.event_stats, cap.metadata_stats
     syn = tables.synthetic
     return (
-        ev["md"].to_numpy(), ev["start_ps"].to_numpy(), ev["duration_ps"].to_numpy(), tables.name_sid,
+        cols.ev_md, cols.ev_start, cols.ev_duration, tables.name_sid,
         tables.flows.flow_id, tables.flows.flow_bits,
         tables.md_long_sid, tables.md_stat_start, ms.key, ms.kind, ms.raw, ms.str_id,
         tables.ev_stat_start, es.key, es.kind, es.raw, es.str_id, tables.role, tables.long_name_sid,
@@ -202,7 +202,7 @@ def _counter_values(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
     cap = tables.capture
     values = np.zeros(len(rows), dtype=np.float64)
     found = np.zeros(len(rows), dtype=bool)
-    md = cap.events["md"].to_numpy()[rows]
+    md = tables.columns.ev_md[rows]
     for stats, owners in ((cap.metadata_stats, md), (cap.event_stats, rows)):
         numeric = ((stats.kind == KIND_INT64) | (stats.kind == KIND_UINT64) | (stats.kind == KIND_DOUBLE)) & (
             tables.role[stats.key] != ROLE_HIDDEN)

@@ -20,6 +20,7 @@ import numpy as np
 
 from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
 from reportgen.export import schema
+from reportgen.export.columns import CaptureColumns
 from reportgen.export.stat_select import EventStats, first_per_owner
 
 
@@ -66,19 +67,20 @@ def _outermost(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarr
     return first_of_line | (end > before)
 
 
-def _host_roots(capture: HostCapture, stats: EventStats) -> StepMarks:
-    host = capture.plane_by_name(schema.HOST_THREADS_PLANE)
+def _host_roots(columns: CaptureColumns, stats: EventStats) -> StepMarks:
+    host = columns.plane_row(schema.HOST_THREADS_PLANE)
     if host is None:
         return StepMarks.empty()
     roots = stats.get(schema.STAT_IS_ROOT)
+    if len(roots) == 0:
+        return StepMarks.empty()
     rows = np.unique(roots.owner)
-    ev = capture.events
-    rows = rows[ev["plane"].to_numpy()[rows] == host]
+    rows = rows[columns.plane_of(rows) == host]
     if len(rows) == 0:
         return StepMarks.empty()
-    line = ev["line"].to_numpy()[rows]
-    start = ev["start_ps"].to_numpy()[rows]
-    end = start + ev["duration_ps"].to_numpy()[rows]
+    line = columns.ev_line[rows]
+    start = columns.ev_start[rows]
+    end = start + columns.ev_duration[rows]
     order = np.lexsort((-end, start, line))
     rows, line, start, end = rows[order], line[order], start[order], end[order]
     keep = _outermost(line, start, end)
@@ -95,24 +97,22 @@ def _host_roots(capture: HostCapture, stats: EventStats) -> StepMarks:
         iter_num, step_num, has_iter = iter_num[numbered], step_num[numbered], has_iter[numbered]
         has_step = has_step[numbered]
     number = np.where(has_iter, iter_num, np.where(has_step, step_num, np.arange(len(rows))))
-    names = capture.event_metadata["name"].to_numpy()[ev["md"].to_numpy()[rows]]
+    names = columns.md_names(columns.ev_md[rows])
     rename = [f"{n} {int(k)}" for n, k in zip(names, number)]
     return StepMarks(start, end, number.astype(np.int64), rows, rename)
 
 
-def _device_steps_line(capture: HostCapture, stats: EventStats) -> StepMarks:
-    lines = capture.lines
-    planes = capture.planes["name"]
-    for row in np.flatnonzero((lines["name"] == "Steps").to_numpy()):
-        if not str(planes.iat[int(lines["plane"].iat[row])]).startswith("/device:"):
+def _device_steps_line(columns: CaptureColumns, stats: EventStats) -> StepMarks:
+    planes = columns.plane_name
+    for row in (k for k, name in enumerate(columns.line_name) if name == "Steps"):  # one turn per line
+        if not str(planes[int(columns.line_plane[row])]).startswith("/device:"):
             continue
-        first = int(lines["first_event"].iat[row])
-        rows = np.arange(first, first + int(lines["event_count"].iat[row]), dtype=np.int64)
+        first = int(columns.line_first[row])
+        rows = np.arange(first, first + int(columns.line_count[row]), dtype=np.int64)
         if len(rows) == 0:
             continue
-        ev = capture.events
-        start = ev["start_ps"].to_numpy()[rows]
-        end = start + ev["duration_ps"].to_numpy()[rows]
+        start = columns.ev_start[rows]
+        end = start + columns.ev_duration[rows]
         order = np.argsort(start, kind="stable")
         rows, start, end = rows[order], start[order], end[order]
         has_group, group = _int_stat(stats, schema.STAT_GROUP_ID, rows)
@@ -121,8 +121,10 @@ def _device_steps_line(capture: HostCapture, stats: EventStats) -> StepMarks:
     return StepMarks.empty()
 
 
-def capture_steps(capture: HostCapture, stats: EventStats | None = None) -> StepMarks:
+def capture_steps(capture: HostCapture, stats: EventStats | None = None,
+                  columns: CaptureColumns | None = None) -> StepMarks:
     """The steps the capture itself marks (host roots, else a device `Steps` line)."""
     stats = EventStats(capture) if stats is None else stats
-    marks = _host_roots(capture, stats)
-    return marks if len(marks) else _device_steps_line(capture, stats)
+    columns = CaptureColumns(capture) if columns is None else columns
+    marks = _host_roots(columns, stats)
+    return marks if len(marks) else _device_steps_line(columns, stats)

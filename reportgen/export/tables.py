@@ -15,6 +15,7 @@ import numpy as np
 
 from reportgen.capture import KIND_DOUBLE, KIND_REF, KIND_STR, HostCapture
 from reportgen.export import schema
+from reportgen.export.columns import CaptureColumns
 from reportgen.export.flows import EventFlows, event_flows
 from reportgen.export.layout import LINE_SKIPPED, TraceLayout, build_layout
 from reportgen.export.stat_select import EventStats, stat_starts
@@ -57,6 +58,7 @@ class SyntheticEvents:
 @dataclass
 class TraceTables:
     capture: HostCapture
+    columns: CaptureColumns
     layout: TraceLayout
     pool: StringPool
     flows: EventFlows
@@ -83,41 +85,47 @@ class TraceTables:
 
     def start_ps(self, rows: np.ndarray) -> np.ndarray:
         """Start of exported rows (synthetic ones included)."""
+        if len(self.synthetic) == 0:  # most hosts: every row is the capture's
+            return self.columns.ev_start[rows]
         n = self.n_events
         real = rows < n
         out = np.empty(len(rows), dtype=np.int64)
-        out[real] = self.capture.events["start_ps"].to_numpy()[rows[real]]
+        out[real] = self.columns.ev_start[rows[real]]
         out[~real] = self.synthetic.start_ps[rows[~real] - n]
         return out
 
     def end_ps(self, rows: np.ndarray) -> np.ndarray:
+        cols = self.columns
+        if len(self.synthetic) == 0:
+            return cols.ev_start[rows] + cols.ev_duration[rows]
         n = self.n_events
         real = rows < n
         out = np.empty(len(rows), dtype=np.int64)
-        ev = self.capture.events
-        out[real] = ev["start_ps"].to_numpy()[rows[real]] + ev["duration_ps"].to_numpy()[rows[real]]
+        out[real] = cols.ev_start[rows[real]] + cols.ev_duration[rows[real]]
         out[~real] = self.synthetic.start_ps[rows[~real] - n] + self.synthetic.duration_ps[rows[~real] - n]
         return out
 
     def rows_on_lines(self, lines: list[int]) -> np.ndarray:
         """Exported rows on these lines (each line's events are one block of the capture's table; an
         added row's are synthetic)."""
-        cap_lines = self.capture.lines
-        first = cap_lines["first_event"].to_numpy()
-        count = cap_lines["event_count"].to_numpy()
+        first, count = self.columns.line_first, self.columns.line_count
+        synthetic = len(self.synthetic) > 0
         parts = []
         for line in lines:
             if line < len(first):
                 lo, hi = np.searchsorted(self.exported, [first[line], first[line] + count[line]])
                 parts.append(self.exported[lo:hi])
-            parts.append(self.n_events + np.flatnonzero(self.synthetic.line == line))
+            if synthetic:
+                parts.append(self.n_events + np.flatnonzero(self.synthetic.line == line))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def line_of(self, rows: np.ndarray) -> np.ndarray:
+        if len(self.synthetic) == 0:
+            return self.columns.ev_line[rows].astype(np.int64)
         n = self.n_events
         real = rows < n
         out = np.empty(len(rows), dtype=np.int64)
-        out[real] = self.capture.events["line"].to_numpy()[rows[real]]
+        out[real] = self.columns.ev_line[rows[real]]
         out[~real] = self.synthetic.line[rows[~real] - n]
         return out
 
@@ -130,19 +138,19 @@ def _stat_starts(owner: np.ndarray, n_owners: int) -> np.ndarray:
     return starts
 
 
-def _threadpool_regions(capture: HostCapture, stats: EventStats, exported_lines: np.ndarray,
+def _threadpool_regions(columns: CaptureColumns, stats: EventStats, exported_lines: np.ndarray,
                         pool: StringPool) -> SyntheticEvents:
     """XProf's ThreadpoolLineMutator: a Region from each StopRegion back to the last StartRegion
     (with a `_c` stat, at a non-zero time) before it on the same line."""
-    md_names = capture.event_metadata["name"]
-    start_md = np.flatnonzero((md_names == schema.THREADPOOL_START_REGION).to_numpy())
-    stop_md = np.flatnonzero((md_names == schema.THREADPOOL_STOP_REGION).to_numpy())
     empty = SyntheticEvents(*(np.zeros(0, np.int64) for _ in range(3)), np.zeros(0, np.int32))
-    if len(start_md) == 0 or len(stop_md) == 0:
+    start_md = columns.md_named([schema.THREADPOOL_START_REGION])
+    if len(start_md) == 0:
         return empty
-    ev = capture.events
-    md = ev["md"].to_numpy()
-    start_ps = ev["start_ps"].to_numpy()
+    stop_md = columns.md_named([schema.THREADPOOL_STOP_REGION])
+    if len(stop_md) == 0:
+        return empty
+    md = columns.ev_md
+    start_ps = columns.ev_start
     consumer = stats.get(schema.STAT_CONSUMER_ID).owner
     is_start = np.isin(md, start_md)
     is_start[np.setdiff1d(np.flatnonzero(is_start), consumer)] = False
@@ -151,7 +159,7 @@ def _threadpool_regions(capture: HostCapture, stats: EventStats, exported_lines:
         return empty
     rows = np.arange(len(md))
     last_start = np.maximum.accumulate(np.where(is_start, rows, -1))
-    line = ev["line"].to_numpy()
+    line = columns.ev_line
     stops = np.flatnonzero(is_stop)
     opener = last_start[stops]
     ok = opener >= 0
@@ -177,24 +185,29 @@ def _roles(capture: HostCapture, n_strings: int) -> np.ndarray:
     return role
 
 
-def _names(capture: HostCapture, stats: EventStats, pool: StringPool,
+def _names(columns: CaptureColumns, stats: EventStats, pool: StringPool,
            steps: StepMarks) -> tuple[np.ndarray, np.ndarray]:
-    md = capture.event_metadata
-    has_display = (md["display_name"] != "").to_numpy()
-    md_name = np.where(has_display, md["display_name_id"].to_numpy(), md["name_id"].to_numpy()).astype(np.int32)
-    md_long = np.where(has_display, md["name_id"].to_numpy(), -1).astype(np.int32)
-    too_long = has_display & (md["name"].str.len().to_numpy() > schema.MAX_LONG_NAME)
-    full_names = md["name"].to_numpy()
-    for row in np.flatnonzero(too_long):
-        md_long[row] = pool.add(full_names[row][: schema.MAX_LONG_NAME] + schema.LONG_NAME_SUFFIX)
-    name_sid = md_name[capture.events["md"].to_numpy()]
+    capture = columns.capture
+    # A display name is an interned string like any other (the empty one included): comparing ids
+    # spares comparing the column's texts.
+    has_display = columns.md_display_name_id != capture.string_id("")
+    name_id = columns.md_name_id
+    md_name = np.where(has_display, columns.md_display_name_id, name_id).astype(np.int32)
+    md_long = np.where(has_display, name_id, -1).astype(np.int32)
+    if has_display.any():  # without display names no name goes to `long_name`
+        too_long = has_display & (capture.event_metadata["name"].str.len().to_numpy() > schema.MAX_LONG_NAME)
+        for row in np.flatnonzero(too_long):
+            md_long[row] = pool.add(columns.md_names([row])[0][: schema.MAX_LONG_NAME] + schema.LONG_NAME_SUFFIX)
+    name_sid = md_name[columns.ev_md]
     # step_name (string or ref) renames its event.
     stat = stats.get(schema.STAT_STEP_NAME)
     text_kind = (stat.kind == KIND_STR) | (stat.kind == KIND_REF)
     owners, sids = stat.owner[text_kind], stat.str_id[text_kind]
-    non_empty = np.array([bool(pool.text(int(s))) for s in np.unique(sids)], dtype=bool)
-    keep = np.isin(sids, np.unique(sids)[non_empty]) if len(sids) else np.zeros(0, bool)
-    name_sid[owners[keep]] = sids[keep]
+    if len(sids):
+        distinct = np.unique(sids)
+        non_empty = np.array([bool(pool.text(int(s))) for s in distinct], dtype=bool)
+        keep = np.isin(sids, distinct[non_empty])
+        name_sid[owners[keep]] = sids[keep]
     if len(steps.rename_rows):
         name_sid[steps.rename_rows] = [pool.add(t) for t in steps.rename_to]
     return name_sid, md_long
@@ -213,23 +226,26 @@ def _added_events(added: AddedRows | None, n_lines: int, layout: TraceLayout, po
 def build_tables(capture: HostCapture, steps: StepMarks | None = None, added: AddedRows | None = None) -> TraceTables:
     """The trace mapping of one host. `steps` defaults to what the capture marks itself; `added`: rows
     XProf derives while loading the capture (their events are written like the capture's)."""
-    layout = build_layout(capture, added=added.lines if added is not None else ())
+    columns = CaptureColumns(capture)
+    layout = build_layout(capture, added=added.lines if added is not None else (), columns=columns)
     pool = StringPool(capture.strings)
     stats = EventStats(capture)
-    steps = capture_steps(capture, stats) if steps is None else steps
-    ev = capture.events
-    md_rows = capture.event_metadata
-    internal_md = md_rows["name"].isin(list(schema.INTERNAL_EVENTS)).to_numpy()
-    line_of_event = ev["line"].to_numpy()
-    keep = (layout.line_kind[line_of_event] != LINE_SKIPPED) & ~internal_md[ev["md"].to_numpy()]
+    steps = capture_steps(capture, stats, columns) if steps is None else steps
+    n_md = len(capture.event_metadata)
+    keep = layout.line_kind[columns.ev_line] != LINE_SKIPPED
+    internal = columns.md_named(schema.INTERNAL_EVENTS)
+    if len(internal):
+        internal_md = np.zeros(n_md, dtype=bool)
+        internal_md[internal] = True
+        keep &= ~internal_md[columns.ev_md]
     exported_lines = np.flatnonzero(layout.line_kind != LINE_SKIPPED)
-    regions = _threadpool_regions(capture, stats, exported_lines, pool)
+    regions = _threadpool_regions(columns, stats, exported_lines, pool)
     derived = _added_events(added, len(capture.lines), layout, pool)
     synthetic = SyntheticEvents(*(np.concatenate([getattr(regions, f), getattr(derived, f)])
                                   for f in ("line", "start_ps", "duration_ps", "name_sid")))
     exported = np.concatenate([np.flatnonzero(keep), capture.event_count + np.arange(len(synthetic))])
 
-    name_sid, md_long = _names(capture, stats, pool, steps)
+    name_sid, md_long = _names(columns, stats, pool, steps)
     doubles = np.concatenate([
         capture.event_stats.raw[capture.event_stats.kind == KIND_DOUBLE],
         capture.metadata_stats.raw[capture.metadata_stats.kind == KIND_DOUBLE],
@@ -240,16 +256,17 @@ def build_tables(capture: HostCapture, steps: StepMarks | None = None, added: Ad
     cat_sid = np.array([pool.add(n) if n else -1 for n in names], dtype=np.int32)
     return TraceTables(
         capture=capture,
+        columns=columns,
         layout=layout,
         pool=pool,
-        flows=event_flows(capture, layout, stats),
+        flows=event_flows(capture, layout, stats, columns),
         steps=steps,
         exported=exported.astype(np.int64),
         name_sid=name_sid,
         md_long_sid=md_long,
         role=_roles(capture, len(capture.strings)),
         ev_stat_start=_stat_starts(capture.event_stats.owner, capture.event_count),
-        md_stat_start=_stat_starts(capture.metadata_stats.owner, len(md_rows)),
+        md_stat_start=_stat_starts(capture.metadata_stats.owner, n_md),
         double_keys=double_keys,
         double_sid=double_sid,
         cat_sid=cat_sid,

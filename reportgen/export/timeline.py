@@ -166,7 +166,12 @@ def _columns(start: np.ndarray, dur: np.ndarray, name: np.ndarray, track: np.nda
     Starts are stored as differences from the previous row (exact integers in a double):
     rows are sorted by (track, level, start), so most differences are small and compress well.
     """
-    delta = np.diff(start, prepend=np.int64(0)).astype("<f8")
+    # np.diff(start, prepend=0) without np.diff's set-up and prepended copy, which cost more than the
+    # subtraction on a tiny host's window.
+    delta = np.empty(len(start), dtype="<f8")
+    if len(start):
+        delta[0] = start[0]
+        delta[1:] = start[1:] - start[:-1]  # integer differences, then converted (as np.diff's)
     parts = [delta.tobytes(), dur.astype("<f8").tobytes(), name.astype("<i4").tobytes()]
     if long_name is not None:
         parts.append(long_name.astype("<i4").tobytes())
@@ -333,29 +338,19 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         write_file(name, content)
 
     # Full-detail windows, cut like the chunks: on step starts where the caps allow.
-    by_start = np.argsort(start, kind="stable")
-    plan = plan_chunks(np.arange(len(rows)), start[by_start], np.ones(len(rows), np.int32),
-                       tables.steps.start_ps, window_events or WINDOW_EVENTS, 1 << 62)
-    cuts = np.array(plan.cuts_ps, dtype=np.int64)
-    n_windows = len(plan)
-    del plan, by_start
-    first_window = np.searchsorted(cuts, start, side="right")
-    last_window = np.searchsorted(cuts, end - 1, side="right")
-    spans = last_window - first_window
-    carried = np.flatnonzero(spans > 0)
-    carry_rows = np.repeat(carried, spans[carried])
-    carry_window = np.concatenate([np.arange(a + 1, b + 1) for a, b in
-                                   zip(first_window[carried], last_window[carried])]) \
-        if len(carried) else np.zeros(0, np.int64)
-    member = np.concatenate([np.arange(len(rows)), carry_rows])
-    member_window = np.concatenate([first_window, carry_window])
-    member_carried = np.concatenate([np.zeros(len(rows), bool), np.ones(len(carry_rows), bool)])
-    del first_window, last_window, spans, carried, carry_rows, carry_window
-    grouped = np.lexsort((member, member_window))  # by window, then in (track, level, start) order
-    member, member_window, member_carried = member[grouped], member_window[grouped], member_carried[grouped]
-    del grouped
-    window_bounds = np.searchsorted(member_window, np.arange(n_windows + 1))
-    del member_window
+    if len(rows) <= (window_events or WINDOW_EVENTS):
+        # One window holds every event, none carried (what the plan below comes to), without its sorts:
+        # a pod's run has thousands of such hosts.
+        member = np.arange(len(rows))
+        member_carried = np.zeros(len(rows), dtype=bool)
+        cuts = np.zeros(0, dtype=np.int64)
+        n_windows = 1
+        window_bounds = np.array([0, len(rows)])
+    else:
+        member, member_carried, cuts, window_bounds = _window_members(start, end, tables.steps.start_ps,
+                                                                      window_events or WINDOW_EVENTS)
+        n_windows = len(window_bounds) - 1
+
     def write_window(key: str, args_key: str, sel: np.ndarray, carried_here: np.ndarray) -> None:
         # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
         names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
@@ -422,6 +417,35 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     )
 
 
+def _window_members(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray,
+                    window_events: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The full-detail windows' members (event indices, by window, then in (track, level, start) order),
+    whether each is carried from an earlier window, the windows' cuts and their bounds into the members."""
+    by_start = np.argsort(start, kind="stable")
+    plan = plan_chunks(np.arange(len(start)), start[by_start], np.ones(len(start), np.int32), step_starts,
+                       window_events, 1 << 62)
+    cuts = np.array(plan.cuts_ps, dtype=np.int64)
+    n_windows = len(plan)
+    del plan, by_start
+    first_window = np.searchsorted(cuts, start, side="right")
+    last_window = np.searchsorted(cuts, end - 1, side="right")
+    spans = last_window - first_window
+    carried = np.flatnonzero(spans > 0)
+    carry_rows = np.repeat(carried, spans[carried])
+    carry_window = np.concatenate([np.arange(a + 1, b + 1) for a, b in
+                                   zip(first_window[carried], last_window[carried])]) \
+        if len(carried) else np.zeros(0, np.int64)
+    member = np.concatenate([np.arange(len(start)), carry_rows])
+    member_window = np.concatenate([first_window, carry_window])
+    member_carried = np.concatenate([np.zeros(len(start), bool), np.ones(len(carry_rows), bool)])
+    del first_window, last_window, spans, carried, carry_rows, carry_window
+    grouped = np.lexsort((member, member_window))  # by window, then in (track, level, start) order
+    member, member_window, member_carried = member[grouped], member_window[grouped], member_carried[grouped]
+    del grouped
+    window_bounds = np.searchsorted(member_window, np.arange(n_windows + 1))
+    return member, member_carried, cuts, window_bounds
+
+
 def _excerpt_range(start: np.ndarray, steps, t_first: int, t_last: int) -> dict:
     """{start, end, step}: the busiest step's time range, cut to EXCERPT_EVENTS events."""
     by_time = np.sort(start)
@@ -450,7 +474,7 @@ def _long_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
     n = tables.n_events
     real = rows < n
     out = np.full(len(rows), -1, dtype=np.int64)
-    out[real] = tables.md_long_sid[tables.capture.events["md"].to_numpy()[rows[real]]]
+    out[real] = tables.md_long_sid[tables.columns.ev_md[rows[real]]]
     return out
 
 

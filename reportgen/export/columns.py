@@ -85,10 +85,3 @@ class CaptureColumns:
     @cached_property
     def plane_name(self) -> list[str]:
         return self.capture.planes["name"].tolist()
-
-    def plane_row(self, name: str) -> int | None:
-        """The first plane of this name (`HostCapture.plane_by_name` without comparing a column)."""
-        try:
-            return self.plane_name.index(name)
-        except ValueError:
-            return None

@@ -68,7 +68,7 @@ def _outermost(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarr
 
 
 def _host_roots(columns: CaptureColumns, stats: EventStats) -> StepMarks:
-    host = columns.plane_row(schema.HOST_THREADS_PLANE)
+    host = columns.capture.plane_by_name(schema.HOST_THREADS_PLANE)
     if host is None:
         return StepMarks.empty()
     roots = stats.get(schema.STAT_IS_ROOT)

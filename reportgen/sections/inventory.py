@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from functools import lru_cache
 from urllib.parse import quote
 
@@ -10,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.tools.inventory import HostInventory, host_inventory
-from reportgen.output.site import neutralize_formulas
+from reportgen.output.site import write_csv_columns
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads
 from reportgen.sections.vega import records, responsive, vega_spec, with_datasets
@@ -57,12 +58,11 @@ class InventorySection(Section):
         # contract (it also works when this stage runs on a Dask worker).
         inventory.csv = host_csv_path(host.host)
         lines = inventory.lines
-        table = pd.DataFrame({"plane": lines["plane"].to_numpy(), "line_id": lines["line_id"].to_numpy(),
-                              "line": lines["line"].to_numpy(), "events": lines["events"].to_numpy(),
-                              "first_ms": lines["first_ps"].to_numpy() / 1e9,
-                              "last_ms": lines["last_ps"].to_numpy() / 1e9})  # with_ms's, in one frame
-        with host.open_output(inventory.csv) as handle:
-            neutralize_formulas(table).to_csv(handle, index=False)
+        table = {"plane": lines["plane"].to_numpy(object), "line_id": lines["line_id"].to_numpy(),
+                 "line": lines["line"].to_numpy(object), "events": lines["events"].to_numpy(),
+                 "first_ms": lines["first_ps"].to_numpy() / 1e9, "last_ms": lines["last_ps"].to_numpy() / 1e9}
+        with io.TextIOWrapper(host.open_output(inventory.csv), encoding="utf-8", newline="") as handle:
+            write_csv_columns(handle, table)  # with_ms's columns, without a frame
         return inventory
 
     def combine(self, run: RunContext, parts: dict[str, HostInventory]) -> dict:

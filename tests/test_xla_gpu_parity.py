@@ -19,9 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reportgen.core.events.table import EventTable
 from reportgen.core.ops.device_db import xla_gpu_costs_missing
-from reportgen.core.ops.kernel_reports import kernel_reports, kernel_stats_table
+from reportgen.core.ops.kernel_reports import kernel_stats_table
 from reportgen.core.ops.op_stats import HostOpStats, compute_host_op_stats
 from reportgen.core.ops.views import run_views
 from reportgen.core.tools.input_pipeline import input_view
@@ -151,8 +150,7 @@ def test_xla_ops_flops_and_bytes_are_left_out_where_xprof_runs_the_cost_analysis
 
 @pytest.mark.parametrize("run", RUNS)
 def test_kernel_stats_are_xprofs(run):
-    capture = _capture(run)
-    table = kernel_stats_table(kernel_reports(EventTable(capture), hlo_modules(capture)))
+    table = kernel_stats_table(_op_stats(run).kernel_reports)  # the host's reports, as the build computes them
     oracle = _oracle(run, "kernel_stats")
     columns = [c["id"] for c in oracle["cols"]]
     assert len(table) == len(oracle["rows"]) > 0
@@ -191,10 +189,10 @@ def test_the_captures_build_a_site_that_says_where_it_differs(tmp_path):
             assert html.count("data-xla-gpu-costs") == 1 and "HLO cost analysis" in html, (run, page)
 
 
-def test_the_cost_note_is_for_xla_gpu_runs_only(tmp_path):
-    from reportgen.cli.common import sample_logdir
-    from reportgen.pipeline.build import BuildOptions, build_site
+def test_the_cost_note_is_for_xla_gpu_runs_only():
+    from tests.clirun import sample_site_build
 
-    build_site([str(sample_logdir())], BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False))  # CPU runs
-    pages = list((tmp_path / "site").glob("*/tf_stats.html"))
+    cwd, build = sample_site_build()  # the bundled CPU runs, built once for the session's tests
+    assert build.returncode == 0, build.stderr
+    pages = list((cwd / "site").glob("*/tf_stats.html"))
     assert pages and not any("data-xla-gpu-costs" in page.read_text() for page in pages)

@@ -168,3 +168,30 @@ def test_long_names_are_stored_once_and_charts_show_them_shortened(tmp_path):
     labels = {row["label"] for spec in specs for data in spec.get("datasets", {}).values() for row in data
               if isinstance(row, dict) and "label" in row}
     assert len(labels) == 2 and all(len(label) <= LABEL_LIMIT for label in labels)
+
+
+def test_a_host_stages_csv_writer_writes_what_pandas_writes():
+    """`write_csv_columns` (the host stage's small tables, without a frame) gives the text of
+    `neutralize_formulas(frame).to_csv(index=False)`: quoting, numbers, NaN, formula-like and multi-line text."""
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    from reportgen.output.site import neutralize_formulas, write_csv_columns
+
+    rng = np.random.default_rng(7)
+    texts = ["a", "=1+2", "-x", "+3", "@s", "'q", "a,b", 'say "hi"', "line\nbreak", "", "ünï", " sp", "\tt", "12",
+             "-12.5", "x;y", "\r\nz"]
+    for n in (0, 1, 2, 5, 40):
+        columns = {
+            "plane": np.array([texts[i] for i in rng.integers(0, len(texts), n)], dtype=object),
+            "line_id": rng.integers(-2**62, 2**62, n),
+            "line": np.array([texts[i] for i in rng.integers(0, len(texts), n)], dtype=object),
+            "events": rng.integers(0, 10**6, n),
+            "first_ms": np.where(rng.random(n) < 0.3, np.nan, rng.random(n) * 10.0 ** rng.integers(-8, 16, n)),
+            "last_ms": rng.integers(0, 10**15, n) / 1e9,
+        }
+        written = io.StringIO(newline="")
+        write_csv_columns(written, columns)
+        assert written.getvalue() == neutralize_formulas(pd.DataFrame(columns)).to_csv(index=False), n

@@ -16,26 +16,20 @@ import numpy as np
 from reportgen.capture import HostCapture
 
 
+def _column(table: str, name: str) -> cached_property:
+    """A column of one of the capture's tables as a numpy array, read on first use and kept."""
+    return cached_property(lambda self: getattr(self.capture, table)[name].to_numpy())
+
+
 class CaptureColumns:
     def __init__(self, capture: HostCapture):
         self.capture = capture
 
     # --- events ---------------------------------------------------------------
-    @cached_property
-    def ev_line(self) -> np.ndarray:
-        return self.capture.events["line"].to_numpy()
-
-    @cached_property
-    def ev_md(self) -> np.ndarray:
-        return self.capture.events["md"].to_numpy()
-
-    @cached_property
-    def ev_start(self) -> np.ndarray:
-        return self.capture.events["start_ps"].to_numpy()
-
-    @cached_property
-    def ev_duration(self) -> np.ndarray:
-        return self.capture.events["duration_ps"].to_numpy()
+    ev_line = _column("events", "line")
+    ev_md = _column("events", "md")
+    ev_start = _column("events", "start_ps")
+    ev_duration = _column("events", "duration_ps")
 
     def plane_of(self, rows: np.ndarray) -> np.ndarray:
         """The plane of some events: their line's (the loader's event `plane` column is just that; read
@@ -43,19 +37,14 @@ class CaptureColumns:
         return self.line_plane[self.ev_line[rows]]
 
     # --- event metadata --------------------------------------------------------
+    md_name_id = _column("event_metadata", "name_id")
+    md_display_name_id = _column("event_metadata", "display_name_id")
+
     def md_names(self, rows: np.ndarray) -> list[str]:
         """The names of some metadata rows, through their interned ids (read from the frame's string
         column, they cost more than the ids and the strings list together)."""
         strings = self.capture.strings
         return [strings[sid] for sid in self.md_name_id[rows].tolist()]
-
-    @cached_property
-    def md_name_id(self) -> np.ndarray:
-        return self.capture.event_metadata["name_id"].to_numpy()
-
-    @cached_property
-    def md_display_name_id(self) -> np.ndarray:
-        return self.capture.event_metadata["display_name_id"].to_numpy()
 
     def md_named(self, names) -> np.ndarray:
         """Metadata rows whose name is one of `names` (by interned id: every metadata name is one of the
@@ -66,17 +55,9 @@ class CaptureColumns:
         return np.flatnonzero(np.isin(self.md_name_id, sids))
 
     # --- lines and planes ---------------------------------------------------------
-    @cached_property
-    def line_plane(self) -> np.ndarray:
-        return self.capture.lines["plane"].to_numpy()
-
-    @cached_property
-    def line_first(self) -> np.ndarray:
-        return self.capture.lines["first_event"].to_numpy()
-
-    @cached_property
-    def line_count(self) -> np.ndarray:
-        return self.capture.lines["event_count"].to_numpy()
+    line_plane = _column("lines", "plane")
+    line_first = _column("lines", "first_event")
+    line_count = _column("lines", "event_count")
 
     @cached_property
     def line_name(self) -> list[str]:

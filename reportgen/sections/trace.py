@@ -27,7 +27,7 @@ MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
 def derived_rows(host: HostContext) -> AddedRows | None:
     """The rows XProf derives on TPU cores (Framework Ops, Framework Name Scope, Source code, Host
     Offload Ops), for the export; None where the capture has no TensorCore plane."""
-    if not has_tensor_core_planes(host.capture.planes["name"].tolist()):  # a list iterates faster than a Series
+    if not has_tensor_core_planes(host.capture):
         return None
     derived = derived_tpu_lines(host.events, host.grouping)
     return AddedRows(lines=derived.lines, line=derived.line, start_ps=derived.start_ps,
@@ -119,7 +119,7 @@ class TraceSection(Section):
     def reads_capture_only(self, host: HostContext) -> bool:
         # On TPU cores the export also takes the rows derived from the host's shared event table and
         # step grouping (`derived_rows`): computed by the analyses, so not on a thread beside them.
-        return not has_tensor_core_planes(host.capture.planes["name"].tolist())
+        return not has_tensor_core_planes(host.capture)
 
     def host_part(self, host: HostContext) -> TraceHostPart | None:
         out_dir = f"{host.site_dir}/{host.run}/trace/{host.host}"

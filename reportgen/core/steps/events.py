@@ -246,7 +246,7 @@ def host_step_events(table: EventTable, grouping: Grouping) -> StepEvents:
     )
     span_pos = np.flatnonzero(compute)
     spans = _columns(group=group[span_pos], type=etype[span_pos], begin=table.start[rows[span_pos]],
-                   end=table.end[rows[span_pos]])
+                     end=table.end[rows[span_pos]])
     named = np.flatnonzero(grouped & has_name)
     names: dict[int, str] = {}
     for g, n in zip(group[named][::-1], step_name[named][::-1]):
@@ -338,8 +338,8 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
         marker_rows = marker_rows[group_id[marker_rows] >= 0]
         mb, md_ = device_timespans(table, marker_rows)
         markers = _columns(group=group_id[marker_rows], kind=np.full(len(marker_rows), DEVICE_MARKER, np.int8),
-                         core=np.full(len(marker_rows), plane_id, np.int64), begin=mb, duration=md_,
-                         name=table.names_of(marker_rows))
+                           core=np.full(len(marker_rows), plane_id, np.int64), begin=mb, duration=md_,
+                           name=table.names_of(marker_rows))
     else:
         markers = derived_step_markers(table, group_id, op_lines, plane_id)
 
@@ -370,11 +370,11 @@ def gpu_step_events(table: EventTable, grouping: Grouping, plane: int) -> StepEv
     for t, k in TRANSFER_KINDS.items():
         kind_of_type[t] = k
     transfers = _columns(group=group_id[tr], kind=kind_of_type[etype[is_transfer]], duration=table.duration[tr],
-                       bytes=detail_bytes[detail_inverse.reshape(-1)] if len(tr) else np.zeros(0, np.int64))
+                         bytes=detail_bytes[detail_inverse.reshape(-1)] if len(tr) else np.zeros(0, np.int64))
     coll = typed[etype == DEVICE_COLLECTIVES]
     line_ts = table.capture.lines["timestamp_ns"].to_numpy(np.int64)[table.line[coll]] * 1000
     collectives = _columns(group=group_id[coll], core=np.full(len(coll), plane_id, np.int64), start=table.start[coll],
-                         end=table.end[coll] - line_ts)  # XProf uses EndOffsetPs here
+                           end=table.end[coll] - line_ts)  # XProf uses EndOffsetPs here
     names = {}
     groups = np.intersect1d(np.unique(spans["group"]), np.unique(markers["group"]))
     result = StepEvents(groups=np.unique(spans["group"]), spans=spans, markers=markers, names=names,

@@ -17,8 +17,9 @@ tasks ≈ 1 ms. Only per-host results travel back (≈ 2 MB pickled for a
 50 MB host file).
 
 With `--jobs N` the building process is one of the N: it starts on a host
-at once, while the N - 1 workers start, and takes the next host whenever
-they are all busy, so the start-up costs no idle core. A worker is handed
+at once, while the N - 1 workers start (on a thread of their own: the first
+`submit` blocks until the fork server has imported reportgen), and takes the
+next host whenever they are all busy, so the start-up costs no idle core. A worker is handed
 its first host only once it has started (a no-op task comes back from it):
 until then the hosts go to the building process, so a host never waits for
 a worker that is still starting. Starting the workers costs ≈ 1.5–2 s of CPU
@@ -153,8 +154,17 @@ def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done) 
         if not ping.cancelled() and ping.exception() is None:
             submit_next()
 
-    for _ in range(workers):
-        pool.submit(_started).add_done_callback(worker_started)
+    def start_workers() -> None:
+        # The first submit starts the fork server and waits until it has imported reportgen and
+        # loaded the kernels (≈ 1.3–2.6 s): on this thread the building process would sit idle.
+        for _ in range(workers):
+            try:
+                ping = pool.submit(_started)
+            except Exception:  # the build ended (or failed) before its workers started
+                return
+            ping.add_done_callback(worker_started)
+
+    threading.Thread(target=start_workers, name="reportgen-start-workers", daemon=True).start()
     remaining = len(work)
 
     def report(task: HostTask, result: Future | BaseException) -> None:

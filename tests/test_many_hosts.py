@@ -40,7 +40,7 @@ def _spans_by_groupby(db: StepDb) -> tuple[np.ndarray, np.ndarray]:
 
 def test_step_spans_keep_first_appearance_order_and_empty_spans():
     db = _steps([(7, 1, 500, 100), (3, 1, 100, 50), (7, 2, 400, 300), (3, 2, 90, 0), (9, 1, 50, 0)])
-    begin, end = ops._step_spans(db)
+    begin, end = db.spans
     reference = _spans_by_groupby(db)
     assert begin.tolist() == reference[0].tolist() == [400, 90, 0]
     assert end.tolist() == reference[1].tolist() == [700, 150, 0]
@@ -78,13 +78,16 @@ def test_hosts_combine_into_the_same_steps_as_host_by_host():
 
 def test_sections_asking_for_the_same_hosts_the_same_way_share_one_combine(monkeypatch):
     """The overview and the input pipeline combine a run's hosts with the overview's step rule, TF stats and
-    the pod viewer without it: each combine runs once, and a new set of hosts or the other rule combines anew."""
+    the pod viewer without it: each combine runs once, and a new set of hosts or the other rule combines anew
+    (the op metrics once for both rules)."""
     from reportgen.core.ops import views
 
-    combines = []
-    monkeypatch.setattr(views, "combine_op_stats", lambda parts: combines.append(len(parts)) or object())
+    combines, db_combines = [], []
+    monkeypatch.setattr(views, "combine_op_stats", lambda parts, dbs: combines.append(len(parts)) or object())
+    monkeypatch.setattr(views, "combine_metric_dbs", lambda parts: db_combines.append(len(parts)) or object())
     monkeypatch.setattr(views, "drop_incomplete_steps", lambda part: SimpleNamespace(dropped_from=part))
     monkeypatch.setattr(views, "_COMBINED", {})
+    monkeypatch.setattr(views, "_COMBINED_DBS", {})
     step = 1_000
     run = [SimpleNamespace(step_db=_steps([(n, 1, n * step, step - 10) for n in range(10, 18)])) for _ in range(3)]
     overview = views.combined_hosts(run, overview_steps=True)
@@ -93,8 +96,9 @@ def test_sections_asking_for_the_same_hosts_the_same_way_share_one_combine(monke
     assert tf_stats is not overview and views.combined_hosts(run, overview_steps=False) is tf_stats
     assert views.combined_hosts(run[:2], overview_steps=False) is not tf_stats  # other hosts: combined anew
     assert combines == [3, 3, 2]
+    assert db_combines == [3, 2]  # the step rule changes the steps only: both rules share the op metrics
     views.forget_combined()  # what the build does once a run is combined: its hosts are not held any longer
-    assert views._COMBINED == {}
+    assert views._COMBINED == {} and views._COMBINED_DBS == {}
     assert views.combined_hosts(run, overview_steps=True) is not overview and combines == [3, 3, 2, 3]
 
 

@@ -33,7 +33,6 @@ from reportgen.capture import HostCapture
 from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
-from reportgen.core.frames import first_appearance_groups
 from reportgen.core.hlo.model import HloModule
 from reportgen.core.ops.device_db import core_details, device_op_metrics_db
 from reportgen.core.ops.host_db import host_op_metrics_db
@@ -176,25 +175,6 @@ def compute_host_op_stats(capture: HostCapture, modules: dict[int, HloModule], t
 
 # --- combining hosts -------------------------------------------------------------------------
 
-def _step_spans(step_db: StepDb) -> tuple[np.ndarray, np.ndarray]:
-    """Per step: (begin, end) over its cores (empty span when begin ≥ end)."""
-    s = step_db.steps
-    if s.empty:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # In numpy, steps in order of first appearance (a pandas groupby per host cost more than a tiny
-    # host's whole combine, and a pod's run combines thousands of hosts).
-    numbers = s["step_num"].to_numpy(np.int64)
-    begin = s["begin_ps"].to_numpy(np.int64)
-    end = begin + s["duration_ps"].to_numpy(np.int64)
-    first, group = first_appearance_groups(numbers)
-    b = np.full(len(first), np.iinfo(np.int64).max)
-    e = np.full(len(first), np.iinfo(np.int64).min)
-    np.minimum.at(b, group, begin)
-    np.maximum.at(e, group, end)
-    empty = b >= e
-    return np.where(empty, 0, b), np.where(empty, 0, e)
-
-
 def _similarity(sub: tuple, chief: tuple, s0: int, c0: int, n: int) -> float:
     sb, se = sub[0][s0:s0 + n], sub[1][s0:s0 + n]
     cb, ce = chief[0][c0:c0 + n], chief[1][c0:c0 + n]
@@ -226,7 +206,7 @@ class StepIntersection:
 
 
 def step_intersection(step_dbs: dict[int, StepDb]) -> StepIntersection:
-    spans = {h: _step_spans(db) for h, db in step_dbs.items()}
+    spans = {h: db.spans for h, db in step_dbs.items()}
     chief, shortest = None, None
     for h, (b, e) in spans.items():
         lo, hi = (b.min(), e.max()) if len(b) else (0, 0)
@@ -277,17 +257,16 @@ def _combine_steps(parts: list[HostOpStats], no_accelerator: bool) -> StepDb:
     # filter: per-host pandas filtering cost milliseconds a host, four times a build.
     frames, renumbered, core_base, category_ps = [], [], [], {}
     for host_id, db in workers.items():
-        step_of_row = db.steps["step_num"].tolist()
-        numbers = list(dict.fromkeys(step_of_row))  # db.step_numbers, from the column read once
-        first = inter.first_index.get(host_id, 0)
-        chosen = numbers[first:first + inter.num_steps]
-        renumber = {old: new for new, old in enumerate(chosen)}
+        first = inter.first_index.get(host_id, 0)  # the host's chosen steps: first … first + num_steps - 1
+        new_number = db.step_of_row - first
         frames.append(db.steps)
-        renumbered.append(np.fromiter((renumber.get(n, -1) for n in step_of_row), np.int64, count=len(step_of_row)))
+        renumbered.append(np.where((new_number >= 0) & (new_number < inter.num_steps), new_number, -1))
         core_base.append(np.full(len(db.steps), host_id * MAX_DEVICES_PER_HOST, np.int64))
-        for (step, core), cats in db.category_ps.items():
-            if step in renumber:
-                category_ps[(renumber[step], host_id * MAX_DEVICES_PER_HOST + core)] = cats
+        if db.category_ps:
+            renumber = {old: new for new, old in enumerate(db.step_numbers[first:first + inter.num_steps])}
+            for (step, core), cats in db.category_ps.items():
+                if step in renumber:
+                    category_ps[(renumber[step], host_id * MAX_DEVICES_PER_HOST + core)] = cats
     if frames:
         new_numbers = np.concatenate(renumbered)
         keep = new_numbers >= 0
@@ -302,8 +281,16 @@ def _combine_steps(parts: list[HostOpStats], no_accelerator: bool) -> StepDb:
                   empty_intersect=inter.empty_intersect)
 
 
-def combine_op_stats(parts: list[HostOpStats]) -> RunOpStats:
-    """Merge hosts (in host-id order). One host is taken as it is."""
+def combine_metric_dbs(parts: list[HostOpStats]) -> tuple[OpMetricsDb, OpMetricsDb]:
+    """The hosts' host and device op metrics combined (what `combine_op_stats` takes, or computes)."""
+    return (combine_dbs([p.host_db for p in parts], update_num_cores=False),
+            combine_dbs([p.device_db for p in parts]))
+
+
+def combine_op_stats(parts: list[HostOpStats], metric_dbs: tuple[OpMetricsDb, OpMetricsDb] | None = None,
+                     ) -> RunOpStats:
+    """Merge hosts (in host-id order). One host is taken as it is. `metric_dbs`: the hosts' op metrics
+    already combined (`combine_metric_dbs`), which the step rules do not change."""
     if len(parts) == 1:
         p = parts[0]
         return RunOpStats(**{f: getattr(p, f) for f in HostOpStats.__dataclass_fields__}, hosts=[p.host])
@@ -318,10 +305,11 @@ def combine_op_stats(parts: list[HostOpStats]) -> RunOpStats:
     for host_id, p in enumerate(parts):
         for core, d in p.core_details.items():
             details[host_id * MAX_DEVICES_PER_HOST + core] = d
+    host_db, device_db = combine_metric_dbs(parts) if metric_dbs is None else metric_dbs
     return RunOpStats(
         host=",".join(p.host for p in parts),
-        host_db=combine_dbs([p.host_db for p in parts], update_num_cores=False),
-        device_db=combine_dbs([p.device_db for p in parts]),
+        host_db=host_db,
+        device_db=device_db,
         step_db=_combine_steps(parts, no_accelerator),
         environment=_combine_environment([p.environment for p in parts]),
         perf_env=peak,

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reportgen.core.ops.op_stats import HostOpStats, RunOpStats, combine_op_stats, drop_incomplete_steps
+from reportgen.core.ops.op_metrics import OpMetricsDb
+from reportgen.core.ops.op_stats import (
+    HostOpStats,
+    RunOpStats,
+    combine_metric_dbs,
+    combine_op_stats,
+    drop_incomplete_steps,
+)
 
 ALL_HOSTS = "All hosts"
 # A host's own view runs XProf's whole analysis again on that host, and its panel carries a chart and tables:
@@ -37,6 +44,9 @@ def hosts_in_order(host_names: list[str], parts: Mapping[str, object]) -> list[s
 # the build lets the entries go once a run is combined (`forget_combined`).
 _COMBINED: dict[tuple, tuple[tuple[HostOpStats, ...], RunOpStats]] = {}
 _COMBINED_KEPT = 2
+# The hosts' op metrics combined, by the identity of the hosts' OpStats (the step rule changes the steps only:
+# both rules' views share them), with the OpStats they were made from.
+_COMBINED_DBS: dict[tuple, tuple[tuple[HostOpStats, ...], tuple[OpMetricsDb, OpMetricsDb]]] = {}
 
 
 def combined_hosts(parts: list[HostOpStats], overview_steps: bool) -> RunOpStats:
@@ -48,7 +58,11 @@ def combined_hosts(parts: list[HostOpStats], overview_steps: bool) -> RunOpStats
     key = (overview_steps, *map(id, parts))
     if key in _COMBINED:
         return _COMBINED[key][1]
-    combined = combine_op_stats(_with_step_rule(parts, overview_steps))
+    dbs_key = tuple(map(id, parts))
+    if dbs_key not in _COMBINED_DBS:
+        _COMBINED_DBS.clear()
+        _COMBINED_DBS[dbs_key] = (tuple(parts), combine_metric_dbs(parts))
+    combined = combine_op_stats(_with_step_rule(parts, overview_steps), _COMBINED_DBS[dbs_key][1])
     while len(_COMBINED) >= _COMBINED_KEPT:
         del _COMBINED[next(iter(_COMBINED))]
     _COMBINED[key] = (tuple(parts), combined)
@@ -64,6 +78,7 @@ def forget_combined() -> None:
     """Let the kept combined views go (the build calls it once a run's sections are combined, so that a
     run's hosts are not held in memory while the next run builds)."""
     _COMBINED.clear()
+    _COMBINED_DBS.clear()
 
 
 def run_views(parts: dict[str, HostOpStats], hosts: list[str], overview_steps: bool) -> dict[str, RunOpStats]:

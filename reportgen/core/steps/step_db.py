@@ -15,12 +15,13 @@ see `step_events` for the type numbers).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from reportgen.core.events.nesting import sweep_step_spans
-from reportgen.core.frames import empty_frame
+from reportgen.core.frames import empty_frame, first_appearance_groups
 from reportgen.core.steps.events import (
     DEVICE_COMPUTE_16,
     DEVICE_COMPUTE_32,
@@ -59,9 +60,34 @@ class StepDb:
     empty_intersect: bool = False
     num_steps_dropped: int = 0
 
-    @property
+    # A StepDb's steps are not changed once it is made: what is read from them is kept (a pod's run combines
+    # thousands of hosts' step tables, once for each step rule the pages use).
+    @cached_property
     def step_numbers(self) -> list[int]:
         return list(dict.fromkeys(self.steps["step_num"].tolist()))
+
+    @cached_property
+    def step_of_row(self) -> np.ndarray:
+        """Each row's step, numbered in order of first appearance (the order of `step_numbers`)."""
+        return first_appearance_groups(self.steps["step_num"].to_numpy(np.int64))[1]
+
+    @cached_property
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per step, in order of first appearance: (begin, end) over its cores (0, 0 when begin ≥ end)."""
+        s = self.steps
+        if s.empty:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        # In numpy (a pandas groupby per host cost more than a tiny host's whole combine).
+        begin = s["begin_ps"].to_numpy(np.int64)
+        end = begin + s["duration_ps"].to_numpy(np.int64)
+        group = self.step_of_row
+        steps = int(group.max()) + 1
+        b = np.full(steps, np.iinfo(np.int64).max)
+        e = np.full(steps, np.iinfo(np.int64).min)
+        np.minimum.at(b, group, begin)
+        np.maximum.at(e, group, end)
+        empty = b >= e
+        return np.where(empty, 0, b), np.where(empty, 0, e)
 
     def __len__(self) -> int:
         return len(self.step_numbers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import orjson
+import pandas as pd
 import pytest
 
 from reportgen.export.host_export import export_host
@@ -164,7 +165,7 @@ def test_overview_activity_counts_nested_events_once(tmp_path):
     pool.event("ThreadpoolListener::StartRegion", NS, 0, _ct=15, _c=1)
     pool.event("ThreadpoolListener::StopRegion", 100 * NS, 0)
     result = export_host(space.capture(), "run", tmp_path / "testhost", activity_bins=4)
-    activity = result.activity
+    activity = pd.DataFrame(result.activity)
     assert result.row_labels == ["testhost /host:CPU · busy", "testhost /host:CPU · pool"]
     busy_row = activity[activity["label"] == result.row_labels[0]]
     assert busy_row["busy_percent"].round(6).tolist() == [100.0, 100.0, 0.0, 100.0]

@@ -3,13 +3,13 @@
 Computed on the events the trace holds (the regions XProf adds included, which
 are the only spans on some thread-pool rows), per thread as the trace shows it:
 the union of its event intervals (nested events count once), binned over the
-exported time span.
+exported time span. The result is numpy columns, not a frame: building a frame cost more than the rest of a
+tiny host's activity, and a pod's run has thousands of hosts (the page reads it back as columns).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from reportgen.export.tables import TraceTables
 
@@ -26,9 +26,14 @@ def _merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return start[opens], merged_end
 
 
-def row_activity(tables: TraceTables, bins: int = 200) -> tuple[pd.DataFrame, list[str]]:
-    """The busy share per trace row and time bin (COLUMNS), and the rows' distinct labels in order (read
-    back from the frame's label column, a pandas string array, they cost nearly as much as the frame)."""
+def empty_activity() -> dict[str, np.ndarray]:
+    return {"label": np.zeros(0, object), "bin_start_ms": np.zeros(0), "bin_end_ms": np.zeros(0),
+            "busy_percent": np.zeros(0)}
+
+
+def row_activity(tables: TraceTables, bins: int = 200) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The busy share per trace row and time bin (COLUMNS, each row's bins in order), and the rows' distinct
+    labels in order."""
     layout = tables.layout
     rows_of: list[tuple[str, np.ndarray, np.ndarray]] = []
     for proc in layout.processes:  # one loop turn per trace row, never per event
@@ -42,7 +47,7 @@ def row_activity(tables: TraceTables, bins: int = 200) -> tuple[pd.DataFrame, li
                 order = np.argsort(start, kind="stable")
                 rows_of.append((label, start[order], tables.end_ps(rows)[order]))
     if not rows_of:
-        return pd.DataFrame(columns=COLUMNS), []
+        return empty_activity(), []
     t0 = min(int(s[0]) for _, s, _ in rows_of)
     t1 = max(max(int(e.max()) for _, _, e in rows_of), t0 + 1)
     edges = np.linspace(t0, t1, bins + 1)
@@ -57,15 +62,11 @@ def row_activity(tables: TraceTables, bins: int = 200) -> tuple[pd.DataFrame, li
         partial = np.where(idx > 0, np.clip(edges - s[last], 0.0, (e - s)[last]), 0.0)
         covered = np.where(idx > 0, covered_before[last] + partial, 0.0)
         busy.append(np.diff(covered))
-    # One frame for every row at once: a frame per row and their concat cost more than a tiny host's whole
-    # activity, and a pod's run has thousands of hosts.
     bin_of = np.tile(np.arange(bins), len(rows_of))
-    labels = np.repeat(np.array([label for label, _, _ in rows_of], dtype=object), bins)
-    # The columns are new arrays: the frame takes them as they are (copying them was a sixth of its time).
-    frame = pd.DataFrame({
-        "label": pd.array(labels, dtype="str"),  # the dtype pandas gives a column of names
+    columns = {
+        "label": np.repeat(np.array([label for label, _, _ in rows_of], dtype=object), bins),
         "bin_start_ms": edges[bin_of] / 1e9,
         "bin_end_ms": edges[bin_of + 1] / 1e9,
         "busy_percent": 100.0 * np.concatenate(busy) / width,
-    }, copy=False)
-    return frame, list(dict.fromkeys(label for label, _, _ in rows_of))
+    }
+    return columns, list(dict.fromkeys(label for label, _, _ in rows_of))

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from reportgen.capture import HostCapture
 from reportgen.export.activity import row_activity
@@ -59,7 +58,8 @@ class HostExport:
     flows: int
     chunks: list[ChunkRecord] = field(default_factory=list)
     cuts_us: list[float] = field(default_factory=list)
-    activity: pd.DataFrame | None = None  # per trace row and time bin: busy share (the page's overview)
+    # Per trace row and time bin: busy share (the page's overview), export.activity.COLUMNS as numpy columns.
+    activity: dict[str, np.ndarray] | None = None
     row_labels: list[str] = field(default_factory=list)  # "<process> · <thread>", in XProf's order
     steps: list[tuple[int, float, float]] = field(default_factory=list)  # (number, start µs, end µs)
     seconds: float = 0.0

@@ -244,7 +244,7 @@ class ChromeTraceExport:
         result.seconds = time.perf_counter() - self._started
         return result
 
-    def _activity(self, origin: float) -> pd.DataFrame | None:
+    def _activity(self, origin: float) -> dict[str, np.ndarray] | None:
         """Busy share per row and time bin, times in µs since `origin` (the bins span the busy time)."""
         if not self._busy:
             return None
@@ -273,4 +273,4 @@ class ChromeTraceExport:
         out["bin_start_ms"] = edges[out["bin"]] / 1e3
         out["bin_end_ms"] = edges[out["bin"] + 1] / 1e3
         out["busy_percent"] = 100.0 * out["busy"] / width
-        return out[ACTIVITY_COLUMNS]
+        return {c: out[c].to_numpy(object if c == "label" else np.float64) for c in ACTIVITY_COLUMNS}

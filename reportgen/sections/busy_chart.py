@@ -28,23 +28,24 @@ def short_label(text: str) -> str:
     return f"{text[:LABEL_LIMIT - 12]}… #{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def busy_slices(activity: pd.DataFrame, strip: int = 0) -> dict[str, np.ndarray]:
+def busy_slices(activity: dict[str, np.ndarray], strip: int = 0) -> dict[str, np.ndarray]:
     """Only the busy slices and the columns the chart reads, rounded, as numpy columns (label,
     bin_start_ms, bin_end_ms, busy_percent): a capture of many lines or a run of many hosts otherwise
-    carries megabytes of idle bins into its page. `strip`: how many characters to take off the start of
+    carries megabytes of idle bins into its page. `activity`: the host's activity columns (label, bin_start_ms,
+    bin_end_ms, busy_percent). `strip`: how many characters to take off the start of
     each (shortened) label, a prefix every label has."""
-    busy = activity["busy_percent"].to_numpy() > 0
+    busy = activity["busy_percent"] > 0
     # Numpy columns, not a frame: a frame costs ≈ 0.3 ms to build and read back, twice per host of a run's
     # pages, and a run can have thousands of hosts (np.round is what DataFrame.round calls).
-    labels = activity["label"].to_numpy()[busy]
+    labels = activity["label"][busy]
     if any(len(label) > LABEL_LIMIT for label in labels):
         labels = np.array([short_label(label) for label in labels], dtype=object)
     if strip:
         labels = np.array([label[strip:] for label in labels], dtype=object)
     return {"label": labels,
-            "bin_start_ms": np.round(activity["bin_start_ms"].to_numpy()[busy], 4),
-            "bin_end_ms": np.round(activity["bin_end_ms"].to_numpy()[busy], 4),
-            "busy_percent": np.round(activity["busy_percent"].to_numpy()[busy], 2)}
+            "bin_start_ms": np.round(activity["bin_start_ms"][busy], 4),
+            "bin_end_ms": np.round(activity["bin_end_ms"][busy], 4),
+            "busy_percent": np.round(activity["busy_percent"][busy], 2)}
 
 
 def busy_rects(slices: pd.DataFrame | dict[str, np.ndarray]) -> list[dict]:

@@ -37,7 +37,7 @@ def _activity_chart_spec(rows: tuple[str, ...]) -> dict:
     return responsive(vega_spec(activity_chart(list(rows))))
 
 
-def _activity_spec(activity: pd.DataFrame) -> tuple[dict | None, int]:
+def _activity_spec(activity: dict[str, np.ndarray]) -> tuple[dict | None, int]:
     """The chart's spec (None when no line is busy) and how many thread lines it draws as pool rows."""
     shown = busy_slices(activity)
     if not len(shown["label"]):

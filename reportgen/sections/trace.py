@@ -154,7 +154,7 @@ class TraceSection(Section):
         hosts = []
         for part in data.hosts:
             export = part.export
-            chart, pooled = (overview_chart(part) if export.activity is not None and len(export.activity)
+            chart, pooled = (overview_chart(part) if export.activity is not None and len(export.activity["label"])
                              else (None, 0))
             hosts.append({
                 "host": export.host,

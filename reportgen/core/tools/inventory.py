@@ -76,16 +76,18 @@ def _by_line_then_start(line: np.ndarray, start: np.ndarray) -> bool:
     return bool((line[1:] >= line[:-1]).all() and (start[1:] >= start[:-1])[same_line].all())
 
 
-def line_activity(capture: HostCapture, bins: int = 100, labels: np.ndarray | None = None) -> pd.DataFrame:
-    """Busy share of each line in each of `bins` equal time slices.
+def line_activity(capture: HostCapture, bins: int = 100, labels: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Busy share of each line in each of `bins` equal time slices, as numpy columns (a frame cost more than
+    the rest of a tiny host's activity, and a pod's run has thousands of hosts).
 
     Columns: line (row index in capture.lines), bin, bin_start_ms, bin_end_ms,
     busy_ms, busy_percent, and with `labels` (one per row of capture.lines) the line's label.
     """
-    columns = ["line", "bin", "bin_start_ms", "bin_end_ms", "busy_ms", "busy_percent"]
     line, start, end = _timed_events(capture)
     if len(line) == 0:
-        return pd.DataFrame(columns=columns + (["label"] if labels is not None else []))
+        empty = {"line": np.zeros(0, np.int64), "bin": np.zeros(0, np.int64), "bin_start_ms": np.zeros(0),
+                 "bin_end_ms": np.zeros(0), "busy_ms": np.zeros(0), "busy_percent": np.zeros(0)}
+        return empty | ({"label": np.zeros(0, object)} if labels is not None else {})
     if not _by_line_then_start(line, start):  # profilers write them so; sort only when not
         order = np.lexsort((start, line))
         line, start, end = line[order], start[order], end[order]
@@ -106,18 +108,17 @@ def line_activity(capture: HostCapture, bins: int = 100, labels: np.ndarray | No
                                             (le - ls)[np.maximum(idx - 1, 0)]), 0.0)
         covered = np.where(idx > 0, before + partial, 0.0)
         busy[row] = np.diff(covered)
-    # One frame for every line at once (a frame per line cost ≈ 1 ms each).
     bin_of = np.tile(np.arange(bins), len(lines))
     busy_ps = busy.reshape(-1)
     line_of = np.repeat(lines, bins)
-    frame = {
+    columns = {
         "line": line_of, "bin": bin_of,
         "bin_start_ms": (edges[bin_of] - t0) / 1e9, "bin_end_ms": (edges[bin_of + 1] - t0) / 1e9,
         "busy_ms": busy_ps / 1e9, "busy_percent": 100.0 * busy_ps / width,
     }
     if labels is not None:
-        frame["label"] = labels[line_of]
-    return pd.DataFrame(frame)
+        columns["label"] = labels[line_of]
+    return columns
 
 
 ACTIVITY_BINS = 100
@@ -126,7 +127,7 @@ ACTIVITY_BINS = 100
 @dataclass
 class HostInventory:
     lines: pd.DataFrame  # plane, line_id, line, events, first_ps, last_ps
-    activity: pd.DataFrame  # line label, bin, bin_start_ms, bin_end_ms, busy_percent
+    activity: dict[str, np.ndarray]  # line_activity's columns, with the lines' labels
     empty_planes: list[str]
     csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
     dropped: dict = field(default_factory=dict)  # events the loader left out, {reason: count}

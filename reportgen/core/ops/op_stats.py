@@ -157,6 +157,8 @@ def compute_host_op_stats(capture: HostCapture, modules: dict[int, HloModule], t
     counters = {}
     if table.host_plane is not None:
         counters = plane_stats(capture, table.host_plane)
+    # Read by a run's combine for every host, which runs on one core: computed here, in the host's worker.
+    _ = step_db.spans
     return HostOpStats(
         host=capture.host,
         host_db=host_db,

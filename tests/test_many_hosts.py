@@ -76,6 +76,24 @@ def test_hosts_combine_into_the_same_steps_as_host_by_host():
     pd.testing.assert_frame_equal(combined, reference)
 
 
+def test_many_frames_concatenated_in_groups_equal_one_concat():
+    """concat_rows joins a pod's thousands of per-host frames in groups: the same frame as one pd.concat, dtypes
+    included, with empty typed frames, object, string, float and int columns among them."""
+    from reportgen.core.frames import CONCAT_GROUP, concat_rows
+
+    rng = np.random.default_rng(7)
+    frames = []
+    for i in range(2 * CONCAT_GROUP + 37):
+        rows = int(rng.integers(0, 4))
+        frame = empty_steps() if rows == 0 else _steps([(i * 10 + n, 1, n * 10, 5) for n in range(rows)]).steps
+        if i % 97 == 5:
+            frame = frame.astype({"begin_ps": np.float64})  # one host's column of another dtype
+        frames.append(frame)
+    grouped, at_once = concat_rows(frames), pd.concat(frames, ignore_index=True)
+    pd.testing.assert_frame_equal(grouped, at_once)
+    assert grouped.dtypes.to_dict() == at_once.dtypes.to_dict()
+
+
 def test_sections_asking_for_the_same_hosts_the_same_way_share_one_combine(monkeypatch):
     """The overview and the input pipeline combine a run's hosts with the overview's step rule, TF stats and
     the pod viewer without it: each combine runs once, and a new set of hosts or the other rule combines anew

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.events.tf_op import UNKNOWN_TYPE, parse_tf_op_fullname
-from reportgen.core.frames import empty_frame
+from reportgen.core.frames import concat_rows, empty_frame
 
 IDLE = "IDLE"
 
@@ -116,7 +116,7 @@ def combine_metrics(frames: list[pd.DataFrame], update_num_cores: bool) -> pd.Da
     if len(frames) == 1 and (update_num_cores or _distinct_keys(frames[0])):
         # Nothing to merge (a host of one thread: the groupby below costs ≈ 15 ms, most of a tiny host's core).
         return frames[0].reset_index(drop=True)
-    all_rows = pd.concat(frames, ignore_index=True)
+    all_rows = concat_rows(frames)
     grouped = all_rows.groupby(KEY, sort=False)
     out = grouped[SUM_COLUMNS].sum()
     for col in ["category", "provenance", "long_name"]:

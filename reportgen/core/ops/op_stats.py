@@ -33,6 +33,7 @@ from reportgen.capture import HostCapture
 from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
+from reportgen.core.frames import concat_rows
 from reportgen.core.hlo.model import HloModule
 from reportgen.core.ops.device_db import core_details, device_op_metrics_db
 from reportgen.core.ops.host_db import host_op_metrics_db
@@ -272,7 +273,7 @@ def _combine_steps(parts: list[HostOpStats], no_accelerator: bool) -> StepDb:
     if frames:
         new_numbers = np.concatenate(renumbered)
         keep = new_numbers >= 0
-        steps = pd.concat(frames, ignore_index=True)[keep].reset_index(drop=True)
+        steps = concat_rows(frames)[keep].reset_index(drop=True)
         steps["core"] = np.concatenate(core_base)[keep] + steps["core"]
         steps["step_num"] = new_numbers[keep]
     else:

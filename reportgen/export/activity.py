@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reportgen.core.events.intervals import covered_per_bin
 from reportgen.export.tables import TraceTables
 
 COLUMNS = ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]
@@ -24,11 +25,6 @@ def _merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     merged_end = np.zeros(group[-1] + 1, dtype=np.int64)
     np.maximum.at(merged_end, group, reach)
     return start[opens], merged_end
-
-
-def empty_activity() -> dict[str, np.ndarray]:
-    return {"label": np.zeros(0, object), "bin_start_ms": np.zeros(0), "bin_end_ms": np.zeros(0),
-            "busy_percent": np.zeros(0)}
 
 
 def row_activity(tables: TraceTables, bins: int = 200) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -47,21 +43,12 @@ def row_activity(tables: TraceTables, bins: int = 200) -> tuple[dict[str, np.nda
                 order = np.argsort(start, kind="stable")
                 rows_of.append((label, start[order], tables.end_ps(rows)[order]))
     if not rows_of:
-        return empty_activity(), []
+        return {c: np.zeros(0, object if c == "label" else np.float64) for c in COLUMNS}, []
     t0 = min(int(s[0]) for _, s, _ in rows_of)
     t1 = max(max(int(e.max()) for _, _, e in rows_of), t0 + 1)
     edges = np.linspace(t0, t1, bins + 1)
     width = edges[1] - edges[0]
-    busy = []
-    for _, start, end in rows_of:
-        s, e = _merged(start, end)
-        s, e = s.astype(np.float64), e.astype(np.float64)
-        covered_before = np.concatenate([[0.0], np.cumsum(e - s)])
-        idx = np.searchsorted(s, edges, side="right")  # intervals starting at or before each edge
-        last = np.maximum(idx - 1, 0)
-        partial = np.where(idx > 0, np.clip(edges - s[last], 0.0, (e - s)[last]), 0.0)
-        covered = np.where(idx > 0, covered_before[last] + partial, 0.0)
-        busy.append(np.diff(covered))
+    busy = [covered_per_bin(*_merged(start, end), edges) for _, start, end in rows_of]
     bin_of = np.tile(np.arange(bins), len(rows_of))
     columns = {
         "label": np.repeat(np.array([label for label, _, _ in rows_of], dtype=object), bins),

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-import pandas as pd
 
+from reportgen.core.events.intervals import covered_per_bin
 from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS
 from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.host_export import ChunkRecord, HostExport
@@ -35,7 +35,6 @@ from reportgen.legacy.chrome_trace import ChromeTrace
 
 BATCH_EVENTS = 16384  # events serialized per orjson call
 SIZE_SAMPLE = 1024  # events serialized to estimate a file's JSON bytes per event
-ACTIVITY_COLUMNS = ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]
 DOCUMENT_TAIL = b"\n]}\n"
 
 
@@ -257,20 +256,9 @@ class ChromeTraceExport:
         t1 = max(t1, t0 + 1e-6)
         edges = np.linspace(t0, t1, self.activity_bins + 1)
         width = edges[1] - edges[0]
-        frames = []
-        for label in self._labels.ordered():
-            if label not in merged:
-                continue
-            s, e = merged[label]
-            covered_before = np.concatenate([[0.0], np.cumsum(e - s)])
-            idx = np.searchsorted(s, edges, side="right")  # intervals starting at or before each edge
-            last = np.maximum(idx - 1, 0)
-            partial = np.where(idx > 0, np.clip(edges - s[last], 0.0, (e - s)[last]), 0.0)
-            covered = np.where(idx > 0, covered_before[last] + partial, 0.0)
-            frames.append(pd.DataFrame({"label": label, "bin": np.arange(self.activity_bins),
-                                        "busy": np.diff(covered)}))
-        out = pd.concat(frames, ignore_index=True)
-        out["bin_start_ms"] = edges[out["bin"]] / 1e3
-        out["bin_end_ms"] = edges[out["bin"] + 1] / 1e3
-        out["busy_percent"] = 100.0 * out["busy"] / width
-        return {c: out[c].to_numpy(object if c == "label" else np.float64) for c in ACTIVITY_COLUMNS}
+        labels = [label for label in self._labels.ordered() if label in merged]
+        busy = [covered_per_bin(*merged[label], edges) for label in labels]
+        bin_of = np.tile(np.arange(self.activity_bins), len(labels))
+        return {"label": np.repeat(np.array(labels, dtype=object), self.activity_bins),
+                "bin_start_ms": edges[bin_of] / 1e3, "bin_end_ms": edges[bin_of + 1] / 1e3,
+                "busy_percent": 100.0 * np.concatenate(busy) / width}

@@ -39,6 +39,17 @@ def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, e
 
 
+def covered_per_bin(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bin between consecutive `edges`: how much of it the disjoint intervals [start, end) (sorted by start)
+    cover, as floats (the busy heatmaps' share of each time slice)."""
+    s, e = start.astype(np.float64), end.astype(np.float64)
+    covered_before = np.concatenate([[0.0], np.cumsum(e - s)])
+    idx = np.searchsorted(s, edges, side="right")  # intervals starting at or before each edge
+    last = np.maximum(idx - 1, 0)
+    partial = np.where(idx > 0, np.clip(edges - s[last], 0.0, (e - s)[last]), 0.0)
+    return np.diff(np.where(idx > 0, covered_before[last] + partial, 0.0))
+
+
 def overlap_length(start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> int:
     """Total length of disjoint sorted intervals inside [lo, hi) (the ones that reach it found by bisection)."""
     a, b = np.searchsorted(end, lo, side="right"), np.searchsorted(start, hi, side="left")

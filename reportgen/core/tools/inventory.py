@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.capture import HostCapture
-from reportgen.core.events.intervals import run_starts, union_intervals
+from reportgen.core.events.intervals import covered_per_bin, run_starts, union_intervals
 
 
 def _timed_events(capture: HostCapture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,19 +95,11 @@ def line_activity(capture: HostCapture, bins: int = 100, labels: np.ndarray | No
     t0, t1 = int(start.min()), int(end.max())
     edges = np.linspace(t0, max(t1, t0 + 1), bins + 1)
     width = edges[1] - edges[0]
-    lines = np.unique(g)
+    first = run_starts(g)  # the merged intervals come grouped by line, in line order
+    lines = g[first]
     busy = np.empty((len(lines), bins))
-    for row, line_id in enumerate(lines):
-        sel = g == line_id
-        ls, le = s[sel].astype(np.float64), e[sel].astype(np.float64)
-        # covered(t): total union length before t, evaluated at every bin edge.
-        cum = np.concatenate([[0.0], np.cumsum(le - ls)])
-        idx = np.searchsorted(ls, edges, side="right")
-        before = cum[np.maximum(idx - 1, 0)]
-        partial = np.where(idx > 0, np.clip(edges - ls[np.maximum(idx - 1, 0)], 0,
-                                            (le - ls)[np.maximum(idx - 1, 0)]), 0.0)
-        covered = np.where(idx > 0, before + partial, 0.0)
-        busy[row] = np.diff(covered)
+    for row, (a, b) in enumerate(zip(first, [*first[1:], len(g)])):  # one turn per line, never per event
+        busy[row] = covered_per_bin(s[a:b], e[a:b], edges)
     bin_of = np.tile(np.arange(bins), len(lines))
     busy_ps = busy.reshape(-1)
     line_of = np.repeat(lines, bins)

@@ -59,15 +59,20 @@ CONNECT_TIMEOUT_S = 20
 PARALLEL_MIN_BYTES = 64 * 2**20
 GZIP_EXPANSION = 8
 HOST_FIXED_BYTES = 2**20
+# Hosts that weigh at most this are handed to a worker two at a time (`_feed_pool`).
+PREFETCH_WEIGHT = 4 * HOST_FIXED_BYTES
 
 
 def worth_a_pool(work: Work, min_bytes: int = PARALLEL_MIN_BYTES) -> bool:
     """Whether the hosts of `work` are enough work to start worker processes for."""
     if len(work) < 2:
         return False
-    weight = sum(task.host.size * (GZIP_EXPANSION if task.host.path.endswith(".gz") else 1) + HOST_FIXED_BYTES
-                 for task, _, _ in work)
-    return weight >= min_bytes
+    return sum(host_weight(task) for task, _, _ in work) >= min_bytes
+
+
+def host_weight(task: HostTask) -> int:
+    """A host's work in bytes of plain host file: its size (gzip counted expanded) plus the fixed cost."""
+    return task.host.size * (GZIP_EXPANSION if task.host.path.endswith(".gz") else 1) + HOST_FIXED_BYTES
 
 
 def _started() -> bool:
@@ -130,28 +135,53 @@ def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done) 
     waiting = deque(work)
     lock = threading.Lock()
     finished: queue.Queue[tuple[HostTask, Future | BaseException]] = queue.Queue()
+    started = 0  # workers up (their no-op came back)
+    in_flight = 0  # hosts handed to the workers and not back yet
 
     def next_work():
         with lock:
             return waiting.popleft() if waiting else None
 
+    def next_for_workers():
+        # A started worker keeps one host queued behind the one it works on while the hosts are light
+        # (`PREFETCH_WEIGHT`): the next host is handed over by this process's pool thread, which waits
+        # for the GIL while the building process works on its own host. Measured with 1,000 tiny hosts
+        # and one worker: the worker sat idle ≈ 9 ms after each host, a third of its time.
+        nonlocal in_flight
+        with lock:
+            if not waiting:
+                return None
+            depth = 2 if host_weight(waiting[0][0]) <= PREFETCH_WEIGHT else 1
+            if in_flight >= started * depth:
+                return None
+            in_flight += 1
+            return waiting.popleft()
+
+    def back(_: Future) -> None:
+        nonlocal in_flight
+        with lock:
+            in_flight -= 1
+
     def submit_next(_: Future | None = None) -> None:
-        # Called here and, as each worker finishes, on the pool's own thread.
-        item = next_work()
-        if item is None:
-            return
-        task, out_dir, hash_content = item
-        try:
-            future = pool.submit(process_host, task, str(out_dir), hash_content)
-        except Exception as exc:  # the pool broke (a worker died), or it is shutting down
-            finished.put((task, exc))
-            return
-        future.add_done_callback(lambda f, t=task: finished.put((t, f)))
-        future.add_done_callback(submit_next)
+        # Called as each worker starts and, as each worker finishes a host, on the pool's own thread.
+        while (item := next_for_workers()) is not None:
+            task, out_dir, hash_content = item
+            try:
+                future = pool.submit(process_host, task, str(out_dir), hash_content)
+            except Exception as exc:  # the pool broke (a worker died), or it is shutting down
+                back(None)
+                finished.put((task, exc))
+                return
+            future.add_done_callback(lambda f, t=task: finished.put((t, f)))
+            future.add_done_callback(back)
+            future.add_done_callback(submit_next)
 
     def worker_started(ping: Future) -> None:
         # A worker that could not start takes no host: the building process keeps them all.
+        nonlocal started
         if not ping.cancelled() and ping.exception() is None:
+            with lock:
+                started += 1
             submit_next()
 
     def start_workers() -> None:

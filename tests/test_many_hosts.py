@@ -3,7 +3,9 @@ numbers while doing per-host work in numpy (bench/many_hosts.py times it)."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +15,9 @@ import pytest
 from reportgen.core.ops import op_stats as ops
 from reportgen.core.ops.views import MAX_HOST_VIEWS
 from reportgen.core.steps.step_db import StepDb, empty_steps
+from reportgen.errors import NoCapturesError
+from reportgen.pipeline.build import BuildOptions, build_site
+from reportgen.pipeline.heap import LongLived
 from tests.browser import chromium, console_errors, needs_browser
 from tests.clirun import reportgen
 from tests.logdirs import make_logdir
@@ -297,3 +302,44 @@ def test_adjacent_equal_slices_of_a_row_become_one_rect_covering_the_same_cells(
     apart = slices.iloc[[0, 4, 8]]
     assert busy_rects(apart) == records(apart)
     assert busy_rects(slices.iloc[:0]) == [] and busy_rects(slices.iloc[:1]) == records(slices.iloc[:1])
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_what_the_build_keeps_is_frozen_and_garbage_cycles_are_not():
+    heap = LongLived(every=3)
+    kept = [_Cycle() for _ in range(3)]
+    garbage = _Cycle()
+    gone = weakref.ref(garbage)
+    del garbage
+    assert gc.get_freeze_count() == 0
+    try:
+        for _ in kept:
+            heap.kept()
+        assert gone() is None  # collected before the freeze, not kept forever
+        assert gc.get_freeze_count() > len(kept)
+    finally:
+        heap.release()
+    assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize("good", [True, False], ids=["built", "failed"])
+def test_a_build_hands_the_frozen_heap_back_however_it_ends(tmp_path, monkeypatch, good):
+    frozen = []
+    monkeypatch.setattr(LongLived, "release", lambda self, real=LongLived.release: (
+        frozen.append(gc.get_freeze_count()), real(self)))
+    space = host_space("h")
+    space.host_plane().line(1, "python").event("train", 0, 900_000, step_num=1, _r=1)
+    content = space.serialize() if good else b"\x0a\xff\xff"
+    logdir = make_logdir(tmp_path / "logs", {"pod": {f"h{i}": content for i in range(5)}})
+    options = BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False)
+    if good:
+        assert build_site([str(logdir)], options).hosts == 5
+    else:
+        with pytest.raises(NoCapturesError):
+            build_site([str(logdir)], options)
+    assert frozen and frozen[0] > 0  # the hosts' results were frozen while the build ran
+    assert gc.get_freeze_count() == 0

@@ -31,6 +31,7 @@ from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_
 from reportgen.output.site import PageWriter, asset_files, write_asset_files, write_page_assets, write_runs_script
 from reportgen.output.transaction import OutputError, SiteTransaction
 from reportgen.pipeline.cache import HostCache, default_cache_dir
+from reportgen.pipeline.heap import LongLived
 from reportgen.pipeline.host_stage import HostOutcome, HostTask, plain_pages
 from reportgen.pipeline.memory import default_budget
 from reportgen.pipeline.progress import BuildProgress
@@ -143,7 +144,7 @@ def _open_cache(options: BuildOptions, transaction: SiteTransaction) -> HostCach
 
 
 def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cache: HostCache | None,
-               timings: Timings, progress: BuildProgress, jobs: int, compiling: bool,
+               timings: Timings, progress: BuildProgress, jobs: int, compiling: bool, heap: LongLived,
                ) -> tuple[list[HostOutcome], str]:
     """Every host's outcome, in task order (from the cache where possible), and where they ran."""
     from reportgen.pipeline import runners
@@ -171,6 +172,7 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
         if outcome.write_error is not None:  # the disk, not the capture: the build stops here
             raise OSError(*outcome.write_error)
         outcomes[task.index] = outcome
+        heap.kept()
         timings.merge(outcome.timings)
         if cache is not None:
             cache.learn(task, outcome, stats.get(task.index))
@@ -282,6 +284,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     progress = BuildProgress(bar=options.progress, log=options.log, notes=options.notes)
     compiling: list = []
     remover: subprocess.Popen | None = None
+    heap = LongLived()
     try:
         site_dir = transaction.tmp
         cache = _open_cache(options, transaction)
@@ -290,14 +293,15 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         staging = site_dir / STAGING_FOLDER
         # Children compiling kernels ahead are among the N jobs while they run.
         jobs = max(1, options.jobs - len(compiling))
-        outcomes, runner = _run_hosts(tasks, staging, options, cache, timings, progress, jobs, cold)
+        outcomes, runner = _run_hosts(tasks, staging, options, cache, timings, progress, jobs, cold, heap)
+        heap.freeze()
         with timings.stage("outputs"):
             remover = _place_outputs(outcomes, staging, site_dir)
         with timings.stage("assets"):
             assets, asset_contents = asset_files()
             write_asset_files(site_dir, asset_contents)
         summary, run_rows, all_errors = _render_runs(named, tasks, outcomes, site_dir, assets, cache, timings,
-                                                     options.log or (lambda _line: None), progress)
+                                                     options.log or (lambda _line: None), progress, heap)
         with timings.stage("assets (pages)"):
             shown = {slug for block in summary.values() for slug in block.get("tools", {})}
             write_page_assets(site_dir, assets, {key for s in SECTIONS if s.slug in shown for key in s.assets})
@@ -341,6 +345,8 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         transaction.abort()
         progress.close()
         raise  # children compiling kernels ahead go on alone: what they compile is kept for the next build
+    finally:
+        heap.release()
     progress.close()
     for child in compiling:  # done by now, unless no host got as far as the analyses or the trace export
         child.wait()
@@ -376,7 +382,8 @@ def _what_failed(exc: OSError, transaction: SiteTransaction) -> str:
 
 
 def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site_dir: Path, assets,
-                 cache: HostCache | None, timings: Timings, log: Callable[[str], None], progress: BuildProgress):
+                 cache: HostCache | None, timings: Timings, log: Callable[[str], None], progress: BuildProgress,
+                 heap: LongLived):
     progress.stage("pages", len(named), "run")
     by_run: dict[str, list[tuple[HostTask, HostOutcome]]] = {}
     for task, outcome in zip(tasks, outcomes):
@@ -411,7 +418,7 @@ def _render_runs(named, tasks: list[HostTask], outcomes: list[HostOutcome], site
             run_summary, row = reused
             log(f"{name}: pages from the rebuild cache")
         else:
-            run_summary, row = _render_run(name, host_outcomes, errors, site_dir, assets, timings)
+            run_summary, row = _render_run(name, host_outcomes, errors, site_dir, assets, timings, heap)
             if key is not None:
                 with timings.stage("cache.runs"):
                     cache.store_run(key, site_dir / name, run_summary, row)
@@ -442,9 +449,10 @@ def combine_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict] 
 
 
 def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict], site_dir: Path, assets,
-                timings: Timings) -> tuple[dict, dict]:
+                timings: Timings, heap: LongLived) -> tuple[dict, dict]:
     """Combine a run's hosts and write its pages: (its summary.json block, its site index row)."""
     run_ctx = combine_run(name, host_outcomes, errors, timings)
+    heap.freeze()  # the run's combined tables live until its pages are written
     computed = run_ctx.sections
     tools = [
         {"slug": s.slug, "title": s.title, "href": f"{s.slug}.html"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,7 +12,7 @@ from reportgen.loaders.logdir import HostFile
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.build import EXIT_PARTIAL, BuildOptions, build_site
 from reportgen.pipeline.host_stage import HostTask, host_context
-from reportgen.pipeline.runners import worth_a_pool
+from reportgen.pipeline.runners import _Handout, worth_a_pool
 from tests.logdirs import FAST, assert_same_site, make_logdir, pod_runs, site_bytes
 
 
@@ -100,3 +101,26 @@ def test_host_outputs_stay_inside_the_run_folder(tmp_path):
     with ctx.open_output("data/x/y.csv") as handle:
         handle.write(b"1\n")
     assert (tmp_path / "r" / "data" / "x" / "y.csv").read_bytes() == b"1\n"
+
+
+def _work(*sizes: int) -> list:
+    return [(HostTask(index=i, run="r", host=HostFile(host=f"h{i}", path=f"/logs/h{i}.xplane.pb", size=size)),
+             Path(f"/staging/{i}"), False) for i, size in enumerate(sizes)]
+
+
+def test_a_worker_keeps_a_second_light_host_queued_and_heavy_ones_go_one_at_a_time():
+    tiny, heavy = 300, 64 * 2**20
+    hosts = _Handout(_work(tiny, tiny, tiny, heavy, heavy, tiny))
+    assert hosts.for_workers() is None  # no worker up yet: the building process takes them
+    hosts.worker_started()
+    taken = [hosts.for_workers(), hosts.for_workers()]
+    assert [t[0].index for t in taken] == [0, 1] and hosts.for_workers() is None
+    hosts.back()
+    assert hosts.for_workers()[0].index == 2  # a light host behind the one in work
+    assert hosts.for_this_process()[0].index == 3
+    hosts.back()
+    assert hosts.for_workers() is None  # a heavy host waits until the worker's queue is empty
+    hosts.back()
+    assert hosts.for_workers()[0].index == 4
+    assert hosts.for_workers()[0].index == 5  # light: it may wait behind the heavy one
+    assert hosts.for_workers() is None and hosts.for_this_process() is None

@@ -9,8 +9,14 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
+import numpy as np
+
+from reportgen.loaders.logdir import HostFile
+from reportgen.pipeline.host_stage import HostTask, process_host
 from tests.conftest import REPO
+from tests.xspace import host_space
 
 CASES = 200
 SEED = 23
@@ -34,3 +40,22 @@ def test_mutated_captures_build_or_fail_as_input_errors():
             assert "fuzz.xplane.pb" in r["message"], r
     assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-3000:]
     assert sum(r["outcome"] == "built" for r in results) > CASES // 2  # the mutations leave most captures usable
+
+
+def test_a_host_far_from_its_captures_start_builds_its_busy_heatmaps_without_a_warning(tmp_path):
+    # Found by bench/fuzz.py (10,000 cases): at 2^60 ps one float step is 256 ps, so the heatmaps' 200 time
+    # slices of a 1 ns span collapsed onto each other and their width was 0 (a division warning, then NaN).
+    space = host_space("far")
+    line = space.host_plane().line(1, "python")
+    for n in range(3):
+        line.event("train", 2**60 + n * 300, 200, step_num=n, _r=1)
+    path = tmp_path / "far.xplane.pb"
+    path.write_bytes(space.serialize())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        task = HostTask(index=0, run="r", host=HostFile(host="far", path=str(path), size=path.stat().st_size))
+        outcome = process_host(task, str(tmp_path / "out"))
+    assert outcome.error is None, outcome.error
+    activity = outcome.parts["trace"].export.activity
+    assert len(activity["busy_percent"]) and np.isfinite(activity["busy_percent"]).all()
+    assert np.isfinite(outcome.parts["inventory"].activity["busy_percent"]).all()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.core.events.intervals import covered_per_bin
+from reportgen.core.events.intervals import covered_per_bin, time_bins
 from reportgen.export.tables import TraceTables
 
 COLUMNS = ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]
@@ -46,8 +46,7 @@ def row_activity(tables: TraceTables, bins: int = 200) -> tuple[dict[str, np.nda
         return {c: np.zeros(0, object if c == "label" else np.float64) for c in COLUMNS}, []
     t0 = min(int(s[0]) for _, s, _ in rows_of)
     t1 = max(max(int(e.max()) for _, _, e in rows_of), t0 + 1)
-    edges = np.linspace(t0, t1, bins + 1)
-    width = edges[1] - edges[0]
+    edges, width = time_bins(t0, t1, bins)
     busy = [covered_per_bin(*_merged(start, end), edges) for _, start, end in rows_of]
     bin_of = np.tile(np.arange(bins), len(rows_of))
     columns = {

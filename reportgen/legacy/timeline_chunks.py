@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from reportgen.core.events.intervals import covered_per_bin
+from reportgen.core.events.intervals import covered_per_bin, time_bins
 from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS
 from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.host_export import ChunkRecord, HostExport
@@ -254,8 +254,7 @@ class ChromeTraceExport:
         t0 = min(float(s[0]) for s, _ in merged.values())
         t1 = max(float(e.max()) for _, e in merged.values())
         t1 = max(t1, t0 + 1e-6)
-        edges = np.linspace(t0, t1, self.activity_bins + 1)
-        width = edges[1] - edges[0]
+        edges, width = time_bins(t0, t1, self.activity_bins)
         labels = [label for label in self._labels.ordered() if label in merged]
         busy = [covered_per_bin(*merged[label], edges) for label in labels]
         bin_of = np.tile(np.arange(self.activity_bins), len(labels))

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.capture import HostCapture
-from reportgen.core.events.intervals import covered_per_bin, run_starts, union_intervals
+from reportgen.core.events.intervals import covered_per_bin, run_starts, time_bins, union_intervals
 
 
 def _timed_events(capture: HostCapture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -93,8 +93,7 @@ def line_activity(capture: HostCapture, bins: int = 100, labels: np.ndarray | No
         line, start, end = line[order], start[order], end[order]
     g, s, e = union_intervals(start, end, line)
     t0, t1 = int(start.min()), int(end.max())
-    edges = np.linspace(t0, max(t1, t0 + 1), bins + 1)
-    width = edges[1] - edges[0]
+    edges, width = time_bins(t0, max(t1, t0 + 1), bins)
     first = run_starts(g)  # the merged intervals come grouped by line, in line order
     lines = g[first]
     busy = np.empty((len(lines), bins))

@@ -30,7 +30,7 @@ from reportgen.export import schema
 from reportgen.export.flows import FLOW_ASYNC
 from reportgen.export.layout import LINE_COUNTERS
 from reportgen.export.tables import ROLE_HIDDEN
-from reportgen.kernels import array_type, kernel
+from reportgen.kernels import array_type, helper_kernel, kernel
 
 _JS_SAFE = np.uint64(1 << 53)
 # Literal pieces as module arrays: compiled code reads them as constants.
@@ -55,7 +55,7 @@ _IN = schema.FLOW_IN
 _OUT = schema.FLOW_OUT
 
 
-@kernel()
+@helper_kernel()
 def _lit(out, pos, text):
     # Copy through views indexed by the bare loop counter: an index that might be
     # negative makes numba wrap it per byte, which defeats vectorised copies.
@@ -67,7 +67,7 @@ def _lit(out, pos, text):
 
 
 # Every caller passes string ids as int64: each other integer type would compile these once more.
-@kernel()
+@helper_kernel()
 def _frag(out, pos, pool, pool_off, sid):
     a = pool_off[sid]
     n = pool_off[sid + 1] - a
@@ -78,12 +78,12 @@ def _frag(out, pos, pool, pool_off, sid):
     return pos + n
 
 
-@kernel()
+@helper_kernel()
 def _frag_len(pool_off, sid):
     return pool_off[sid + 1] - pool_off[sid]
 
 
-@kernel()
+@helper_kernel()
 def _u64(out, pos, v):
     v = np.uint64(v)
     n = 1
@@ -98,7 +98,7 @@ def _u64(out, pos, v):
     return pos + n
 
 
-@kernel()
+@helper_kernel()
 def _i64(out, pos, v):
     if v < 0:
         out[pos] = 45  # '-'
@@ -107,7 +107,7 @@ def _i64(out, pos, v):
     return _u64(out, pos, np.uint64(v))
 
 
-@kernel()
+@helper_kernel()
 def _micros(out, pos, ps):
     """Picoseconds as an exact decimal number of microseconds."""
     if ps < 0:
@@ -133,7 +133,7 @@ def _micros(out, pos, ps):
     return pos
 
 
-@kernel()
+@helper_kernel()
 def _int_arg(out, pos, raw, unsigned):
     """An integer arg: a JSON number, quoted beyond 2^53 as XProf does."""
     if unsigned:
@@ -150,7 +150,7 @@ def _int_arg(out, pos, raw, unsigned):
     return pos
 
 
-@kernel()
+@helper_kernel()
 def _double_sid(double_keys, double_sid, raw):
     # np.searchsorted's left side, written out: numba's own costs ≈ 1 s of a first build's compile.
     lo = 0
@@ -164,7 +164,7 @@ def _double_sid(double_keys, double_sid, raw):
     return np.int64(double_sid[lo])
 
 
-@kernel()
+@helper_kernel()
 def _stat_bound(kind, sid, key, pool_off):
     base = _frag_len(pool_off, key) + 4
     if kind == KIND_STR or kind == KIND_REF:
@@ -172,7 +172,7 @@ def _stat_bound(kind, sid, key, pool_off):
     return base + 32  # numbers: at most 26 characters, quotes included
 
 
-@kernel()
+@helper_kernel()
 def _write_stat(out, pos, first, kind, sid, raw, key, numeric_only, pool, pool_off, double_keys, double_sid):
     """One `"key":value` (with its separator); returns (pos, written?)."""
     if kind == KIND_STR or kind == KIND_REF:
@@ -197,7 +197,7 @@ def _write_stat(out, pos, first, kind, sid, raw, key, numeric_only, pool, pool_o
     return pos, True
 
 
-@kernel()
+@helper_kernel()
 def _overridden(key, es_key, e0, e1):
     for j in range(e0, e1):
         if es_key[j] == key:
@@ -205,7 +205,7 @@ def _overridden(key, es_key, e0, e1):
     return False
 
 
-@kernel()
+@helper_kernel()
 def _write_args(out, pos, md, long_sid, e0, e1, numeric_only,
                 md_stat_start, ms_key, ms_kind, ms_raw, ms_sid,
                 es_key, es_kind, es_raw, es_sid, role, pool, pool_off, double_keys, double_sid,
@@ -241,7 +241,7 @@ def _write_args(out, pos, md, long_sid, e0, e1, numeric_only,
     return pos
 
 
-@kernel()
+@helper_kernel()
 def _pid_name_ts(out, pos, pid, tid, with_tid, name_sid, ts, pool, pool_off):
     pos = _lit(out, pos, _L_PID)
     pos = _i64(out, pos, pid)

@@ -19,7 +19,7 @@ import numpy as np
 
 from reportgen.capture import KIND_DOUBLE, KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64
 from reportgen.export.tables import ROLE_HIDDEN
-from reportgen.kernels import kernel
+from reportgen.kernels import helper_kernel, kernel
 
 SEQUENCE_ID = 1
 SEQ_INCREMENTAL_STATE_CLEARED = 1
@@ -33,7 +33,7 @@ REC_BEGIN = 1
 REC_END = 2
 
 
-@kernel()
+@helper_kernel()
 def _varint(out, pos, v):
     v = np.uint64(v)
     while v >= np.uint64(0x80):
@@ -44,7 +44,7 @@ def _varint(out, pos, v):
     return pos + 1
 
 
-@kernel()
+@helper_kernel()
 def _varint_len(v):
     v = np.uint64(v)
     n = 1
@@ -54,7 +54,7 @@ def _varint_len(v):
     return n
 
 
-@kernel()
+@helper_kernel()
 def _fixed64(out, pos, v):
     v = np.uint64(v)
     for k in range(8):
@@ -62,7 +62,7 @@ def _fixed64(out, pos, v):
     return pos + 8
 
 
-@kernel()
+@helper_kernel()
 def _copy(out, pos, src, n):
     dst = out[pos:pos + n]  # views indexed by the loop counter copy without per-byte index wrapping
     for k in range(n):
@@ -137,7 +137,7 @@ def encode_interned(field_key, sids, data, off, out):
     return pos
 
 
-@kernel()
+@helper_kernel()
 def _annotation(tmp, name_iid, kind, raw, sid):
     """A DebugAnnotation into tmp; returns its length (0 when the value is not written)."""
     if kind == KIND_STR or kind == KIND_REF:
@@ -164,14 +164,14 @@ def _annotation(tmp, name_iid, kind, raw, sid):
     return p
 
 
-@kernel()
+@helper_kernel()
 def _put_annotation(te, q, ann, n):
     te[q] = 0x22  # debug_annotations
     q = _varint(te, q + 1, n)
     return _copy(te, q, ann, n)
 
 
-@kernel()
+@helper_kernel()
 def _overridden(key, es_key, e0, e1):
     for j in range(e0, e1):
         if es_key[j] == key:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-from reportgen.kernels import kernel
+from reportgen.kernels import helper_kernel, kernel
 from reportgen.loaders.wire import ERR_BAD_WIRE_TYPE, ERR_LENGTH, ERR_TRUNCATED, OK, _skip, _varint
 
 ERR_UTF8 = 101
@@ -57,7 +57,7 @@ class TraceDecodeError(ValueError):
     """The bytes are not a Trace protobuf; the message says where."""
 
 
-@kernel()
+@helper_kernel()
 def _utf8_ok(buf, start, end):
     """Strict UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF), as protobuf checks strings."""
     p = start
@@ -102,7 +102,7 @@ def _utf8_ok(buf, start, end):
     return True
 
 
-@kernel()
+@helper_kernel()
 def _fail(err, code, pos):
     err[0] = code
     err[1] = pos
@@ -392,14 +392,14 @@ _ARGS = np.frombuffer(b',"args":{', dtype=np.uint8)
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
-@kernel()
+@helper_kernel()
 def _lit(out, pos, text):
     for k in range(len(text)):
         out[pos + k] = text[k]
     return pos + len(text)
 
 
-@kernel()
+@helper_kernel()
 def _span(out, pos, src, start, end):
     for k in range(start, end):
         out[pos] = src[k]
@@ -407,7 +407,7 @@ def _span(out, pos, src, start, end):
     return pos
 
 
-@kernel()
+@helper_kernel()
 def _uint(out, pos, v):
     n = 1
     probe = v
@@ -420,7 +420,7 @@ def _uint(out, pos, v):
     return pos + n
 
 
-@kernel()
+@helper_kernel()
 def _string(out, pos, buf, start, length):
     """A JSON string, escaped as orjson escapes (quote, backslash, control characters; UTF-8 as is)."""
     out[pos] = 34
@@ -458,7 +458,7 @@ def _string(out, pos, buf, start, length):
     return pos + 1
 
 
-@kernel()
+@helper_kernel()
 def _same(buf, a, b, n):
     for k in range(n):
         if buf[a + k] != buf[b + k]:
@@ -466,7 +466,7 @@ def _same(buf, a, b, n):
     return True
 
 
-@kernel()
+@helper_kernel()
 def _key_order(buf, key_pos, key_len, a, b):
     """-1, 0 or 1: arg a's key against arg b's, bytes compared in order, then the shorter first."""
     n = min(key_len[a], key_len[b])
@@ -480,7 +480,7 @@ def _key_order(buf, key_pos, key_len, a, b):
     return -1 if key_len[a] < key_len[b] else 1
 
 
-@kernel()
+@helper_kernel()
 def _last_of_each_key(buf, key_pos, key_len, a0, a1):
     """For args a0..a1-1: out[j] = the index (from a0) of the last arg with arg a0+j's key when j is that key's
     first place, else -1. A stable merge sort of the args by key (then place): O(m log m) comparisons, where

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba.core import types
 
-from reportgen.kernels import array_type, ensure_compiled, kernel
+from reportgen.kernels import array_type, ensure_compiled, helper_kernel, kernel
 
 # Error codes (0 = fine). A kernel reports the first error in err[0] and the
 # byte position of the field it was reading in err[1].
@@ -74,7 +74,7 @@ _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
 
-@kernel()
+@helper_kernel()
 def _varint(buf, pos, end):
     """(value, new position). The position is negative on error:
     -ERR_TRUNCATED or -ERR_BAD_VARINT."""
@@ -92,7 +92,7 @@ def _varint(buf, pos, end):
     return result, -ERR_TRUNCATED
 
 
-@kernel()
+@helper_kernel()
 def _skip(buf, pos, end, wire_type):
     """Position after a field's payload; negative (-error) on error."""
     if wire_type == 0:
@@ -189,7 +189,7 @@ def fields_before_error(buf: np.ndarray, start: int, end: int) -> np.ndarray:
     return out
 
 
-@kernel()
+@helper_kernel()
 def _find(keys, vals, params, plane, key, default):
     """Value stored for `key` in `plane`'s table, else `default`."""
     base = params[plane, T_BASE]
@@ -364,7 +364,7 @@ def dedupe_strings(buf: np.ndarray, kind: np.ndarray, raw: np.ndarray, str_col: 
 # which needs pos < end on entry.
 
 
-@kernel()
+@helper_kernel()
 def _varint_error(pos, end):
     return ERR_TRUNCATED if pos >= end else ERR_BAD_VARINT
 

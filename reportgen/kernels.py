@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover - Windows: no ahead-of-time compile, ker
 
 from numba import njit
 from numba.core import caching, config, types
+from numba.core.runtime import rtsys
 
 from reportgen.user_cache import user_cache_dir, writable_dir
 
@@ -107,6 +108,15 @@ class _CacheImpl(_ImplBase):
 
 class _KernelCache(caching.FunctionCache):
     _impl_class = _CacheImpl
+
+    def load_overload(self, sig, target_context):
+        # numba's own first refreshes its compiler's registries (imports and installs every lowering numba
+        # has: 0.45 s of each process's first kernel, a sixth of a small build). Machine code loaded from
+        # the cache needs only numba's runtime (its symbols), and a compile refreshes the registries itself
+        # before it starts.
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
 
 
 def kernel(**options) -> Callable:

@@ -162,8 +162,11 @@ BUILD_KERNELS = {
 PRECOMPILED = {
     # The decoder's last two kernels: the building process compiles the passes that walk the file meanwhile.
     "decoder-tail": ("reportgen.loaders.wire",),
-    "analysis": ("reportgen.core.events.nesting", "reportgen.export.timeline_kernel"),
+    "analysis": ("reportgen.core.events.nesting",),
     "trace-writer": ("reportgen.export.json_kernel",),
+    # Last: the building process reaches the timeline export while the child still compiles the writer, and
+    # compiles this one itself meanwhile (`ensure_compiled`), instead of waiting for the child to get to it.
+    "timeline": ("reportgen.export.timeline_kernel",),
 }
 _waited: set[str] = set()
 # The children this process started to compile ahead (`start_precompile`).
@@ -200,8 +203,9 @@ def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
     build's CPU). `PRECOMPILED` is in the order a build needs the groups: the decoder's tail, the
     analyses, the trace writer (measured with bench/first_run.py on 2 cores, 3 rounds: a first build
     12.97 s with this order against 15.86 s with the writer before the analyses, which the building
-    process then compiled itself). A group that no process has started on by the time a build needs it,
-    the build compiles itself (`ensure_compiled`), and the child skips it.
+    process then compiled itself), then the timeline's kernel, which the building process compiles
+    while the child compiles the writer. A group that no process has started on by the time a build
+    needs it, the build compiles itself (`ensure_compiled`), and the child skips it.
     """
     children: list[subprocess.Popen] = []
     if CACHE_PROBLEM is not None or fcntl is None or _STARTED:  # once per process (cli/build.py, build_site)

@@ -23,6 +23,7 @@ from reportgen.export.perfetto_writer import write_pftrace
 from reportgen.export.steps import StepMarks
 from reportgen.export.tables import AddedRows, TraceTables, build_tables
 from reportgen.export.timeline import TimelineFiles, export_timeline
+from reportgen.kernels import ensure_compiled
 
 FORMATS = ("json", "perfetto", "both")
 SAMPLE_PER_LINE = 512  # events measured per line to estimate chunk sizes
@@ -115,6 +116,9 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
         result.steps = [(int(n), _us(s), _us(e)) for n, s, e in zip(marks.number, marks.start_ps, marks.end_ps)]
         # The compiled writer's arguments (the string pool as JSON among them) serve the chunks and the
         # timeline's event objects alike: built once.
+        if timeline and len(rows):
+            # On a machine's first build: compiled here while the writer may still compile elsewhere.
+            ensure_compiled("timeline")
         kernel = KernelArgs(tables) if len(rows) and (timeline or trace_format != "perfetto") else None
         if trace_format in ("json", "both") and len(rows):
             _export_json(tables, kernel, run, out, result, max_events, max_bytes, generator)

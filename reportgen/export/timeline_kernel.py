@@ -114,6 +114,6 @@ def block_capacity(start: np.ndarray, end: np.ndarray, origin: int, tile_span: i
 
 
 def precompile() -> None:
-    """Compile `nesting_depth`'s kernel for a build's argument types (the "analysis" group of `reportgen.kernels`);
+    """Compile `nesting_depth`'s kernel for a build's argument types (the "timeline" group of `reportgen.kernels`);
     `detail_blocks`, for long timelines only, compiles where used."""
     _nesting_depth.compile((array_type(types.int64),) * 3 + (array_type(types.int32), array_type(types.int64)))

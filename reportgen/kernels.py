@@ -18,8 +18,8 @@ build still works, only the first-use cost is paid every time) and
 kernels use this folder: other numba code in the same process keeps numba's
 own settings.
 
-The first build on a machine compiles the kernels it needs (about nineteen seconds
-of CPU on this project's 2-core reference machine). While the building process
+The first build on a machine compiles the kernels it needs (12–16 seconds of CPU on
+this project's 2-core reference machine). While the building process
 imports the rest of reportgen and compiles the decoder's passes, `start_precompile`
 compiles the others ahead in a child process, one group of `PRECOMPILED` after the
 other, for the argument types their modules declare; with more than two cores each

@@ -172,3 +172,30 @@ def test_the_runs_chart_says_when_its_linear_scale_thins_the_short_runs():
     assert step_span([{"step_ms": 24.2}, {"step_ms": 137.8}]) is None  # within ten times: nothing to say
     assert step_span([{"step_ms": 6.6}, {"step_ms": None}, {"step_ms": 1805.0}]) == (6.6, 1805.0)
     assert step_span([{"step_ms": 6.6}]) is None
+
+
+def test_the_runs_chart_reads_microseconds_when_every_step_is_under_a_millisecond():
+    from reportgen.core.steps.categories import CATEGORY_KEYS
+    from reportgen.sections.site_index import step_time_chart
+
+    key = CATEGORY_KEYS[0]
+
+    def x_axis(*steps_ms: float) -> tuple[str, str, list[float]]:
+        spec = step_time_chart([{"name": f"run{i}", "step_ms": ms, "breakdown_ms": {key: ms}}
+                                for i, ms in enumerate(steps_ms)])
+        x = spec["encoding"]["x"]
+        return x["title"], x["field"], [row[x["field"]] for row in spec["datasets"][spec["data"]["name"]]]
+
+    # 9 µs steps: in ms the ticks read 0.0000, 0.0005, … and run into each other.
+    assert x_axis(0.009, 0.012) == ("Average step time (µs)", "us", [9.0, 12.0])
+    assert x_axis(0.009, 24.2) == ("Average step time (ms)", "ms", [0.009, 24.2])
+
+
+def test_step_times_under_a_millisecond_read_in_microseconds():
+    from reportgen.output.formatting import fmt_step_time
+
+    assert fmt_step_time(0.009) == "9.0 µs"
+    assert fmt_step_time(0.0003, 1, like=0.009) == "0.3 µs"  # the spread in its average's unit
+    assert fmt_step_time(24.2) == "24.2 ms" and fmt_step_time(1805.0) == "1,805.0 ms"
+    assert fmt_step_time(0.0, 1, like=24.2) == "0.0 ms" and fmt_step_time(0.0) == "0.0 ms"
+    assert fmt_step_time(None) == "–"

@@ -27,6 +27,16 @@ def fmt_us(value, digits: int = 1) -> str:
     return "–" if _missing(value) else f"{value:,.{digits}f} µs"
 
 
+def fmt_step_time(value, digits: int = 1, like=None) -> str:
+    """A step time given in ms, in ms as XProf gives step times, or in µs when `like` (by default the value
+    itself) is under a millisecond: a microbenchmark's 9 µs steps would otherwise all read "0.0 ms". Pass the
+    average as `like` for its spread and extremes, so that one sentence keeps one unit."""
+    if _missing(value):
+        return "–"
+    scale = value if like is None or _missing(like) else like
+    return fmt_us(value * 1000, digits) if 0 < abs(scale) < 1 else fmt_ms(value, digits)
+
+
 def fmt_pct(value, digits: int = 1) -> str:
     return "–" if _missing(value) else f"{value:.{digits}f}%"
 
@@ -150,6 +160,7 @@ def problem_text(message: str, path: str) -> str:
 
 FILTERS = {
     "ms": fmt_ms,
+    "step_time": fmt_step_time,
     "us": fmt_us,
     "pct": fmt_pct,
     "int": fmt_int,

@@ -10,14 +10,21 @@ from reportgen.sections.vega import category_color, responsive, vega_spec
 
 
 def step_time_chart(rows: list[dict]) -> dict | None:
-    """Average step time of each run with steps, stacked by category (only the categories some run has)."""
+    """Average step time of each run with steps, stacked by category (only the categories some run has).
+
+    In µs when every run's step is under a millisecond: ms ticks would read 0.0000, 0.0005, … and run into
+    each other on the horizontal axis."""
+    with_steps = [r for r in rows if r.get("step_ms") is not None]
+    unit, scale = ("µs", 1000.0) if with_steps and max(r["step_ms"] for r in with_steps) < 1 else ("ms", 1.0)
+    value, step = ("ms", "step_ms") if unit == "ms" else ("us", "step_us")
     records = []
-    for order, row in enumerate(r for r in rows if r.get("step_ms") is not None):
+    for order, row in enumerate(with_steps):
         for key in CATEGORY_KEYS:
-            value = (row.get("breakdown_ms") or {}).get(key) or 0.0
-            if value > 0:
+            ms = (row.get("breakdown_ms") or {}).get(key) or 0.0
+            if ms > 0:
                 records.append({"run": row["name"], "order": order, "Category": CATEGORY_LABELS[key],
-                                "cat_order": CATEGORY_KEYS.index(key), "ms": value, "step_ms": row["step_ms"]})
+                                "cat_order": CATEGORY_KEYS.index(key), value: ms * scale,
+                                step: row["step_ms"] * scale})
     if not records:
         return None
     frame = pd.DataFrame(records)
@@ -29,11 +36,12 @@ def step_time_chart(rows: list[dict]) -> dict | None:
         .mark_bar()
         .encode(
             y=alt.Y("run:N", sort=runs, title=None, axis=alt.Axis(labelLimit=260)),
-            x=alt.X("ms:Q", stack="zero", title="Average step time (ms)"),
+            x=alt.X(f"{value}:Q", stack="zero", title=f"Average step time ({unit})"),
             color=category_color(every, shown),
             order=alt.Order("cat_order:Q"),
-            tooltip=[alt.Tooltip("run:N", title="Run"), alt.Tooltip("step_ms:Q", title="Step time (ms)", format=",.2f"),
-                     alt.Tooltip("Category:N"), alt.Tooltip("ms:Q", title="ms", format=",.2f")],
+            tooltip=[alt.Tooltip("run:N", title="Run"),
+                     alt.Tooltip(f"{step}:Q", title=f"Step time ({unit})", format=",.2f"),
+                     alt.Tooltip("Category:N"), alt.Tooltip(f"{value}:Q", title=unit, format=",.2f")],
         )
         .properties(height=max(40, 22 * len(runs)))
     )

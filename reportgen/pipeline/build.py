@@ -49,11 +49,11 @@ EXIT_FAILED = 1
 EXIT_PARTIAL = 2
 
 STAGING_FOLDER = ".staging"  # inside the temporary site: each host's own output folder
-# What compiling the kernels adds to a first build, measured on 2 cores (bench/first_run.py: 13.52 s cold
-# against 3.53 s warm, medians of 3 rounds), and to every build when they cannot be cached (all compiled in
-# the building process: 25.5-26.4 s against 4.5-5.2 s).
-FIRST_COMPILE_S = 10
-IN_MEMORY_COMPILE_S = 20
+# What compiling the kernels adds to a first build, measured on 2 cores (bench/first_run.py: 10.86 s cold
+# against 2.78 s warm, medians of 3 rounds), and to every build when they cannot be cached (all compiled in
+# the building process: 18.5-19.3 s against 2.9-3.6 s).
+FIRST_COMPILE_S = 8
+IN_MEMORY_COMPILE_S = 16
 
 
 @dataclass

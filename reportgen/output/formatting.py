@@ -27,14 +27,19 @@ def fmt_us(value, digits: int = 1) -> str:
     return "–" if _missing(value) else f"{value:,.{digits}f} µs"
 
 
+def step_time_unit(typical_ms: float) -> tuple[str, float]:
+    """The unit for step times like `typical_ms` and the factor from ms to it: ms, as XProf gives step times,
+    or µs when the steps are under a millisecond (a microbenchmark's 9 µs steps would all read "0.0 ms")."""
+    return ("µs", 1000.0) if 0 < abs(typical_ms) < 1 else ("ms", 1.0)
+
+
 def fmt_step_time(value, digits: int = 1, like=None) -> str:
-    """A step time given in ms, in ms as XProf gives step times, or in µs when `like` (by default the value
-    itself) is under a millisecond: a microbenchmark's 9 µs steps would otherwise all read "0.0 ms". Pass the
-    average as `like` for its spread and extremes, so that one sentence keeps one unit."""
+    """A step time given in ms, in the unit of `step_time_unit(like)` (by default of the value itself). Pass
+    the average as `like` for its spread and extremes, so that one sentence keeps one unit."""
     if _missing(value):
         return "–"
-    scale = value if like is None or _missing(like) else like
-    return fmt_us(value * 1000, digits) if 0 < abs(scale) < 1 else fmt_ms(value, digits)
+    unit, scale = step_time_unit(value if like is None or _missing(like) else like)
+    return fmt_us(value * scale, digits) if unit == "µs" else fmt_ms(value, digits)
 
 
 def fmt_pct(value, digits: int = 1) -> str:

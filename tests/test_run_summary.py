@@ -199,3 +199,27 @@ def test_step_times_under_a_millisecond_read_in_microseconds():
     assert fmt_step_time(24.2) == "24.2 ms" and fmt_step_time(1805.0) == "1,805.0 ms"
     assert fmt_step_time(0.0, 1, like=24.2) == "0.0 ms" and fmt_step_time(0.0) == "0.0 ms"
     assert fmt_step_time(None) == "–"
+
+
+def test_a_microbenchmarks_pages_give_its_step_times_in_microseconds(tmp_path):
+    from reportgen.cli.main import main
+    from tests.logdirs import make_logdir
+    from tests.xspace import host_space
+
+    space = host_space("vm")
+    line = space.host_plane().line(1, "python")
+    for step in range(2):  # 9 µs steps, 2 µs of them waiting for input (bench/many_hosts.py's tiny host)
+        start = step * 10_000_000
+        line.event("train_step", start, 9_000_000, step_num=step, _r=1)
+        line.event("IteratorGetNext", start + 100_000, 2_000_000)
+        line.event("forward", start + 2_200_000, 5_000_000)
+    logdir = make_logdir(tmp_path / "logs", {"micro": {"vm": space.serialize()}})
+    assert main(["build", str(logdir), "-o", str(tmp_path / "site"), "-q", "--jobs", "1"]) == 0
+    summary = _text(tmp_path / "site" / "micro" / "index.html")
+    index = _text(tmp_path / "site" / "index.html")
+    assert "Step time 9.0 µs ± 0.0 µs over 2 steps (fastest 9.0 µs, slowest 9.0 µs)" in summary
+    assert re.search(r"Average step time\s*9\.0 µs\s*± 0\.0 µs, 2 steps", summary)  # the card under the answer
+    assert "At stake: ≈ 2.00 µs per step" in summary  # the input finding
+    assert "9.0 µs ± 0.0 µs" in index
+    # Nowhere on either page a time in ms: the findings' evidence and the breakdown table follow the step.
+    assert not re.search(r"\d ms\b", summary) and not re.search(r"\d ms\b", index)

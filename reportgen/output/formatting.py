@@ -38,7 +38,8 @@ def fmt_step_time(value, digits: int = 1, like=None) -> str:
     the average as `like` for its spread and extremes, so that one sentence keeps one unit."""
     if _missing(value):
         return "–"
-    unit, scale = step_time_unit(value if like is None or _missing(like) else like)
+    typical = like if isinstance(like, (int, float)) and not _missing(like) else value  # a page without steps: none
+    unit, scale = step_time_unit(typical)
     return fmt_us(value * scale, digits) if unit == "µs" else fmt_ms(value, digits)
 
 

@@ -213,7 +213,7 @@ def test_a_microbenchmarks_pages_give_its_step_times_in_microseconds(tmp_path):
         line.event("train_step", start, 9_000_000, step_num=step, _r=1)
         line.event("IteratorGetNext", start + 100_000, 2_000_000)
         line.event("forward", start + 2_200_000, 5_000_000)
-    logdir = make_logdir(tmp_path / "logs", {"micro": {"vm": space.serialize()}})
+    logdir = make_logdir(tmp_path / "logs", {"micro": {"vm": space.serialize()}, "micro_2": {"vm": space.serialize()}})
     assert main(["build", str(logdir), "-o", str(tmp_path / "site"), "-q", "--jobs", "1"]) == 0
     summary = _text(tmp_path / "site" / "micro" / "index.html")
     index = _text(tmp_path / "site" / "index.html")
@@ -223,3 +223,11 @@ def test_a_microbenchmarks_pages_give_its_step_times_in_microseconds(tmp_path):
     assert "9.0 µs ± 0.0 µs" in index
     # Nowhere on either page a time in ms: the findings' evidence and the breakdown table follow the step.
     assert not re.search(r"\d ms\b", summary) and not re.search(r"\d ms\b", index)
+    # The Markdown summary and its comparison too (a pull-request comment), with XProf's ms everywhere else.
+    comment = tmp_path / "pr.md"
+    assert main(["summary", str(tmp_path / "site"), "--compare", "micro", "micro_2",
+                 "-o", str(comment)]) == 0
+    text = comment.read_text(encoding="utf-8").replace("\\", "")
+    assert "| 9.00 µs ± 0.00 µs |" in text and "≈ 2.00 µs per step" in text
+    assert "| Step time (average) | 9.00 µs | 9.00 µs | ±0.00 µs |" in text
+    assert not re.search(r"\d ms\b", text), text

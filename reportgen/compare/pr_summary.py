@@ -30,7 +30,15 @@ from reportgen.compare.model import Comparison, findings_of
 from reportgen.compare.page import page_stem
 from reportgen.compare.sources import BuiltRun, BuiltSite
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
-from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value, fmt_ratio, fmt_value
+from reportgen.output.formatting import (
+    fmt_change_pct,
+    fmt_delta,
+    fmt_p_value,
+    fmt_ratio,
+    fmt_step_delta,
+    fmt_step_time,
+    fmt_value,
+)
 from reportgen.sections.vega import vega_spec
 
 MAX_CHARS = 65_000  # under GitHub's limit for a comment body (65,536), counted in UTF-8 bytes
@@ -124,10 +132,22 @@ def _finding_brief(item: dict) -> dict:
                                      "percent_of_device_time", "bytes")}
 
 
-def _at_stake(item: dict) -> str:
+def _run_step_ms(run: BuiltRun) -> float | None:
+    """The run's average step time in ms: the figure whose unit (`step_time_unit`) its per-step times follow."""
+    return ((run.block.get("overview") or {}).get("step_time_ms") or {}).get("average")
+
+
+def _per_step(value, like, delta: bool = False) -> str:
+    """A time per step given in ms, in the unit of the step time `like` (µs for a microbenchmark's steps; ms, as
+    XProf gives them, when there is no step time)."""
+    like = 0.0 if like is None else like
+    return fmt_step_delta(value, 2, like=like) if delta else fmt_step_time(value, 2, like=like)
+
+
+def _at_stake(item: dict, step_ms: float | None = None) -> str:
     parts = []
     if item.get("ms_per_step") is not None:
-        parts.append(f"≈ {fmt_value(item['ms_per_step'], 'ms')} per step")
+        parts.append(f"≈ {_per_step(item['ms_per_step'], step_ms)} per step")
     if item.get("percent_of_step") is not None:
         parts.append(f"{fmt_value(item['percent_of_step'], 'percent')} of the step time")
     if item.get("percent_of_device_time") is not None:
@@ -144,7 +164,8 @@ def _findings_table(items: list[dict], run: BuiltRun, site_url: str | None) -> l
         name = md_code(item["id"], 60)
         if site_url:
             name = _link(name, _url(site_url, run.folder, "index.html") + f"#finding-{quote(item['id'])}")
-        rows.append([f"**{md_escape(item['severity'])}**", md_escape(item["title"], 240), _at_stake(item), name])
+        rows.append([f"**{md_escape(item['severity'])}**", md_escape(item["title"], 240),
+                     _at_stake(item, _run_step_ms(run)), name])
     return [_table(["Severity", "Finding", "At stake", "Id"], list("llll"), rows), ""]
 
 
@@ -226,14 +247,16 @@ def _comparison_markdown(c: Comparison, top: int, compare_url: str | None, site_
                          ) -> list[str]:
     parts = []
     step = c.step_time
+    # One unit for both runs' per-step times: µs only when both runs' steps are under a millisecond.
+    like = max((abs(v) for v in (step.baseline, step.candidate) if v is not None), default=None)
     if step.delta is None:
         parts.append("The step time cannot be compared: a run has no steps.")
     else:
         ratio = (f"**{fmt_ratio(c.speedup)} faster** per step" if step.delta < 0
                  else f"**{fmt_ratio(c.slowdown)} slower** per step" if step.delta > 0
                  else "**no change** in step time")
-        sentence = (f"{ratio}: {fmt_value(step.candidate, 'ms')} against {fmt_value(step.baseline, 'ms')} "
-                    f"({fmt_delta(step.delta, 'ms')}, {fmt_change_pct(step.delta_percent)})")
+        sentence = (f"{ratio}: {_per_step(step.candidate, like)} against {_per_step(step.baseline, like)} "
+                    f"({_per_step(step.delta, like, delta=True)}, {fmt_change_pct(step.delta_percent)})")
         result = c.test.result
         if result is not None:
             sentence += (f", {'beyond' if result.significant else 'within'} the runs' own noise "
@@ -249,7 +272,9 @@ def _comparison_markdown(c: Comparison, top: int, compare_url: str | None, site_
         after = md_code((ip.candidate_bottleneck or {}).get("iterator", "–"))
         bottleneck.append(f"tf.data bottleneck: {before} → {after}")
     parts += ["; ".join(bottleneck) + ".", ""]
-    rows = [[md_escape(ch.label), fmt_value(ch.baseline, ch.unit), fmt_value(ch.candidate, ch.unit),
+    rows = [[md_escape(ch.label), _per_step(ch.baseline, like), _per_step(ch.candidate, like),
+             _per_step(ch.delta, like, delta=True), fmt_change_pct(ch.delta_percent)] if ch.unit == "ms" else
+            [md_escape(ch.label), fmt_value(ch.baseline, ch.unit), fmt_value(ch.candidate, ch.unit),
              fmt_delta(ch.delta, ch.unit), fmt_change_pct(ch.delta_percent)]
             for ch in [*c.headline, *c.breakdown, *c.memory]]
     parts += [_table(["Figure", "Baseline", "Candidate", "Change", "Change (%)"], list("lrrrr"), rows), ""]
@@ -281,7 +306,7 @@ def _runs_markdown(runs: list[BuiltRun], headlines: dict[str, dict], site_url: s
         if site_url:
             name = _link(name, _url(site_url, run.folder, "index.html"))
         step = "–" if h["step_time_ms"] is None else (
-            f"{fmt_value(h['step_time_ms'], 'ms')} ± {fmt_value(h['step_time_sd_ms'], 'ms')}")
+            f"{_per_step(h['step_time_ms'], h['step_time_ms'])} ± {_per_step(h['step_time_sd_ms'], h['step_time_ms'])}")
         top = h["top_op"]
         rows.append([name, "–" if h["steps"] is None else str(h["steps"]), step,
                      fmt_value(h["input_percent"], "percent"), md_escape(h["input_bound"] or "–"),

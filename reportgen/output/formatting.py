@@ -132,14 +132,22 @@ def fmt_value(value, unit: str = "") -> str:
     return fmt_num(value)
 
 
+def _sign(value) -> str:
+    return "+" if value > 0 else "-" if value < 0 else "±"
+
+
 def fmt_delta(value, unit: str = "") -> str:
     """A change, always signed; percentages change by percentage points (pp)."""
     if _missing(value):
         return "–"
-    sign = "+" if value > 0 else "-" if value < 0 else "±"
     if unit == "percent":
-        return f"{sign}{abs(value):.1f} pp"
-    return sign + fmt_value(abs(value), unit)
+        return f"{_sign(value)}{abs(value):.1f} pp"
+    return _sign(value) + fmt_value(abs(value), unit)
+
+
+def fmt_step_delta(value, digits: int = 1, like=None) -> str:
+    """A change of a step time given in ms, always signed, in the unit of `fmt_step_time(…, like=like)`."""
+    return "–" if _missing(value) else _sign(value) + fmt_step_time(abs(value), digits, like=like)
 
 
 def fmt_change_pct(value, digits: int = 1) -> str:

@@ -94,10 +94,19 @@ return Array.from(twice).slice(0, 10);
 # The panels of the hosts not shown: see the module notes.
 DROP_HIDDEN_PANELS = "document.querySelectorAll('[data-host-panel][hidden]').forEach(el => el.remove());"
 
-AXE_RUN = """
+# Only the rules that can report a serious or critical violation run: a violation's impact is its rule's or its
+# failing checks' own, so a rule whose impacts are all minor or moderate cannot fail the test. Leaving out those
+# 29 rules (landmarks, headings, `region`, …) took the shared site's axe time from 33.8 s to 26.6 s.
+RULES_OFF = """
+const order = {minor: 1, moderate: 2, serious: 3, critical: 4};
+const checkImpact = c => order[(axe._audit.data.checks[typeof c === 'string' ? c : c.id] || {}).impact] || 0;
+const worst = r => Math.max(order[r.impact] || 0, ...[...r.any, ...r.all, ...r.none].map(checkImpact));
+const rules = Object.fromEntries(axe._audit.rules.filter(r => worst(r) < 3).map(r => [r.id, {enabled: false}]));
+"""
+AXE_RUN = RULES_OFF + """
 const done = arguments[arguments.length - 1];
 // preload off: axe would fetch the stylesheets, which file:// pages may not
-axe.run(document, {resultTypes: ['violations'], preload: false}).then(
+axe.run(document, {resultTypes: ['violations'], preload: false, rules}).then(
   r => done(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(
     v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))),
   e => done(['axe failed: ' + e]));
@@ -238,6 +247,9 @@ def test_axe_finds_violations_where_there_are_some(driver, tmp_path):
     driver.execute_script(_axe_source())
     found = driver.execute_async_script(AXE_RUN)
     assert any(v.startswith("image-alt") for v in found) and any(v.startswith("label") for v in found)
+    off = driver.execute_script(RULES_OFF + "return Object.keys(rules);")
+    assert "region" in off and "heading-order" in off  # moderate at most
+    assert not {"color-contrast", "image-alt", "label", "aria-allowed-attr", "scrollable-region-focusable"} & set(off)
 
 
 def test_row_count_follows_the_filter_and_pages_stay_small(site, driver):

@@ -201,7 +201,7 @@ def test_step_times_under_a_millisecond_read_in_microseconds():
     assert fmt_step_time(None) == "–"
 
 
-def test_a_microbenchmarks_pages_give_its_step_times_in_microseconds(tmp_path):
+def test_a_microbenchmarks_pages_give_its_step_times_in_microseconds(tmp_path, capsys):
     from reportgen.cli.main import main
     from tests.logdirs import make_logdir
     from tests.xspace import host_space
@@ -231,3 +231,10 @@ def test_a_microbenchmarks_pages_give_its_step_times_in_microseconds(tmp_path):
     assert "| 9.00 µs ± 0.00 µs |" in text and "≈ 2.00 µs per step" in text
     assert "| Step time (average) | 9.00 µs | 9.00 µs | ±0.00 µs |" in text
     assert not re.search(r"\d ms\b", text), text
+    # The budget check: the run's figures in µs, the budgets as the user gave them.
+    capsys.readouterr()
+    assert main(["check", str(tmp_path / "site"), "--max-step-ms", "5", "--max-regression", "1ms", "--baseline",
+                 "micro", "--runs", "micro_2"]) == 0
+    text = capsys.readouterr().out
+    assert "average step time 9.00 µs ≤ 5 ms" in text
+    assert "step time 9.00 µs → 9.00 µs (±0.00 µs, " in text

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reportgen.compare.model import compare_runs, findings_of
 from reportgen.compare.sources import BuiltRun, BuiltSite, RunNotFoundError, RunRef, RunResolver
-from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value, fmt_value
+from reportgen.output.formatting import fmt_change_pct, fmt_p_value, fmt_step_delta, fmt_step_time, fmt_value
 
 try:
     import tomllib
@@ -278,10 +278,10 @@ def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result:
         if step is None:
             record("max_step_ms", NOT_CHECKED, "step time (the run has no steps)")
         elif step > budget.max_step_ms:
-            record("max_step_ms", OVER, f"average step time {fmt_value(step, 'ms')} is over the "
+            record("max_step_ms", OVER, f"average step time {fmt_step_time(step, 2)} is over the "
                    f"{budget.max_step_ms:g} ms budget (max step ms)")
         else:
-            record("max_step_ms", WITHIN, f"average step time {fmt_value(step, 'ms')} ≤ {budget.max_step_ms:g} ms")
+            record("max_step_ms", WITHIN, f"average step time {fmt_step_time(step, 2)} ≤ {budget.max_step_ms:g} ms")
     if budget.max_input_percent is not None:
         share = overview.get("input_percent") if overview.get("steps") else None
         if share is None:
@@ -337,8 +337,9 @@ def _check_regression(run: BuiltRun, baseline: BuiltRun, limit: Regression, resu
     test = comparison.test.result
     noise = (f"; {'beyond' if test.significant else 'within'} the runs' noise ({fmt_p_value(test.p_value)})"
              if test is not None else "")
-    what = (f"step time {fmt_value(change.baseline, 'ms')} → {fmt_value(change.candidate, 'ms')} "
-            f"({fmt_delta(change.delta, 'ms')}, {fmt_change_pct(change.delta_percent)})")
+    like = max(abs(change.baseline), abs(change.candidate))  # one unit for both runs: µs only under 1 ms
+    what = (f"step time {fmt_step_time(change.baseline, 2, like)} → {fmt_step_time(change.candidate, 2, like)} "
+            f"({fmt_step_delta(change.delta, 2, like)}, {fmt_change_pct(change.delta_percent)})")
     if amount > limit.limit:
         record(OVER, f"{what}, over the {limit} regression budget{noise}")
     else:

@@ -41,14 +41,17 @@ class Beside(Section):
 class InLine(Section):
     slug = "inline"
 
-    def __init__(self, fail: bool = False):
-        self.fail = fail
+    def __init__(self, fail: bool = False, slug: str = "inline"):
+        self.fail, self.slug = fail, slug
         self.thread: str | None = None
+        self.finished: float | None = None
 
     def host_part(self, host):
         self.thread = threading.current_thread().name
+        self.finished = time.perf_counter()
         if self.fail:
-            raise CaptureError(host.capture.path, "the in-line section failed")
+            name = "in-line" if self.slug == "inline" else self.slug
+            raise CaptureError(host.capture.path, f"the {name} section failed")
         return {"hosts": 1}
 
 
@@ -83,6 +86,24 @@ def test_an_earlier_sections_error_wins_and_the_thread_is_waited_for(monkeypatch
     returned = time.perf_counter()
     assert outcome.error == "run/vm.xplane.pb: the in-line section failed"
     assert beside.finished is not None and beside.finished <= returned
+
+
+def test_the_sections_after_the_threads_run_while_it_does(monkeypatch, tmp_path):
+    beside, after = Beside(seconds=0.5), InLine(slug="after")
+    outcome = _run(monkeypatch, tmp_path, [InLine(), beside, after])
+    assert outcome.error is None and list(outcome.parts) == ["inline", "beside", "after"]
+    assert after.finished < beside.finished  # the findings do not wait for the trace export
+
+
+def test_the_threads_error_wins_over_a_later_sections(monkeypatch, tmp_path):
+    outcome = _run(monkeypatch, tmp_path, [InLine(), Beside(fail=True, seconds=0.2), InLine(fail=True, slug="after")])
+    assert outcome.error == "run/vm.xplane.pb: the capture-only section failed"
+    assert list(outcome.parts) == ["inline"]  # as in sequence: the parts before the error
+    first = InLine(fail=True, slug="first")
+    later = InLine(slug="later")
+    outcome = _run(monkeypatch, tmp_path, [first, Beside(seconds=0.2), later])
+    assert outcome.error == "run/vm.xplane.pb: the first section failed"
+    assert later.finished is None  # nothing after the first error runs
 
 
 def test_a_small_capture_runs_them_in_sequence_with_the_same_outcome(monkeypatch, tmp_path):

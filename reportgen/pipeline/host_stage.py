@@ -203,9 +203,9 @@ class _CaptureOnly:
     analyses.
 
     The export's compiled JSON writer and its deflate release the GIL, so on a second core they
-    overlap the core and the other sections (≈ 40% of a large host's stage). Each part is taken
-    in section order (`result`), so the outcome, its errors included, is the one the sections give
-    in sequence; `close` waits for the thread, so nothing is written after the stage returns.
+    overlap the core and the other sections (≈ 40% of a large host's stage). The building thread
+    runs every other section first, the ones after these included, then takes each part in section
+    order (`result`), so the outcome, its errors included, is the one the sections give in sequence; `close` waits for the thread, so nothing is written after the stage returns.
     Their own time is kept as `host.<slug>`, the wait for them as `host.<slug> (waited for)`.
 
     Only a capture of `MIN_EVENTS` events or more gets the thread: below that there is little
@@ -376,15 +376,32 @@ def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutco
                 stop_point()
                 outcome.summary = summarize_host(ctx, shown)
                 clock = timed("host.summary", clock)
+                # The sections on the thread are waited for last: the main thread runs the ones after them
+                # meanwhile (the findings, behind the trace export). An error is raised as in sequence:
+                # the first section's in section order.
+                done: dict[str, tuple[object, Exception | None]] = {}
                 for section in SECTIONS:
+                    if section.slug in beside:
+                        continue
                     stop_point()
+                    try:
+                        done[section.slug] = (section.host_part(ctx), None)
+                    except Exception as exc:
+                        done[section.slug] = (None, exc)
+                        break  # no later section's part is wanted: this error or an earlier one is raised
+                    finally:
+                        ctx.forget_stat_columns()
+                        clock = timed(f"host.{section.slug}", clock)
+                for section in SECTIONS:
                     if section.slug in beside:
                         part = beside.result(section.slug)
                         clock = timed(f"host.{section.slug} (waited for)", clock)
+                    elif section.slug in done:
+                        part, error = done[section.slug]
+                        if error is not None:
+                            raise error
                     else:
-                        part = section.host_part(ctx)
-                        ctx.forget_stat_columns()
-                        clock = timed(f"host.{section.slug}", clock)
+                        continue
                     if part is not None:
                         outcome.parts[section.slug] = part
             except BaseException as exc:

@@ -231,6 +231,12 @@ def test_a_microbenchmarks_pages_give_its_step_times_in_microseconds(tmp_path, c
     assert "| 9.00 µs ± 0.00 µs |" in text and "≈ 2.00 µs per step" in text
     assert "| Step time (average) | 9.00 µs | 9.00 µs | ±0.00 µs |" in text
     assert not re.search(r"\d ms\b", text), text
+    from reportgen.compare import BuiltSite
+    from reportgen.compare.pr_summary import build_summary
+
+    chart = build_summary(BuiltSite.open(str(tmp_path / "site"))).charts[0].spec  # the runs' breakdown, beside it
+    assert chart["encoding"]["x"] == {"field": "us", "stack": "zero", "title": "Average step time (µs)",
+                                      "type": "quantitative"}
     # The budget check: the run's figures in µs, the budgets as the user gave them.
     capsys.readouterr()
     assert main(["check", str(tmp_path / "site"), "--max-step-ms", "5", "--max-regression", "1ms", "--baseline",

@@ -38,6 +38,7 @@ from reportgen.output.formatting import (
     fmt_step_delta,
     fmt_step_time,
     fmt_value,
+    step_time_unit,
 )
 from reportgen.sections.vega import vega_spec
 
@@ -222,13 +223,17 @@ def _budget_markdown(checks: CheckResult) -> list[str]:
 
 
 def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
+    """The runs' average step by category, in µs when every run's step is under a millisecond (as the table
+    beside it and the site index's chart)."""
+    unit, scale = step_time_unit(max((_run_step_ms(run) or 0.0 for run in runs), default=0.0))
+    field = "ms" if unit == "ms" else "us"
     rows = []
     for run in runs:
         breakdown = (run.block.get("overview") or {}).get("breakdown_ms") or {}
         for order, key in enumerate(CATEGORY_KEYS):
             value = breakdown.get(key)
             if value:
-                rows.append({"Run": run.name, "Category": CATEGORY_LABELS[key], "ms": value, "order": order})
+                rows.append({"Run": run.name, "Category": CATEGORY_LABELS[key], field: value * scale, "order": order})
     if not rows:
         return None
     categories = [CATEGORY_LABELS[k] for k in CATEGORY_KEYS if any(r["Category"] == CATEGORY_LABELS[k] for r in rows)]
@@ -236,7 +241,7 @@ def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
         alt.Chart(pd.DataFrame(rows), title="Average step time by category")
         .mark_bar()
         .encode(y=alt.Y("Run:N", sort=[r.name for r in runs], title=None, axis=alt.Axis(labelLimit=360)),
-                x=alt.X("ms:Q", stack="zero", title="Average step time (ms)"),
+                x=alt.X(f"{field}:Q", stack="zero", title=f"Average step time ({unit})"),
                 color=alt.Color("Category:N", sort=categories, scale=alt.Scale(domain=categories)),
                 order=alt.Order("order:Q"))
         .properties(width=600, height=max(40, 28 * len(runs)))

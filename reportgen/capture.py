@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # a HostCapture holds frames, but the kernels' modules import
 
 __all__ = [
     "HostCapture",
+    "search_owners",
     "StatTable",
     "KIND_BYTES",
     "KIND_DOUBLE",
@@ -44,6 +45,20 @@ __all__ = [
 ]
 
 NO_STRING = -1
+
+
+def search_owners(owners: np.ndarray, rows: np.ndarray, side: str = "left") -> np.ndarray:
+    """`np.searchsorted(owners, rows, side)` for a sorted column of rows (a stat table's `owner`, int32) and
+    rows to find in it, searched in the column's own type. Given int64 rows, numpy first copies the whole
+    column to int64, on every call: 83 ms for the 20 M stats of the ×200 benchmark capture, where the
+    tf.data analysis looks up a few iterators' parameters. Rows outside the column's type (none, where
+    rows are numbered in it) are searched as numpy would."""
+    rows = np.asarray(rows)
+    if rows.dtype != owners.dtype and owners.dtype.kind == "i" and rows.dtype.kind in "iu" and rows.size:
+        limits = np.iinfo(owners.dtype)
+        if limits.min <= rows.min() and rows.max() <= limits.max:
+            rows = rows.astype(owners.dtype)
+    return np.searchsorted(owners, rows, side=side)
 
 
 @dataclass

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from reportgen.capture import NO_STRING
+from reportgen.capture import NO_STRING, search_owners
 from reportgen.core.events.grouping import group_events
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import JAX, TENSORFLOW, TF_DATA, UNKNOWN, parse_tf_op_fullname
@@ -457,3 +457,11 @@ def test_a_compute_capability_given_as_a_double_reads_as_zero():
 
     odd = env(float("inf"))
     assert odd == env(0) and odd.peak_tera_flops_per_second > 0
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_rows_are_found_among_stat_owners_as_numpy_finds_them(side):
+    owners = np.array([1, 3, 3, 7, 2**31 - 1], np.int32)  # a stat table's owner column
+    for rows in (np.array([0, 3, 7, 8, 2**31 - 1], np.int64), np.array([-(2**40), 3, 2**40], np.int64),
+                 np.array([3, 9], np.uint64), np.array([], np.int64), np.array([1, 3], np.int32)):
+        assert search_owners(owners, rows, side).tolist() == np.searchsorted(owners, rows, side=side).tolist()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
+from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture, search_owners
 from reportgen.export import schema
 from reportgen.export.columns import CaptureColumns
 from reportgen.export.layout import TraceLayout
@@ -137,7 +137,7 @@ class _StatLookup:
     def values_at(self, name: str, rows: np.ndarray, default: int | None = None):
         """(present mask, values) of a stat at the given event rows."""
         owners, values, _ = self.get(name)
-        pos = np.searchsorted(owners, rows)
+        pos = search_owners(owners, rows)
         pos_c = np.minimum(pos, max(len(owners) - 1, 0))
         present = (pos < len(owners)) & (owners[pos_c] == rows) if len(owners) else np.zeros(len(rows), bool)
         out = np.where(present, values[pos_c] if len(owners) else 0, 0).astype(np.uint64)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
+from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture, search_owners
 from reportgen.export import schema
 from reportgen.export.columns import CaptureColumns
 from reportgen.export.stat_select import EventStats, first_per_owner
@@ -46,7 +46,7 @@ def _int_stat(stats: EventStats, name: str, rows: np.ndarray) -> tuple[np.ndarra
     ints = (stat.kind == KIND_INT64) | (stat.kind == KIND_UINT64)
     owners, first = first_per_owner(stat.owner[ints])
     values = stat.raw[ints][first]
-    pos = np.searchsorted(owners, rows)
+    pos = search_owners(owners, rows)
     pos_c = np.minimum(pos, max(len(owners) - 1, 0))
     present = (pos < len(owners)) & (owners[pos_c] == rows) if len(owners) else np.zeros(len(rows), bool)
     return present, np.where(present, values[pos_c] if len(owners) else 0, 0)

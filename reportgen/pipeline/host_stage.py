@@ -205,8 +205,9 @@ class _CaptureOnly:
     The export's compiled JSON writer and its deflate release the GIL, so on a second core they
     overlap the core and the other sections (≈ 40% of a large host's stage). The building thread
     runs every other section first, the ones after these included, then takes each part in section
-    order (`result`), so the outcome, its errors included, is the one the sections give in sequence; `close` waits for the thread, so nothing is written after the stage returns.
-    Their own time is kept as `host.<slug>`, the wait for them as `host.<slug> (waited for)`.
+    order (`result`), so the outcome, its errors included, is the one the sections give in sequence;
+    `close` waits for the thread, so nothing is written after the stage returns. Their own time is
+    kept as `host.<slug>`, the wait for them as `host.<slug> (waited for)`.
 
     Only a capture of `MIN_EVENTS` events or more gets the thread: below that there is little
     GIL-free work to overlap, and two threads taking the GIL in turn cost more than they save. Measured

@@ -29,6 +29,7 @@ from reportgen.capture import (
     NO_STRING,
     HostCapture,
     StatTable,
+    search_owners,
 )
 from reportgen.core.events import schema
 from reportgen.core.events.nesting import bucket_by_key
@@ -197,11 +198,11 @@ class EventTable:
         if len(positions) == 0 or len(rows) == 0:
             return np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
         owner = self.capture.event_stats.owner[positions]
-        first = np.searchsorted(owner, rows, side="left")
+        first = search_owners(owner, rows, side="left")
         present = first < len(owner)
         present[present] = owner[first[present]] == rows[present]
         if last:
-            first = np.searchsorted(owner, rows, side="right") - 1
+            first = search_owners(owner, rows, side="right") - 1
         return present, positions[np.where(present, first, 0)]
 
     def int_stat_at(self, name: str, rows: np.ndarray, uint_ok: bool = True,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture
+from reportgen.capture import KIND_INT64, KIND_UINT64, HostCapture, search_owners
 from reportgen.core.events.nesting import line_parents
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import TF_DATA
@@ -229,8 +229,8 @@ def _event_params(capture: HostCapture, event_rows: np.ndarray) -> dict[int, dic
     stats = capture.event_stats
     # Stats are stored in event order: each event's stats are one contiguous slice.
     wanted = np.unique(event_rows)
-    first = np.searchsorted(stats.owner, wanted, side="left")
-    last = np.searchsorted(stats.owner, wanted, side="right")
+    first = search_owners(stats.owner, wanted, side="left")
+    last = search_owners(stats.owner, wanted, side="right")
     sel = np.concatenate([np.arange(a, b) for a, b in zip(first, last)]) if len(wanted) else np.zeros(0, np.int64)
     out: dict[int, dict[str, str]] = {}
     for i in sel:

@@ -237,6 +237,18 @@ def test_a_microbenchmarks_pages_give_its_step_times_in_microseconds(tmp_path, c
     chart = build_summary(BuiltSite.open(str(tmp_path / "site"))).charts[0].spec  # the runs' breakdown, beside it
     assert chart["encoding"]["x"] == {"field": "us", "stack": "zero", "title": "Average step time (µs)",
                                       "type": "quantitative"}
+    # The comparison page, its figures and its charts (the Markdown comparison's PNGs are the same charts).
+    site = tmp_path / "site"
+    assert main(["compare", f"{site}:micro", f"{site}:micro_2", "-q"]) == 0
+    (page,) = (site / "compare").glob("*.html")
+    shown = _text(page)
+    assert "The candidate's average step takes 9.00 µs against 9.00 µs: ±0.00 µs" in shown
+    assert not re.search(r"\d ms\b", shown), shown
+    specs = dict(re.findall(r'<script type="application/json" id="([^"]+)-spec">(.*?)</script>',
+                            page.read_text(encoding="utf-8"), re.S))
+    breakdown, steps = (json.loads(specs[f"compare-{name}"]) for name in ("breakdown", "steps"))
+    assert breakdown["encoding"]["x"]["title"] == "Average step time (µs)"
+    assert steps["layer"][0]["encoding"]["x"]["title"] == "Step time (µs)"
     # The budget check: the run's figures in µs, the budgets as the user gave them.
     capsys.readouterr()
     assert main(["check", str(tmp_path / "site"), "--max-step-ms", "5", "--max-regression", "1ms", "--baseline",

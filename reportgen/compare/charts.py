@@ -7,6 +7,7 @@ import pandas as pd
 
 from reportgen.compare.model import Comparison
 from reportgen.core.steps.categories import CATEGORY_LABELS
+from reportgen.output.formatting import step_time_unit
 from reportgen.sections.vega import category_color, vega_spec
 
 TOP_CHANGES = 10
@@ -19,28 +20,36 @@ def run_labels(comparison: Comparison) -> tuple[str, str]:
     return f"Baseline · {comparison.baseline.name}", f"Candidate · {comparison.candidate.name}"
 
 
+def _step_unit(comparison: Comparison) -> tuple[str, str, float]:
+    """The per-step charts' unit, their field's name and the factor from ms: µs only when both runs' steps are
+    under a millisecond (`step_time_unit`), as the page's figures."""
+    unit, scale = step_time_unit(comparison.typical_step_ms)
+    return unit, "ms" if unit == "ms" else "us", scale
+
+
 def breakdown_chart(comparison: Comparison) -> dict | None:
     """Both runs' average step, stacked by category, one bar each."""
     if not comparison.breakdown:
         return None
     base, cand = run_labels(comparison)
+    unit, value_field, scale = _step_unit(comparison)
     rows = []
     for order, change in enumerate(comparison.breakdown):
         for run, value in ((base, change.baseline), (cand, change.candidate)):
-            rows.append({"Run": run, "Category": change.label, "ms": value or 0.0, "order": order})
+            rows.append({"Run": run, "Category": change.label, value_field: (value or 0.0) * scale, "order": order})
     categories = [c.label for c in comparison.breakdown]
     chart = (
         alt.Chart(pd.DataFrame(rows), title="Average step time by category")
         .mark_bar()
         .encode(
             y=alt.Y("Run:N", sort=[base, cand], title=None, axis=alt.Axis(labelLimit=360)),
-            x=alt.X("ms:Q", stack="zero", title="Average step time (ms)"),
+            x=alt.X(f"{value_field}:Q", stack="zero", title=f"Average step time ({unit})"),
             # the categories' colours of every other chart of the site
             color=category_color([*CATEGORY_LABELS.values(), *(c for c in categories if c not in
                                                                  CATEGORY_LABELS.values())], categories),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("Run:N"), alt.Tooltip("Category:N"),
-                     alt.Tooltip("ms:Q", title="Average (ms)", format=",.3f")],
+                     alt.Tooltip(f"{value_field}:Q", title=f"Average ({unit})", format=",.3f")],
         )
         .properties(width=600, height=90)
     )
@@ -50,20 +59,21 @@ def breakdown_chart(comparison: Comparison) -> dict | None:
 def step_times_chart(comparison: Comparison) -> dict | None:
     """Every step of both runs as a tick, with each run's average: the noise the test weighs."""
     base, cand = run_labels(comparison)
-    rows = [{"Run": base, "Step": i + 1, "ms": v} for i, v in enumerate(comparison.baseline.step_times_ms())]
-    rows += [{"Run": cand, "Step": i + 1, "ms": v} for i, v in enumerate(comparison.candidate.step_times_ms())]
+    unit, f, scale = _step_unit(comparison)
+    rows = [{"Run": base, "Step": i + 1, f: v * scale} for i, v in enumerate(comparison.baseline.step_times_ms())]
+    rows += [{"Run": cand, "Step": i + 1, f: v * scale} for i, v in enumerate(comparison.candidate.step_times_ms())]
     if not rows:
         return None
     frame = pd.DataFrame(rows)
     encoding = {"y": alt.Y("Run:N", sort=[base, cand], title=None, axis=alt.Axis(labelLimit=360))}
     ticks = alt.Chart(frame).mark_tick(thickness=2, size=22).encode(
-        x=alt.X("ms:Q", title="Step time (ms)", scale=alt.Scale(zero=True)),
+        x=alt.X(f"{f}:Q", title=f"Step time ({unit})", scale=alt.Scale(zero=True)),
         tooltip=[alt.Tooltip("Run:N"), alt.Tooltip("Step:Q", title="Step (in order)"),
-                 alt.Tooltip("ms:Q", title="Step time (ms)", format=",.3f")],
+                 alt.Tooltip(f"{f}:Q", title=f"Step time ({unit})", format=",.3f")],
         color=alt.value("#0b57d0"), **encoding)
     means = alt.Chart(frame).mark_point(shape="diamond", size=120, filled=True, color="#1f2328").encode(
-        x=alt.X("mean(ms):Q"), tooltip=[alt.Tooltip("Run:N"),
-                                        alt.Tooltip("mean(ms):Q", title="Average (ms)", format=",.3f")],
+        x=alt.X(f"mean({f}):Q"), tooltip=[alt.Tooltip("Run:N"),
+                                          alt.Tooltip(f"mean({f}):Q", title=f"Average ({unit})", format=",.3f")],
         **encoding)
     return vega_spec((ticks + means).properties(width=600, height=90, title="Step times (ticks) and averages (◆)"))
 

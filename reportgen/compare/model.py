@@ -159,6 +159,13 @@ class Comparison:
     findings: FindingsChange = field(default_factory=lambda: FindingsChange([], [], False))
 
     @property
+    def typical_step_ms(self) -> float:
+        """The longer of the two runs' average steps (0 without steps): the per-step figures of both read in
+        its unit (`step_time_unit`), µs only when both runs' steps are under a millisecond."""
+        return max((abs(v) for v in (self.step_time.baseline, self.step_time.candidate) if v is not None),
+                   default=0.0)
+
+    @property
     def speedup(self) -> float | None:
         """Baseline step time over candidate step time (above 1: the candidate is faster)."""
         b, c = self.step_time.baseline, self.step_time.candidate

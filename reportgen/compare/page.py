@@ -122,6 +122,7 @@ def _page_context(comparison: Comparison, stem: str, in_site: bool) -> dict:
             "significant": comparison.test.significant,
         },
         "alpha": ALPHA,
+        "step_like": comparison.typical_step_ms,  # per-step figures in its unit (µs for microbenchmarks)
         "breakdown_chart": charts.breakdown_chart(comparison),
         "steps_chart": charts.step_times_chart(comparison),
         "op_sides": sides,

@@ -252,8 +252,7 @@ def _comparison_markdown(c: Comparison, top: int, compare_url: str | None, site_
                          ) -> list[str]:
     parts = []
     step = c.step_time
-    # One unit for both runs' per-step times: µs only when both runs' steps are under a millisecond.
-    like = max((abs(v) for v in (step.baseline, step.candidate) if v is not None), default=None)
+    like = c.typical_step_ms  # one unit for both runs' per-step times
     if step.delta is None:
         parts.append("The step time cannot be compared: a run has no steps.")
     else:

@@ -183,6 +183,7 @@ FILTERS = {
     "duration_ps": fmt_duration_ps,
     "value": fmt_value,
     "delta": fmt_delta,
+    "step_delta": fmt_step_delta,
     "change_pct": fmt_change_pct,
     "ratio": fmt_ratio,
     "p_value": fmt_p_value,

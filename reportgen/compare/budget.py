@@ -337,7 +337,7 @@ def _check_regression(run: BuiltRun, baseline: BuiltRun, limit: Regression, resu
     test = comparison.test.result
     noise = (f"; {'beyond' if test.significant else 'within'} the runs' noise ({fmt_p_value(test.p_value)})"
              if test is not None else "")
-    like = max(abs(change.baseline), abs(change.candidate))  # one unit for both runs: µs only under 1 ms
+    like = comparison.typical_step_ms  # one unit for both runs
     what = (f"step time {fmt_step_time(change.baseline, 2, like)} → {fmt_step_time(change.candidate, 2, like)} "
             f"({fmt_step_delta(change.delta, 2, like)}, {fmt_change_pct(change.delta_percent)})")
     if amount > limit.limit:

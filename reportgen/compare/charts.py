@@ -7,7 +7,7 @@ import pandas as pd
 
 from reportgen.compare.model import Comparison
 from reportgen.core.steps.categories import CATEGORY_LABELS
-from reportgen.output.formatting import step_time_unit
+from reportgen.output.formatting import step_time_axis
 from reportgen.sections.vega import category_color, vega_spec
 
 TOP_CHANGES = 10
@@ -20,19 +20,12 @@ def run_labels(comparison: Comparison) -> tuple[str, str]:
     return f"Baseline · {comparison.baseline.name}", f"Candidate · {comparison.candidate.name}"
 
 
-def _step_unit(comparison: Comparison) -> tuple[str, str, float]:
-    """The per-step charts' unit, their field's name and the factor from ms: µs only when both runs' steps are
-    under a millisecond (`step_time_unit`), as the page's figures."""
-    unit, scale = step_time_unit(comparison.typical_step_ms)
-    return unit, "ms" if unit == "ms" else "us", scale
-
-
 def breakdown_chart(comparison: Comparison) -> dict | None:
     """Both runs' average step, stacked by category, one bar each."""
     if not comparison.breakdown:
         return None
     base, cand = run_labels(comparison)
-    unit, value_field, scale = _step_unit(comparison)
+    unit, value_field, scale = step_time_axis(comparison.typical_step_ms)  # as the page's figures
     rows = []
     for order, change in enumerate(comparison.breakdown):
         for run, value in ((base, change.baseline), (cand, change.candidate)):
@@ -59,7 +52,7 @@ def breakdown_chart(comparison: Comparison) -> dict | None:
 def step_times_chart(comparison: Comparison) -> dict | None:
     """Every step of both runs as a tick, with each run's average: the noise the test weighs."""
     base, cand = run_labels(comparison)
-    unit, f, scale = _step_unit(comparison)
+    unit, f, scale = step_time_axis(comparison.typical_step_ms)
     rows = [{"Run": base, "Step": i + 1, f: v * scale} for i, v in enumerate(comparison.baseline.step_times_ms())]
     rows += [{"Run": cand, "Step": i + 1, f: v * scale} for i, v in enumerate(comparison.candidate.step_times_ms())]
     if not rows:

@@ -38,7 +38,7 @@ from reportgen.output.formatting import (
     fmt_step_delta,
     fmt_step_time,
     fmt_value,
-    step_time_unit,
+    step_time_axis,
 )
 from reportgen.sections.vega import vega_spec
 
@@ -225,8 +225,7 @@ def _budget_markdown(checks: CheckResult) -> list[str]:
 def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
     """The runs' average step by category, in µs when every run's step is under a millisecond (as the table
     beside it and the site index's chart)."""
-    unit, scale = step_time_unit(max((_run_step_ms(run) or 0.0 for run in runs), default=0.0))
-    field = "ms" if unit == "ms" else "us"
+    unit, field, scale = step_time_axis(max((_run_step_ms(run) or 0.0 for run in runs), default=0.0))
     rows = []
     for run in runs:
         breakdown = (run.block.get("overview") or {}).get("breakdown_ms") or {}

@@ -33,6 +33,13 @@ def step_time_unit(typical_ms: float) -> tuple[str, float]:
     return ("µs", 1000.0) if 0 < abs(typical_ms) < 1 else ("ms", 1.0)
 
 
+def step_time_axis(typical_ms: float) -> tuple[str, str, float]:
+    """For a chart of step times like `typical_ms`: its unit (`step_time_unit`), the name of the data field
+    that holds the values in it ("ms" or "us": field names stay ASCII) and the factor from ms."""
+    unit, scale = step_time_unit(typical_ms)
+    return unit, "ms" if unit == "ms" else "us", scale
+
+
 def fmt_step_time(value, digits: int = 1, like=None) -> str:
     """A step time given in ms, in the unit of `step_time_unit(like)` (by default of the value itself). Pass
     the average as `like` for its spread and extremes, so that one sentence keeps one unit."""

@@ -397,12 +397,10 @@ def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutco
                     if section.slug in beside:
                         part = beside.result(section.slug)
                         clock = timed(f"host.{section.slug} (waited for)", clock)
-                    elif section.slug in done:
+                    else:  # every section before the first error ran (`done`), and that error is raised
                         part, error = done[section.slug]
                         if error is not None:
                             raise error
-                    else:
-                        continue
                     if part is not None:
                         outcome.parts[section.slug] = part
             except BaseException as exc:

@@ -6,18 +6,17 @@ import altair as alt
 import pandas as pd
 
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
-from reportgen.output.formatting import step_time_unit
+from reportgen.output.formatting import step_time_axis
 from reportgen.sections.vega import category_color, responsive, vega_spec
 
 
 def step_time_chart(rows: list[dict]) -> dict | None:
     """Average step time of each run with steps, stacked by category (only the categories some run has).
 
-    In µs when every run's step is under a millisecond (`step_time_unit` of the longest): ms ticks would read
+    In µs when every run's step is under a millisecond (`step_time_axis` of the longest): ms ticks would read
     0.0000, 0.0005, … and run into each other on the horizontal axis."""
     with_steps = [r for r in rows if r.get("step_ms") is not None]
-    unit, scale = step_time_unit(max((r["step_ms"] for r in with_steps), default=0.0))
-    value = "ms" if unit == "ms" else "us"
+    unit, value, scale = step_time_axis(max((r["step_ms"] for r in with_steps), default=0.0))
     step = f"step_{value}"
     records = []
     for order, row in enumerate(with_steps):

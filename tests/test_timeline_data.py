@@ -95,17 +95,31 @@ def test_every_chunk_event_is_drawn_once_in_its_track(run, tmp_path):
 
 
 @needs_shared
-def test_the_chunks_are_the_same_with_or_without_the_timeline(tmp_path):
+@pytest.mark.parametrize("max_events", [None, 5_000])
+def test_the_chunks_are_the_same_with_or_without_the_timeline(tmp_path, max_events):
+    """With the timeline, chunks are written from its windows' rendered events (in the windows' order);
+    without, from their rows. The same events, heads and records either way, the Perfetto file the same
+    bytes; with several chunks too (the windows are then also cut where the chunks are)."""
     capture = decoded_hosts("gpu_multi_worker")[0]
-    digests = []
+    seen = []
     for with_timeline in (False, True):
         folder = tmp_path / str(with_timeline) / capture.host
-        result = export_host(capture, "run", folder, "both", timeline=with_timeline)
-        digests.append({c.file: hashlib.sha256((folder.parent / c.file).read_bytes()).hexdigest()
-                        for c in result.chunks})
+        caps = {"max_events": max_events} if max_events else {}
+        result = export_host(capture, "run", folder, "both", timeline=with_timeline, **caps)
+        contents = {}
+        for chunk in result.chunks:
+            path = folder.parent / chunk.file
+            if chunk.format == "pftrace":
+                contents[chunk.file] = hashlib.sha256(path.read_bytes()).hexdigest()
+                continue
+            doc = read_chunk(path)
+            events = doc.pop("traceEvents")
+            contents[chunk.file] = (doc, sorted(orjson.dumps(e, option=orjson.OPT_SORT_KEYS) for e in events))
+        seen.append(([c.manifest_entry() | {"bytes": 0} for c in result.chunks], contents))
         assert (result.timeline is not None) == with_timeline
         assert (folder / timeline.DIR).exists() == with_timeline
-    assert digests[0] == digests[1]
+    assert len(seen[0][0]) > (3 if max_events else 1)
+    assert seen[0] == seen[1]
 
 
 def _nested_capture(steps: int = 12, long_event: bool = False):

@@ -132,7 +132,7 @@ def test_threadpool_regions(tmp_path):
     line.event("ThreadpoolListener::StartRegion", 30 * NS, 0)  # no consumer id: no region
     line.event("ThreadpoolListener::StopRegion", 40 * NS, 0)
     _, events = _export(space, tmp_path)
-    regions = [(e["ts"], e["dur"]) for e in events if e["name"] == "ThreadpoolListener::Region"]
+    regions = sorted((e["ts"], e["dur"]) for e in events if e["name"] == "ThreadpoolListener::Region")
     # The second stop closes a region from the last start that had a consumer id, as in XProf.
     assert regions == [(0.01, 0.01), (0.01, 0.03)]
 

@@ -149,10 +149,14 @@ class GzipStream:
             if kind is None:
                 self.close()
         finally:
-            # This stream's pieces only (the threads are shared): nothing of it runs once it is left.
-            pending = [future for future, _ in self._pending if not future.cancel()]
-            self._pending.clear()
-            wait_for(pending)
+            self.discard()
+
+    def discard(self) -> None:
+        """Drop the pieces not written yet. This stream's pieces only (the threads are shared): nothing of
+        it runs once this returns."""
+        pending = [future for future, _ in self._pending if not future.cancel()]
+        self._pending.clear()
+        wait_for(pending)
 
     def submit(self, produce: Callable[[], Parts], done: Callable[[], None] | None = None) -> None:
         if self._pool is None:
@@ -177,10 +181,21 @@ class GzipStream:
         if done is not None:
             done()
 
-    def close(self) -> None:
-        """Write the pending pieces, the final empty block and the member's trailer."""
+    def write_pending(self) -> None:
+        """Wait for every piece submitted so far and write it (their `done`s run)."""
         while self._pending:
             self._write_oldest()
+
+    def write_oldest(self) -> bool:
+        """Wait for the oldest piece not written yet and write it (its `done` runs); False when none is left."""
+        if not self._pending:
+            return False
+        self._write_oldest()
+        return True
+
+    def close(self) -> None:
+        """Write the pending pieces, the final empty block and the member's trailer."""
+        self.write_pending()
         self.out.write(_deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, -15).flush(_deflate.Z_FINISH))
         self.out.write(struct.pack("<II", self.crc & 0xFFFFFFFF, self.size & 0xFFFFFFFF))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,8 +18,17 @@ import numpy as np
 
 from reportgen.capture import HostCapture
 from reportgen.export.activity import row_activity
-from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS, chunk_steps, plan_chunks
-from reportgen.export.json_writer import KernelArgs, document_head, measure_rows, metadata_events, write_chunk
+from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS, ChunkPlan, chunk_steps, plan_chunks
+from reportgen.export.json_writer import (
+    ChunkWriter,
+    KernelArgs,
+    WrittenChunk,
+    document_head,
+    measure_rows,
+    metadata_events,
+    write_chunk,
+)
+from reportgen.export.layout import LINE_EVENTS
 from reportgen.export.perfetto_writer import write_pftrace
 from reportgen.export.steps import StepMarks
 from reportgen.export.tables import AddedRows, TraceTables, build_tables
@@ -120,8 +130,21 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
             # On a machine's first build: compiled here while the writer may still compile elsewhere.
             ensure_compiled("timeline")
         kernel = KernelArgs(tables) if len(rows) and (timeline or trace_format != "perfetto") else None
+        chunks = None
         if trace_format in ("json", "both") and len(rows):
-            _export_json(tables, kernel, run, out, result, max_events, max_bytes, generator)
+            if timeline:  # written with the timeline's windows, below
+                chunks = ChunkFiles(tables, kernel, run, out, result, max_events, max_bytes, generator)
+            else:
+                _export_json(tables, kernel, run, out, result, max_events, max_bytes, generator)
+        if timeline and len(rows):
+            try:
+                result.timeline = export_timeline(tables, out, kernel, chunks=chunks)
+                if chunks is not None:
+                    chunks.finish()
+            except BaseException:
+                if chunks is not None:
+                    chunks.abandon()
+                raise
         if trace_format in ("perfetto", "both") and len(rows):
             name = f"{host}.pftrace"
             written = write_pftrace(str(out / name), tables)
@@ -132,8 +155,6 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
                 last_us=_us(end.max()), first_step=first, last_step=last, events=written.events,
                 bytes=written.file_bytes,
             ))
-        if timeline and len(rows):
-            result.timeline = export_timeline(tables, out, kernel)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # no half-written host in the site
         raise
@@ -141,8 +162,10 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
     return result
 
 
-def _export_json(tables: TraceTables, kernel: KernelArgs, run: str, out: Path, result: HostExport, max_events: int,
-                 max_bytes: int, generator: str) -> None:
+def _plan_json(tables: TraceTables, kernel: KernelArgs, run: str, out: Path, result: HostExport, max_events: int,
+               max_bytes: int, generator: str) -> tuple[ChunkPlan, list[tuple[str, bytes, ChunkRecord]]]:
+    """Cut the host's rows into chunks: the plan and, per chunk, its path, its document head and its record
+    (sizes to come)."""
     host = tables.capture.host
     rows = tables.exported
     plan = plan_chunks(rows, tables.start_ps(rows), _estimate_bytes(tables, kernel, rows),
@@ -150,19 +173,101 @@ def _export_json(tables: TraceTables, kernel: KernelArgs, run: str, out: Path, r
     result.cuts_us = [_us(c) for c in plan.cuts_ps]
     meta_events = metadata_events(tables)
     marks = tables.steps
+    chunks = []
     for k in range(len(plan)):
-        chunk_rows = plan.rows(k)
+        lo, hi = plan.bounds[k]
         first_step, last_step = chunk_steps(plan, k, marks.start_ps, marks.end_ps, marks.number)
-        first_ps = int(plan.start_ps[plan.bounds[k][0]])
-        last_ps = int(tables.end_ps(chunk_rows).max())
+        first_ps = int(plan.start_ps[lo])
+        last_ps = int(tables.end_ps(plan.order[lo:hi]).max())
         name = f"{host}-{k:03d}.json.gz"
         head = document_head({
             "host": host, "run": run, "generator": generator, "chunk": k, "chunks": len(plan),
             "first_us": _us(first_ps), "last_us": _us(last_ps), "first_step": first_step, "last_step": last_step,
         }, meta_events)
-        written = write_chunk(str(out / name), head, chunk_rows, kernel)
-        result.chunks.append(ChunkRecord(
-            host=host, file=f"{host}/{name}", format="json.gz", first_us=_us(first_ps), last_us=_us(last_ps),
-            first_step=first_step, last_step=last_step, events=written.events, bytes=written.file_bytes,
-            json_bytes=written.json_bytes,
-        ))
+        record = ChunkRecord(host=host, file=f"{host}/{name}", format="json.gz", first_us=_us(first_ps),
+                             last_us=_us(last_ps), first_step=first_step, last_step=last_step, events=hi - lo,
+                             bytes=0)
+        chunks.append((str(out / name), head, record))
+    return plan, chunks
+
+
+def _export_json(tables: TraceTables, kernel: KernelArgs, run: str, out: Path, result: HostExport, max_events: int,
+                 max_bytes: int, generator: str) -> None:
+    """The chunks alone (no in-page timeline): each rendered from its rows."""
+    plan, plan_files = _plan_json(tables, kernel, run, out, result, max_events, max_bytes, generator)
+    for k, (path, head, record) in enumerate(plan_files):
+        written = write_chunk(path, head, plan.rows(k), kernel)
+        _finish_record(result, record, written)
+
+
+def _finish_record(result: HostExport, record: ChunkRecord, written: WrittenChunk) -> None:
+    record.events, record.bytes, record.json_bytes = written.events, written.file_bytes, written.json_bytes
+    result.chunks.append(record)
+
+
+class ChunkFiles:
+    """The host's JSON chunks, written from the in-page timeline's windows (`export_timeline(chunks=…)`).
+
+    Every event drawn on the timeline is rendered once, per window, for the window's `a-NNN.js`; the
+    same bytes are the chunk's events (`add_window`). Window cuts include the chunks' cuts (`cuts_ps`),
+    so a window's events belong to one chunk; in a chunk they follow its windows' order (by track,
+    nesting level and start), then the events the timeline does not draw (counter samples), in row
+    order. Chunks are written one after the other, each once every window before its end is added.
+    """
+
+    def __init__(self, tables: TraceTables, kernel: KernelArgs, run: str, out: Path, result: HostExport,
+                 max_events: int, max_bytes: int, generator: str):
+        self._tables, self._kernel, self._result = tables, kernel, result
+        self._plan, self._files = _plan_json(tables, kernel, run, out, result, max_events, max_bytes, generator)
+        self.cuts_ps = np.asarray(self._plan.cuts_ps, dtype=np.int64)
+        self._next = 0  # the chunk to open next
+        self._open: ChunkWriter | None = None
+
+    def chunk_of(self, start_ps: int) -> int:
+        """The chunk of an event starting at `start_ps`: as plan_chunks cuts (a cut's time starts the next)."""
+        return int(np.searchsorted(self.cuts_ps, start_ps, side="right"))
+
+    def add_window(self, chunk: int, parts: list, events: int, done: Callable[[], None]) -> None:
+        """A window's rendered events (byte views of its buffer), part of `chunk`; `done` runs once they are
+        written (the buffer is then free again)."""
+        while self._open is None or self._next <= chunk:
+            self._close_open()
+            self._open_next()
+        self._open.add_rendered(parts, events, done)
+
+    def write_oldest(self) -> bool:
+        """Write the oldest of the events added and not written yet; False when none is left."""
+        return self._open is not None and self._open.write_oldest()
+
+    def finish(self) -> None:
+        """Write every chunk not finished yet (those whose events the timeline draws none of included)."""
+        self._close_open()
+        while self._next < len(self._files):
+            self._open_next()
+            self._close_open()
+
+    def abandon(self) -> None:
+        if self._open is not None:
+            self._open.abandon()
+            self._open = None
+
+    def _open_next(self) -> None:
+        path, head, _ = self._files[self._next]
+        self._open = ChunkWriter(path, head)
+        self._next += 1
+
+    def _close_open(self) -> None:
+        if self._open is None:
+            return
+        k = self._next - 1
+        tables = self._tables
+        rows = self._plan.rows(k)
+        undrawn = rows[tables.layout.line_kind[tables.line_of(rows)] != LINE_EVENTS]
+        writer, self._open = self._open, None
+        try:
+            writer.add_rows(undrawn, self._kernel)
+        except BaseException:
+            writer.abandon()
+            raise
+        written = writer.close()
+        _finish_record(self._result, self._files[k][2], written)

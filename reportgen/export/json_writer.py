@@ -11,6 +11,7 @@ few buffers whatever the number of events, and every core works.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -24,6 +25,7 @@ from reportgen.kernels import ensure_compiled
 
 BUFFER_BYTES = 8 << 20  # per batch; a batch that needs more gets extra buffers
 BATCH_EVENTS = 16384  # about 5 MB of JSON
+PIECE_BYTES = 4 << 20  # rendered objects are deflated in pieces of about this size, on the gzip threads
 
 
 @dataclass
@@ -99,27 +101,111 @@ def _render(rows: np.ndarray, lo: int, hi: int, buf: np.ndarray, args: tuple) ->
     return parts
 
 
+def render_runs(rows: np.ndarray, bounds: np.ndarray, kernel: KernelArgs, buf: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's objects (`,\n{…}` each), one after another in one buffer, and where each run starts.
+
+    Runs are rows[bounds[k]:bounds[k + 1]]; the result's `offsets[k]` is the byte where run k starts and
+    `offsets[-1]` the end of the last. `buf` is filled from its start and replaced by a larger one (the
+    written part copied) when the rows do not fit; the buffer returned has a byte to spare after the end,
+    and is meant to be passed again for the next rows: a fresh buffer per window of events costs a page
+    fault per 4 KiB, which on a large host is a tenth of the writing.
+    """
+    if buf is None:
+        buf = np.empty(BUFFER_BYTES, dtype=np.uint8)
+    offsets = np.empty(len(bounds), dtype=np.int64)
+    pos = 0
+    for k in range(len(bounds) - 1):
+        offsets[k] = pos
+        i, end = int(bounds[k]), int(bounds[k + 1])
+        while i < end:
+            n, i = write_events(rows, i, end, buf[pos:], *kernel.args)
+            pos += n
+            if i < end:  # the buffer is full
+                grown = np.empty(max(2 * len(buf), pos + BUFFER_BYTES), dtype=np.uint8)
+                grown[:pos] = buf[:pos]
+                buf = grown
+    offsets[-1] = pos
+    if pos >= len(buf):
+        grown = np.empty(pos + 1, dtype=np.uint8)
+        grown[:pos] = buf[:pos]
+        buf = grown
+    return buf, offsets
+
+
+class ChunkWriter:
+    """One chunk document being written (gzip): its head, then events, then its tail.
+
+    Events come as rows, rendered in batches on the gzip stream's threads (the compiled writer and ISA-L
+    release the GIL) while this thread writes finished batches in order; a batch's buffer is reused once
+    it is written, so memory stays bounded. Or they come already rendered (`add_rendered`): the timeline's
+    windows render each event once, for their own file and for the chunk (host_export.ChunkFiles).
+    """
+
+    def __init__(self, path: str, head: bytes, threaded: bool = True):
+        self._file = open(path, "wb")
+        self._gzip = GzipStream(self._file, threaded=threaded)
+        self._free: list[np.ndarray] = []
+        self.events = 0
+        self._gzip.write(head)
+
+    def add_rows(self, rows: np.ndarray, kernel: KernelArgs, buffer_bytes: int = BUFFER_BYTES) -> None:
+        for lo in range(0, len(rows), BATCH_EVENTS):
+            buf = self._free.pop() if self._free else np.empty(buffer_bytes, dtype=np.uint8)
+            self._gzip.submit(partial(_render, rows, lo, min(lo + BATCH_EVENTS, len(rows)), buf, kernel.args),
+                              done=partial(self._free.append, buf))
+        self.events += len(rows)
+
+    def add_rendered(self, parts: list, events: int, done: Callable[[], None]) -> None:
+        """Objects already rendered (`parts`: byte views of whole `,\n{…}` objects), deflated in pieces of
+        about PIECE_BYTES on the stream's threads; `done` runs on this thread once the last is written (the
+        views must stay as they are until then)."""
+        pieces: list[list] = [[]]
+        size = 0
+        for part in parts:
+            for lo in range(0, len(part), PIECE_BYTES):
+                if size >= PIECE_BYTES:
+                    pieces.append([])
+                    size = 0
+                piece = part[lo:lo + PIECE_BYTES]
+                pieces[-1].append(piece)
+                size += len(piece)
+        for k, piece in enumerate(pieces):
+            self._gzip.submit(partial(list, piece), done=done if k == len(pieces) - 1 else None)
+        self.events += events
+
+    def write_oldest(self) -> bool:
+        """Write the oldest piece submitted and not written yet (its `done` runs); False when none is left."""
+        return self._gzip.write_oldest()
+
+    def close(self) -> WrittenChunk:
+        try:
+            self._gzip.write(DOCUMENT_TAIL)
+            self._gzip.close()
+            size = self._file.tell()
+        except BaseException:
+            self.abandon()
+            raise
+        self._file.close()
+        return WrittenChunk(events=self.events, json_bytes=self._gzip.size, file_bytes=size)
+
+    def abandon(self) -> None:
+        """Stop without finishing the document (an error elsewhere): nothing of it runs once this returns."""
+        self._gzip.discard()
+        self._file.close()
+
+
 def write_chunk(path: str, head: bytes, rows: np.ndarray, kernel: KernelArgs,
                 buffer_bytes: int = BUFFER_BYTES) -> WrittenChunk:
-    """Write one chunk document holding `rows` (exported event rows) to `path` (gzip).
-
-    Batches of events are rendered and compressed on the gzip stream's threads (the
-    compiled writer and ISA-L release the GIL) while this thread writes finished
-    batches in order; a batch's buffer is reused once it is written, so memory stays
-    bounded.
-    """
-    free: list[np.ndarray] = []
-    with open(path, "wb") as out:
-        # A chunk of one batch (every chunk of a small host) is written on this thread: see GzipStream.
-        with GzipStream(out, threaded=len(rows) > BATCH_EVENTS) as gzip:
-            gzip.write(head)
-            for lo in range(0, len(rows), BATCH_EVENTS):
-                buf = free.pop() if free else np.empty(buffer_bytes, dtype=np.uint8)
-                gzip.submit(partial(_render, rows, lo, min(lo + BATCH_EVENTS, len(rows)), buf, kernel.args),
-                            done=partial(free.append, buf))
-            gzip.write(DOCUMENT_TAIL)
-        size = out.tell()
-    return WrittenChunk(events=len(rows), json_bytes=gzip.size, file_bytes=size)
+    """Write one chunk document holding `rows` (exported event rows) to `path` (gzip)."""
+    # A chunk of one batch (every chunk of a small host) is written on this thread: see GzipStream.
+    writer = ChunkWriter(path, head, threaded=len(rows) > BATCH_EVENTS)
+    try:
+        writer.add_rows(rows, kernel, buffer_bytes)
+    except BaseException:
+        writer.abandon()
+        raise
+    return writer.close()
 
 
 def measure_rows(rows: np.ndarray, kernel: KernelArgs) -> int:

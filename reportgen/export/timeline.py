@@ -37,10 +37,14 @@ import base64
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
@@ -49,11 +53,13 @@ from zlib_ng import zlib_ng
 from reportgen.export import schema
 from reportgen.export.chunks import plan_chunks
 from reportgen.export.flows import FLOW_ASYNC
-from reportgen.export.json_kernel import write_events
-from reportgen.export.json_writer import KernelArgs
+from reportgen.export.json_writer import KernelArgs, render_runs
 from reportgen.export.layout import LINE_EVENTS
 from reportgen.export.tables import TraceTables
 from reportgen.export.timeline_kernel import block_capacity, detail_blocks, nesting_depth
+
+if TYPE_CHECKING:
+    from reportgen.export.host_export import ChunkFiles
 
 WINDOW_EVENTS = 100_000  # events per full-detail window (cut on step starts where possible)
 LOD_BINS = 2000  # blocks per lane across one level-of-detail tile
@@ -66,6 +72,7 @@ MAX_LOD_LEVELS = 8
 SMALL_TIMELINE_BYTES = 64 * 1024
 EXCERPT_EVENTS = 50_000  # the single-file report's excerpt (the busiest step) holds at most this many events
 WRITER_THREADS = 2
+WINDOWS_AHEAD = WRITER_THREADS + 1  # windows submitted to the writer threads ahead of the one taken to its chunk
 # zlib-ng, not ISA-L: the same input must give the same file whatever process or thread writes it (a
 # Dask worker's and a local build's sites are equal byte for byte), and ISA-L's deflate was seen to give
 # two different (both valid) streams for one 259-byte payload, in a Dask worker and in a local build.
@@ -201,36 +208,20 @@ def _names(sids: np.ndarray, tables: TraceTables) -> tuple[list[str], np.ndarray
     return [tables.pool.text(int(s)) for s in distinct], index
 
 
-def _event_objects(rows: np.ndarray, kernel: KernelArgs, in_out_async: np.ndarray) -> np.ndarray:
-    """`[{…},{…}]`: the rows as the chunks write them, one object per row (uint8 array).
+def _objects_array(buf: np.ndarray, total: int, in_out_async: np.ndarray) -> np.ndarray:
+    """The objects at buf[:total] (`,\n{…}` each, as `render_runs` writes them) as an `a-NNN.js` array
+    `[{…},\n{…}]`, one object per row.
 
-    The compiled writer closes an in-out async event with a second object (its end);
-    that one is dropped so that object i is row i. The result is assembled with numpy copies (no
-    bytes object of the whole: building those holds the GIL, which the other writer thread and the
-    host's analyses need).
+    The compiled writer closes an in-out async event with a second object (its end); that one is dropped
+    so that object i is row i. Without such events the result is a view of `buf`, whose second byte and
+    the byte after the objects become the brackets (the bytes a chunk takes from the buffer are the
+    objects' others: see `_chunk_parts`).
     """
-    buf = np.empty(8 << 20, dtype=np.uint8)
-    parts = []
-    i = 0
-    while i < len(rows):
-        n, nxt = write_events(rows, i, len(rows), buf, *kernel.args)
-        if nxt == i:
-            buf = np.empty(len(buf) * 4, dtype=np.uint8)
-            continue
-        parts.append(buf[:n].copy())
-        i = nxt
-    if not parts:
-        return np.frombuffer(b"[]", dtype=np.uint8)
-    # Room for a closing "]" after the objects; the first object's leading ",\n" becomes " [" and
-    # the result starts at its "[".
-    total = sum(len(p) for p in parts)
     if total < 2:
         return np.frombuffer(b"[]", dtype=np.uint8)
-    data = np.empty(total + 1, np.uint8)
-    np.concatenate(parts, out=data[:total])
     if in_out_async.any():
         # Objects start at ",\n{" (JSON strings hold no raw newline); mark the bytes of each dropped one.
-        body = data[:total]
+        body = buf[:total]
         starts = np.flatnonzero((body[:-2] == 44) & (body[1:-1] == 10) & (body[2:] == 123))
         owner_piece = np.cumsum(in_out_async.astype(np.int64) + 1) - 1  # the last object written for each row
         drop = np.zeros(len(starts), dtype=bool)
@@ -238,17 +229,35 @@ def _event_objects(rows: np.ndarray, kernel: KernelArgs, in_out_async: np.ndarra
         bounds = np.append(starts, total)
         keep = np.repeat(~drop, np.diff(bounds))
         kept = int(np.count_nonzero(keep))
-        data = np.empty(kept + 1, np.uint8)
-        np.compress(keep, body, out=data[:kept])
+        buf = np.empty(kept + 1, np.uint8)
+        np.compress(keep, body, out=buf[:kept])
         total = kept
-    data[1] = ord("[")
-    data[total] = ord("]")
-    return data[1:]
+    # The first object's leading ",\n" becomes " [" and the result starts at its "[".
+    buf[1] = ord("[")
+    buf[total] = ord("]")
+    return buf[1:total + 1]
+
+
+def _chunk_parts(buf: np.ndarray, offsets: np.ndarray, carried: np.ndarray) -> list:
+    """The objects of a window's runs that are not carried from an earlier window, for its chunk: byte
+    views of `buf`. The buffer's second byte is the array's "[" (`_objects_array`), so the first
+    object's separator is given apart."""
+    parts = []
+    for k in np.flatnonzero(~carried):
+        lo, hi = int(offsets[k]), int(offsets[k + 1])
+        if lo == 0 and hi > 2:
+            parts += [b",\n", buf[2:hi]]
+        elif hi > lo:
+            parts.append(buf[lo:hi])
+    return parts
 
 
 def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = None,
-                    window_events: int | None = None) -> TimelineFiles | None:
-    """Write the host's timeline files into `out / DIR`; None when the host has no event to draw."""
+                    window_events: int | None = None, chunks: ChunkFiles | None = None) -> TimelineFiles | None:
+    """Write the host's timeline files into `out / DIR`; None when the host has no event to draw.
+
+    `chunks`: the host's JSON chunks, written from the windows' events as they are rendered (windows
+    are then also cut where the chunks are)."""
     started = time.perf_counter()
     layout = tables.layout
     rows = tables.exported
@@ -337,8 +346,9 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
             write_file(*part)
         write_file(name, content)
 
-    # Full-detail windows, cut like the chunks: on step starts where the caps allow.
-    if len(rows) <= (window_events or WINDOW_EVENTS):
+    # Full-detail windows, cut like the chunks: on step starts where the caps allow, and where chunks are cut.
+    chunk_cuts = chunks.cuts_ps if chunks is not None else np.zeros(0, dtype=np.int64)
+    if len(rows) <= (window_events or WINDOW_EVENTS) and not len(chunk_cuts):
         # One window holds every event, none carried (what the plan below comes to), without its sorts:
         # a pod's run has thousands of such hosts.
         member = np.arange(len(rows))
@@ -348,39 +358,73 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         window_bounds = np.array([0, len(rows)])
     else:
         member, member_carried, cuts, window_bounds = _window_members(start, end, tables.steps.start_ps,
-                                                                      window_events or WINDOW_EVENTS)
+                                                                      window_events or WINDOW_EVENTS, chunk_cuts)
         n_windows = len(window_bounds) - 1
 
-    def write_window(key: str, args_key: str, sel: np.ndarray, carried_here: np.ndarray) -> None:
+    def write_window(key: str, args_key: str, sel: np.ndarray, carried_here: np.ndarray, buf: np.ndarray | None,
+                     for_chunk: bool) -> tuple[np.ndarray, list]:
+        """Write a window's two files; return the buffer its objects were rendered into and, `for_chunk`,
+        its objects for the chunk (views of that buffer)."""
         # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
         names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
         name_index, long_index = index_of[:len(sel)], index_of[len(sel):]
         header = {"host": host, "key": key, "n": len(sel), "carried": carried_here.tolist()}
         write(f"{key}.js", _script(header, _with_names(names, _columns(
             start[sel], end[sel] - start[sel], name_index, track[sel], level[sel], long_name=long_index))))
+        # Runs of members carried from an earlier window and of its own: only its own go to the chunk.
+        carried = np.zeros(len(sel), dtype=bool)
+        carried[carried_here] = True
+        runs = np.concatenate([[0], np.flatnonzero(carried[1:] != carried[:-1]) + 1, [len(sel)]]) \
+            if for_chunk and len(sel) else np.array([0, len(sel)])
+        buf, offsets = render_runs(rows[sel], runs, kernel, buf)
         write(f"{args_key}.js", _script({"host": host, "key": args_key, "n": len(sel)},
-                                        _event_objects(rows[sel], kernel, flow_bits[sel])))
+                                        _objects_array(buf, int(offsets[-1]), flow_bits[sel])))
+        if not for_chunk or not len(sel):
+            return buf, []
+        return buf, _chunk_parts(buf, offsets, carried[runs[:-1]])
 
     windows = []
     t_first, t_last = int(start.min()), int(end.max())
+    for k in range(n_windows):
+        carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
+        w0 = int(cuts[k - 1]) if k > 0 else t_first
+        w1 = int(cuts[k]) if k < len(cuts) else t_last
+        windows.append({"key": f"w-{k:03d}", "args": f"a-{k:03d}", "start": w0, "end": w1,
+                        "events": int(window_bounds[k + 1] - window_bounds[k] - len(carried_here))})
+
+    def window_task(k: int, buf: np.ndarray | None) -> Callable[[], tuple[np.ndarray, list]]:
+        sel = member[window_bounds[k]:window_bounds[k + 1]]
+        carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
+        return partial(write_window, windows[k]["key"], windows[k]["args"], sel, carried_here, buf,
+                       chunks is not None)
+
     # Windows are written on a few threads: the JSON writer and zlib-ng release the GIL. A host of one window
-    # (most hosts of a pod's run) writes it here: starting threads cost more than its whole window.
+    # (most hosts of a pod's run) writes it here: starting threads cost more than its whole window. Each window
+    # renders into a buffer that a later window reuses once the chunk has written the window's events: this
+    # thread hands the buffers on, in window order, so no window ever waits for one. WINDOWS_AHEAD windows are
+    # being written while this thread takes the next one's events to its chunk, whose deflating threads
+    # work on the one before.
     with ThreadPoolExecutor(max_workers=WRITER_THREADS) if n_windows > 1 else nullcontext() as pool:
-        pending = []
+        def run(task: Callable[[], tuple[np.ndarray, list]]) -> Future:
+            if pool is not None:
+                return pool.submit(task)
+            future: Future = Future()
+            future.set_result(task())
+            return future
+
+        free: list[np.ndarray | None] = [None] * (WINDOWS_AHEAD + 1)  # None: allocated by the window
+        pending = deque(run(window_task(k, free.pop())) for k in range(min(WINDOWS_AHEAD, n_windows)))
         for k in range(n_windows):
-            sel = member[window_bounds[k]:window_bounds[k + 1]]
-            carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
-            key, args_key = f"w-{k:03d}", f"a-{k:03d}"
-            if pool is None:
-                write_window(key, args_key, sel, carried_here)
+            buf, parts = pending.popleft().result()
+            if chunks is not None:
+                chunks.add_window(chunks.chunk_of(windows[k]["start"]), parts, windows[k]["events"],
+                                  partial(free.append, buf))
             else:
-                pending.append(pool.submit(write_window, key, args_key, sel, carried_here))
-            w0 = int(cuts[k - 1]) if k > 0 else t_first
-            w1 = int(cuts[k]) if k < len(cuts) else t_last
-            windows.append({"key": key, "args": args_key, "start": w0, "end": w1,
-                            "events": int(len(sel) - len(carried_here))})
-        for future in pending:
-            future.result()
+                free.append(buf)
+            if k + WINDOWS_AHEAD < n_windows:
+                while not free and chunks is not None and chunks.write_oldest():
+                    pass
+                pending.append(run(window_task(k + WINDOWS_AHEAD, free.pop())))
 
     # An excerpt for the single-file report: the busiest step (most events starting in it), at most
     # EXCERPT_EVENTS of its events; without steps, the first EXCERPT_EVENTS events.
@@ -388,7 +432,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     inside = np.flatnonzero((start >= excerpt["start"]) & (start < excerpt["end"]))
     running = np.flatnonzero((start < excerpt["start"]) & (end > excerpt["start"]))
     sel = np.union1d(inside, running)  # in (track, level, start) order, like every window
-    write_window("x-000", "xa-000", sel, np.searchsorted(sel, running))
+    write_window("x-000", "xa-000", sel, np.searchsorted(sel, running), None, False)
     excerpt.update(key="x-000", args="xa-000", events=int(len(inside)))
 
     lod = _write_lod(tables, host, start, end, track, level, name_sid, t_first, t_last, windows, write)
@@ -417,16 +461,29 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     )
 
 
-def _window_members(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray,
-                    window_events: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _window_cuts(sorted_start: np.ndarray, step_starts: np.ndarray, window_events: int,
+                 fixed_cuts: np.ndarray) -> np.ndarray:
+    """Where the full-detail windows are cut: on step starts where the cap allows (as chunks are), and on
+    each of `fixed_cuts` (the chunks' own) with events both before and after it."""
+    edges = np.concatenate([[0], np.searchsorted(sorted_start, fixed_cuts, side="left"), [len(sorted_start)]])
+    cuts: list[int] = []
+    for k in range(len(edges) - 1):
+        a, b = int(edges[k]), int(edges[k + 1])
+        if b == a:
+            continue
+        if a > 0:
+            cuts.append(int(fixed_cuts[k - 1]))
+        cuts += plan_chunks(np.arange(b - a), sorted_start[a:b], np.ones(b - a, np.int32), step_starts,
+                            window_events, 1 << 62).cuts_ps
+    return np.array(cuts, dtype=np.int64)
+
+
+def _window_members(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray, window_events: int,
+                    fixed_cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The full-detail windows' members (event indices, by window, then in (track, level, start) order),
     whether each is carried from an earlier window, the windows' cuts and their bounds into the members."""
-    by_start = np.argsort(start, kind="stable")
-    plan = plan_chunks(np.arange(len(start)), start[by_start], np.ones(len(start), np.int32), step_starts,
-                       window_events, 1 << 62)
-    cuts = np.array(plan.cuts_ps, dtype=np.int64)
-    n_windows = len(plan)
-    del plan, by_start
+    cuts = _window_cuts(np.sort(start), step_starts, window_events, fixed_cuts)
+    n_windows = len(cuts) + 1
     first_window = np.searchsorted(cuts, start, side="right")
     last_window = np.searchsorted(cuts, end - 1, side="right")
     spans = last_window - first_window

@@ -72,7 +72,7 @@ MAX_LOD_LEVELS = 8
 SMALL_TIMELINE_BYTES = 64 * 1024
 EXCERPT_EVENTS = 50_000  # the single-file report's excerpt (the busiest step) holds at most this many events
 WRITER_THREADS = 2
-WINDOWS_AHEAD = WRITER_THREADS + 1  # windows submitted to the writer threads ahead of the one taken to its chunk
+WINDOWS_AHEAD = WRITER_THREADS  # windows given to the writer threads ahead of the one taken to its chunk
 # zlib-ng, not ISA-L: the same input must give the same file whatever process or thread writes it (a
 # Dask worker's and a local build's sites are equal byte for byte), and ISA-L's deflate was seen to give
 # two different (both valid) streams for one 259-byte payload, in a Dask worker and in a local build.
@@ -275,13 +275,15 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
 
     # Nesting depth per lane, then each lane's levels placed under the previous lanes of its track.
     by_lane = np.lexsort((-end, start, lane))
-    depth = np.empty(len(rows), dtype=np.int64)
+    # Per-event arrays in 32 bits where the values allow: a large host has millions of events, and these live
+    # through the whole export, beside the host's analyses.
+    depth = np.empty(len(rows), dtype=np.int32)
     depth[by_lane] = nesting_depth(lane[by_lane], start[by_lane], end[by_lane])
     n_lanes = int(lane_of_line.max()) + 1
     lane_levels = np.zeros(n_lanes, dtype=np.int64)
     np.maximum.at(lane_levels, lane, depth + 1)
-    lane_track = np.empty(n_lanes, dtype=np.int64)
-    lane_offset = np.zeros(n_lanes, dtype=np.int64)
+    lane_track = np.empty(n_lanes, dtype=np.int32)
+    lane_offset = np.zeros(n_lanes, dtype=np.int32)
     entries = []
     lane_id = 0
     for k, (process, title, threads) in enumerate(track_list):
@@ -306,7 +308,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         entry["events"] = int(track_events[k])
     keep_tracks = [k for k, e in enumerate(entries) if e["events"]]
     if len(keep_tracks) != len(entries):  # threads whose every event is a counter sample
-        renumber = np.full(len(entries), -1, dtype=np.int64)
+        renumber = np.full(len(entries), -1, dtype=np.int32)
         renumber[keep_tracks] = np.arange(len(keep_tracks))
         track = renumber[track]
         entries = [entries[k] for k in keep_tracks]
@@ -492,7 +494,7 @@ def _window_members(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray,
     carry_window = np.concatenate([np.arange(a + 1, b + 1) for a, b in
                                    zip(first_window[carried], last_window[carried])]) \
         if len(carried) else np.zeros(0, np.int64)
-    member = np.concatenate([np.arange(len(start)), carry_rows])
+    member = np.concatenate([np.arange(len(start), dtype=np.int32), carry_rows.astype(np.int32)])
     member_window = np.concatenate([first_window, carry_window])
     member_carried = np.concatenate([np.zeros(len(start), bool), np.ones(len(carry_rows), bool)])
     del first_window, last_window, spans, carried, carry_rows, carry_window
@@ -521,7 +523,7 @@ def _excerpt_range(start: np.ndarray, steps, t_first: int, t_last: int) -> dict:
 def _name_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
     n = tables.n_events
     real = rows < n
-    out = np.empty(len(rows), dtype=np.int64)
+    out = np.empty(len(rows), dtype=np.int32)
     out[real] = tables.name_sid[rows[real]]
     out[~real] = tables.synthetic.name_sid[rows[~real] - n]
     return out
@@ -530,7 +532,7 @@ def _name_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
 def _long_sids(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
     n = tables.n_events
     real = rows < n
-    out = np.full(len(rows), -1, dtype=np.int64)
+    out = np.full(len(rows), -1, dtype=np.int32)
     out[real] = tables.md_long_sid[tables.columns.ev_md[rows[real]]]
     return out
 

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 
@@ -200,6 +201,51 @@ def test_windows_carry_running_events_and_cut_on_steps(tmp_path, monkeypatch):
         _, cols = read_columns(folder / timeline.DIR / f"{window['key']}.js")
         carried = [cols.name[i] for i in cols.carried]
         assert carried == ([] if k == 0 else ["watch"])
+
+
+def _timeline_files(folder: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted((folder / timeline.DIR).iterdir())}
+
+
+def _lexsort_orders(monkeypatch) -> None:
+    """The timeline's event orders as plain lexsorts, the definition its faster sorts must match."""
+    monkeypatch.setattr(timeline, "_lane_order", lambda lane, start, end, _n: np.lexsort((-end, start, lane)))
+    monkeypatch.setattr(timeline, "_track_level_order",
+                        lambda _by_lane, start, track, level: np.lexsort((start, level, track)))
+
+
+@needs_shared
+@pytest.mark.parametrize("run", ["gpu_multi_worker", "tpu_inference_2", "jax_mlp"])
+def test_the_timeline_orders_are_the_lexsorts(run, tmp_path, monkeypatch):
+    """Events by lane then start, and by track, level and start, come from stable radix sorts of the rows'
+    own order; the files are those the lexsorts give (pools, TPU cores' derived rows, device streams)."""
+    capture = decoded_hosts(run)[0]
+    export_host(capture, run, tmp_path / "fast" / capture.host, "json")
+    with monkeypatch.context() as patched:
+        _lexsort_orders(patched)
+        export_host(capture, run, tmp_path / "lexsort" / capture.host, "json")
+    assert _timeline_files(tmp_path / "fast" / capture.host) == _timeline_files(tmp_path / "lexsort" / capture.host)
+
+
+def test_events_out_of_row_order_are_sorted_as_by_lexsort(tmp_path, monkeypatch):
+    """A line whose events are not stored by start time (and ties of start, longest first or not) takes
+    the lexsort; the files are the same."""
+    space = Space()
+    line = space.plane("/host:CPU").line(1, "python")
+    for k in reversed(range(40)):
+        line.event("outer", k * 100 * NS, 50 * NS)
+        line.event("inner", k * 100 * NS, 20 * NS)  # same start, shorter: one level down
+        line.event("late", k * 100 * NS + 30 * NS, 10 * NS)
+    space.plane("/host:CPU").line(2, "other").event("x", 5 * NS, NS)
+    capture = space.capture()
+    export_host(capture, "run", tmp_path / "fast" / "testhost", "json")
+    with monkeypatch.context() as patched:
+        _lexsort_orders(patched)
+        export_host(capture, "run", tmp_path / "lexsort" / "testhost", "json")
+    assert _timeline_files(tmp_path / "fast" / "testhost") == _timeline_files(tmp_path / "lexsort" / "testhost")
+    lane = np.array([0, 0, 1, 0])
+    start, end = np.array([5, 3, 1, 3]), np.array([9, 4, 2, 8])
+    assert timeline._lane_order(lane, start, end, 2).tolist() == [3, 1, 0, 2]
 
 
 def test_capture_strings_cannot_end_the_script(tmp_path):

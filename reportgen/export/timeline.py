@@ -274,12 +274,12 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     end = start + np.maximum(tables.end_ps(rows) - start, 1)  # every event lasts at least 1 ps, as in XProf
 
     # Nesting depth per lane, then each lane's levels placed under the previous lanes of its track.
-    by_lane = np.lexsort((-end, start, lane))
+    n_lanes = int(lane_of_line.max()) + 1
+    by_lane = _lane_order(lane, start, end, n_lanes)
     # Per-event arrays in 32 bits where the values allow: a large host has millions of events, and these live
     # through the whole export, beside the host's analyses.
     depth = np.empty(len(rows), dtype=np.int32)
     depth[by_lane] = nesting_depth(lane[by_lane], start[by_lane], end[by_lane])
-    n_lanes = int(lane_of_line.max()) + 1
     lane_levels = np.zeros(n_lanes, dtype=np.int64)
     np.maximum.at(lane_levels, lane, depth + 1)
     lane_track = np.empty(n_lanes, dtype=np.int32)
@@ -302,7 +302,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     track = lane_track[lane]
     level = lane_offset[lane] + depth
     # Arrays of every event are let go as soon as they are used: a large host has millions.
-    del by_lane, depth, lane, lines, drawn
+    del depth, lane, lines, drawn
     track_events = np.bincount(track, minlength=len(entries))
     for k, entry in enumerate(entries):
         entry["events"] = int(track_events[k])
@@ -313,7 +313,8 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         track = renumber[track]
         entries = [entries[k] for k in keep_tracks]
 
-    order = np.lexsort((start, level, track))
+    order = _track_level_order(by_lane, start, track, level)
+    del by_lane
     rows, start, end, track, level = rows[order], start[order], end[order], track[order], level[order]
     del order
     name_sid = _name_sids(tables, rows)
@@ -461,6 +462,37 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         seconds=time.perf_counter() - started, counter_samples=counter_samples,
         files_written=[f"{DIR}/{name}" for name, _ in written],
     )
+
+
+def _lane_order(lane: np.ndarray, start: np.ndarray, end: np.ndarray, n_lanes: int) -> np.ndarray:
+    """Events by lane, start and longest first, ties in row order: `np.lexsort((-end, start, lane))`.
+
+    A capture's rows are its lines' events by start time, so within a lane they are mostly in that
+    order already: a stable sort by lane (a radix sort below 2^16 lanes), checked, costs a fifth of the
+    lexsort on a large host (0.65 s at ×200), which runs only where the check fails.
+    """
+    by_lane = np.argsort(lane.astype(np.uint16) if n_lanes <= 1 << 16 else lane, kind="stable")
+    ordered_lane, ordered_start, ordered_end = lane[by_lane], start[by_lane], end[by_lane]
+    step = ordered_start[1:] - ordered_start[:-1]
+    out_of_order = (ordered_lane[1:] == ordered_lane[:-1]) & (
+        (step < 0) | ((step == 0) & (ordered_end[1:] > ordered_end[:-1])))
+    if out_of_order.any():
+        return np.lexsort((-end, start, lane))
+    return by_lane
+
+
+def _track_level_order(by_lane: np.ndarray, start: np.ndarray, track: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Events by track, level and start: `np.lexsort((start, level, track))`, from the lane order.
+
+    A (track, level) holds the events of one lane (a pool's threads have levels of their own), and no
+    two of them start together (an event that starts with another sits a level below it), so two stable
+    radix passes over the lane order (by start within each lane), by level then by track, give the
+    lexsort's order at a fraction of its cost.
+    """
+    if len(track) and max(int(track.max()), int(level.max())) >= 1 << 16:
+        return np.lexsort((start, level, track))
+    by_level = by_lane[np.argsort(level[by_lane].astype(np.uint16), kind="stable")]
+    return by_level[np.argsort(track[by_level].astype(np.uint16), kind="stable")]
 
 
 def _window_cuts(sorted_start: np.ndarray, step_starts: np.ndarray, window_events: int,

@@ -202,9 +202,18 @@ def _with_names(names: list[str], columns: bytes) -> bytes:
 def _names(sids: np.ndarray, tables: TraceTables) -> tuple[list[str], np.ndarray]:
     """The distinct names of some events, and each event's index into them (-1 stays -1)."""
     valid = sids >= 0
-    distinct, inverse = np.unique(sids[valid], return_inverse=True)
-    index = np.full(len(sids), -1, dtype=np.int64)
-    index[valid] = inverse
+    if len(tables.pool) <= 4 * len(sids):
+        # A window's ids against a pool of not many more strings: marks in a table the pool's size cost an
+        # eighth of np.unique's sort (a window of the ×200 capture: 1.5 ms against 12 ms).
+        present = np.zeros(len(tables.pool) + 1, dtype=bool)
+        present[sids + 1] = True  # -1 (no name) marks the table's first entry, left out below
+        present[0] = False
+        distinct = np.flatnonzero(present) - 1
+        index = np.where(valid, np.cumsum(present)[sids + 1] - 1, -1)
+    else:
+        distinct, inverse = np.unique(sids[valid], return_inverse=True)
+        index = np.full(len(sids), -1, dtype=np.int64)
+        index[valid] = inverse
     return [tables.pool.text(int(s)) for s in distinct], index
 
 

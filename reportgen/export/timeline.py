@@ -44,7 +44,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import orjson
@@ -57,9 +57,6 @@ from reportgen.export.json_writer import KernelArgs, render_runs
 from reportgen.export.layout import LINE_EVENTS
 from reportgen.export.tables import TraceTables
 from reportgen.export.timeline_kernel import block_capacity, detail_blocks, nesting_depth
-
-if TYPE_CHECKING:
-    from reportgen.export.host_export import ChunkFiles
 
 WINDOW_EVENTS = 100_000  # events per full-detail window (cut on step starts where possible)
 LOD_BINS = 2000  # blocks per lane across one level-of-detail tile
@@ -82,6 +79,19 @@ COMPRESS_LEVEL = 2
 POOL_THREAD = re.compile(r"^(.+)/-?[0-9]+$")  # "tf_Compute/188715669": thread 188715669 of pool tf_Compute
 REGISTER = "reportgenTimeline.add"
 DIR = "timeline"
+
+
+class ChunkSink(Protocol):
+    """Where the windows' rendered events go when the host's JSON chunks are written from them
+    (`host_export.ChunkFiles`)."""
+
+    cuts_ps: np.ndarray  # the chunks' cuts: windows are cut there too
+
+    def chunk_of(self, start_ps: int) -> int: ...
+
+    def add_window(self, chunk: int, parts: list, events: int, done: Callable[[], None]) -> None: ...
+
+    def write_oldest(self) -> bool: ...
 
 
 @dataclass
@@ -262,7 +272,7 @@ def _chunk_parts(buf: np.ndarray, offsets: np.ndarray, carried: np.ndarray) -> l
 
 
 def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = None,
-                    window_events: int | None = None, chunks: ChunkFiles | None = None) -> TimelineFiles | None:
+                    window_events: int | None = None, chunks: ChunkSink | None = None) -> TimelineFiles | None:
     """Write the host's timeline files into `out / DIR`; None when the host has no event to draw.
 
     `chunks`: the host's JSON chunks, written from the windows' events as they are rendered (windows

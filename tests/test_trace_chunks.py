@@ -67,6 +67,32 @@ def test_step_cuts_keep_every_event_once(tmp_path):
     assert result.cuts_us == [2.0, 4.0, 6.0, 8.0]
 
 
+def test_counter_samples_go_to_the_chunk_of_their_time(tmp_path):
+    """Counter samples are not drawn on the timeline, whose windows write the other events into the
+    chunks: they are written into their chunk apart, each once, in the chunk whose time range holds them."""
+    space = Space()
+    main = space.plane("/host:CPU").line(1, "python")
+    tpu = space.plane("/device:TPU:0", plane_id=0)
+    counters = tpu.line(9, "_counters_")
+    for k in range(10):
+        t0 = k * 1000 * NS
+        main.event("train", t0, 900 * NS, _r=1, step_num=100 + k)
+        for c in range(40):
+            main.event("op", t0 + 10 * NS + c * 20 * NS, 10 * NS, index=c)
+        counters.event("HBM", t0 + 500 * NS, 0, value=float(k))
+    out = tmp_path / "testhost"
+    result = export_host(space.capture(), "run", out, max_events=100)
+    chunks = [c for c in result.chunks if c.format == "json.gz"]
+    assert len(chunks) == 5 and result.timeline is not None
+    seen = []
+    for chunk in chunks:
+        samples = [e for e in read_chunk(out.parent / chunk.file)["traceEvents"] if e.get("ph") == "C"]
+        assert all(chunk.first_us <= e["ts"] <= chunk.last_us for e in samples)
+        assert sum(1 for e in named_events(read_chunk(out.parent / chunk.file))) == chunk.events
+        seen += [e["args"]["value"] for e in samples]
+    assert sorted(seen) == [float(k) for k in range(10)]
+
+
 def test_step_names_follow_xprof_groups(tmp_path):
     result = export_host(_stepped_capture(steps=3, children=1), "run", tmp_path / "testhost")
     names = [e["name"] for e in _union(result.chunks, tmp_path / "testhost") if e["thread"] == "python"]

@@ -217,9 +217,16 @@ class ChunkFiles:
 
     def __init__(self, tables: TraceTables, kernel: KernelArgs, run: str, out: Path, result: HostExport,
                  max_events: int, max_bytes: int, generator: str):
-        self._tables, self._kernel, self._result = tables, kernel, result
-        self._plan, self._files = _plan_json(tables, kernel, run, out, result, max_events, max_bytes, generator)
-        self.cuts_ps = np.asarray(self._plan.cuts_ps, dtype=np.int64)
+        self._kernel, self._result = kernel, result
+        plan, self._files = _plan_json(tables, kernel, run, out, result, max_events, max_bytes, generator)
+        self.cuts_ps = np.asarray(plan.cuts_ps, dtype=np.int64)
+        del plan  # its rows by start time are a large host's tens of MB, not wanted while the windows run
+        # The rows the timeline does not draw (counter samples), per chunk, in row order.
+        rows = tables.exported
+        undrawn = rows[tables.layout.line_kind[tables.line_of(rows)] != LINE_EVENTS]
+        chunk = np.searchsorted(self.cuts_ps, tables.start_ps(undrawn), side="right")
+        by_chunk = np.argsort(chunk, kind="stable")
+        self._undrawn = np.split(undrawn[by_chunk], np.searchsorted(chunk[by_chunk], np.arange(1, len(self._files))))
         self._next = 0  # the chunk to open next
         self._open: ChunkWriter | None = None
 
@@ -260,12 +267,9 @@ class ChunkFiles:
         if self._open is None:
             return
         k = self._next - 1
-        tables = self._tables
-        rows = self._plan.rows(k)
-        undrawn = rows[tables.layout.line_kind[tables.line_of(rows)] != LINE_EVENTS]
         writer, self._open = self._open, None
         try:
-            writer.add_rows(undrawn, self._kernel)
+            writer.add_rows(self._undrawn[k], self._kernel)
         except BaseException:
             writer.abandon()
             raise

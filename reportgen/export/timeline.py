@@ -334,11 +334,9 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
 
     order = _track_level_order(by_lane, start, track, level)
     del by_lane
-    rows, start, end, track, level = rows[order], start[order], end[order], track[order], level[order]
+    # Rows in 32 bits too (the writer takes a window's as int64); names and flows are looked up per window.
+    rows, start, end, track, level = rows[order].astype(np.int32), start[order], end[order], track[order], level[order]
     del order
-    name_sid = _name_sids(tables, rows)
-    long_sid = _long_sids(tables, rows)
-    flow_bits = _in_out_async(tables, rows)
 
     target = out / DIR
     target.mkdir(parents=True, exist_ok=True)
@@ -388,7 +386,9 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         """Write a window's two files; return the buffer its objects were rendered into and, `for_chunk`,
         its objects for the chunk (views of that buffer)."""
         # The full names XProf shows as `long_name` (e.g. a TF op's scope path) are searched too.
-        names, index_of = _names(np.concatenate([name_sid[sel], long_sid[sel]]), tables)
+        window_rows = rows[sel].astype(np.int64)
+        names, index_of = _names(np.concatenate([_name_sids(tables, window_rows), _long_sids(tables, window_rows)]),
+                                 tables)
         name_index, long_index = index_of[:len(sel)], index_of[len(sel):]
         header = {"host": host, "key": key, "n": len(sel), "carried": carried_here.tolist()}
         write(f"{key}.js", _script(header, _with_names(names, _columns(
@@ -398,9 +398,9 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         carried[carried_here] = True
         runs = np.concatenate([[0], np.flatnonzero(carried[1:] != carried[:-1]) + 1, [len(sel)]]) \
             if for_chunk and len(sel) else np.array([0, len(sel)])
-        buf, offsets = render_runs(rows[sel], runs, kernel, buf)
+        buf, offsets = render_runs(window_rows, runs, kernel, buf)
         write(f"{args_key}.js", _script({"host": host, "key": args_key, "n": len(sel)},
-                                        _objects_array(buf, int(offsets[-1]), flow_bits[sel])))
+                                        _objects_array(buf, int(offsets[-1]), _in_out_async(tables, window_rows))))
         if not for_chunk or not len(sel):
             return buf, []
         return buf, _chunk_parts(buf, offsets, carried[runs[:-1]])
@@ -457,7 +457,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     write_window("x-000", "xa-000", sel, np.searchsorted(sel, running), None, False)
     excerpt.update(key="x-000", args="xa-000", events=int(len(inside)))
 
-    lod = _write_lod(tables, host, start, end, track, level, name_sid, t_first, t_last, windows, write)
+    lod = _write_lod(tables, host, start, end, track, level, rows, t_first, t_last, windows, write)
     marks = tables.steps
     index = {
         "host": host,
@@ -598,7 +598,7 @@ def _in_out_async(tables: TraceTables, rows: np.ndarray) -> np.ndarray:
 
 
 def _write_lod(tables: TraceTables, host: str, start: np.ndarray, end: np.ndarray, track: np.ndarray,
-               level: np.ndarray, name_sid: np.ndarray, t_first: int, t_last: int, windows: list[dict],
+               level: np.ndarray, rows: np.ndarray, t_first: int, t_last: int, windows: list[dict],
                write) -> list[dict]:
     """Level-of-detail tiles, coarsest first, down to tiles about as long as a window."""
     if len(start) < LOD_MIN_EVENTS:
@@ -615,7 +615,8 @@ def _write_lod(tables: TraceTables, host: str, start: np.ndarray, end: np.ndarra
         by_tile = np.argsort(tile, kind="stable")
         event, tile, b_start, b_end, count = event[by_tile], tile[by_tile], b_start[by_tile], b_end[by_tile], \
             count[by_tile]
-        sids = np.where(count == 1, name_sid[event], -1)  # a merged block has no name of its own
+        # A merged block has no name of its own.
+        sids = np.where(count == 1, _name_sids(tables, rows[event].astype(np.int64)), -1)
         b_track, b_level = track[event], level[event]
         tiles = {}
         bounds = np.flatnonzero(np.diff(tile, prepend=-1, append=-1))

@@ -181,11 +181,6 @@ class GzipStream:
         if done is not None:
             done()
 
-    def write_pending(self) -> None:
-        """Wait for every piece submitted so far and write it (their `done`s run)."""
-        while self._pending:
-            self._write_oldest()
-
     def write_oldest(self) -> bool:
         """Wait for the oldest piece not written yet and write it (its `done` runs); False when none is left."""
         if not self._pending:
@@ -195,7 +190,8 @@ class GzipStream:
 
     def close(self) -> None:
         """Write the pending pieces, the final empty block and the member's trailer."""
-        self.write_pending()
+        while self.write_oldest():
+            pass
         self.out.write(_deflate.compressobj(GZIP_LEVEL, _deflate.DEFLATED, -15).flush(_deflate.Z_FINISH))
         self.out.write(struct.pack("<II", self.crc & 0xFFFFFFFF, self.size & 0xFFFFFFFF))
 

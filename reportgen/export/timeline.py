@@ -406,19 +406,18 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         return buf, _chunk_parts(buf, offsets, carried[runs[:-1]])
 
     windows = []
+    carried_in = []  # per window, its members carried from an earlier window (positions among them)
     t_first, t_last = int(start.min()), int(end.max())
     for k in range(n_windows):
-        carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
+        carried_in.append(np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]]))
         w0 = int(cuts[k - 1]) if k > 0 else t_first
         w1 = int(cuts[k]) if k < len(cuts) else t_last
         windows.append({"key": f"w-{k:03d}", "args": f"a-{k:03d}", "start": w0, "end": w1,
-                        "events": int(window_bounds[k + 1] - window_bounds[k] - len(carried_here))})
+                        "events": int(window_bounds[k + 1] - window_bounds[k] - len(carried_in[k]))})
 
     def window_task(k: int, buf: np.ndarray | None) -> Callable[[], tuple[np.ndarray, list]]:
-        sel = member[window_bounds[k]:window_bounds[k + 1]]
-        carried_here = np.flatnonzero(member_carried[window_bounds[k]:window_bounds[k + 1]])
-        return partial(write_window, windows[k]["key"], windows[k]["args"], sel, carried_here, buf,
-                       chunks is not None)
+        return partial(write_window, windows[k]["key"], windows[k]["args"],
+                       member[window_bounds[k]:window_bounds[k + 1]], carried_in[k], buf, chunks is not None)
 
     # Windows are written on a few threads: the JSON writer and zlib-ng release the GIL. A host of one window
     # (most hosts of a pod's run) writes it here: starting threads cost more than its whole window. Each window

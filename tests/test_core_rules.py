@@ -212,6 +212,29 @@ def test_stats_read_at_some_events_are_the_columns_at_those_events():
     assert list(table.int_stat("v", last=True)[0]) == list(table.int_stat_at("v", np.arange(4), last=True)[0])
 
 
+def test_a_stat_every_read_event_carries_once_is_read_at_its_positions():
+    """Where each event read carries the stat exactly once (a memory event's stats), `int_stat_at` takes
+    the stat's positions as they are; as many stats as events, but one event with two and another with
+    none, is still searched."""
+    space = Space()
+    line = space.plane("/host:CPU").line(1)
+    line.event("a", 0, 10, stats=[("once", 1), ("twice", 5), ("twice", 6)])
+    line.event("b", 20, 10, stats=[("once", U(2**63 + 1)), ("twice", 7)])
+    line.event("c", 40, 10, stats=[("once", -3)])
+    table = EventTable(space.capture(sort_lines=True))
+    rows = np.arange(3)
+    for last in (False, True):
+        for name in ("once", "twice"):
+            for uint_ok in (False, True):
+                values, present = table.int_stat(name, uint_ok=uint_ok, last=last)
+                at_values, at_present = table.int_stat_at(name, rows, uint_ok=uint_ok, last=last)
+                assert list(at_values) == list(values) and list(at_present) == list(present)
+    assert list(table.int_stat_at("once", rows, uint_ok=False)[0]) == [1, 0, -3]
+    assert list(table.int_stat_at("twice", rows, last=True)[0]) == [6, 7, 0]
+    assert list(table.int_stat_at("twice", rows)[1]) == [True, True, False]
+    assert list(table.int_stat_at("once", rows[::-1])[0]) == [-3, 2**63 + 1 - 2**64, 1]  # not in stored order
+
+
 def test_step_breakdown_with_priorities_and_unknown_time():
     stats = compute_host_op_stats(_two_step_capture(), {})
     steps = stats.step_db.steps

@@ -198,6 +198,11 @@ class EventTable:
         if len(positions) == 0 or len(rows) == 0:
             return np.zeros(len(rows), bool), np.zeros(len(rows), np.int64)
         owner = self.capture.event_stats.owner[positions]
+        if len(owner) == len(rows) and np.array_equal(owner, rows):
+            # Each of `rows` carries the stat once, in this order (a memory event's dozen stats, read for
+            # every memory event): the positions are the answer, first and last alike. Two searches per
+            # stat were 0.36 s of the ×200 benchmark capture's memory profile.
+            return np.ones(len(rows), bool), positions
         first = search_owners(owner, rows, side="left")
         present = first < len(owner)
         present[present] = owner[first[present]] == rows[present]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,12 +45,19 @@ print(json.dumps({"exit": code, "cache_dir": str(kernels.CACHE_DIR), "problem": 
 """
 
 
-def _first_build(home: str, site: Path, *extra: str) -> tuple[dict, str]:
+def _first_build(home: str, site: Path, *extra: str, script: Path | None = None,
+                 cwd: Path | None = None) -> tuple[dict, str]:
+    """The build in a fresh process: `python -c`, or, given `script` (a file to write the code to), as an
+    installed command runs, which has the script's folder first on its module path, not the current one."""
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
     env.update(HOME=home, PYTHONPATH=str(REPO))
+    if script is not None:
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(BUILD_AND_REPORT, encoding="utf-8")
+    code = [str(script)] if script is not None else ["-c", BUILD_AND_REPORT]
     done = subprocess.run(
-        [sys.executable, "-c", BUILD_AND_REPORT, "build", str(SAMPLE), "-o", str(site), "--jobs", "1", *extra],
-        env=env, capture_output=True, text=True, timeout=600,
+        [sys.executable, *code, "build", str(SAMPLE), "-o", str(site), "--jobs", "1", *extra],
+        env=env, capture_output=True, text=True, timeout=600, cwd=cwd,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
@@ -63,7 +71,12 @@ def test_first_build_caches_kernels_per_user_and_compiles_the_writer_and_analyse
     before = _package_cache_files()
     home = tmp_path / "home"
     home.mkdir()
-    report, stderr = _first_build(str(home), tmp_path / "site")
+    # As the README's quick start runs it: an installed command, from a clone's root, which holds another
+    # copy of the sources. The children that compile ahead must compile the kernels the build imported.
+    clone = tmp_path / "clone"
+    shutil.copytree(PACKAGE, clone / "reportgen", ignore=shutil.ignore_patterns("__pycache__"))
+    report, stderr = _first_build(str(home), tmp_path / "site", script=tmp_path / "bin" / "build_and_report.py",
+                                  cwd=clone)
     assert report["exit"] == 0 and report["problem"] is None
     cache = home / ".cache" / "reportgen" / "kernels"
     assert report["cache_dir"] == str(cache)
@@ -82,6 +95,10 @@ def test_first_build_caches_kernels_per_user_and_compiles_the_writer_and_analyse
     # The timeline's kernel comes last in the child's order: this process compiles it while the child
     # compiles the writer, unless the child got to it first.
     assert report["timeline_hits"] + report["timeline_misses"] == 1, report
+    # One set of cache folders: the kernels of the sources the build imported, not those of the clone.
+    # (A folder per source folder of kernels, named after it and a hash of its path.)
+    folders = sorted(folder.name.rsplit("_", 1)[0] for folder in cache.iterdir() if folder.is_dir())
+    assert len(folders) == len(set(folders)) and {"events", "export", "loaders"} <= set(folders), folders
 
     again, stderr = _first_build(str(home), tmp_path / "site")
     assert "first build on this machine" not in stderr

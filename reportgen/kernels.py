@@ -218,7 +218,7 @@ def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
     # the installed package, whose kernels it then compiled into cache entries of those other files: the
     # build compiled every kernel again itself (a first build 15-18 s instead of 8-10 s, 8 s more CPU).
     here = str(Path(__file__).resolve().parent.parent)
-    module_path = json.dumps([here, *sys.path])
+    module_path = json.dumps([here, *(entry for entry in sys.path if isinstance(entry, str))])  # importers skip others
     per_child = max(len(cold), 1) if _cores() <= 2 else 1
     for first in range(0, len(cold), per_child):
         children.append(subprocess.Popen(

@@ -540,14 +540,16 @@ def _window_members(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray,
     last_window = np.searchsorted(cuts, end - 1, side="right")
     spans = last_window - first_window
     carried = np.flatnonzero(spans > 0)
-    carry_rows = np.repeat(carried, spans[carried])
-    carry_window = np.concatenate([np.arange(a + 1, b + 1) for a, b in
-                                   zip(first_window[carried], last_window[carried])]) \
-        if len(carried) else np.zeros(0, np.int64)
+    counts = spans[carried]
+    carry_rows = np.repeat(carried, counts)
+    # Each carried event's later windows, first + 1 to last, without a loop over the events: position p of
+    # its run (which starts at offset o) is window first + 1 + p - o.
+    carry_window = np.repeat(first_window[carried] + 1 - (np.cumsum(counts) - counts), counts) \
+        + np.arange(len(carry_rows))
     member = np.concatenate([np.arange(len(start), dtype=np.int32), carry_rows.astype(np.int32)])
     member_window = np.concatenate([first_window, carry_window])
     member_carried = np.concatenate([np.zeros(len(start), bool), np.ones(len(carry_rows), bool)])
-    del first_window, last_window, spans, carried, carry_rows, carry_window
+    del first_window, last_window, spans, carried, counts, carry_rows, carry_window
     grouped = np.lexsort((member, member_window))  # by window, then in (track, level, start) order
     member, member_window, member_carried = member[grouped], member_window[grouped], member_carried[grouped]
     del grouped

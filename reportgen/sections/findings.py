@@ -25,7 +25,7 @@ CSV_COLUMNS = {"id": "Id", "severity": "Severity", "title": "Finding", "ms_per_s
                "percent_of_step": "Share of step time (%)", "percent_of_device_time": "Share of device time (%)",
                "bytes": "Memory (bytes)", "estimate": "How the cost was estimated", "action": "What to do"}
 # Slugs of sections that feed the findings but have no page of their own.
-_NOT_PAGES = {"inventory", "findings"}
+_NOT_PAGES = {"inventory", "findings", "step_ledger"}
 
 
 @dataclass
@@ -53,6 +53,7 @@ def run_inputs(run: RunContext, facts: dict[str, HostFacts]) -> RunInputs:
         memory_profile=(data.get("memory_profile") or {}).get("hosts", {}),
         memory_viewer=data.get("memory_viewer"),
         facts={h: facts[h] for h in run.host_names if h in facts},
+        ledger=data.get("step_ledger"),
     )
 
 

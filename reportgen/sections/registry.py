@@ -16,6 +16,7 @@ from reportgen.sections.op_profile import OpProfileSection
 from reportgen.sections.overview import OverviewSection
 from reportgen.sections.pod_viewer import PodViewerSection
 from reportgen.sections.roofline import RooflineSection
+from reportgen.sections.step_ledger import StepLedgerSection
 from reportgen.sections.tf_stats import TfStatsSection
 from reportgen.sections.trace import TraceSection
 
@@ -36,6 +37,8 @@ SECTIONS: list[Section] = [
     GraphViewerSection(),
     PodViewerSection(),
     TraceSection(),
+    # Reads the overview's steps; the findings and the run page read it.
+    StepLedgerSection(),
     # Last: its rules read what every section above computed; the run page shows its findings.
     FindingsSection(),
 ]

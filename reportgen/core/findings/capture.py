@@ -127,16 +127,32 @@ def too_few_steps(inputs: RunInputs) -> list[Finding]:
     )]
 
 
+def machine(host: str) -> str:
+    """The machine a host file comes from: its name without the profiler server's port (`10.0.0.1_6009`,
+    `localhost_6110`): several profiler processes of one machine share its clock."""
+    return re.sub(r"[_:]\d+$", "", host)
+
+
+def _communicate(inputs: RunInputs) -> bool:
+    """Whether the hosts' devices exchange data (collectives), which is what makes their relative timing matter."""
+    if inputs.ledger is not None and inputs.ledger.total_ps("device_collectives") > 0:
+        return True
+    return any(g.collective_ps > 0 for f in inputs.facts.values() for g in f.gpus)
+
+
 def clock_skew(inputs: RunInputs) -> list[Finding]:
-    """Hosts whose step markers disagree in time: clocks (or profiling start times) out of step."""
+    """Hosts whose step markers disagree in time: clocks (or profiling start times) out of step. Only hosts on
+    different machines have different clocks, and only hosts that communicate have to agree."""
     hosts = [(h, {name: (b, e) for name, b, e in f.steps}) for h, f in inputs.facts.items() if f.steps]
-    if len(hosts) < 2:
+    if len(hosts) < 2 or len({machine(h) for h, _ in hosts}) < 2 or not _communicate(inputs):
         return []
     ref_host, ref = hosts[0]
     durations = [e - b for _, steps in hosts for b, e in steps.values()]
     threshold = max(SKEW_MIN_PS, SKEW_STEP_SHARE * statistics.median(durations))
     worst = None
     for host, steps in hosts[1:]:
+        if machine(host) == machine(ref_host):
+            continue
         common = sorted(set(steps) & set(ref))
         if not common:
             continue

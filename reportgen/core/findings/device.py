@@ -325,6 +325,7 @@ def fp32_compute(inputs: RunInputs) -> list[Finding]:
                      summary_source("overview", "breakdown_ms", "device_compute"), inputs.page("overview")),
             inputs.step_time_evidence()],
         links=[Link("Overview", inputs.page("overview"))], ms_per_step=at_stake, percent_of_step=share,
+        claims=["device_compute"],
     )]
 
 

@@ -24,6 +24,7 @@ from reportgen.core.events import schema
 from reportgen.core.events.intervals import intersection_length, merged, overlap_length, overlapping
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import TENSORFLOW, TF_DATA
+from reportgen.core.steps.ledger import step_windows
 
 GAP_MIN_PS = 1_000_000_000  # 1 ms: an idle stretch of a GPU worth showing
 TOP_EVENTS = 3  # longest gaps, copies, synchronisation calls kept as evidence
@@ -164,33 +165,6 @@ def _framework(table: EventTable, module_names: list[str]) -> str:
     if any(n.startswith(("jit_", "pjit_", "jit(", "pmap_")) for n in module_names):
         return "jax"
     return ""
-
-
-def _step_windows(step_db) -> list[tuple[str, int, int]]:
-    """(name, begin, end) of each step of the host's step database, over all its cores."""
-    s = step_db.steps
-    if s.empty:
-        return []
-    # One pass over the rows (a step has a row per core): a pandas group-by costs ≈ 1 ms a host
-    # however few the steps, and a pod's run has thousands of hosts.
-    begin = s["begin_ps"].to_numpy(np.int64)
-    spans: dict[int, list] = {}  # step → [name of its first row, earliest begin, latest end]
-    for step, name, b, e in zip(s["step_num"].tolist(), s["name"].tolist(), begin.tolist(),
-                                (begin + s["duration_ps"].to_numpy(np.int64)).tolist()):
-        span = spans.get(step)
-        if span is None:
-            spans[step] = [name, b, e]
-        else:
-            span[1], span[2] = min(span[1], b), max(span[2], e)
-    windows = sorted((b, e, str(name) or str(step)) for step, (name, b, e) in spans.items() if e > b)
-    # Disjoint, in time order: a step that begins before the previous one ends starts where that one ends.
-    out, reach = [], None
-    for begin, end, name in windows:
-        begin = begin if reach is None else max(begin, reach)
-        if end > begin:
-            out.append((name, begin, end))
-            reach = end
-    return out
 
 
 def _gaps(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int, int]]) -> tuple[list, int]:
@@ -397,7 +371,7 @@ def _host_work(table: EventTable, steps, gpu: list[int]) -> tuple[StepShare, Ste
 
 def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -> HostFacts:
     """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names)."""
-    steps = _step_windows(step_db)
+    steps = step_windows(step_db)
     gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
     sync, pageable = _copies(table, gpu)
     runs, programs = _module_runs(table)

@@ -12,6 +12,7 @@ from reportgen.core.findings.facts import CopyStats, GpuActivity, StepShare
 from reportgen.core.findings.inputs import RunInputs, pick
 from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, severity_for, summary_source
 from reportgen.core.pages import KERNEL_STATS_CSV, kernel_anchor, timeline_href
+from reportgen.core.steps.ledger import DEVICE_KEYS, LEDGER_KEYS, LEDGER_LABELS
 
 TENSOR_CORE_PERCENT = 10.0  # of GPU kernel time in eligible kernels that do not use TensorCores
 TINY_KERNEL_US = 10.0  # kernels averaging less than this are launch-bound
@@ -118,6 +119,7 @@ def tiny_kernels(inputs: RunInputs) -> list[Finding]:
                                 lambda r: f"{r.kernel_name} ({int(r.occurrences)} launches)")],
         links=[Link("GPU kernel stats", inputs.page("kernel_stats"))],
         ms_per_step=at_stake if steps else None, percent_of_step=share,
+        claims=["kernel_launch"] if steps else [],
     )]
 
 
@@ -153,6 +155,7 @@ def _copy_finding(inputs: RunInputs, kind: str, finding_id: str, title: str, act
                   "The copies' device time as a share of the GPUs' busy time over the capture."),
         evidence=evidence, links=_timeline_links(inputs, stats), ms_per_step=ms,
         percent_of_step=share if ms is not None else None, percent_of_device_time=None if ms is not None else share,
+        claims=["device_copies"] if ms is not None else [],
     )]
 
 
@@ -207,7 +210,13 @@ def sync_calls(inputs: RunInputs) -> list[Finding]:
     total = sum(s.busy_ps for s in stats.values())
     window = sum(sum(e - b for _, b, e in inputs.facts[h].steps) for h in stats)
     count = sum(len(inputs.facts[h].steps) for h in stats)
-    if count and window:
+    ledger = inputs.ledger if inputs.ledger is not None and inputs.ledger.step_count else None
+    claims = []
+    if ledger is not None and count and window:
+        # Only the part of the wait that held the step up (no device work at that moment) is at stake.
+        ms, share, claims = ledger.average_ms("synchronization"), ledger.percent("synchronization"), \
+            ["synchronization"]
+    elif count and window:
         ms, share = total / 1e9 / count, 100.0 * total / window
     else:
         busy = sum(g.busy_ps for f in inputs.facts.values() for g in f.gpus)
@@ -226,7 +235,9 @@ def sync_calls(inputs: RunInputs) -> list[Finding]:
         id="gpu.stream_synchronization", severity=severity_for(share),
         title=f"Host threads wait in GPU synchronisation calls for {share:.1f}% of the "
               + ("step time" if ms is not None else "GPUs' busy time"),
-        estimate=("The time some host thread spent in cuda/hip *Synchronize calls inside the steps, per step."
+        estimate=("The time some host thread spent in cuda/hip *Synchronize calls inside the steps while no GPU ran "
+                  "anything (the step ledger's 'Host waiting on the device'), per step." if claims else
+                  "The time some host thread spent in cuda/hip *Synchronize calls inside the steps, per step."
                   if ms is not None else "The time in *Synchronize calls as a share of the GPUs' busy time."),
         action=pick(inputs.framework,
                     "Find what reads results back each step (`.numpy()`, printing tensors, Python conditions on "
@@ -235,6 +246,7 @@ def sync_calls(inputs: RunInputs) -> list[Finding]:
                     "printing arrays, Python control flow on array values) and do it every N steps."),
         evidence=evidence, links=_timeline_links(inputs, stats), ms_per_step=ms,
         percent_of_step=share if ms is not None else None, percent_of_device_time=None if ms is not None else share,
+        claims=claims,
     )]
 
 
@@ -278,11 +290,24 @@ def low_utilization(inputs: RunInputs) -> list[Finding]:
     others = [f"{g.plane}{f' on {h}' if several_hosts else ''}: {100.0 * g.busy_ps / g.window_ps:.0f}%"
               for h, g in gpus if g is not gpu]
     where = "the steps analysed" if inputs.steps else "its active time"
+    ledger = inputs.ledger if inputs.ledger is not None and inputs.ledger.step_count else None
+    severity, stake = severity_for(100.0 - busy), 100.0 - busy
+    estimate = ("The time no kernel or copy ran on the GPU inside the steps, per step." if ms is not None else
+                "The share of the GPU's active span with no kernel or copy running.")
+    if ledger is not None and ms is not None:
+        # The idle time is split by cause in the step ledger, and each cause's finding carries its share.
+        causes = [(k, ledger.percent(k)) for k in LEDGER_KEYS if k not in DEVICE_KEYS and ledger.percent(k) >= 1.0]
+        causes.sort(key=lambda c: -c[1])
+        evidence[1:1] = [Evidence(f"{LEDGER_LABELS[k]} (step ledger)", p, "percent",
+                                  summary_source("step_ledger", "percent", k), "index.html#step-ledger")
+                         for k, p in causes]
+        estimate += (" Not counted again here: the step ledger splits this idle time by what the host threads did, "
+                     "and the findings of those causes carry it.")
+        severity, ms, stake = "info", None, None
     return [Finding(
-        id="gpu.low_utilization", severity=severity_for(100.0 - busy),
+        id="gpu.low_utilization", severity=severity,
         title=f"{gpu.plane} is busy only {busy:.0f}% of {where}" + (f" (also {', '.join(others)})" if others else ""),
-        estimate=("The time no kernel or copy ran on the GPU inside the steps, per step." if ms is not None else
-                  "The share of the GPU's active span with no kernel or copy running."),
+        estimate=estimate,
         action=pick(inputs.framework,
                     "Find what the GPU waits for in its idle stretches on the timeline: input (see the input "
                     "pipeline page), host ops between kernels, or synchronisation; then grow the batch, compile "
@@ -291,33 +316,58 @@ def low_utilization(inputs: RunInputs) -> list[Finding]:
                     "calls, input loading, or results read back; then keep the whole step in one `jax.jit`, "
                     "prefetch batches to the device and grow the batch."),
         evidence=evidence, links=[Link(e.label, e.href) for e in evidence[1:] if e.href][:TOP],
-        ms_per_step=ms, percent_of_step=100.0 - busy if ms is not None else None,
-        percent_of_device_time=None if ms is not None else 100.0 - busy,
+        ms_per_step=ms, percent_of_step=stake if ms is not None else None,
+        percent_of_device_time=None if ms is not None or stake is None else stake,
     )]
 
 
 def idle_gaps(inputs: RunInputs) -> list[Finding]:
-    """Long idle stretches of a GPU that is otherwise busy (a GPU under 50% busy is `gpu.low_utilization`'s)."""
-    gpus = [(h, g) for h, g in _gpus(inputs) if 100.0 * g.busy_ps / g.window_ps >= LOW_UTILIZATION_PERCENT
-            and 100.0 * g.gap_total_ps / g.window_ps >= GAP_PERCENT]
-    if not gpus:
-        return []
+    """A GPU idle with nothing on the host to explain it (the step ledger's 'Nothing identified'), with its long
+    gaps; without the ledger (no steps), long idle stretches of a GPU that is otherwise busy (a GPU under 50% busy is
+    then `gpu.low_utilization`'s)."""
+    ledger = inputs.ledger if inputs.ledger is not None and inputs.ledger.step_count else None
+    steps_known = bool(inputs.steps) or (ledger is not None and bool(ledger.inferred_from))
+    if ledger is not None and steps_known:
+        gpus = _gpus(inputs)
+        if not gpus or ledger.percent("other") < GAP_PERCENT:
+            return []
+    else:
+        ledger = None
+        gpus = [(h, g) for h, g in _gpus(inputs) if 100.0 * g.busy_ps / g.window_ps >= LOW_UTILIZATION_PERCENT
+                and 100.0 * g.gap_total_ps / g.window_ps >= GAP_PERCENT]
+        if not gpus:
+            return []
     host, gpu = max(gpus, key=lambda hg: hg[1].gap_total_ps / hg[1].window_ps)
     share = 100.0 * gpu.gap_total_ps / gpu.window_ps
     steps = len(gpu.windows) if inputs.steps else 0
     ms = gpu.gap_total_ps / 1e9 / steps if steps else None
+    if ledger is not None:
+        # The idle time the host threads explain (input, launches, host ops, …) is those findings'; what is left is
+        # this one's.
+        share, ms = ledger.percent("other"), ledger.average_ms("other")
     evidence = [Evidence(f"Idle stretches of 1 ms or more on {gpu.plane}, in all", gpu.gap_total_ps / 1e9, "ms",
                          {"trace": {"host": host, "plane": gpu.plane, "windows": [[w.begin_ps, w.end_ps]
                                                                                    for w in gpu.windows],
                                     "what": "gap_total"}}, ""),
                 *_gap_evidence(inputs, host, gpu)]
+    if ledger is not None:
+        evidence.insert(0, Evidence("Device idle with no host activity identified, per step (step ledger)", ms, "ms",
+                                    summary_source("step_ledger", "average_ms", "other"), "index.html#step-ledger"))
+        title = (f"The GPU idles {share:.1f}% of the step time with no host activity to explain it"
+                 + (f" ({gpu.plane}'s long gaps are below)" if gpu.gaps else ""))
+        estimate = ("The step time in which no device ran and no host thread was waiting for input, compiling, "
+                    "synchronising, launching, running ops or Python (the step ledger's 'Nothing identified'), per "
+                    "step.")
+    else:
+        title = (f"{gpu.plane} sits idle in long stretches: {share:.1f}% of " +
+                 ("the steps" if inputs.steps else "its active time") + " in gaps of 1 ms or more")
+        estimate = ("The GPU's idle stretches of at least 1 ms inside the steps (per step), as a share of the step "
+                    "time." if ms is not None else "The GPU's idle stretches of at least 1 ms as a share of its "
+                                                       "active span.")
     return [Finding(
         id="gpu.idle_gaps", severity=severity_for(share),
-        title=f"{gpu.plane} sits idle in long stretches: {share:.1f}% of " +
-              ("the steps" if inputs.steps else "its active time") + " in gaps of 1 ms or more",
-        estimate="The GPU's idle stretches of at least 1 ms inside the steps (per step), as a share of the step "
-                 "time." if ms is not None else "The GPU's idle stretches of at least 1 ms as a share of its active "
-                                                  "span.",
+        title=title,
+        estimate=estimate,
         action="Open the longest gaps on the timeline and look at the host threads at that time: the GPU waits for "
                "whatever runs there (input, host ops, a synchronisation, Python). Overlap it with GPU work or "
                "remove it from the step.",
@@ -325,6 +375,7 @@ def idle_gaps(inputs: RunInputs) -> list[Finding]:
                                   if e.href],
         ms_per_step=ms, percent_of_step=share if ms is not None else None,
         percent_of_device_time=None if ms is not None else share,
+        claims=["other"] if ledger is not None else [],
     )]
 
 
@@ -363,6 +414,7 @@ def collective_overlap(inputs: RunInputs) -> list[Finding]:
         links=[Link("Timeline", timeline_href(host))] if "trace" in inputs.pages else [],
         ms_per_step=ms, percent_of_step=share if ms is not None else None,
         percent_of_device_time=None if ms is not None else share,
+        claims=["device_collectives"] if ms is not None else [],
     )]
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from reportgen.core.findings.facts import HostFacts
 from reportgen.core.findings.model import Evidence, summary_source
+from reportgen.core.steps.ledger import RunLedger
 from reportgen.core.tools.hlo_stats import HloStatsData
 from reportgen.core.tools.input_pipeline import InputPipelineData
 from reportgen.core.tools.kernel_stats import KernelStatsData
@@ -34,6 +35,7 @@ class RunInputs:
     memory_profile: dict[str, HostMemoryProfile] = field(default_factory=dict)  # by host
     memory_viewer: dict | None = None  # core.tools.memory_viewer.memory_viewer_data()
     facts: dict[str, HostFacts] = field(default_factory=dict)  # by host, in host order
+    ledger: RunLedger | None = None  # each analysed (or inferred) step's time, cause by cause
 
     # --- what many rules ask ---------------------------------------------------------------------
 

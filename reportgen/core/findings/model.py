@@ -100,6 +100,9 @@ class Finding:
     percent_of_step: float | None = None
     percent_of_device_time: float | None = None
     bytes: int | None = None
+    # The step ledger's causes (core.steps.ledger.LEDGER_KEYS) whose time is the time at stake: no two findings of a
+    # run claim the same cause, so their shares of the step never add up past 100%.
+    claims: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITY_RANK:

@@ -75,7 +75,24 @@ def evaluate(inputs: RunInputs) -> list[Finding]:
             # A link to a page the run does not have is left out rather than broken.
             finding.links = [link for link in finding.links if link.href]
             found.append(finding)
-    return ordered(found)
+    return _without_double_counting(ordered(found))
+
+
+def _without_double_counting(findings: list[Finding]) -> list[Finding]:
+    """A finding whose ledger causes a costlier finding already claims keeps its evidence but not the time: it is
+    said to be counted there, so the shares of the step never add up past 100%."""
+    claimed: dict[str, str] = {}
+    for finding in findings:
+        taken = [claimed[c] for c in finding.claims if c in claimed]
+        if taken:
+            finding.estimate += f" This time is counted under {', '.join(sorted(set(taken)))}, not again here."
+            finding.ms_per_step = finding.percent_of_step = None
+            finding.claims = []
+            finding.severity = "info"
+            continue
+        for cause in finding.claims:
+            claimed[cause] = finding.id
+    return ordered(findings)
 
 
 __all__ = ["RULES", "RULE_IDS", "Rule", "evaluate"]

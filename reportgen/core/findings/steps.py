@@ -28,6 +28,7 @@ from reportgen.core.pages import (
     timeline_href,
 )
 from reportgen.core.steps.categories import CATEGORY_LABELS
+from reportgen.core.steps.ledger import LEDGER_LABELS, RunLedger
 from reportgen.core.tools.input_pipeline import MODERATELY_INPUT_BOUND
 from reportgen.core.tools.overview import TPU_BREAKDOWN, TPU_CATEGORIES
 
@@ -78,14 +79,14 @@ def _top_steps(inputs: RunInputs, key: str, count: int = TOP_STEPS) -> list[Evid
 
 
 def _breakdown_finding(inputs: RunInputs, key: str, finding_id: str, title: str, estimate: str, action: str,
-                       extra: list[Evidence] | None = None) -> Finding:
+                       extra: list[Evidence] | None = None, claims: list[str] | None = None) -> Finding:
     share = _share(inputs, key)
     return Finding(
         id=finding_id, severity=severity_for(share), title=title, estimate=estimate, action=action,
         evidence=[_category_evidence(inputs, key), inputs.step_time_evidence(), inputs.steps_evidence(),
                   *(extra or []), *_top_steps(inputs, key)],
         links=[Link("Step-time breakdown (overview)", inputs.page("overview"))],
-        ms_per_step=inputs.overview.analysis.categories[key].average, percent_of_step=share,
+        ms_per_step=inputs.overview.analysis.categories[key].average, percent_of_step=share, claims=claims or [],
     )
 
 
@@ -100,24 +101,56 @@ def _advice_text(advice) -> str:
     return " ".join(a.text + (f" (`{a.code}`)" if a.code else "") for a in advice)
 
 
+def _input_action(inputs: RunInputs, ledger: RunLedger | None) -> str:
+    """What to do about an input wait the tf.data analysis has no bottleneck for, from what the trace shows."""
+    framework = inputs.framework
+    if ledger is not None and ledger.python_generator:
+        return ("A Python generator feeds the pipeline (`tf.data.Dataset.from_generator`, its next() called through "
+                "RemoteCall): it runs under the GIL, one element at a time, and the step waits for it. Produce the "
+                "data with TensorFlow ops instead (`from_tensor_slices` over arrays, TFRecord files read with "
+                "`interleave(..., num_parallel_calls=tf.data.AUTOTUNE)`), or shard the source over several "
+                "generators read in parallel with `interleave`; a larger prefetch cannot help while the generator is "
+                "slower than the step.")
+    named = [name for name, _, _ in ledger.top("input")] if ledger is not None else []
+    if framework == "jax" or (named and not any("Iterator" in n for n in named)):
+        where = f" (the trace shows {', '.join(f'`{n}`' for n in named[:2])} inside each step)" if named else ""
+        return ("The next batch is loaded inside the step, while the compiled program waits" + where + ": load and "
+                "transfer it while the current step runs — a background thread that fills a small queue, or a "
+                "prefetching loader (grain with worker processes, or tf.data with `.prefetch()` and "
+                "`.as_numpy_iterator()`) — and put it on the device ahead of the call (`jax.device_put`, or flax's "
+                "`jax_utils.prefetch_to_device`).")
+    return pick(framework,
+                "Build the input with tf.data: parallel map (`num_parallel_calls=tf.data.AUTOTUNE`), "
+                "`cache()` what does not change, `prefetch(tf.data.AUTOTUNE)` last, and check the input "
+                "pipeline page's host-side breakdown for what the host spends its time on.",
+                "Load and preprocess the next batches while the device computes: a loader with worker "
+                "processes (e.g. grain or tf.data with `.prefetch`), then put them on the device ahead of "
+                "time (`jax.device_put` of the next batch, or flax's `prefetch_to_device`).")
+
+
 def input_bound(inputs: RunInputs) -> list[Finding]:
-    """The step waits for input (XProf: MODERATELY or HIGHLY input-bound), with the tf.data bottleneck."""
+    """The step waits for input: the step ledger's consumer-side wait (XProf's input share beside it), with the
+    tf.data bottleneck where the tf.data analysis found one."""
     view = inputs.overview
-    if not inputs.steps:
+    ledger = _ledger(inputs)
+    xprof_percent = view.analysis.bottleneck.input_percent if inputs.steps else None
+    percent = ledger.percent("input") if ledger is not None else xprof_percent
+    if percent is None or percent < MODERATELY_INPUT_BOUND:
         return []
-    percent = view.analysis.bottleneck.input_percent
-    if percent < MODERATELY_INPUT_BOUND:
-        return []
-    key = "tc_infeed" if view.analysis.tpu else "input"
-    evidence = [Evidence("Share of the step time waiting for input", percent, "percent",
-                         summary_source("overview", "input_percent"), inputs.page("input_pipeline", "summary")),
-                Evidence("XProf's classification (input-bound)", view.analysis.bottleneck.input_bound, "",
-                         summary_source("overview", "input_bound"), inputs.page("input_pipeline", "summary"))]
+    key = "tc_infeed" if view is not None and view.analysis.tpu else "input"
+    evidence: list[Evidence] = []
+    if xprof_percent is not None:
+        evidence += [Evidence("Share of the step time waiting for input (XProf)", xprof_percent, "percent",
+                              summary_source("overview", "input_percent"), inputs.page("input_pipeline", "summary")),
+                     Evidence("XProf's classification (input-bound)", view.analysis.bottleneck.input_bound, "",
+                              summary_source("overview", "input_bound"), inputs.page("input_pipeline", "summary"))]
+    if ledger is not None:
+        evidence += _ledger_evidence(inputs, ("input",))
     links = [Link("Input pipeline analysis", inputs.page("input_pipeline", "summary"))]
     data = inputs.input_pipeline
     top = data.bottleneck_summary if data is not None else None
     focus = data.focus if data is not None else None
-    breakdown = view.analysis.input_breakdown
+    breakdown = view.analysis.input_breakdown if view is not None else None
     enqueue_share = 0.0
     if breakdown is not None:
         by_key = breakdown.by_key()
@@ -129,7 +162,6 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
                 evidence.append(Evidence(label, round(by_key[name] / 1e3, 6), "ms",
                                          summary_source("input_pipeline", "host_ms", name),
                                          inputs.page("input_pipeline", "host-side")))
-    framework = inputs.framework
     if top is not None and focus is not None and focus.bottleneck is not None:
         name = top["iterator"]
         short = name.rsplit("::", 1)[-1]
@@ -153,30 +185,38 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         finding_id = "input.tf_data_bottleneck"
         title = (f"The step waits for input {percent:.1f}% of the time; the tf.data bottleneck is {short} "
                  f"({name})")
-        action = _advice_text(focus.advice) or pick(
-            framework, "Parallelize and prefetch the input pipeline (tf.data.AUTOTUNE).",
-            "Prefetch batches to the device and parallelize loading.")
+        action = _advice_text(focus.advice) or _input_action(inputs, ledger)
     else:
         finding_id = "input.bound"
         title = f"The step waits for input {percent:.1f}% of the time"
-        action = pick(framework,
-                      "Build the input with tf.data: parallel map (`num_parallel_calls=tf.data.AUTOTUNE`), "
-                      "`cache()` what does not change, `prefetch(tf.data.AUTOTUNE)` last, and check the input "
-                      "pipeline page's host-side breakdown for what the host spends its time on.",
-                      "Load and preprocess the next batches while the device computes: a loader with worker "
-                      "processes (e.g. grain or tf.data with `.prefetch`), then put them on the device ahead of "
-                      "time (`jax.device_put` of the next batch, or flax's `prefetch_to_device`).")
+        if ledger is not None and ledger.python_generator:
+            title += ": a Python generator feeds tf.data"
+        elif ledger is not None and ledger.top("input"):
+            title += f" ({ledger.top('input')[0][0]})"
+        action = _input_action(inputs, ledger)
     if enqueue_share >= ENQUEUE_SHARE:
         action += (f" Enqueuing data onto the device is {enqueue_share:.0f}% of the input time: send fewer, larger "
                    "transfers and overlap them with computation (prefetch to the device).")
-    steps_label = _label(key, view.analysis.tpu)
+    if ledger is not None:
+        estimate = ("The time the step's consumer waited for the next batch (tf.data's GetNext ops, a generator's "
+                    "calls, the program's own data-loading annotations) while no device or compiled program ran, "
+                    f"per step over the {_steps_counted(inputs)}: the time each step would save if the next batch "
+                    "were always ready.")
+        if xprof_percent is not None and abs(xprof_percent - percent) >= 1.0:
+            estimate += (f" XProf's input share is {xprof_percent:.1f}%: its step breakdown counts only the input ops "
+                         "it types on the step's own events, so it misses waits on other threads and in Python.")
+        ms = ledger.average_ms("input")
+    else:
+        steps_label = _label(key, view.analysis.tpu)
+        estimate = (f"XProf's input time per step ('{steps_label}'), averaged over the {inputs.steps} steps "
+                    "analysed: the time each step would save if the next batch were always ready.")
+        ms = view.analysis.categories[key].average
+    first = [_category_evidence(inputs, key), inputs.step_time_evidence()] if inputs.steps else []
+    step_rows = _top_steps(inputs, key) if inputs.steps and (xprof_percent or 0) > 0 else []
     return [Finding(
-        id=finding_id, severity=severity_for(percent), title=title,
-        estimate=(f"XProf's input time per step ('{steps_label}'), averaged over the {inputs.steps} steps analysed: "
-                  "the time each step would save if the next batch were always ready."),
-        action=action,
-        evidence=[_category_evidence(inputs, key), inputs.step_time_evidence(), *evidence, *_top_steps(inputs, key)],
-        links=links, ms_per_step=view.analysis.categories[key].average, percent_of_step=percent,
+        id=finding_id, severity=severity_for(percent), title=title, estimate=estimate, action=action,
+        evidence=[*first, *evidence, *step_rows], links=links, ms_per_step=ms, percent_of_step=percent,
+        claims=["input"] if ledger is not None else [],
     )]
 
 
@@ -198,129 +238,135 @@ def tpu_host_round_trips(inputs: RunInputs) -> list[Finding]:
              "Run several steps per call to the device: put the step in `jax.lax.scan` / `fori_loop` over a "
              "stack of batches inside one `jax.jit`, and do not read results back every step (`float(loss)`, "
              "`np.asarray`, `block_until_ready`) — log every N steps instead."),
+        claims=["other"],
     )]
 
 
-# --- the other step categories ------------------------------------------------------------------------------
+# --- the step ledger: causes read from the host threads ---------------------------------------------------
 
-def _host_work(inputs: RunInputs, kind: str, exposed: bool) -> tuple[float, float, list[Evidence]]:
-    """(ms per step, % of the step time, evidence) of one kind of host-thread work inside the hosts' steps,
-    measured on the timeline (`exposed`: only while nothing more important ran)."""
-    total = window = count = 0
-    evidence = []
-    for host, facts in inputs.facts.items():
-        share = getattr(facts, kind)
-        if not facts.steps or not share.count:
-            continue
-        ps = share.exposed_ps if exposed else share.busy_ps
-        total += ps
-        window += sum(e - b for _, b, e in facts.steps)
-        count += len(facts.steps)
-        source = {"host": host, "kind": kind, "windows": [[b, e] for _, b, e in facts.steps]}
-        evidence += [Evidence(f"Events on {host}'s threads inside its {len(facts.steps)} steps", share.count, "count",
-                              {"trace_total": source}, ""),
-                     Evidence(f"Time in them on {host}" + (" while nothing more important ran" if exposed else ""),
-                              ps / 1e9, "ms",
-                              {"trace_total": {**source, "field": "exposed" if exposed else "busy"}}, "")]
-        evidence += [Evidence(f"{e.name} on {host}", e.duration_ps / 1e9, "ms",
-                              {"trace": {"host": host, "plane": e.plane, "t0_ps": e.begin_ps,
-                                         "t1_ps": e.begin_ps + e.duration_ps, "what": "event", "name": e.name}},
-                              timeline_href(host, e.begin_ps, e.begin_ps + e.duration_ps, e.name)
-                              if "trace" in inputs.pages else "")
-                     for e in share.longest]
-    if not count or not window:
-        return 0.0, 0.0, []
-    return total / 1e9 / count, 100.0 * total / window, evidence
+LEDGER_HREF = "index.html#step-ledger"
 
 
-def _timeline_finding(inputs: RunInputs, kind: str, exposed: bool, finding_id: str, title: str, estimate: str,
-                      action: str, threshold: float) -> list[Finding]:
-    ms, share, evidence = _host_work(inputs, kind, exposed)
+def _ledger(inputs: RunInputs) -> RunLedger | None:
+    ledger = inputs.ledger
+    return ledger if ledger is not None and ledger.step_count else None
+
+
+def _ledger_evidence(inputs: RunInputs, keys: tuple[str, ...], top: int = TOP_STEPS) -> list[Evidence]:
+    """Each cause's exposed time per step (the ledger's average) and the names that held most of it."""
+    ledger = inputs.ledger
+    evidence = [Evidence(f"{LEDGER_LABELS[k]} per step (step ledger)", ledger.average_ms(k), "ms",
+                         summary_source("step_ledger", "average_ms", k), LEDGER_HREF) for k in keys]
+    for key in keys:
+        evidence += [Evidence(f"{name}: its part of that per step ({count:,} events)", ms, "ms",
+                              summary_source("step_ledger", "top", key, {"name": name}, "ms_per_step"), LEDGER_HREF)
+                     for name, count, ms in ledger.top(key)[:top] if ms > 0]
+    return evidence
+
+
+def _steps_counted(inputs: RunInputs) -> str:
+    ledger = inputs.ledger
+    how = f" (steps inferred from {ledger.inferred_from})" if ledger.inferred_from else ""
+    return f"{ledger.step_count} step{'s' if ledger.step_count != 1 else ''}{how}"
+
+
+def _ledger_finding(inputs: RunInputs, keys: tuple[str, ...], finding_id: str, title: str, estimate: str,
+                    action: str, threshold: float, extra: list[Evidence] | None = None) -> list[Finding]:
+    """A finding whose time at stake is these ledger causes, when they reach `threshold` % of the step."""
+    ledger = _ledger(inputs)
+    if ledger is None:
+        return []
+    share = sum(ledger.percent(k) for k in keys)
     if share < threshold:
         return []
-    links = [Link(f"Longest on the timeline: {e.label}", e.href) for e in evidence if e.href][:1]
-    return [Finding(id=finding_id, severity=severity_for(share), title=title.format(share=share), estimate=estimate,
-                    action=action, evidence=[*evidence, inputs.step_time_evidence()], links=links,
-                    ms_per_step=ms, percent_of_step=share)]
+    ms = sum(ledger.average_ms(k) for k in keys)
+    return [Finding(
+        id=finding_id, severity=severity_for(share), title=title.format(share=share, ms=ms_text(ms)),
+        estimate=estimate + f" Averaged over the {_steps_counted(inputs)}; each moment of a step is counted under "
+                            "one cause only (the step ledger's precedence, docs/findings.md).",
+        action=action, evidence=[*_ledger_evidence(inputs, keys), *(extra or []), _ledger_step_evidence(inputs)],
+        links=[Link("Where the step goes (step ledger)", LEDGER_HREF)],
+        ms_per_step=ms, percent_of_step=share, claims=list(keys))]
+
+
+def _ledger_step_evidence(inputs: RunInputs) -> Evidence:
+    return Evidence("Average step time (step ledger's steps)", inputs.ledger.step_ms, "ms",
+                    summary_source("step_ledger", "step_time_ms"), LEDGER_HREF)
 
 
 def kernel_launch(inputs: RunInputs) -> list[Finding]:
-    """Host threads launching GPU work while the GPU has nothing to run (the step waits on launches)."""
-    if inputs.hardware != "GPU":
+    """The device idles while the host dispatches ops and launches kernels (the step waits on launches)."""
+    ledger = _ledger(inputs)
+    if ledger is None or not ledger.has_device or inputs.hardware == "TPU":
         return []
     tf_data = inputs.overview is not None and inputs.overview.analysis.input_breakdown is not None and \
         inputs.overview.analysis.input_breakdown.uses_tf_data
-    return _timeline_finding(
-        inputs, "launches", True, "gpu.kernel_launch_bound",
-        "The GPU waits on kernel launches {share:.1f}% of the step time",
-        "The time host threads spent in kernel-launch and copy API calls (events with a correlation id) inside the "
-        "steps while no GPU of the host ran anything, per step: XProf's 'Kernel launch' time, measured on the "
-        "timeline.",
+    threads = ""
+    if tf_data and not ledger.gpu_private_threads:
+        threads = (" The host also runs tf.data: set `TF_GPU_THREAD_MODE=gpu_private` so that launches get their "
+                   "own threads.")
+    elif ledger.gpu_private_threads:
+        threads = " (`TF_GPU_THREAD_MODE=gpu_private` is already in effect: the launch threads are tf_gpu_private_*.)"
+    return _ledger_finding(
+        inputs, ("kernel_launch",), "gpu.kernel_launch_bound",
+        "The GPU waits on op dispatch and kernel launches {share:.1f}% of the step time ({ms} per step)",
+        "The time the host threads spent dispatching ops that launch GPU work and in launch API calls (events with "
+        "a correlation id) while no GPU of the host ran anything: XProf's 'Kernel launch', measured on the "
+        "timeline (XProf's step breakdown of XSpace captures never fills it).",
         pick(inputs.framework,
-             "Launch fewer, larger kernels: compile the step with XLA (`tf.function(jit_compile=True)`) and grow "
-             "the batch so each launch does more work."
-             + (" The host also runs tf.data: set `TF_GPU_THREAD_MODE=gpu_private` so that launches get their "
-                "own threads." if tf_data else ""),
+             "Launch fewer, larger kernels: compile the step with XLA (`tf.function(jit_compile=True)`), which "
+             "fuses the many small element-wise ops the ops named here launch, and grow the batch so each launch "
+             "does more work." + threads,
              "Launch fewer, larger kernels: put more of the step under one `jax.jit` (no Python loop of small "
              "jitted calls) so that XLA fuses it, and grow the batch so each launch does more work."),
         KERNEL_LAUNCH_PERCENT)
 
 
 def host_compute(inputs: RunInputs) -> list[Finding]:
-    """On a GPU host, framework ops running on host threads while the GPU has nothing to run."""
-    if inputs.hardware != "GPU":
+    """The device idles while framework ops compute on the host (ops without device kernels)."""
+    ledger = _ledger(inputs)
+    if ledger is None or not ledger.has_device:
         return []
-    return _timeline_finding(
-        inputs, "host_ops", True, "host.compute_in_step",
-        "Host ops run while the GPU idles, {share:.1f}% of the step time",
-        "The time framework ops ran on host threads inside the steps while no GPU of the host ran anything and "
-        "no launch call was under way, per step: XProf's 'Host compute' time, measured on the timeline.",
+    return _ledger_finding(
+        inputs, ("host_compute",), "host.compute_in_step",
+        "Host ops run while the device idles, {share:.1f}% of the step time ({ms} per step)",
+        "The time framework ops that launch no device work ran on host threads while no device of the host ran "
+        "anything (input, launches and synchronisation counted before them): XProf's 'Host compute', measured "
+        "on the timeline.",
         pick(inputs.framework,
-             "Find these ops in the TF stats page (host rows) and on the timeline: give them a GPU kernel or move "
-             "them into the compiled step (`tf.function(jit_compile=True)`), or into the tf.data pipeline where "
-             "they overlap the GPU; ops without a GPU kernel (string ops, some casts, Python functions) run on "
-             "the host.",
+             "Give the ops named here a device kernel or move them into the compiled step "
+             "(`tf.function(jit_compile=True)`), or into the tf.data pipeline where they overlap the device; ops "
+             "without a GPU kernel (string ops, some casts, Python functions) run on the host.",
              "Move host-side NumPy/Python work into the jitted step (jnp instead of np), or into the input loader "
              "where it overlaps the device."),
         HOST_COMPUTE_PERCENT)
 
 
 def all_others(inputs: RunInputs) -> list[Finding]:
-    """XProf cannot attribute a share of the step to any op ('All others'): Python, dispatch, waiting. On GPU
-    hosts, the part the launch and host-op findings measure on the timeline is theirs, not this one's."""
-    if not inputs.steps or inputs.overview.analysis.tpu:
+    """Step time in which the timeline shows nothing the ledger can name: no device work, no compiled program, no
+    input wait, no framework op, no compilation, no Python function. On hosts with a device the idle gaps'
+    finding says it with the gaps (gpu.idle_gaps)."""
+    ledger = _ledger(inputs)
+    if ledger is None or ledger.has_device or (inputs.overview is not None and inputs.overview.analysis.tpu):
         return []
-    other_ms = inputs.overview.analysis.categories["other"].average
-    explained_ms, explained = 0.0, []
-    if inputs.hardware == "GPU":
-        for kind, label in (("launches", "kernel launches"), ("host_ops", "host ops")):
-            ms, _, _ = _host_work(inputs, kind, True)
-            if ms > 0:
-                explained_ms += ms
-                explained.append(Evidence(f"Of it, the GPU waiting on {label} (per step, on the timeline)", ms, "ms",
-                                          None, ""))
-    remainder = max(0.0, other_ms - explained_ms)
-    share = 100.0 * remainder / inputs.step_ms if inputs.step_ms else 0.0
-    if share < ALL_OTHERS_PERCENT:
-        return []
-    xprof_share = _share(inputs, "other")
-    finding = _breakdown_finding(
-        inputs, "other", "host.unattributed_step_time",
-        f"{xprof_share:.1f}% of the step time is spent outside any op ('All others'): Python, dispatch or waiting",
-        "XProf's 'All others' time per step, averaged over the steps analysed"
-        + (", minus the part the kernel-launch and host-op findings count" if explained else "")
-        + ": the time each step would save if it went away.",
+    xprof = []
+    if inputs.steps:
+        xprof = [_category_evidence(inputs, "other")]
+    return _ledger_finding(
+        inputs, ("other",), "host.unattributed_step_time",
+        "{share:.1f}% of the step time shows no recorded activity: the step waits on something the profiler "
+        "does not trace",
+        "The step time in which no thread ran a compiled program, a framework op, an input wait, a compilation or "
+        "a traced Python function (the step ledger's 'Nothing identified').",
         pick(inputs.framework,
-             "Look at the host threads on the timeline for the gaps between ops: run the step as one "
-             "`tf.function` (no eager Python between ops), use Keras `steps_per_execution`, and keep logging and "
-             "metrics out of the per-step path.",
-             "Look at the timeline between the jitted calls: put the whole step (forward, backward, update) in one "
-             "`jax.jit`, avoid Python work and device-to-host reads (`float(loss)`, `.item()`, printing) every "
-             "step, and keep dispatch asynchronous."),
-        explained,
-    )
-    finding.ms_per_step, finding.percent_of_step, finding.severity = remainder, share, severity_for(share)
-    return [finding]
+             "Look at the host threads on the timeline in these stretches: eager Python between ops (run the step "
+             "as one `tf.function`, Keras `steps_per_execution`), logging and metrics in the per-step path, or "
+             "another process holding the CPU.",
+             "Look at the timeline between the jitted calls: Python work outside `jax.jit` that the Python tracer "
+             "did not record (enable it with `jax.profiler.trace(..., create_perfetto_link=False)` and "
+             "`python_tracer_level=1`), device-to-host reads (`float(loss)`, `.item()`) every step, or another "
+             "process holding the CPU."),
+        ALL_OTHERS_PERCENT, xprof)
 
 
 def communication(inputs: RunInputs) -> list[Finding]:
@@ -352,16 +398,18 @@ def communication(inputs: RunInputs) -> list[Finding]:
     finding.evidence.insert(1, _category_evidence(inputs, other))
     finding.ms_per_step, finding.percent_of_step = ms, share
     finding.severity = severity_for(share)
+    finding.claims = ["device_collectives", "device_copies"]
     return [finding]
 
 
 def compilation(inputs: RunInputs) -> list[Finding]:
-    """XLA compilation inside the analysed steps: something is recompiled while training."""
-    return _timeline_finding(
-        inputs, "compilation", False, "host.compilation_in_steps",
-        "Compilation runs inside the steps ({share:.1f}% of the step time): something is recompiled while training",
+    """XLA compilation inside the analysed steps that holds the step up: something is recompiled while training."""
+    return _ledger_finding(
+        inputs, ("compilation",), "host.compilation_in_steps",
+        "Compilation holds up the steps ({share:.1f}% of the step time): something is recompiled while training",
         "The time host threads spent compiling (JAX's backend_compile, PJRT and XLA compilers, TF's XlaCompile) "
-        "inside the steps, per step: XProf's 'Compilation' time, measured on the timeline.",
+        "inside the steps while nothing counted before it (device work, the compiled program, input) ran: "
+        "XProf's 'Compilation', measured on the timeline.",
         pick(inputs.framework,
              "Stop retracing: give the `tf.function` an `input_signature` (or `reduce_retracing=True`), pass "
              "tensors rather than Python numbers, and keep batch shapes fixed (`drop_remainder=True`).",
@@ -369,6 +417,44 @@ def compilation(inputs: RunInputs) -> list[Finding]:
              "`static_argnums` only when it does not change, and find the cause with "
              "`jax.config.update('jax_explain_cache_misses', True)` / `jax_log_compiles`."),
         COMPILE_PERCENT)
+
+
+_STEADY_WORK = ("device_compute", "compiled_program", "host_compute")
+
+
+def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence]]:
+    """What grew in the slowest steps against the fastest one, by ledger cause, and what that points to."""
+    generic = ("Compare the slowest steps with a fast one on the timeline: periodic work (checkpoints, evaluation, "
+               "logging, garbage collection), input stalls on some batches, or shapes that change between steps "
+               "(recompilation) are the usual causes.")
+    ledger = _ledger(inputs)
+    if ledger is None or ledger.step_count < MIN_STEPS_FOR_VARIANCE:
+        return generic, []
+    steps = sorted((s for _, s in ledger.steps), key=lambda s: (s.duration_ps, s.begin_ps))
+    fastest, slow = steps[0], steps[-TOP_STEPS:]
+    grew = {k: sum(s.ps[k] for s in slow) / len(slow) - fastest.ps[k] for k in fastest.ps}
+    extra = sum(s.duration_ps for s in slow) / len(slow) - fastest.duration_ps
+    if extra <= 0:
+        return generic, []
+    key = max(grew, key=lambda k: (grew[k], k))
+    evidence = [Evidence(f"{LEDGER_LABELS[k]}: the {len(slow)} slowest steps against the fastest", grew[k] / 1e9,
+                         "ms", None, LEDGER_HREF)
+                for k in sorted(grew, key=lambda k: -grew[k])[:3] if grew[k] > 0]
+    elsewhere = sum(v for k, v in grew.items() if k not in _STEADY_WORK and v > 0)
+    if key in _STEADY_WORK and elsewhere < 0.25 * extra:
+        return (f"The slowest steps do the same work, only slower: {LEDGER_LABELS[key].lower()} grew by "
+                f"{ms_text(grew[key] / 1e9)} while input, compilation and Python did not. That is contention: other "
+                "processes competing for the machine's CPUs (or memory bandwidth, or a throttled device). Profile "
+                "again on an idle machine before optimising, and keep other jobs off it while profiling."), evidence
+    if key == "input":
+        return (f"The slowest steps wait longer for input (+{ms_text(grew[key] / 1e9)}): some batches take longer "
+                "to produce (larger elements, cache misses, file reads). See the input finding and the input "
+                "pipeline page."), evidence
+    if key == "compilation":
+        return (f"The slowest steps compile (+{ms_text(grew[key] / 1e9)}): shapes or Python values change between "
+                "steps and trigger recompilation."), evidence
+    return (f"The slowest steps spend {ms_text(grew[key] / 1e9)} more in {LEDGER_LABELS[key].lower()}: look at "
+            "them on the timeline for periodic work (checkpoints, evaluation, logging, garbage collection)."), evidence
 
 
 def step_variance(inputs: RunInputs) -> list[Finding]:
@@ -396,15 +482,15 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
         host, begin, end = window
         links.append(Link(f"Slowest step on the timeline ({step_label(str(slowest['step_name']))})",
                           timeline_href(host, begin, end)))
+    action, cause_evidence = _variance_cause(inputs)
     return [Finding(
         id="steps.variance", severity=severity_for(share),
         title=f"Step time varies by {variation:.0f}% (σ {ms_text(summary.standard_deviation)} around "
               f"{ms_text(summary.average)})",
-        estimate="The average step time minus the fastest step's: what each step would save if all ran like the "
-                 "fastest one.",
-        action="Compare the slowest steps with a fast one on the timeline: periodic work (checkpoints, "
-               "evaluation, logging, garbage collection), input stalls on some batches, or shapes that change "
-               "between steps (recompilation) are the usual causes.",
+        estimate=f"The average step time minus the fastest step's ({ms_text(lost)}, {share:.0f}% of the average): "
+                 "what each step would save if all ran like the fastest one. Its time lies inside the causes the "
+                 "step ledger gives it to, so it is not added to the other findings' shares.",
+        action=action,
         evidence=[
             inputs.step_time_evidence(),
             Evidence("Standard deviation", summary.standard_deviation, "ms",
@@ -413,8 +499,10 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
                      inputs.page("overview")),
             Evidence("Slowest step", summary.maximum, "ms", summary_source("overview", "step_time_ms", "maximum"),
                      inputs.page("overview")),
-            inputs.steps_evidence(), *slow],
-        links=links, ms_per_step=lost, percent_of_step=share,
+            inputs.steps_evidence(), *slow, *cause_evidence],
+        # Not a share of the step to add to the others': the slow steps' extra time is already counted under the
+        # causes that grew in them (the share is in the evidence).
+        links=links, ms_per_step=None, percent_of_step=None,
     )]
 
 

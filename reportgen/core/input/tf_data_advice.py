@@ -183,6 +183,29 @@ def _int_param(info: IteratorInfo, key: str) -> int | None:
         return None
 
 
+_RANDOM = ("Shuffle",)
+_INFINITE = ("Repeat", "ForeverRepeat", "ShuffleAndRepeat")
+
+
+def cache_advice(bottleneck: IteratorInfo, pipeline: list[IteratorInfo]) -> Advice:
+    """Where `cache()` goes for this bottleneck, from the stages upstream of it that the trace names: after it when
+    everything upstream is deterministic and finite; else on the deterministic part, before the shuffle / repeat."""
+    upstream = [i for i in pipeline if i.long_name.startswith(bottleneck.long_name + "::")]
+    random = [i.name for i in upstream if any(r in i.name for r in _RANDOM)]
+    infinite = [i.name for i in upstream if i.name in _INFINITE]
+    if not random and not infinite:
+        return Advice(f"If the data fits in memory, cache right after {bottleneck.name}: nothing upstream of it is "
+                      "random or infinite in this pipeline, so every later epoch reads from memory.",
+                      "dataset = dataset.cache()", PERF_CACHING, "caching")
+    what = " and ".join(sorted(set(random + infinite)))
+    return Advice(f"Upstream of {bottleneck.name} is {what}: the elements it sees are shuffled and never repeat "
+                  "exactly, so a cache after it would hold nothing reusable. Cache the deterministic part instead: "
+                  "move the map before the shuffle and repeat and cache right after it (source → map → cache → "
+                  "shuffle → repeat → batch → prefetch); keep any random augmentation after the cache.",
+                  "dataset = source.map(f, num_parallel_calls=tf.data.AUTOTUNE).cache().shuffle(n).repeat()"
+                  ".batch(b).prefetch(tf.data.AUTOTUNE)", PERF_CACHING, "caching")
+
+
 def concrete_advice(bottleneck: IteratorInfo, pipeline: list[IteratorInfo]) -> list[Advice]:
     """Specific suggestions for the bottleneck iterator, using what the trace recorded."""
     name = bottleneck.name
@@ -194,14 +217,14 @@ def concrete_advice(bottleneck: IteratorInfo, pipeline: list[IteratorInfo]) -> l
         advice.append(Advice(f"Run the map function in parallel{ran}: pass num_parallel_calls to map.",
                              "dataset.map(f, num_parallel_calls=tf.data.AUTOTUNE)", PERF_TRANSFORMATION,
                              "parallelizing data transformation"))
-        advice.append(_CACHE_ADVICE)
+        advice.append(cache_advice(bottleneck, pipeline))
     elif name.startswith("ParallelMap") or name == "ParseExample":
         note = " (autotune is off)" if autotune == "false" else ""
         advice.append(Advice(f"The map already runs in parallel{note}; the function itself is slow: vectorise it "
                              "(batch before map and map over batches), move work offline, or cache its output.",
                              "dataset.batch(n).map(f_on_batches, num_parallel_calls=tf.data.AUTOTUNE)",
                              PERF_TRANSFORMATION, "vectorizing mapping"))
-        advice.append(_CACHE_ADVICE)
+        advice.append(cache_advice(bottleneck, pipeline))
     elif name in ("Interleave", "FlatMap"):
         advice.append(Advice("Read the inner datasets in parallel.",
                              "dataset.interleave(f, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)",

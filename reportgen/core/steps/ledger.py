@@ -1,0 +1,502 @@
+"""The step ledger: every picosecond of every step given to exactly one cause, read from the timeline.
+
+XProf's step-time breakdown types the spans it knows (device ops, memcpys,
+input ops) and leaves the rest as 'All others'. On a GPU capture that rest is
+the GPU idling for reasons only the host threads show; on a CPU-only JAX
+capture it is mostly the compiled XLA program itself, which XProf's CPU
+breakdown does not count as an op. The ledger reads those threads.
+
+For each step window, the busy intervals of each cause below are merged and
+clipped to the step; a moment goes to the first cause, in this order, that is
+busy at that moment (HTA's idle-time breakdown and XProf's event-type
+priorities do the same, with fewer causes):
+
+ 1. `device_compute`      a device kernel or XLA op that is neither a collective nor a copy
+ 2. `device_collectives`  NCCL / RCCL kernels; XLA collectives on TPU
+ 3. `device_copies`       memcpy / memset on a device
+ 4. `compiled_program`    hosts without a device only: the XLA:CPU executable running (ThunkExecutor,
+                          the CPU executable's Execute, ops on the XLA threads `tf_XLA…`)
+ 5. `input`               the consumer waiting for the next batch: tf.data's GetNext ops
+                          (IteratorGetNext*, MultiDeviceIteratorGetNextFromShard), the Python functions of
+                          `from_generator` called through RemoteCall, and trace annotations the program
+                          named as data loading (`data_loading`, `get_batch`, `load_batch`, …)
+ 6. `compilation`         XLA / JAX compilation on a host thread
+ 7. `synchronization`     a host thread in cuda/cu/hip…Synchronize
+ 8. `kernel_launch`       launch and copy API calls (host events with a correlation id) and the framework
+                          ops whose host part launches device work (a launch nested in the op)
+ 9. `host_compute`        framework ops that run on the host (no device work launched from them)
+10. `python`              Python functions (the Python tracer's `$file:line name` events)
+11. `other`               none of these: the step's own markers, runtime bookkeeping, or nothing recorded
+
+On a host with a device, 5–11 are the device's idle time split by what the
+host threads were doing. The ledger sums to the step time exactly, by
+construction. Producer-side tf.data work (the map functions running on
+tf.data's threads) is not `input`: only the consumer's wait is, because a
+pipeline that runs ahead costs the step nothing.
+
+Times are the capture's picoseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reportgen.core.events import schema
+from reportgen.core.events.intervals import merged
+from reportgen.core.events.table import EventTable
+from reportgen.core.events.tf_op import TENSORFLOW
+
+LEDGER_KEYS: tuple[str, ...] = (
+    "device_compute", "device_collectives", "device_copies", "compiled_program", "input", "compilation",
+    "synchronization", "kernel_launch", "host_compute", "python", "other",
+)
+LEDGER_LABELS: dict[str, str] = {
+    "device_compute": "Device compute",
+    "device_collectives": "Device collectives",
+    "device_copies": "Device copies",
+    "compiled_program": "Compiled XLA program (host)",
+    "input": "Waiting for input",
+    "compilation": "Compilation",
+    "synchronization": "Host waiting on the device (synchronize)",
+    "kernel_launch": "Op dispatch and kernel launch",
+    "host_compute": "Host compute (framework ops)",
+    "python": "Python",
+    "other": "Nothing identified",
+}
+DEVICE_KEYS = ("device_compute", "device_collectives", "device_copies")
+TOP_NAMES = 5  # contributors kept per cause
+
+_COMPILE = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$")
+_SYNC_API = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
+_PROGRAM = re.compile(r"^ThunkExecutor::Execute|CpuExecutable::Execute|PjRtCpuExecutable::Execute|"
+                      r"TfrtCpuExecutable::Execute")
+_PROGRAM_LINE = "tf_XLA"  # XLA:CPU's thread pools: tf_XLAEigen, tf_XLAPjRtCpuClient, …
+_TF_DATA_THREADS = ("tf_data_private_threadpool", "tf_data_iterator_resource")
+# tf.data's consumer side: the GetNext ops (by op type) and their kernels' own events.
+_INPUT_OP_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
+                   "MultiDeviceIteratorGetNextFromShard", "OptionalGetValue"}
+# XProf's own test is a name starting with "IteratorGetNext" (any case); the multi-device iterator's shard reads
+# and from_generator's functions (called through RemoteCall) are the consumer's waits too.
+_INPUT_EVENT = re.compile(r"(?i)^(MultiDevice)?IteratorGetNext|^RemoteCall\w*__inference__(next|init|finalize)_func")
+# What programs name their data loading (trace annotations, Python functions): whole words.
+_INPUT_NAME = re.compile(r"(?i)(^|[\s:_.$])(data_?load(ing|er)?|load_?(data|batch(es)?)|get_?(next_?)?batch(es)?|"
+                         r"next_?batch|input_?(fn|pipeline)|dataloader|prefetch_to_device)($|[\s(_.])")
+_COLLECTIVE_PREFIX = ("nccl", "rccl", "all-reduce", "all-gather", "reduce-scatter", "collective-permute",
+                      "all-to-all", "allreduce", "allgather")
+
+
+@dataclass
+class Contributor:
+    """A name (event or op type) whose events held a cause's exposed time."""
+
+    name: str
+    count: int  # its events inside the steps
+    exposed_ps: int  # the time it held the cause, over the steps (not its raw duration)
+
+
+@dataclass
+class LedgerStep:
+    name: str
+    begin_ps: int
+    end_ps: int
+    ps: dict[str, int]  # LEDGER_KEYS → exposed time in this step; sums to end_ps - begin_ps
+
+    @property
+    def duration_ps(self) -> int:
+        return self.end_ps - self.begin_ps
+
+
+@dataclass
+class HostLedger:
+    """One host's steps, each split over LEDGER_KEYS, and who held each cause."""
+
+    host: str
+    has_device: bool
+    inferred_from: str = ""  # "" when the steps are the capture's own (XProf's); else how they were inferred
+    steps: list[LedgerStep] = field(default_factory=list)
+    top: dict[str, list[Contributor]] = field(default_factory=dict)  # cause → most exposed names first
+    gpu_private_threads: bool = False  # TF_GPU_THREAD_MODE=gpu_private in effect (threads tf_gpu_private_*)
+    python_generator: bool = False  # a tf.data source is a Python generator (`from_generator`)
+
+    def total_ps(self, key: str) -> int:
+        return sum(s.ps[key] for s in self.steps)
+
+
+def _intervals(table: EventTable, rows: np.ndarray, windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the rows' [start, end) clipped to the (sorted, disjoint) windows [k, 0:2]."""
+    if len(rows) == 0 or len(windows) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    s, e = merged(table.start[rows], table.end[rows])
+    return _clip(s, e, windows)
+
+
+def _clip(s: np.ndarray, e: np.ndarray, windows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    out_s, out_e = [], []
+    for lo, hi in windows.tolist():  # one turn per step: its intervals found by bisection
+        a, b = np.searchsorted(e, lo, side="right"), np.searchsorted(s, hi, side="left")
+        cs, ce = np.clip(s[a:b], lo, hi), np.clip(e[a:b], lo, hi)
+        keep = ce > cs
+        out_s.append(cs[keep])
+        out_e.append(ce[keep])
+    return np.concatenate(out_s), np.concatenate(out_e)
+
+
+def _union(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    if len(a[0]) == 0:
+        return b
+    if len(b[0]) == 0:
+        return a
+    return merged(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+
+def _minus(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A − B for sorted disjoint interval sets: the elementary segments between all their edges that lie in A and
+    not in B."""
+    if len(a[0]) == 0 or len(b[0]) == 0:
+        return a
+    points = np.unique(np.concatenate([a[0], a[1], b[0], b[1]]))
+    lo, hi = points[:-1], points[1:]
+    in_a = _inside(a, lo)
+    in_b = _inside(b, lo)
+    keep = in_a & ~in_b
+    if not keep.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return merged(lo[keep], hi[keep])
+
+
+def _inside(intervals: tuple[np.ndarray, np.ndarray], points: np.ndarray) -> np.ndarray:
+    """Per point: does it lie in one of the sorted disjoint [s, e)."""
+    s, e = intervals
+    k = np.searchsorted(s, points, side="right") - 1
+    return (k >= 0) & (e[np.maximum(k, 0)] > points)
+
+
+def covered_before(intervals: tuple[np.ndarray, np.ndarray], t: np.ndarray) -> np.ndarray:
+    """Per time t: how much of the sorted disjoint intervals lies before t (exact, in integers)."""
+    s, e = intervals
+    if len(s) == 0:
+        return np.zeros(len(t), np.int64)
+    cum = np.concatenate([[0], np.cumsum(e - s)])
+    k = np.searchsorted(s, t, side="right")  # intervals starting at or before t
+    last = np.maximum(k - 1, 0)
+    partial = np.clip(t - s[last], 0, (e - s)[last])
+    return np.where(k > 0, cum[last] + partial, 0)
+
+
+def _per_window(intervals: tuple[np.ndarray, np.ndarray], windows: np.ndarray) -> np.ndarray:
+    return covered_before(intervals, windows[:, 1]) - covered_before(intervals, windows[:, 0])
+
+
+def _md_mask(table: EventTable, predicate) -> np.ndarray:
+    return np.array([bool(predicate(str(n))) for n in table.md_names], dtype=bool)
+
+
+def _lines_named(table: EventTable, prefixes: tuple[str, ...]) -> np.ndarray:
+    """Per line: does its (thread) name start with one of `prefixes`."""
+    return np.array([str(n).startswith(prefixes) for n in table.line_names], dtype=bool)
+
+
+def _launching_ops(table: EventTable, ops: np.ndarray, launches: np.ndarray) -> np.ndarray:
+    """Per framework-op row: does a launch event (correlation id) of the same thread begin inside it."""
+    out = np.zeros(len(ops), dtype=bool)
+    if len(ops) == 0 or len(launches) == 0:
+        return out
+    for line in np.intersect1d(table.line[ops], table.line[launches]).tolist():  # a host has tens of threads
+        mine = np.flatnonzero(table.line[ops] == line)
+        starts = np.sort(table.start[launches[table.line[launches] == line]])
+        first = np.searchsorted(starts, table.start[ops[mine]], side="left")
+        ok = first < len(starts)
+        out[mine[ok]] = starts[first[ok]] < table.end[ops[mine[ok]]]
+    return out
+
+
+def _device_rows(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(compute, collective, copy) rows of the device planes: GPU streams (XProf's derived lines left out), TPU
+    XLA ops."""
+    gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
+    tpu = table.planes_named(lambda name: name.startswith(schema.TPU_PLANE_PREFIX))
+    lines = np.flatnonzero((np.isin(table.line_planes, gpu) & ~table.derived_lines) |
+                           (np.isin(table.line_planes, tpu) & (table.line_names == schema.XLA_OP_LINE)))
+    rows = table.events_of_lines(lines)
+    rows = rows[table.duration[rows] > 0]
+    empty = np.zeros(0, np.int64)
+    if len(rows) == 0:
+        return empty, empty, empty
+    collective_md = _md_mask(table, lambda n: n.lower().startswith(_COLLECTIVE_PREFIX))
+    copy_md = _md_mask(table, lambda n: n.startswith(("Memcpy", "Memset", "copy-start", "copy-done")))
+    is_copy = copy_md[table.md[rows]]
+    if table.has_stat("memcpy_details") or table.has_stat("memset_details"):
+        is_copy |= (table.str_stat_at("memcpy_details", rows) >= 0) | (table.str_stat_at("memset_details", rows) >= 0)
+    is_collective = collective_md[table.md[rows]] & ~is_copy
+    return rows[~is_copy & ~is_collective], rows[is_collective], rows[is_copy]
+
+
+def _host_rows(table: EventTable, has_device: bool) -> dict[str, np.ndarray]:
+    """The host-thread rows of each host-side cause (a row may fall in several; precedence sorts that out)."""
+    empty = np.zeros(0, np.int64)
+    keys = LEDGER_KEYS[3:-1]
+    if table.host_plane is None:
+        return dict.fromkeys(keys, empty)
+    lines = table.lines_of_plane(table.host_plane)
+    lines = lines[~table.derived_lines[lines]]
+    rows = table.events_of_lines(lines)
+    rows = rows[table.duration[rows] > 0]
+    md = table.md[rows]
+    # tf.data's own threads run the pipeline ahead of the step (producer side): their ops are not the step's.
+    producer = _lines_named(table, _TF_DATA_THREADS)[table.line[rows]]
+    tf_ops = table.md_tf_op
+    framework = np.array([op.category == TENSORFLOW for op in tf_ops], dtype=bool)[md]
+    input_type = np.array([op.type in _INPUT_OP_TYPES for op in tf_ops], dtype=bool)[md]
+    names = table.md_names
+    is_input = input_type | _md_mask(table, lambda n: bool(_INPUT_EVENT.search(n) or _INPUT_NAME.search(n)))[md]
+    if table.has_stat("_ipl_stage_name"):  # input-pipeline stages that newer pipelines annotate (XProf: input)
+        stage = table.str_stat_at("_ipl_stage_name", rows)
+        is_input |= (stage >= 0) & (table.strings(np.maximum(stage, 0)) != "")
+    is_compile = _md_mask(table, lambda n: bool(_COMPILE.search(n)))[md]
+    is_sync = _md_mask(table, lambda n: bool(_SYNC_API.match(n)))[md]
+    is_python = np.array([str(n).startswith("$") for n in names], dtype=bool)[md]
+    launch = table.stat_present("correlation_id")[rows] if table.has_stat("correlation_id") else \
+        np.zeros(len(rows), bool)
+    out = {
+        "compiled_program": empty,
+        "input": rows[is_input],
+        "compilation": rows[is_compile],
+        "synchronization": rows[is_sync],
+        "kernel_launch": rows[launch],
+        "host_compute": empty,
+        "python": rows[is_python & ~is_input & ~producer],
+    }
+    ops = rows[framework & ~is_input & ~is_compile & ~launch & ~producer]
+    if has_device:
+        dispatch = _launching_ops(table, ops, rows[launch])
+        out["kernel_launch"] = np.concatenate([out["kernel_launch"], ops[dispatch]])
+        out["host_compute"] = ops[~dispatch]
+    else:
+        on_xla_threads = _lines_named(table, (_PROGRAM_LINE,))[table.line[rows]]
+        program = _md_mask(table, lambda n: bool(_PROGRAM.search(n)))[md] | on_xla_threads
+        out["compiled_program"] = rows[program]
+        out["host_compute"] = ops
+    return out
+
+
+def _outermost(table: EventTable, rows: np.ndarray) -> np.ndarray:
+    """The rows not nested inside another of `rows` on the same thread (a moment of one thread counts once)."""
+    if len(rows) == 0:
+        return rows
+    rows = rows[np.lexsort((-table.end[rows], table.start[rows], table.line[rows]))]
+    line, end = table.line[rows], table.end[rows]
+    first = np.concatenate([[True], line[1:] != line[:-1]])
+    reach = end.copy()
+    starts = np.flatnonzero(first)
+    for a, b in zip(starts, [*starts[1:], len(rows)]):  # one turn per thread
+        np.maximum.accumulate(reach[a:b], out=reach[a:b])
+    before = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
+    return rows[first | (table.start[rows] >= before)]
+
+
+def _contributors(table: EventTable, rows: np.ndarray, exposed: tuple[np.ndarray, np.ndarray],
+                  windows: np.ndarray) -> list[Contributor]:
+    """The names whose events held most of a cause's exposed time: each outermost event's part of it."""
+    if len(rows) == 0 or len(exposed[0]) == 0:
+        return []
+    rows = _outermost(table, rows)
+    s, e = table.start[rows], table.end[rows]
+    # Only events inside the steps count: clip each to the windows' span, then measure what of it was exposed.
+    held = covered_before(exposed, e) - covered_before(exposed, s)
+    inside = held > 0
+    rows, held = rows[inside], held[inside]
+    if len(rows) == 0:
+        return []
+    display = table.md_display_names[table.md[rows]]
+    raw = table.md_names[table.md[rows]]
+    shown = np.array([str(d) or str(r) for d, r in zip(display, raw)], dtype=object)
+    names, inverse = np.unique(shown, return_inverse=True)
+    totals = np.bincount(inverse, weights=held.astype(np.float64))
+    counts = np.bincount(inverse)
+    order = np.lexsort((names, -totals))[:TOP_NAMES]
+    return [Contributor(str(names[i]), int(counts[i]), int(round(totals[i]))) for i in order]
+
+
+def step_windows(step_db) -> list[tuple[str, int, int]]:
+    """(name, begin, end) of each step of a host's step database, over all its cores, disjoint and in time order
+    (a step that begins before the previous one ends starts where that one ends)."""
+    s = step_db.steps
+    if s.empty:
+        return []
+    # One pass over the rows (a step has a row per core): a pandas group-by costs ≈ 1 ms a host
+    # however few the steps, and a pod's run has thousands of hosts.
+    begin = s["begin_ps"].to_numpy(np.int64)
+    spans: dict[int, list] = {}  # step → [name of its first row, earliest begin, latest end]
+    for step, name, b, e in zip(s["step_num"].tolist(), s["name"].tolist(), begin.tolist(),
+                                (begin + s["duration_ps"].to_numpy(np.int64)).tolist()):
+        span = spans.get(step)
+        if span is None:
+            spans[step] = [name, b, e]
+        else:
+            span[1], span[2] = min(span[1], b), max(span[2], e)
+    return _disjoint([(str(name) or str(step), b, e) for step, (name, b, e) in spans.items() if e > b])
+
+
+def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]], inferred_from: str = "") -> HostLedger:
+    """The ledger of one host over its (disjoint, time-ordered) steps (name, begin, end)."""
+    compute, collective, copies = _device_rows(table)
+    has_device = bool(len(compute) or len(collective) or len(copies))
+    gpu_private = any(str(n).startswith("tf_gpu_private") for n in table.line_names)
+    generator = bool(_md_mask(table, lambda n: n.endswith("::Generator") or "__inference__next_func" in n).any())
+    ledger = HostLedger(host, has_device, inferred_from, gpu_private_threads=gpu_private, python_generator=generator)
+    if not steps:
+        return ledger
+    windows = np.array([[b, e] for _, b, e in steps], dtype=np.int64)
+    host_rows = _host_rows(table, has_device)
+    by_key = {"device_compute": compute, "device_collectives": collective, "device_copies": copies, **host_rows}
+    covered = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    per_step: dict[str, np.ndarray] = {}
+    for key in LEDGER_KEYS[:-1]:
+        rows = by_key[key]
+        mine = _intervals(table, rows, windows)
+        exposed = _minus(mine, covered)
+        per_step[key] = _per_window(exposed, windows)
+        ledger.top[key] = _contributors(table, rows, exposed, windows)
+        covered = _union(covered, mine)
+    spans = windows[:, 1] - windows[:, 0]
+    per_step["other"] = spans - _per_window(covered, windows)
+    ledger.top["other"] = []
+    ledger.steps = [LedgerStep(name, int(b), int(e), {k: int(per_step[k][i]) for k in LEDGER_KEYS})
+                    for i, (name, b, e) in enumerate(steps)]
+    return ledger
+
+
+
+
+# --- steps where the capture marks none ---------------------------------------------------------------------
+
+MIN_INFERRED_STEPS = 3
+_KERAS3_BATCH = "Profiled batch"
+
+
+def inferred_steps(table: EventTable) -> tuple[list[tuple[str, int, int]], str]:
+    """Steps for a capture whose steps XProf does not find: Keras 3's `Profiled batch <n>` host events, else
+    the runs of the most repeated top-level XLA program (one run to the next), with how they were found."""
+    if table.host_plane is not None:
+        rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+        batch_md = _md_mask(table, lambda n: n.startswith(_KERAS3_BATCH))
+        rows = rows[batch_md[table.md[rows]] & (table.duration[rows] > 0)]
+        if len(rows) >= 1:
+            rows = rows[np.argsort(table.start[rows], kind="stable")]
+            return (_disjoint([(str(table.names_of(np.array([r]))[0]), int(table.start[r]), int(table.end[r]))
+                               for r in rows]), "Keras's 'Profiled batch' events")
+    best: tuple[int, int, str, np.ndarray] | None = None
+    for line in np.flatnonzero(table.line_names == schema.XLA_MODULE_LINE).tolist():
+        rows = table.events_of_lines(np.array([line]))
+        rows = rows[table.duration[rows] > 0]
+        if len(rows) == 0:
+            continue
+        names = table.names_of(rows)
+        values, counts = np.unique(names.astype(str), return_counts=True)
+        k = int(np.argmax(counts))
+        mine = rows[names.astype(str) == values[k]]
+        candidate = (int(counts[k]), int(table.duration[mine].sum()), str(values[k]), mine)
+        if best is None or candidate[:2] > best[:2]:
+            best = candidate
+    if best is None or best[0] < MIN_INFERRED_STEPS:
+        return [], ""
+    count, _, name, rows = best
+    rows = rows[np.argsort(table.start[rows], kind="stable")]
+    starts = table.start[rows]
+    ends = np.concatenate([starts[1:], [table.end[rows[-1]]]])
+    windows = [(f"{name} #{i + 1}", int(b), int(e)) for i, (b, e) in enumerate(zip(starts.tolist(), ends.tolist()))]
+    return _disjoint(windows), f"the {count} runs of {name} (one run's start to the next)"
+
+
+def _disjoint(windows: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    out, reach = [], None
+    for name, begin, end in sorted(windows, key=lambda w: (w[1], w[2])):
+        begin = begin if reach is None else max(begin, reach)
+        if end > begin:
+            out.append((name, begin, end))
+            reach = end
+    return out
+
+
+# --- a run's ledger ---------------------------------------------------------------------------------------
+
+@dataclass
+class RunLedger:
+    """The hosts' ledgers over the steps the run's step analysis keeps (or the inferred ones)."""
+
+    hosts: list[HostLedger]
+
+    @property
+    def steps(self) -> list[tuple[str, LedgerStep]]:
+        return [(h.host, s) for h in self.hosts for s in h.steps]
+
+    @property
+    def step_count(self) -> int:
+        return sum(len(h.steps) for h in self.hosts)
+
+    @property
+    def inferred_from(self) -> str:
+        return next((h.inferred_from for h in self.hosts if h.inferred_from), "")
+
+    @property
+    def has_device(self) -> bool:
+        return any(h.has_device for h in self.hosts)
+
+    @property
+    def gpu_private_threads(self) -> bool:
+        return any(h.gpu_private_threads for h in self.hosts)
+
+    @property
+    def python_generator(self) -> bool:
+        return any(h.python_generator for h in self.hosts)
+
+    def total_ps(self, key: str) -> int:
+        return sum(h.total_ps(key) for h in self.hosts)
+
+    @property
+    def step_ps(self) -> int:
+        return sum(s.duration_ps for _, s in self.steps)
+
+    def average_ms(self, key: str) -> float:
+        n = self.step_count
+        return self.total_ps(key) / 1e9 / n if n else 0.0
+
+    def percent(self, key: str) -> float:
+        total = self.step_ps
+        return 100.0 * self.total_ps(key) / total if total else 0.0
+
+    @property
+    def step_ms(self) -> float:
+        n = self.step_count
+        return self.step_ps / 1e9 / n if n else 0.0
+
+    def top(self, key: str) -> list[tuple[str, int, float]]:
+        """(name, events, ms per step) of the names that held `key`, over the hosts, most first."""
+        n = self.step_count
+        held: dict[str, list[float]] = {}
+        for h in self.hosts:
+            for c in h.top.get(key, []):
+                entry = held.setdefault(c.name, [0, 0.0])
+                entry[0] += c.count
+                entry[1] += c.exposed_ps
+        rows = sorted(held.items(), key=lambda kv: (-kv[1][1], kv[0]))[:TOP_NAMES]
+        return [(name, int(count), ps / 1e9 / n if n else 0.0) for name, (count, ps) in rows]
+
+
+def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None) -> RunLedger:
+    """The run's ledger; `kept`: per host, the names of the steps its step analysis keeps (XProf drops
+    incomplete steps at the capture's ends); a host not in it keeps all of its steps."""
+    out = []
+    for h in hosts:
+        names = (kept or {}).get(h.host)
+        steps = [s for s in h.steps if names is None or s.name in names]
+        out.append(HostLedger(h.host, h.has_device, h.inferred_from, steps, h.top, h.gpu_private_threads,
+                              h.python_generator))
+    return RunLedger(out)
+
+
+__all__ = ["DEVICE_KEYS", "LEDGER_KEYS", "LEDGER_LABELS", "Contributor", "HostLedger", "LedgerStep", "RunLedger",
+           "covered_before", "host_ledger", "inferred_steps", "run_ledger", "step_windows"]

@@ -86,7 +86,7 @@ def test_tpu_inference_says_asynchronous_copies_dominate_device_time(site):
 
 def test_findings_are_ordered_and_shaped_as_the_outputs_contract_says(site):
     keys = {"id", "severity", "title", "ms_per_step", "percent_of_step", "percent_of_device_time", "bytes",
-            "estimate", "evidence", "action", "links"}
+            "estimate", "evidence", "action", "links", "claims"}
     for run in RUNS:
         block = run_block(site, run)["findings"]
         assert set(block) == {"counts", "items"}
@@ -99,6 +99,26 @@ def test_findings_are_ordered_and_shaped_as_the_outputs_contract_says(site):
             assert item["estimate"] and item["action"] and item["title"]
             for e in item["evidence"]:
                 assert set(e) == {"label", "value", "unit", "source", "href"}
+
+
+def test_findings_never_count_a_moment_twice(site):
+    """No two findings of a run claim one ledger cause, and the shares of the step they quote add up to at most
+    100% (and to at most the ledger's share of the causes they claim)."""
+    for run in RUNS:
+        block = run_block(site, run)
+        ledger = block.get("step_ledger")
+        claimed: list[str] = []
+        total = 0.0
+        for item in block["findings"]["items"]:
+            claimed += item["claims"]
+            total += item["percent_of_step"] or 0.0
+            if item["claims"] and item["percent_of_step"] is not None:
+                assert item["percent_of_step"] <= sum(ledger["percent"][c] for c in item["claims"]) + 1e-6, item["id"]
+        assert len(claimed) == len(set(claimed)), run
+        assert total <= 100.0 + 1e-6, run
+        if ledger:
+            assert sum(ledger["percent"].values()) == pytest.approx(100.0)
+            assert sum(ledger["average_ms"].values()) == pytest.approx(ledger["step_time_ms"])
 
 
 # --- honest numbers: every cited number is where its source says -------------------------------------------

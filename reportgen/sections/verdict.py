@@ -104,6 +104,63 @@ def breakdown_rows(overview: dict | None) -> list[dict]:
     return rows
 
 
+LEDGER_STEPS_SHOWN = 40  # bars drawn one per step; longer runs show their slowest, fastest and median steps
+
+
+def _ledger_segments(ms: dict, keys: list[str], labels: dict, total: float) -> list[dict]:
+    return [{"key": k, "label": labels.get(k, k), "ms": float(ms.get(k) or 0.0),
+             "percent": 100.0 * float(ms.get(k) or 0.0) / total if total else 0.0}
+            for k in keys if (ms.get(k) or 0.0) > 0]
+
+
+def ledger_view(block: dict) -> dict | None:
+    """The step ledger as the run page draws it: the average step and one bar per step (each segment a cause, in
+    the ledger's precedence), the causes largest first, and how XProf's breakdown differs."""
+    ledger = block.get("step_ledger")
+    if not ledger or not ledger.get("steps"):
+        return None
+    keys, labels = ledger["precedence"], ledger["labels"]
+    step_ms = _finite(ledger.get("step_time_ms")) or 0.0
+    average = _ledger_segments(ledger["average_ms"], keys, labels, step_ms)
+    steps = ledger.get("per_step") or []
+    shown = steps
+    if len(steps) > LEDGER_STEPS_SHOWN:
+        by_time = sorted(steps, key=lambda s: s["duration_ms"])
+        half = LEDGER_STEPS_SHOWN // 2
+        shown = sorted(by_time[:half // 2] + by_time[len(by_time) // 2 - half // 2:len(by_time) // 2 + half // 2]
+                       + by_time[-half:], key=lambda s: s["begin_ps"])
+    longest = max((s["duration_ms"] for s in shown), default=0.0)
+    several_hosts = len({s["host"] for s in steps}) > 1
+    bars = [{"label": (f"{s['host']} · " if several_hosts else "") + str(s["step"]), "ms": s["duration_ms"],
+             "width": 100.0 * s["duration_ms"] / longest if longest else 0.0,
+             "segments": _ledger_segments(s["ms"], keys, labels, s["duration_ms"])} for s in shown]
+    causes = sorted(average, key=lambda c: -c["ms"])
+    return {"average": average, "step_ms": step_ms, "steps": ledger["steps"], "bars": bars,
+            "bars_left_out": len(steps) - len(shown) + int(ledger.get("per_step_left_out") or 0),
+            "causes": causes, "inferred_from": ledger.get("inferred_from") or "",
+            "xprof_other_percent": _xprof_share(block, "other")}
+
+
+def _ledger_input_if_different(block: dict) -> float | None:
+    """The step ledger's input share where it differs from XProf's by a point or more (both are then shown, named),
+    else None."""
+    ledger = block.get("step_ledger") or {}
+    measured = _finite((ledger.get("percent") or {}).get("input"))
+    xprof = _finite((block.get("overview") or {}).get("input_percent"))
+    if measured is None or xprof is None or abs(measured - xprof) < 1.0:
+        return None
+    return measured
+
+
+def _xprof_share(block: dict, key: str) -> float | None:
+    overview = block.get("overview") or {}
+    if not has_steps(overview):
+        return None
+    values = {k: _finite(v) or 0.0 for k, v in (overview.get("breakdown_ms") or {}).items()}
+    total = sum(v for v in values.values() if v > 0)
+    return 100.0 * values.get(key, 0.0) / total if total else None
+
+
 def sink_groups(block: dict, pages: set[str]) -> list[SinkGroup]:
     """The biggest time sinks, from the most specific source each side has."""
     groups: list[SinkGroup] = []
@@ -172,6 +229,8 @@ def run_verdict(name: str, block: dict, hosts: list[HostSummary], nav: list[dict
         "overview": overview,
         "has_steps": has_steps(overview),
         "breakdown": breakdown_rows(overview),
+        "ledger": ledger_view(block),
+        "ledger_input": _ledger_input_if_different(block),
         "per_host": (overview or {}).get("per_host") or {},
         "tf_data": input_pipeline.get("bottleneck"),
         "sinks": sink_groups(block, pages),

@@ -158,12 +158,14 @@ class HostFacts:
 
 
 def _framework(table: EventTable, module_names: list[str]) -> str:
+    # JAX names its XLA programs after the jitted function; that is decisive. A JAX capture can still hold an event
+    # whose name parses as a TF op (StreamExecutor's `ThenExecuteCallback:GetEventForComputeStreamSyncPoint`).
+    if any(n.startswith(("jit_", "pjit_", "jit(", "pmap_")) for n in module_names):
+        return "jax"
     if table.host_plane is not None and len(table.md_tf_op):
         categories = {op.category for op in table.md_tf_op}
         if TENSORFLOW in categories or TF_DATA in categories:
             return "tensorflow"
-    if any(n.startswith(("jit_", "pjit_", "jit(", "pmap_")) for n in module_names):
-        return "jax"
     return ""
 
 

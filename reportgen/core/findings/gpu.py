@@ -10,7 +10,7 @@ import numpy as np
 
 from reportgen.core.findings.facts import CopyStats, GpuActivity, StepShare
 from reportgen.core.findings.inputs import RunInputs, pick
-from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, severity_for, summary_source
+from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, ms_text, severity_for, summary_source
 from reportgen.core.pages import KERNEL_STATS_CSV, kernel_anchor, timeline_href
 from reportgen.core.steps.ledger import DEVICE_KEYS, LEDGER_KEYS, LEDGER_LABELS
 
@@ -102,12 +102,24 @@ def tiny_kernels(inputs: RunInputs) -> list[Finding]:
         return []
     at_stake = per_step * LAUNCH_OVERHEAD_US / 1e3
     share = 100.0 * at_stake / inputs.step_ms if steps and inputs.step_ms else None
+    ledger = inputs.ledger if inputs.ledger is not None and inputs.ledger.step_count else None
+    exposed_note = ""
+    if ledger is not None and share is not None:
+        # Launches the GPU does not wait for (it still runs earlier kernels) cost the step nothing: only the exposed
+        # launch time, the step ledger's, is at stake.
+        exposed_ms = ledger.average_ms("kernel_launch")
+        if exposed_ms < at_stake:
+            exposed_note = (f" Of the {ms_text(at_stake)} per step that estimate gives, the GPU waited on launches "
+                            f"{ms_text(exposed_ms)} (the step ledger's 'Op dispatch and kernel launch'): the rest ran "
+                            "while the GPU was still busy, and costs nothing.")
+            at_stake, share = exposed_ms, ledger.percent("kernel_launch")
     return [Finding(
         id="gpu.tiny_kernels", severity=severity_for(share) if share is not None else "low",
         title=f"{100.0 * count / launches:.0f}% of kernel launches are tiny (under {TINY_KERNEL_US:g} µs on average): "
               "the GPU is launch-bound",
         estimate=f"{LAUNCH_OVERHEAD_US:g} µs of host launch overhead per tiny kernel"
-                 + (", per step" if steps else " over the capture") + ": the time the launches take at best.",
+                 + (", per step" if steps else " over the capture") + ": the time the launches take at best."
+                 + exposed_note,
         action=pick(inputs.framework,
                     "Fuse them: compile the step with XLA (`tf.function(jit_compile=True)`), and grow the batch so "
                     "each kernel does more work.",

@@ -27,6 +27,7 @@ RULES: list[Rule] = [
     Rule(("tpu.host_round_trips",), steps.tpu_host_round_trips),
     Rule(("gpu.kernel_launch_bound",), steps.kernel_launch),
     Rule(("host.compute_in_step",), steps.host_compute),
+    Rule(("host.python_in_step",), steps.python_in_step),
     Rule(("host.unattributed_step_time",), steps.all_others),
     Rule(("device.communication",), steps.communication),
     Rule(("host.compilation_in_steps",), steps.compilation),

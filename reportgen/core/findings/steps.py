@@ -113,7 +113,7 @@ def _input_action(inputs: RunInputs, ledger: RunLedger | None) -> str:
                 "slower than the step.")
     named = [name for name, _, _ in ledger.top("input")] if ledger is not None else []
     if framework == "jax" or (named and not any("Iterator" in n for n in named)):
-        where = f" (the trace shows {', '.join(f'`{n}`' for n in named[:2])} inside each step)" if named else ""
+        where = f" (the trace shows {', '.join(f'`{_shown(n)}`' for n in named[:2])} inside each step)" if named else ""
         return ("The next batch is loaded inside the step, while the compiled program waits" + where + ": load and "
                 "transfer it while the current step runs — a background thread that fills a small queue, or a "
                 "prefetching loader (grain with worker processes, or tf.data with `.prefetch()` and "
@@ -192,7 +192,7 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         if ledger is not None and ledger.python_generator:
             title += ": a Python generator feeds tf.data"
         elif ledger is not None and ledger.top("input"):
-            title += f" ({ledger.top('input')[0][0]})"
+            title += f" ({_shown(ledger.top('input')[0][0])})"
         action = _input_action(inputs, ledger)
     if enqueue_share >= ENQUEUE_SHARE:
         action += (f" Enqueuing data onto the device is {enqueue_share:.0f}% of the input time: send fewer, larger "
@@ -245,6 +245,14 @@ def tpu_host_round_trips(inputs: RunInputs) -> list[Finding]:
 # --- the step ledger: causes read from the host threads ---------------------------------------------------
 
 LEDGER_HREF = "index.html#step-ledger"
+
+
+def _shown(name: str) -> str:
+    """A contributor's name for a sentence: a Python function as `batch (capture.py:45)`, others as they are."""
+    if name.startswith("$") and " " in name:
+        where, _, function = name[1:].partition(" ")
+        return f"{function} ({where})"
+    return name
 
 
 def _ledger(inputs: RunInputs) -> RunLedger | None:
@@ -340,6 +348,31 @@ def host_compute(inputs: RunInputs) -> list[Finding]:
              "Move host-side NumPy/Python work into the jitted step (jnp instead of np), or into the input loader "
              "where it overlaps the device."),
         HOST_COMPUTE_PERCENT)
+
+
+PYTHON_PERCENT = 10.0
+
+
+def python_in_step(inputs: RunInputs) -> list[Finding]:
+    """Python functions (the Python tracer's events) run while no device work, compiled program, input wait or op
+    does: the step waits on Python."""
+    ledger = _ledger(inputs)
+    if ledger is None:
+        return []
+    named = ", ".join(f"`{_shown(name)}`" for name, _, _ in ledger.top("python")[:3])
+    where = "the device" if ledger.has_device else "the compiled program"
+    return _ledger_finding(
+        inputs, ("python",), "host.python_in_step",
+        "The step waits on Python {share:.1f}% of the time ({ms} per step)" + (f": {named}" if named else ""),
+        f"The time Python functions ran (the Python tracer's events) while {where} did not and no input wait, "
+        "compilation, launch or framework op was under way.",
+        pick(inputs.framework,
+             "Run the step as a `tf.function` so that Python runs once per trace, not once per step; move "
+             "per-step Python work (metrics, logging, data conversion) out of the step or every N steps.",
+             "Put more of the step under `jax.jit` so that Python runs once per compile, not per step; keep "
+             "per-step Python (logging, metrics, conversions with NumPy) out of the loop or every N steps, and let "
+             "dispatch run ahead (no `block_until_ready` or `float(...)` on each step's results)."),
+        PYTHON_PERCENT)
 
 
 def all_others(inputs: RunInputs) -> list[Finding]:
@@ -557,4 +590,4 @@ def straggler_hosts(inputs: RunInputs) -> list[Finding]:
 
 
 __all__ = ["all_others", "communication", "compilation", "host_compute", "input_bound", "kernel_launch",
-           "step_variance", "straggler_hosts", "tpu_host_round_trips"]
+           "python_in_step", "step_variance", "straggler_hosts", "tpu_host_round_trips"]

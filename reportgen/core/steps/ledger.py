@@ -18,8 +18,11 @@ priorities do the same, with fewer causes):
                           the CPU executable's Execute, ops on the XLA threads `tf_XLA…`)
  5. `input`               the consumer waiting for the next batch: tf.data's GetNext ops
                           (IteratorGetNext*, MultiDeviceIteratorGetNextFromShard), the Python functions of
-                          `from_generator` called through RemoteCall, and trace annotations the program
-                          named as data loading (`data_loading`, `get_batch`, `load_batch`, …)
+                          `from_generator` called through RemoteCall, input-pipeline stages (`_ipl_stage_name`),
+                          trace annotations the program named as data loading (`data_loading`, `get_batch`,
+                          `load_batch`, …), Python functions that make a batch (`batch`, `next_batch`, a
+                          dataset or data loader's `__next__`) and JAX's transfers of it (`device_put`,
+                          `jnp.asarray`)
  6. `compilation`         XLA / JAX compilation on a host thread
  7. `synchronization`     a host thread in cuda/cu/hip…Synchronize
  8. `kernel_launch`       launch and copy API calls (host events with a correlation id) and the framework
@@ -81,6 +84,13 @@ _INPUT_OP_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsO
 # XProf's own test is a name starting with "IteratorGetNext" (any case); the multi-device iterator's shard reads
 # and from_generator's functions (called through RemoteCall) are the consumer's waits too.
 _INPUT_EVENT = re.compile(r"(?i)^(MultiDevice)?IteratorGetNext|^RemoteCall\w*__inference__(next|init|finalize)_func")
+# Python functions (the Python tracer's `$file:line name`) that make or fetch a batch: `batch`, `make_batch`, …
+_INPUT_FUNCTION = re.compile(r"(?i)^\$\S+ ((make|get|load|next|sample|read|fetch|generate|build|prepare)_?)?"
+                             r"(batch(es)?|data|inputs?)$|^\$\S*(dataset|dataloader|data_loader|iterator)\S*\.py:\d+ "
+                             r"(__next__|next|_next_internal)$|"
+                             # JAX's host-to-device transfers of a batch (XProf's step breakdown counts host-to-device
+                             # transfers as input too)
+                             r"^\$\S*(api|array_constructors|lax_numpy)\.py:\d+ (device_put|asarray|array)$")
 # What programs name their data loading (trace annotations, Python functions): whole words.
 _INPUT_NAME = re.compile(r"(?i)(^|[\s:_.$])(data_?load(ing|er)?|load_?(data|batch(es)?)|get_?(next_?)?batch(es)?|"
                          r"next_?batch|input_?(fn|pipeline)|dataloader|prefetch_to_device)($|[\s(_.])")
@@ -251,7 +261,8 @@ def _host_rows(table: EventTable, has_device: bool) -> dict[str, np.ndarray]:
     framework = np.array([op.category == TENSORFLOW for op in tf_ops], dtype=bool)[md]
     input_type = np.array([op.type in _INPUT_OP_TYPES for op in tf_ops], dtype=bool)[md]
     names = table.md_names
-    is_input = input_type | _md_mask(table, lambda n: bool(_INPUT_EVENT.search(n) or _INPUT_NAME.search(n)))[md]
+    is_input = input_type | _md_mask(table, lambda n: bool(_INPUT_EVENT.search(n) or _INPUT_NAME.search(n)
+                                                           or _INPUT_FUNCTION.search(n)))[md]
     if table.has_stat("_ipl_stage_name"):  # input-pipeline stages that newer pipelines annotate (XProf: input)
         stage = table.str_stat_at("_ipl_stage_name", rows)
         is_input |= (stage >= 0) & (table.strings(np.maximum(stage, 0)) != "")

@@ -105,3 +105,23 @@ def test_repeated_programs_become_inferred_steps(tmp_path):
     assert ledger.step_count == 5 and "jit_step(123)" in ledger.inferred_from
     # From one run's start to the next: 700 of each 1000 µs on the device (the last run ends at 800).
     assert ledger.hosts[0].steps[0].ps["device_compute"] == 700 * US
+
+
+def test_input_advice_sees_the_threads_tf_data_already_keeps_busy(tmp_path):
+    # While the step waits 60 µs for its batch, two of tf.data's threads run the map the whole time: more
+    # parallelism needs idle cores the capture cannot promise, and the advice says so.
+    space = cpu_steps(input_us=60, compute_us=38)
+    for thread in (1, 2):
+        pool = space.host_plane().line(10 + thread, f"tf_data_private_threadpool/{thread}")
+        for k in range(5):
+            pool.event("resize:ResizeBilinear", (k * 110 + 1) * US, 60 * US)
+    ledger, found = _ledger(tmp_path, space)
+    assert ledger.producer_threads_busy == pytest.approx(2.0)
+    assert "2.0 of them on average" in found["input.bound"].action
+    # One thread busy: nothing to say about saturation.
+    alone = cpu_steps(input_us=60, compute_us=38)
+    pool = alone.host_plane().line(11, "tf_data_private_threadpool/1")
+    for k in range(5):
+        pool.event("resize:ResizeBilinear", (k * 110 + 1) * US, 60 * US)
+    _, quiet = _ledger(tmp_path / "b", alone)
+    assert "on average" not in quiet["input.bound"].action

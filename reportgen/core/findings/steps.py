@@ -33,6 +33,7 @@ from reportgen.core.tools.input_pipeline import MODERATELY_INPUT_BOUND
 from reportgen.core.tools.overview import TPU_BREAKDOWN, TPU_CATEGORIES
 
 ENQUEUE_SHARE = 30.0  # XProf's data-transfer-bound rule: enqueuing is this share of the input time
+SATURATED_THREADS = 1.5  # tf.data threads busy on average during the input wait: parallelism already in use
 TPU_IDLE_PERCENT = 10.0  # XProf's TensorCore-idle-bound rule
 KERNEL_LAUNCH_PERCENT = 3.0  # XProf's kernel-launch statement (moderate from 3%, high from 15%)
 HOST_COMPUTE_PERCENT = 10.0
@@ -194,6 +195,14 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         elif ledger is not None and ledger.top("input"):
             title += f" ({_shown(ledger.top('input')[0][0])})"
         action = _input_action(inputs, ledger)
+    busy_threads = ledger.producer_threads_busy if ledger is not None else None
+    if busy_threads is not None and busy_threads >= SATURATED_THREADS:
+        evidence.append(Evidence("tf.data's threads busy while the step waited (threads, on average)",
+                                 round(busy_threads, 2), "", summary_source("step_ledger", "tf_data_threads_busy"),
+                                 LEDGER_HREF))
+        action += (f" While the step waited, tf.data's own threads were already busy: {busy_threads:.1f} of them "
+                   "on average. If the host has no more idle cores than that, more parallelism cannot shorten the "
+                   "wait: cache the deterministic part, preprocess offline, or use a host with more cores.")
     if enqueue_share >= ENQUEUE_SHARE:
         action += (f" Enqueuing data onto the device is {enqueue_share:.0f}% of the input time: send fewer, larger "
                    "transfers and overlap them with computation (prefetch to the device).")

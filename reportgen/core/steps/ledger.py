@@ -130,6 +130,10 @@ class HostLedger:
     top: dict[str, list[Contributor]] = field(default_factory=dict)  # cause → most exposed names first
     gpu_private_threads: bool = False  # TF_GPU_THREAD_MODE=gpu_private in effect (threads tf_gpu_private_*)
     python_generator: bool = False  # a tf.data source is a Python generator (`from_generator`)
+    # While the step waited for input: how long, and the time tf.data's own threads were busy then (summed over the
+    # threads: their ratio is how many of them kept working on average, what parallelism already uses).
+    input_ps: int = 0
+    producer_busy_ps: int = 0
 
     def total_ps(self, key: str) -> int:
         return sum(s.ps[key] for s in self.steps)
@@ -308,6 +312,24 @@ def _outermost(table: EventTable, rows: np.ndarray) -> np.ndarray:
     return rows[first | (table.start[rows] >= before)]
 
 
+def _producer_busy(table: EventTable, waiting: tuple[np.ndarray, np.ndarray]) -> tuple[int, int]:
+    """(the input wait's length, the busy time of tf.data's threads inside it, summed over the threads)."""
+    total = int((waiting[1] - waiting[0]).sum())
+    if total == 0 or table.host_plane is None:
+        return total, 0
+    lines = table.lines_of_plane(table.host_plane)
+    lines = lines[_lines_named(table, _TF_DATA_THREADS)[lines]]
+    busy = 0
+    for line in lines.tolist():  # one turn per tf.data thread
+        rows = table.events_of_lines(np.array([line]))
+        rows = rows[table.duration[rows] > 0]
+        if len(rows) == 0:
+            continue
+        s, e = merged(table.start[rows], table.end[rows])
+        busy += int((covered_before((s, e), waiting[1]) - covered_before((s, e), waiting[0])).sum())
+    return total, busy
+
+
 def _contributors(table: EventTable, rows: np.ndarray, exposed: tuple[np.ndarray, np.ndarray],
                   windows: np.ndarray) -> list[Contributor]:
     """The names whose events held most of a cause's exposed time: each outermost event's part of it."""
@@ -371,6 +393,8 @@ def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]],
         exposed = _minus(mine, covered)
         per_step[key] = _per_window(exposed, windows)
         ledger.top[key] = _contributors(table, rows, exposed, windows)
+        if key == "input":
+            ledger.input_ps, ledger.producer_busy_ps = _producer_busy(table, exposed)
         covered = _union(covered, mine)
     spans = windows[:, 1] - windows[:, 0]
     per_step["other"] = spans - _per_window(covered, windows)
@@ -464,6 +488,14 @@ class RunLedger:
     def python_generator(self) -> bool:
         return any(h.python_generator for h in self.hosts)
 
+    @property
+    def producer_threads_busy(self) -> float | None:
+        """While the steps waited for input: how many of tf.data's threads were busy on average (None: no wait, or
+        no tf.data threads recorded)."""
+        wait = sum(h.input_ps for h in self.hosts)
+        busy = sum(h.producer_busy_ps for h in self.hosts)
+        return busy / wait if wait and busy else None
+
     def total_ps(self, key: str) -> int:
         return sum(h.total_ps(key) for h in self.hosts)
 
@@ -505,7 +537,7 @@ def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None)
         names = (kept or {}).get(h.host)
         steps = [s for s in h.steps if names is None or s.name in names]
         out.append(HostLedger(h.host, h.has_device, h.inferred_from, steps, h.top, h.gpu_private_threads,
-                              h.python_generator))
+                              h.python_generator, h.input_ps, h.producer_busy_ps))
     return RunLedger(out)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.core.events.schema import DERIVED_MIN
 from reportgen.core.findings.model import SEVERITIES, Finding, ordered, severity_for
 from reportgen.core.findings.registry import RULE_IDS, evaluate
 from tests.conftest import REPO
@@ -555,3 +556,23 @@ def test_memory_padding(tmp_path):
     assert f.bytes == peak - unpadded and f.bytes > (4 << 20) - 2000
     assert "memory.padding" not in findings(tmp_path / "b", _risky(50_000, 100 << 20,
                                                                     sample_module().SerializeToString()))
+
+
+def test_unfused_elementwise_ops_and_a_partial_gpu_trace(tmp_path):
+    # A TF model named like a transformer whose GPU ran 150 casts a step and no GEMM: XLA would fuse them, and the
+    # capture holds part of the work.
+    space = gpu_steps(kernels=((100, 2),), kernel_repeat=150, kernel="void Eigen::internal::EigenMetaKernel<cast>",
+                      tf_op="model/transformer/attention/Cast:Cast")
+    ops = space.planes[1].line(DERIVED_MIN + 3, "TensorFlow Ops")  # one of XProf's derived lines, as captures have
+    for k in range(3):
+        for j in range(150):
+            ops.event("model/transformer/attention/Cast:Cast", (k * 1200 + 100 + 3 * j) * US, 2 * US)
+    found = findings(tmp_path, space)
+    f = found["gpu.unfused_elementwise"]
+    assert f.percent_of_device_time == pytest.approx(100.0) and "Cast 100%" in f.title and "jit_compile" in f.action
+    partial = found["capture.partial_gpu_trace"]
+    assert "'transformer'" in partial.title and partial.severity == "medium"
+    # With a GEMM kernel among them, the capture holds the matrix work: no partial-capture finding.
+    gemm = gpu_steps(kernels=((100, 2), (800, 50)), kernel_repeat=150, kernel="volta_sgemm_128x64_nn",
+                     tf_op="model/transformer/attention/MatMul:MatMul")
+    assert "capture.partial_gpu_trace" not in findings(tmp_path / "b", gemm)

@@ -183,6 +183,37 @@ def clock_skew(inputs: RunInputs) -> list[Finding]:
     )]
 
 
+MIN_KERNELS_FOR_PARTIAL = 100
+
+
+def partial_gpu_trace(inputs: RunInputs) -> list[Finding]:
+    """The op names say the model is made of matmuls or convolutions, yet the GPUs ran hundreds of kernels and not
+    one of them a GEMM or convolution: the capture holds only part of the work (dropped GPU events, or a trace
+    window that missed it), and every share on the pages is of that part."""
+    mixes = [(h, f.gpu_mix) for h, f in inputs.facts.items() if f.gpu_mix.kernels]
+    kernels = sum(m.kernels for _, m in mixes)
+    if kernels < MIN_KERNELS_FOR_PARTIAL or any(m.matrix_kernels for _, m in mixes):
+        return []
+    model = next((m.matrix_model for _, m in mixes if m.matrix_model), "")
+    if not model:
+        return []
+    types = sorted({t for _, m in mixes for t in m.op_type_ps}, key=str)
+    return [Finding(
+        id="capture.partial_gpu_trace", severity="medium",
+        title=f"The capture looks partial: {kernels:,} GPU kernels and not one matrix multiply or convolution, in "
+              f"a model whose ops are named '{model}'",
+        estimate="Not a cost of the workload: the pages' shares describe only the part of the step the capture "
+                 "holds.",
+        action="Capture again and check the profiler's messages for dropped GPU events: raise the CUPTI buffer "
+               "(TF: `tf.profiler.experimental.ProfilerOptions(device_tracer_level=1)` with a shorter trace; "
+               "fewer steps per trace), and trace whole steps (start and stop between steps).",
+        evidence=[Evidence("GPU kernels in the capture", kernels, "count", None, inputs.page("kernel_stats")),
+                  Evidence("Of them, GEMM or convolution kernels", 0, "count", None, inputs.page("kernel_stats")),
+                  Evidence("Op types the GPUs ran", ", ".join(types[:8]), "", None, inputs.page("tf_stats"))],
+        links=[Link("GPU kernel stats", inputs.page("kernel_stats"))],
+    )]
+
+
 def missing_hlo_metadata(inputs: RunInputs) -> list[Finding]:
     """Device ops whose HLO program is not in the capture: they cannot be named, categorised or costed."""
     data = inputs.op_profile
@@ -216,4 +247,4 @@ def missing_hlo_metadata(inputs: RunInputs) -> list[Finding]:
     )]
 
 
-__all__ = ["clock_skew", "dropped_events", "missing_hlo_metadata", "no_steps", "too_few_steps"]
+__all__ = ["clock_skew", "dropped_events", "missing_hlo_metadata", "no_steps", "partial_gpu_trace", "too_few_steps"]

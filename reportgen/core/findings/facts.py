@@ -142,6 +142,49 @@ class ProgramActivity:
 
 
 @dataclass
+class GpuMix:
+    """What the GPUs of a host ran: time per framework op type (XProf's `TensorFlow Ops` lines), how many kernels,
+    how many of them matrix or convolution kernels, and whether the op names speak of a model made of those."""
+
+    op_type_ps: dict[str, int] = field(default_factory=dict)
+    kernels: int = 0
+    kernel_ps: int = 0
+    matrix_kernels: int = 0  # GEMM / convolution kernels (cuBLAS, cuDNN, CUTLASS, XLA's dot fusions)
+    matrix_model: str = ""  # a name scope that says the model is made of matmuls or convolutions ("" if none)
+
+
+# Eigen's element-wise kernels say `TensorConversionOp` (a cast), so convolutions are matched by longer names.
+_MATRIX_KERNEL = re.compile(r"(?i)gemm|xmma|cutlass|cublas|cudnn|convolution|conv[123]d|fprop|wgrad|dgrad|nvjet|"
+                            r"matmul|\bdot|triton_|sm\d\d_")
+_MATRIX_MODEL = re.compile(r"(?i)(attention|einsum|matmul|dense|conv\d?d?|linear|transformer|bert|resnet|mlp)")
+
+
+def _gpu_mix(table: EventTable, gpu: list[int]) -> GpuMix:
+    mix = GpuMix()
+    if not gpu:
+        return mix
+    lines = np.flatnonzero(np.isin(table.line_planes, gpu))
+    real = lines[~table.derived_lines[lines]]
+    rows = table.events_of_lines(real)
+    rows = rows[table.duration[rows] > 0]
+    copy_md = np.array([str(n).startswith(("Memcpy", "Memset")) for n in table.md_names], dtype=bool)
+    kernels = rows[~copy_md[table.md[rows]]]
+    mix.kernels, mix.kernel_ps = len(kernels), int(table.duration[kernels].sum())
+    matrix_md = np.array([bool(_MATRIX_KERNEL.search(str(n))) for n in table.md_names], dtype=bool)
+    mix.matrix_kernels = int(matrix_md[table.md[kernels]].sum())
+    ops = table.events_of_lines(lines[table.line_names[lines] == "TensorFlow Ops"])
+    if len(ops):
+        types = np.array([op.type or str(d) for op, d in zip(table.md_tf_op, table.md_display_names)], dtype=object)
+        ids, inverse = np.unique(table.md[ops], return_inverse=True)
+        totals = np.bincount(inverse, weights=table.duration[ops].astype(np.float64))
+        for md, ps in zip(ids.tolist(), totals.tolist()):
+            mix.op_type_ps[str(types[md])] = mix.op_type_ps.get(str(types[md]), 0) + int(ps)
+        found = next((m.group(1) for n in table.md_names[ids] if (m := _MATRIX_MODEL.search(str(n)))), None)
+        mix.matrix_model = found or ""
+    return mix
+
+
+@dataclass
 class HostFacts:
     host: str
     framework: str  # "tensorflow", "jax" or "" (unknown)
@@ -155,6 +198,7 @@ class HostFacts:
     launches: StepShare = field(default_factory=StepShare)  # kernel launch and copy API calls (GPU hosts)
     compilation: StepShare = field(default_factory=StepShare)  # XLA compilation on host threads
     host_ops: StepShare = field(default_factory=StepShare)  # framework ops on host threads (GPU hosts)
+    gpu_mix: GpuMix = field(default_factory=lambda: GpuMix())  # what the GPUs ran, by op type and kernel kind
 
 
 def _framework(table: EventTable, module_names: list[str]) -> str:
@@ -391,8 +435,10 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
         launches=launches,
         compilation=compilation,
         host_ops=host_ops,
+        gpu_mix=_gpu_mix(table, gpu),
     )
 
 
-__all__ = ["GAP_MIN_PS", "CopyStats", "GpuActivity", "HostFacts", "ModuleRuns", "ProgramActivity", "StepShare",
+__all__ = ["GAP_MIN_PS", "CopyStats", "GpuActivity", "GpuMix", "HostFacts", "ModuleRuns", "ProgramActivity",
+           "StepShare",
            "TimedEvent", "Window", "host_facts"]

@@ -116,7 +116,7 @@ def tiny_kernels(inputs: RunInputs) -> list[Finding]:
     return [Finding(
         id="gpu.tiny_kernels", severity=severity_for(share) if share is not None else "low",
         title=f"{100.0 * count / launches:.0f}% of kernel launches are tiny (under {TINY_KERNEL_US:g} µs on average): "
-              "the GPU is launch-bound",
+              + (f"the GPU waits on launches {share:.1f}% of the step" if exposed_note else "the GPU is launch-bound"),
         estimate=f"{LAUNCH_OVERHEAD_US:g} µs of host launch overhead per tiny kernel"
                  + (", per step" if steps else " over the capture") + ": the time the launches take at best."
                  + exposed_note,
@@ -430,5 +430,55 @@ def collective_overlap(inputs: RunInputs) -> list[Finding]:
     )]
 
 
+ELEMENTWISE_PERCENT = 25.0
+# Framework op types XLA fuses into their neighbours (element-wise math, casts, comparisons, dropout's masks).
+_ELEMENTWISE = frozenset((
+    "Cast", "Mul", "Add", "AddV2", "AddN", "Sub", "RealDiv", "Div", "DivNoNan", "Neg", "Reciprocal", "Square",
+    "Sqrt", "Rsqrt", "Exp", "Log", "Log1p", "Pow", "Tanh", "Sigmoid", "Relu", "Relu6", "Elu", "Selu", "Gelu",
+    "Softplus", "Erf", "Maximum", "Minimum", "Select", "SelectV2", "GreaterEqual", "Greater", "Less", "LessEqual",
+    "Equal", "NotEqual", "LogicalAnd", "LogicalOr", "LogicalNot", "BiasAdd", "BiasAddGrad", "ReluGrad",
+    "TanhGrad", "SigmoidGrad", "SquaredDifference", "ZerosLike", "OnesLike", "Fill", "BroadcastTo", "Tile",
+    "RandomUniform", "RandomStandardNormal", "StatelessRandomUniformV2", "Identity",
+))
+
+
+def unfused_elementwise(inputs: RunInputs) -> list[Finding]:
+    """TensorFlow runs many small element-wise ops as kernels of their own on the GPU, which XLA would fuse."""
+    # Where XLA already runs programs (an `XLA Modules` line), its fusion is in use: say nothing.
+    if inputs.framework != "tensorflow" or any(f.module_runs for f in inputs.facts.values()):
+        return []
+    totals: dict[str, int] = {}
+    kernels = kernel_ps = 0
+    for facts in inputs.facts.values():
+        for op_type, ps in facts.gpu_mix.op_type_ps.items():
+            totals[op_type] = totals.get(op_type, 0) + ps
+        kernels += facts.gpu_mix.kernels
+        kernel_ps += facts.gpu_mix.kernel_ps
+    total = sum(totals.values())
+    elementwise = {t: ps for t, ps in totals.items() if t in _ELEMENTWISE}
+    share = 100.0 * sum(elementwise.values()) / total if total else 0.0
+    if share < ELEMENTWISE_PERCENT or not kernels:
+        return []
+    top = sorted(elementwise.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+    named = ", ".join(f"{t} {100.0 * ps / total:.0f}%" for t, ps in top)
+    evidence = [Evidence(f"{t}: share of the GPUs' op time", 100.0 * ps / total, "percent", None,
+                         inputs.page("tf_stats")) for t, ps in top]
+    evidence += [Evidence("GPU kernels in the capture", kernels, "count", None, inputs.page("kernel_stats")),
+                 Evidence("Their average duration", kernel_ps / kernels / 1e6, "us", None, inputs.page("kernel_stats"))]
+    return [Finding(
+        id="gpu.unfused_elementwise", severity=severity_for(share),
+        title=f"{share:.0f}% of the GPUs' op time is element-wise ops run one kernel each ({named})",
+        estimate="The GPU time of element-wise op types (casts, arithmetic, comparisons, dropout's random masks) on "
+                 "XProf's `TensorFlow Ops` lines, as a share of all op time on the GPUs: the work XLA fuses into "
+                 "neighbouring kernels, so that their inputs and outputs stay in registers instead of memory.",
+        action=f"Compile the step with XLA (`tf.function(jit_compile=True)`, or `model.compile(jit_compile=True)` in "
+               f"Keras): it fuses these {kernels:,} kernels (about {kernel_ps / kernels / 1e6:.0f} µs each) into far "
+               "fewer. Casts this frequent also mean the model converts between float16 and float32 op by op: "
+               "keep the mixed-precision policy consistent (`mixed_float16` for the layers, float32 only for the "
+               "loss and the variables).",
+        evidence=evidence, links=[Link("TF stats", inputs.page("tf_stats"))], percent_of_device_time=share,
+    )]
+
+
 __all__ = ["collective_overlap", "idle_gaps", "low_utilization", "pageable_copies", "sync_calls", "sync_copies",
-           "tensor_cores_unused", "tiny_kernels"]
+           "tensor_cores_unused", "tiny_kernels", "unfused_elementwise"]

@@ -45,6 +45,7 @@ RULES: list[Rule] = [
     # GPU kernels and timelines.
     Rule(("gpu.tensor_cores_unused",), gpu.tensor_cores_unused),
     Rule(("gpu.tiny_kernels",), gpu.tiny_kernels),
+    Rule(("gpu.unfused_elementwise",), gpu.unfused_elementwise),
     Rule(("gpu.synchronous_copies",), gpu.sync_copies),
     Rule(("gpu.pageable_copies",), gpu.pageable_copies),
     Rule(("gpu.stream_synchronization",), gpu.sync_calls),
@@ -61,6 +62,7 @@ RULES: list[Rule] = [
     Rule(("capture.too_few_steps",), capture.too_few_steps),
     Rule(("capture.clock_skew",), capture.clock_skew),
     Rule(("capture.missing_hlo_metadata",), capture.missing_hlo_metadata),
+    Rule(("capture.partial_gpu_trace",), capture.partial_gpu_trace),
 ]
 
 RULE_IDS: tuple[str, ...] = tuple(i for rule in RULES for i in rule.ids)

@@ -63,7 +63,7 @@ def main(logdir: str) -> None:
     ])
     model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     callback = keras.callbacks.TensorBoard(log_dir=logdir, profile_batch=(3, 8))
-    model.fit(dataset(), epochs=1, callbacks=[callback], verbose=2)
+    model.fit(dataset(), epochs=1, shuffle=False, callbacks=[callback], verbose=2)
     for root, _, files in os.walk(logdir):
         for name in files:
             print(os.path.join(root, name), os.path.getsize(os.path.join(root, name)))

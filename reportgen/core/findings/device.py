@@ -99,6 +99,36 @@ def tpu_async_copies(inputs: RunInputs) -> list[Finding]:
           "of variables or activations), move fewer bytes (bfloat16), and overlap transfers with computation.")
     evidence = [_category_evidence(inputs, name, share) for name, share in found.items()]
     evidence += _top_ops(inputs, ASYNC_COPY_CATEGORIES)
+    moved = _bytes_per_call(inputs, copies) if copies is not None and to_host else None
+    if moved is not None:
+        program, per_call, call_ms, arrays, peak, capacity = moved
+        evidence += [Evidence(f"Bytes each run of {program} moves between HBM and host memory, per chip", per_call,
+                              "bytes", None, inputs.page("hlo_stats")),
+                     Evidence("At its run time, per chip (GiB/s)", round(per_call / 2**30 / (call_ms / 1e3), 2), "",
+                              None, inputs.page("hlo_stats"))]
+        fit = ""
+        if arrays and peak and capacity:
+            evidence += [Evidence("Distinct arrays it keeps in host memory", arrays, "bytes", None, ""),
+                         Evidence("Its peak in HBM (memory viewer)", peak, "bytes",
+                                  summary_source("memory", "modules", program, "peak_bytes"),
+                                  inputs.page("memory_viewer")),
+                         Evidence("HBM capacity", capacity, "bytes", None, inputs.page("memory_profile"))]
+            # Kept in HBM, the arrays need between the larger of the two (the peak may already hold them all while
+            # they are in use) and their sum (it holds none of them).
+            low, high = max(peak, arrays), peak + arrays
+            sizes = (f" The program's HBM peak is {peak / 2**30:.1f} GiB and it keeps {arrays / 2**30:.1f} GiB in "
+                     f"host memory; the chip has {capacity / 2**30:.2f} GiB of HBM")
+            if high <= capacity:
+                fit = sizes + ": both fit together, so keeping the arrays in HBM removes these transfers."
+            elif low > capacity:
+                fit = sizes + ": they cannot all stay in HBM; shard them over more chips or move fewer bytes per run."
+            else:
+                fit = (sizes + f": kept in HBM they would need between {low / 2**30:.1f} and {high / 2**30:.1f} GiB, "
+                       "depending on how many of them the peak already holds while in use; the memory viewer's "
+                       "buffers at the peak tell which.")
+        title += (f": {per_call / 2**30:.1f} GiB per run of the program per chip "
+                  f"({per_call / 2**30 / (call_ms / 1e3):.0f} GiB/s)")
+        jax += fit
     return [Finding(
         id="tpu.async_copies_dominate", severity=severity_for(total), title=title,
         estimate="The op profile's time in copy-start and copy-done over the whole capture, as a share of the "
@@ -106,6 +136,52 @@ def tpu_async_copies(inputs: RunInputs) -> list[Finding]:
         action=pick(inputs.framework, tf, jax),
         evidence=evidence, links=_op_links(inputs), percent_of_device_time=total,
     )]
+
+
+_DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
+                "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+_RESULT_SHAPE = re.compile(r"=\s*(\w+)\[([\d,]*)\]")
+
+
+def _shape_bytes(expression: str) -> int:
+    """Bytes of an HLO op's (array) result, from its text: `%x = f32[5,1024]{…} copy-done(…)`."""
+    m = _RESULT_SHAPE.search(expression)
+    if m is None or m.group(1) not in _DTYPE_BYTES:
+        return 0
+    elements = 1
+    for d in (m.group(2).split(",") if m.group(2) else []):
+        elements *= int(d)
+    return elements * _DTYPE_BYTES[m.group(1)]
+
+
+def _bytes_per_call(inputs: RunInputs, copies) -> tuple[str, float, float, int, int, int] | None:
+    """(the program, bytes its copies move per run and chip, its mean run time in ms, the distinct arrays' bytes,
+    its HBM peak, the HBM capacity) for the program whose copy-done ops are the most, or None."""
+    done = copies[copies["category"] == "copy-done"]
+    if not len(done):
+        return None
+    runs = [m for f in inputs.facts.values() for m in f.module_runs]
+    program_id = done.groupby("program_id")["self_time_us"].sum().idxmax() if "self_time_us" in done else \
+        str(done["program_id"].iloc[0])
+    mine = [m for m in runs if m.name.endswith(f"({program_id})")]
+    count = sum(m.count for m in mine)
+    if not count:
+        return None
+    sizes = [_shape_bytes(str(e)) for e in done[done["program_id"] == program_id]["hlo_op_expression"]]
+    occurrences = done[done["program_id"] == program_id]["occurrences"].tolist()
+    per_call = sum(b * o for b, o in zip(sizes, occurrences)) / count
+    # The arrays that live in host memory: the copies whose result is in S(5) (each moves out and back once a run).
+    expressions = done[done["program_id"] == program_id]["hlo_op_expression"].astype(str).tolist()
+    offloaded = sum(b for b, e in zip(sizes, expressions) if f"S({HOST_MEMORY_SPACE})" in e.split(" copy-done(", 1)[0])
+    call_ms = sum(m.total_ps for m in mine) / count / 1e9
+    name = mine[0].name
+    memory = inputs.memory_viewer or {}
+    module = (memory.get("modules") or {}).get(name)
+    hbm = [v for v in module.spaces if v.memory_space == 0] if module is not None else []
+    peak = int(hbm[0].peak_bytes) if hbm else 0
+    if not per_call or not call_ms:
+        return None
+    return name, per_call, call_ms, offloaded, peak, int(memory.get("capacity") or 0)
 
 
 def tpu_non_matrix(inputs: RunInputs) -> list[Finding]:

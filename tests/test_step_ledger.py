@@ -125,3 +125,17 @@ def test_input_advice_sees_the_threads_tf_data_already_keeps_busy(tmp_path):
         pool.event("resize:ResizeBilinear", (k * 110 + 1) * US, 60 * US)
     _, quiet = _ledger(tmp_path / "b", alone)
     assert "on average" not in quiet["input.bound"].action
+
+
+def test_a_python_function_inside_tf_data_is_named(tmp_path):
+    # 45 of the 60 µs the step waits for its batch, a tf.py_function (EagerPyFunc) runs on tf.data's thread.
+    space = cpu_steps(input_us=60, compute_us=38)
+    pool = space.host_plane().line(11, "tf_data_private_threadpool/1")
+    for k in range(5):
+        pool.event("EagerPyFunc:EagerPyFunc", (k * 110 + 10) * US, 45 * US)
+    ledger, found = _ledger(tmp_path, space)
+    assert ledger.input_python_percent == pytest.approx(75.0)
+    f = found["input.bound"]
+    assert "a Python function inside tf.data runs 75% of the wait" in f.title and "GIL" in f.action
+    _, plain = _ledger(tmp_path / "b", cpu_steps(input_us=60, compute_us=38))
+    assert "Python function" not in plain["input.bound"].title

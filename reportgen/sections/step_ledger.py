@@ -57,6 +57,7 @@ def ledger_block(ledger: RunLedger) -> dict:
         "gpu_private_threads": ledger.gpu_private_threads,
         "python_generator": ledger.python_generator,
         "tf_data_threads_busy": ledger.producer_threads_busy,
+        "input_python_percent": ledger.input_python_percent,
     }
 
 

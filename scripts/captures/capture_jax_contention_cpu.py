@@ -2,12 +2,12 @@
 
     python scripts/captures/capture_jax_contention_cpu.py LOGDIR
 
-The MLP of `capture_jax_prefetch_cpu.py` made wider (two hidden layers of 1024, batches of 512, so that a step takes
-tens of milliseconds and the slowdown stands out of a shared machine's noise; plain SGD, a jitted step on XLA:CPU),
-with synchronous loading: each step makes its batch with numpy and `jax.device_put` itself, then runs the compiled program
-and waits for it. Compiled and warmed up before the capture, then 12 steps marked with `StepTraceAnnotation("train")`
+The MLP of `capture_jax_prefetch_cpu.py` (two hidden layers of 512, plain SGD, a jitted step on XLA:CPU) on batches
+of 512, so that a step takes tens of milliseconds and the slowdown stands out of a shared machine's noise, with
+synchronous loading: each step makes its batch with numpy and `jax.device_put` itself, then runs the compiled program
+and waits for it. Compiled and warmed up before the capture, then 16 steps marked with `StepTraceAnnotation("train")`
 under `jax.profiler.trace`. Two CPU-burning processes (pure Python spin loops, started with `spawn` before the trace
-and waiting on an event) spin during steps 4 to 7 only: they start just before step 4 begins and stop when step 8
+and waiting on an event) spin during steps 6 to 9 only: they start just before step 6 begins and stop when step 10
 begins (each also stops by itself after `BURN_LIMIT_S` whatever happens, and is joined, or terminated, before the
 script ends). Those steps run the same executable on the same input sizes, with no compilation and no input change,
 only slower: what contention for the host's cores looks like from inside the profile (the burners are other
@@ -26,9 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-BATCH, FEATURES, HIDDEN, CLASSES = 512, 256, 1024, 10
-WARMUP, STEPS = 3, 12
-BURN_FIRST, BURN_LAST, BURNERS, BURN_LIMIT_S = 4, 7, 2, 5.0
+BATCH, FEATURES, HIDDEN, CLASSES = 512, 256, 512, 10
+WARMUP, STEPS = 3, 16
+BURN_FIRST, BURN_LAST, BURNERS, BURN_LIMIT_S = 6, 9, 2, 5.0
 
 
 def burn(ready, go, stop) -> None:

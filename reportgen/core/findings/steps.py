@@ -33,6 +33,7 @@ from reportgen.core.tools.input_pipeline import MODERATELY_INPUT_BOUND
 from reportgen.core.tools.overview import TPU_BREAKDOWN, TPU_CATEGORIES
 
 ENQUEUE_SHARE = 30.0  # XProf's data-transfer-bound rule: enqueuing is this share of the input time
+PY_FUNCTION_SHARE = 10.0  # of the input wait: a tf.py_function in the pipeline worth naming
 SATURATED_THREADS = 1.5  # tf.data threads busy on average during the input wait: parallelism already in use
 TPU_IDLE_PERCENT = 10.0  # XProf's TensorCore-idle-bound rule
 KERNEL_LAUNCH_PERCENT = 3.0  # XProf's kernel-launch statement (moderate from 3%, high from 15%)
@@ -195,6 +196,15 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         elif ledger is not None and ledger.top("input"):
             title += f" ({_shown(ledger.top('input')[0][0])})"
         action = _input_action(inputs, ledger)
+    python_share = ledger.input_python_percent if ledger is not None else None
+    if python_share is not None and python_share >= PY_FUNCTION_SHARE:
+        evidence.append(Evidence("Share of the input wait with a tf.py_function running", round(python_share, 1),
+                                 "percent", summary_source("step_ledger", "input_python_percent"), LEDGER_HREF))
+        title += f"; a Python function inside tf.data runs {python_share:.0f}% of the wait"
+        action = (f"A Python function inside the pipeline (`tf.py_function` / `tf.numpy_function`: EagerPyFunc or "
+                  f"PyFunc ops) runs during {python_share:.0f}% of the wait. It holds the GIL, so more map parallelism "
+                  "cannot speed it up: rewrite it with TensorFlow ops (tf.image, tf.strings, tf.io), or do that "
+                  "work offline and store its result. " + action)
     busy_threads = ledger.producer_threads_busy if ledger is not None else None
     if busy_threads is not None and busy_threads >= SATURATED_THREADS:
         evidence.append(Evidence("tf.data's threads busy while the step waited (threads, on average)",

@@ -134,6 +134,9 @@ class HostLedger:
     # threads: their ratio is how many of them kept working on average, what parallelism already uses).
     input_ps: int = 0
     producer_busy_ps: int = 0
+    # Of the input wait, the time a Python function ran inside tf.data (`tf.py_function` / `tf.numpy_function`:
+    # EagerPyFunc, PyFunc ops), which holds the GIL whatever the map's parallelism.
+    input_python_ps: int = 0
 
     def total_ps(self, key: str) -> int:
         return sum(s.ps[key] for s in self.steps)
@@ -312,6 +315,22 @@ def _outermost(table: EventTable, rows: np.ndarray) -> np.ndarray:
     return rows[first | (table.start[rows] >= before)]
 
 
+_PY_FUNC_TYPES = {"EagerPyFunc", "PyFunc", "PyFuncStateless"}
+
+
+def _python_in_pipeline(table: EventTable, waiting: tuple[np.ndarray, np.ndarray]) -> int:
+    """The time of the input wait during which a tf.py_function / numpy_function op ran on some thread."""
+    if len(waiting[0]) == 0 or table.host_plane is None:
+        return 0
+    py_md = np.array([op.type in _PY_FUNC_TYPES for op in table.md_tf_op], dtype=bool)
+    rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+    rows = rows[py_md[table.md[rows]] & (table.duration[rows] > 0)]
+    if len(rows) == 0:
+        return 0
+    s, e = merged(table.start[rows], table.end[rows])
+    return int((covered_before((s, e), waiting[1]) - covered_before((s, e), waiting[0])).sum())
+
+
 def _producer_busy(table: EventTable, waiting: tuple[np.ndarray, np.ndarray]) -> tuple[int, int]:
     """(the input wait's length, the busy time of tf.data's threads inside it, summed over the threads)."""
     total = int((waiting[1] - waiting[0]).sum())
@@ -395,6 +414,7 @@ def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]],
         ledger.top[key] = _contributors(table, rows, exposed, windows)
         if key == "input":
             ledger.input_ps, ledger.producer_busy_ps = _producer_busy(table, exposed)
+            ledger.input_python_ps = _python_in_pipeline(table, exposed)
         covered = _union(covered, mine)
     spans = windows[:, 1] - windows[:, 0]
     per_step["other"] = spans - _per_window(covered, windows)
@@ -489,6 +509,12 @@ class RunLedger:
         return any(h.python_generator for h in self.hosts)
 
     @property
+    def input_python_percent(self) -> float | None:
+        """The share of the input wait during which a tf.py_function ran (None: no wait)."""
+        wait = sum(h.input_ps for h in self.hosts)
+        return 100.0 * sum(h.input_python_ps for h in self.hosts) / wait if wait else None
+
+    @property
     def producer_threads_busy(self) -> float | None:
         """While the steps waited for input: how many of tf.data's threads were busy on average (None: no wait, or
         no tf.data threads recorded)."""
@@ -537,7 +563,7 @@ def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None)
         names = (kept or {}).get(h.host)
         steps = [s for s in h.steps if names is None or s.name in names]
         out.append(HostLedger(h.host, h.has_device, h.inferred_from, steps, h.top, h.gpu_private_threads,
-                              h.python_generator, h.input_ps, h.producer_busy_ps))
+                              h.python_generator, h.input_ps, h.producer_busy_ps, h.input_python_ps))
     return RunLedger(out)
 
 

@@ -90,7 +90,8 @@ def test_keras3_profiled_batches_become_inferred_steps_with_their_input_wait(tmp
     assert ledger.percent("input") == pytest.approx(76.0)
     f = found["input.bound"]
     assert f.percent_of_step == pytest.approx(76.0) and "inferred" in f.estimate
-    assert "capture.no_steps" in found
+    assert "capture.no_steps" in found and "Keras does it" not in found["capture.no_steps"].action
+    assert "Profiled batch" in found["capture.no_steps"].action
 
 
 def test_repeated_programs_become_inferred_steps(tmp_path):
@@ -139,3 +140,14 @@ def test_a_python_function_inside_tf_data_is_named(tmp_path):
     assert "a Python function inside tf.data runs 75% of the wait" in f.title and "GIL" in f.action
     _, plain = _ledger(tmp_path / "b", cpu_steps(input_us=60, compute_us=38))
     assert "Python function" not in plain["input.bound"].title
+
+
+def test_step_markers_xprof_did_not_take_are_the_inferred_steps():
+    # Where XProf's grouping finds no steps, a capture's own `Trace('train', step_num=…, _r=1)` markers are them.
+    from reportgen.core.events.table import EventTable
+    from reportgen.core.steps.ledger import inferred_steps
+
+    steps, how = inferred_steps(EventTable(cpu_steps(steps=4).capture("cpu", sort_lines=True)))
+    assert how == "the program's `Trace(..., step_num=…, _r=1)` markers"
+    assert [name for name, _, _ in steps] == ["train 1", "train 2", "train 3", "train 4"]
+    assert all(end - begin == 100 * US for _, begin, end in steps)

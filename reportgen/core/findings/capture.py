@@ -81,6 +81,22 @@ def _inferred_steps(inputs: RunInputs) -> tuple[list[Evidence], str]:
     return evidence, text
 
 
+def _no_steps_action(inputs: RunInputs) -> str:
+    """Advice that fits what the capture already marks."""
+    inferred = inputs.ledger.inferred_from if inputs.ledger is not None else ""
+    if "Profiled batch" in inferred:
+        return ("Keras 3's TensorBoard callback marks each profiled batch as `Profiled batch <n>`, which XProf does "
+                "not take as a step; this report inferred the steps from them (the step ledger and the findings "
+                "above use them). For XProf's own step analysis, wrap the step in `tf.profiler.experimental.Trace("
+                "'train', step_num=step, _r=1)` in a custom training step.")
+    if "_r=1" in inferred:
+        return ("The capture has the program's `Trace(..., step_num=…, _r=1)` markers, but XProf's grouping did not "
+                "take them as steps (it groups by the graph's own iteration events when they are there); this report "
+                "inferred the steps from the markers. Markers outside `tf.function` (around the call, on the Python "
+                "thread) are the ones XProf groups by.")
+    return pick(inputs.framework, *_STEP_MARKERS)
+
+
 def no_steps(inputs: RunInputs) -> list[Finding]:
     """No step markers: the step-time breakdown and the input analysis could not run."""
     view = inputs.overview
@@ -95,7 +111,7 @@ def no_steps(inputs: RunInputs) -> list[Finding]:
         estimate="Not a cost of the workload: without steps the report gives shares of the capture instead of "
                  "time per step." + (" The inferred steps are repeated runs of one top-level program, not "
                                      "markers." if inferred else ""),
-        action=pick(inputs.framework, *_STEP_MARKERS) + (" Several hosts whose steps do not line up need their "
+        action=_no_steps_action(inputs) + (" Several hosts whose steps do not line up need their "
                                                          "clocks (or profiling start times) aligned."
                                                          if warning == EMPTY_INTERSECT_WARNING else ""),
         evidence=[Evidence("Steps", 0, "count", summary_source("overview", "steps"), inputs.page("overview")),

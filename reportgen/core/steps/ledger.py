@@ -433,8 +433,9 @@ _KERAS3_BATCH = "Profiled batch"
 
 
 def inferred_steps(table: EventTable) -> tuple[list[tuple[str, int, int]], str]:
-    """Steps for a capture whose steps XProf does not find: Keras 3's `Profiled batch <n>` host events, else
-    the runs of the most repeated top-level XLA program (one run to the next), with how they were found."""
+    """Steps for a capture whose steps XProf does not find: Keras 3's `Profiled batch <n>` host events, else the
+    program's own step markers that XProf's grouping did not take (`Trace(..., step_num=…, _r=1)`), else the runs of
+    the most repeated top-level XLA program (one run to the next), with how they were found."""
     if table.host_plane is not None:
         rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
         batch_md = _md_mask(table, lambda n: n.startswith(_KERAS3_BATCH))
@@ -443,6 +444,17 @@ def inferred_steps(table: EventTable) -> tuple[list[tuple[str, int, int]], str]:
             rows = rows[np.argsort(table.start[rows], kind="stable")]
             return (_disjoint([(str(table.names_of(np.array([r]))[0]), int(table.start[r]), int(table.end[r]))
                                for r in rows]), "Keras's 'Profiled batch' events")
+    if table.host_plane is not None and table.has_stat("_r") and table.has_stat("step_num"):
+        rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+        _, marked = table.int_stat_at("_r", rows)
+        numbers, numbered = table.int_stat_at("step_num", rows)
+        keep = marked & numbered & (table.duration[rows] > 0)
+        if keep.sum() >= 1:
+            mine = rows[keep]
+            names = table.names_of(mine)
+            windows = [(f"{n} {int(k)}", int(table.start[r]), int(table.end[r]))
+                       for r, n, k in zip(mine.tolist(), names.tolist(), numbers[keep].tolist())]
+            return _disjoint(windows), "the program's `Trace(..., step_num=…, _r=1)` markers"
     best: tuple[int, int, str, np.ndarray] | None = None
     for line in np.flatnonzero(table.line_names == schema.XLA_MODULE_LINE).tolist():
         rows = table.events_of_lines(np.array([line]))

@@ -170,18 +170,33 @@ def _union(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -
 
 
 def _minus(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """A − B for sorted disjoint interval sets: the elementary segments between all their edges that lie in A and
-    not in B."""
+    """A − B for sorted disjoint interval sets: A intersected with the gaps of B (linear after two bisections, no
+    sort: these sets hold every kernel of a capture)."""
     if len(a[0]) == 0 or len(b[0]) == 0:
         return a
-    points = np.unique(np.concatenate([a[0], a[1], b[0], b[1]]))
-    lo, hi = points[:-1], points[1:]
-    in_a = _inside(a, lo)
-    in_b = _inside(b, lo)
-    keep = in_a & ~in_b
-    if not keep.any():
+    lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    gap_s = np.concatenate([[lowest], b[1]])
+    gap_e = np.concatenate([b[0], [highest]])
+    keep = gap_e > gap_s
+    return _intersect(a, (gap_s[keep], gap_e[keep]))
+
+
+def _intersect(a: tuple[np.ndarray, np.ndarray], c: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A ∩ C for sorted disjoint interval sets, sorted and disjoint: each pair of overlapping intervals (at most
+    |A| + |C| of them) found by bisection."""
+    lo = np.searchsorted(c[1], a[0], side="right")  # the first C interval ending after each A interval starts
+    hi = np.searchsorted(c[0], a[1], side="left")  # past the last C interval starting before it ends
+    counts = np.maximum(hi - lo, 0)
+    total = int(counts.sum())
+    if total == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return merged(lo[keep], hi[keep])
+    which_a = np.repeat(np.arange(len(counts)), counts)
+    first = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    which_c = first + np.arange(total)
+    start = np.maximum(a[0][which_a], c[0][which_c])
+    end = np.minimum(a[1][which_a], c[1][which_c])
+    keep = end > start
+    return start[keep], end[keep]
 
 
 def _inside(intervals: tuple[np.ndarray, np.ndarray], points: np.ndarray) -> np.ndarray:
@@ -207,6 +222,32 @@ def _per_window(intervals: tuple[np.ndarray, np.ndarray], windows: np.ndarray) -
     return covered_before(intervals, windows[:, 1]) - covered_before(intervals, windows[:, 0])
 
 
+@dataclass
+class _Names:
+    """Per event metadata, what its name says: each test run once over the (interned) names, not per event."""
+
+    collective: np.ndarray
+    copy: np.ndarray
+    input: np.ndarray
+    compile: np.ndarray
+    sync: np.ndarray
+    program: np.ndarray
+    python: np.ndarray
+    generator: np.ndarray
+
+
+def _names(table: EventTable) -> _Names:
+    flags = np.zeros((len(table.md_names), 8), dtype=bool)
+    for i, raw in enumerate(table.md_names.tolist()):
+        n = str(raw)
+        flags[i] = (n.lower().startswith(_COLLECTIVE_PREFIX),
+                    n.startswith(("Memcpy", "Memset", "copy-start", "copy-done")),
+                    bool(_INPUT_EVENT.search(n) or _INPUT_NAME.search(n) or _INPUT_FUNCTION.search(n)),
+                    bool(_COMPILE.search(n)), bool(_SYNC_API.match(n)), bool(_PROGRAM.search(n)), n.startswith("$"),
+                    n.endswith("::Generator") or "__inference__next_func" in n)
+    return _Names(*(flags[:, k] for k in range(8)))
+
+
 def _md_mask(table: EventTable, predicate) -> np.ndarray:
     return np.array([bool(predicate(str(n))) for n in table.md_names], dtype=bool)
 
@@ -230,7 +271,7 @@ def _launching_ops(table: EventTable, ops: np.ndarray, launches: np.ndarray) -> 
     return out
 
 
-def _device_rows(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _device_rows(table: EventTable, names: _Names) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(compute, collective, copy) rows of the device planes: GPU streams (XProf's derived lines left out), TPU
     XLA ops."""
     gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
@@ -242,8 +283,7 @@ def _device_rows(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     empty = np.zeros(0, np.int64)
     if len(rows) == 0:
         return empty, empty, empty
-    collective_md = _md_mask(table, lambda n: n.lower().startswith(_COLLECTIVE_PREFIX))
-    copy_md = _md_mask(table, lambda n: n.startswith(("Memcpy", "Memset", "copy-start", "copy-done")))
+    collective_md, copy_md = names.collective, names.copy
     is_copy = copy_md[table.md[rows]]
     if table.has_stat("memcpy_details") or table.has_stat("memset_details"):
         is_copy |= (table.str_stat_at("memcpy_details", rows) >= 0) | (table.str_stat_at("memset_details", rows) >= 0)
@@ -251,7 +291,7 @@ def _device_rows(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return rows[~is_copy & ~is_collective], rows[is_collective], rows[is_copy]
 
 
-def _host_rows(table: EventTable, has_device: bool) -> dict[str, np.ndarray]:
+def _host_rows(table: EventTable, has_device: bool, names: _Names) -> dict[str, np.ndarray]:
     """The host-thread rows of each host-side cause (a row may fall in several; precedence sorts that out)."""
     empty = np.zeros(0, np.int64)
     keys = LEDGER_KEYS[3:-1]
@@ -267,15 +307,13 @@ def _host_rows(table: EventTable, has_device: bool) -> dict[str, np.ndarray]:
     tf_ops = table.md_tf_op
     framework = np.array([op.category == TENSORFLOW for op in tf_ops], dtype=bool)[md]
     input_type = np.array([op.type in _INPUT_OP_TYPES for op in tf_ops], dtype=bool)[md]
-    names = table.md_names
-    is_input = input_type | _md_mask(table, lambda n: bool(_INPUT_EVENT.search(n) or _INPUT_NAME.search(n)
-                                                           or _INPUT_FUNCTION.search(n)))[md]
+    is_input = input_type | names.input[md]
     if table.has_stat("_ipl_stage_name"):  # input-pipeline stages that newer pipelines annotate (XProf: input)
         stage = table.str_stat_at("_ipl_stage_name", rows)
         is_input |= (stage >= 0) & (table.strings(np.maximum(stage, 0)) != "")
-    is_compile = _md_mask(table, lambda n: bool(_COMPILE.search(n)))[md]
-    is_sync = _md_mask(table, lambda n: bool(_SYNC_API.match(n)))[md]
-    is_python = np.array([str(n).startswith("$") for n in names], dtype=bool)[md]
+    is_compile = names.compile[md]
+    is_sync = names.sync[md]
+    is_python = names.python[md]
     launch = table.stat_present("correlation_id")[rows] if table.has_stat("correlation_id") else \
         np.zeros(len(rows), bool)
     out = {
@@ -294,7 +332,7 @@ def _host_rows(table: EventTable, has_device: bool) -> dict[str, np.ndarray]:
         out["host_compute"] = ops[~dispatch]
     else:
         on_xla_threads = _lines_named(table, (_PROGRAM_LINE,))[table.line[rows]]
-        program = _md_mask(table, lambda n: bool(_PROGRAM.search(n)))[md] | on_xla_threads
+        program = names.program[md] | on_xla_threads
         out["compiled_program"] = rows[program]
         out["host_compute"] = ops
     return out
@@ -362,14 +400,18 @@ def _contributors(table: EventTable, rows: np.ndarray, exposed: tuple[np.ndarray
     rows, held = rows[inside], held[inside]
     if len(rows) == 0:
         return []
-    display = table.md_display_names[table.md[rows]]
-    raw = table.md_names[table.md[rows]]
-    shown = np.array([str(d) or str(r) for d, r in zip(display, raw)], dtype=object)
-    names, inverse = np.unique(shown, return_inverse=True)
-    totals = np.bincount(inverse, weights=held.astype(np.float64))
-    counts = np.bincount(inverse)
-    order = np.lexsort((names, -totals))[:TOP_NAMES]
-    return [Contributor(str(names[i]), int(counts[i]), int(round(totals[i]))) for i in order]
+    # Grouped by metadata id (integers), then by the name each shows: a few thousand names, not an event each.
+    mds, inverse = np.unique(table.md[rows], return_inverse=True)
+    md_ps = np.bincount(inverse, weights=held.astype(np.float64))
+    md_count = np.bincount(inverse)
+    totals: dict[str, list[float]] = {}
+    for md, ps, count in zip(mds.tolist(), md_ps.tolist(), md_count.tolist()):
+        name = str(table.md_display_names[md]) or str(table.md_names[md])
+        entry = totals.setdefault(name, [0, 0.0])
+        entry[0] += count
+        entry[1] += ps
+    top = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0]))[:TOP_NAMES]
+    return [Contributor(name, int(count), int(round(ps))) for name, (count, ps) in top]
 
 
 def step_windows(step_db) -> list[tuple[str, int, int]]:
@@ -394,15 +436,16 @@ def step_windows(step_db) -> list[tuple[str, int, int]]:
 
 def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]], inferred_from: str = "") -> HostLedger:
     """The ledger of one host over its (disjoint, time-ordered) steps (name, begin, end)."""
-    compute, collective, copies = _device_rows(table)
+    names = _names(table)
+    compute, collective, copies = _device_rows(table, names)
     has_device = bool(len(compute) or len(collective) or len(copies))
     gpu_private = any(str(n).startswith("tf_gpu_private") for n in table.line_names)
-    generator = bool(_md_mask(table, lambda n: n.endswith("::Generator") or "__inference__next_func" in n).any())
+    generator = bool(names.generator.any())
     ledger = HostLedger(host, has_device, inferred_from, gpu_private_threads=gpu_private, python_generator=generator)
     if not steps:
         return ledger
     windows = np.array([[b, e] for _, b, e in steps], dtype=np.int64)
-    host_rows = _host_rows(table, has_device)
+    host_rows = _host_rows(table, has_device, names)
     by_key = {"device_compute": compute, "device_collectives": collective, "device_copies": copies, **host_rows}
     covered = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     per_step: dict[str, np.ndarray] = {}

@@ -112,6 +112,15 @@ def test_classification_words():
     other = classification({"steps": 5, "input_bound": "NOT", "statement": "",
                             "bottleneck": {"label": "Host compute", "percent": 98.2}})
     assert (other["label"], other["severity"]) == ("Host compute: 98.2% of the step time", "good")
+    # XProf's 'All others' heads the answer only without a step ledger to say what that time was.
+    xprof_other = {"steps": 5, "input_bound": "POTENTIALLY", "statement": "Your program is …",
+                   "bottleneck": {"category": "other", "label": "All others", "percent": 62.7}}
+    ledger = {"steps": 6, "labels": {"compiled_program": "Compiled XLA program (host)", "input": "Waiting for input"},
+              "percent": {"compiled_program": 62.2, "input": 35.2}}
+    named = classification(xprof_other, ledger)
+    assert named["label"] == "Compiled XLA program (host): 62.2% of the step time (step ledger)"
+    assert named["statement"] == "XProf: Your program is …"
+    assert classification(xprof_other)["label"] == "All others: 62.7% of the step time"
     assert dominant_category({"input": 3.0, "host_compute": 1.0, "other": None}) == {
         "category": "input", "label": "Input", "percent": 75.0}
     assert dominant_category({"input": 0.0}) is None

@@ -72,8 +72,10 @@ def has_steps(overview: dict | None) -> bool:
     return bool(overview.get("steps")) or bool((_finite((overview.get("step_time_ms") or {}).get("average")) or 0) > 0)
 
 
-def classification(overview: dict | None) -> dict:
-    """The answer's headline: a short class, its severity (for colour, never alone) and XProf's statement."""
+def classification(overview: dict | None, ledger: dict | None = None) -> dict:
+    """The answer's headline: a short class, its severity (for colour, never alone) and XProf's statement. Where
+    XProf's largest category is its 'All others' and the step ledger names what that time was, the ledger's largest
+    cause heads the answer instead (XProf's statement stays, named as XProf's)."""
     if not has_steps(overview):
         return {"label": "No steps marked", "severity": "none", "statement":
                 "The capture marks no steps, so there is no step time to break down: "
@@ -84,12 +86,17 @@ def classification(overview: dict | None) -> dict:
     if bound in ("HIGHLY", "MODERATELY"):
         label = f"{bound.capitalize()} input-bound"
         severity = "bad" if bound == "HIGHLY" else "warn"
+    elif bottleneck and bottleneck.get("category") == "other" and ledger and ledger.get("steps"):
+        key, percent = max(((k, _finite(v) or 0.0) for k, v in (ledger.get("percent") or {}).items()),
+                           key=lambda kv: kv[1])
+        label = f"{ledger['labels'].get(key, key)}: {percent:.1f}% of the step time (step ledger)"
+        severity = "none"
     elif bottleneck:
         label = f"{bottleneck['label']}: {bottleneck['percent']:.1f}% of the step time"
         severity = "good" if bound == "NOT" else "none"
     else:
         label, severity = "No time recorded in steps", "none"
-    return {"label": label, "severity": severity, "statement": statement}
+    return {"label": label, "severity": severity, "statement": f"XProf: {statement}" if statement else ""}
 
 
 def breakdown_rows(overview: dict | None) -> list[dict]:
@@ -225,7 +232,7 @@ def run_verdict(name: str, block: dict, hosts: list[HostSummary], nav: list[dict
     input_pipeline = block.get("input_pipeline") or {}
     op_profile = block.get("op_profile")
     return {
-        "answer": classification(overview),
+        "answer": classification(overview, block.get("step_ledger")),
         "overview": overview,
         "has_steps": has_steps(overview),
         "breakdown": breakdown_rows(overview),

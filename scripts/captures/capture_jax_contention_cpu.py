@@ -6,7 +6,7 @@ The MLP of `capture_jax_prefetch_cpu.py` (two hidden layers of 512, plain SGD, a
 of 512, so that a step takes tens of milliseconds and the slowdown stands out of a shared machine's noise, with
 synchronous loading: each step makes its batch with numpy and `jax.device_put` itself, then runs the compiled program
 and waits for it. Compiled and warmed up before the capture, then 16 steps marked with `StepTraceAnnotation("train")`
-under `jax.profiler.trace`. Two CPU-burning processes (pure Python spin loops, started with `spawn` before the trace
+under `jax.profiler.trace`. Two CPU-burning processes (pure Python spin loops, forked before JAX starts its runtime
 and waiting on an event) spin during steps 6 to 9 only: they start just before step 6 begins and stop when step 10
 begins (each also stops by itself after `BURN_LIMIT_S` whatever happens, and is joined, or terminated, before the
 script ends). Those steps run the same executable on the same input sizes, with no compilation and no input change,
@@ -72,14 +72,16 @@ def batch(rng: np.random.Generator):
 
 
 def main(logdir: str) -> None:
-    print("jax", jax.__version__, jax.devices(), flush=True)
-    ctx = mp.get_context("spawn")
+    # Forked before JAX starts its runtime and threads (so the fork is safe); a forked child ends with `os._exit`,
+    # at once, where a spawned one would spend a while tearing down the modules it imported.
+    ctx = mp.get_context("fork")
     go, stop = ctx.Event(), ctx.Event()
     readies = [ctx.Event() for _ in range(BURNERS)]
     burners = [ctx.Process(target=burn, args=(r, go, stop), daemon=True) for r in readies]
     for proc in burners:
         proc.start()
     try:
+        print("jax", jax.__version__, jax.devices(), flush=True)
         rng = np.random.default_rng(0)
         params = init(jax.random.PRNGKey(0))
         for _ in range(WARMUP):  # compiled and warmed up outside the capture

@@ -8,7 +8,7 @@ numpy, run with no `num_parallel_calls` and no `prefetch` (tf.data's injected pr
 training step waits in `IteratorGetNext` for the map. Profiled by Keras' own
 `keras.callbacks.TensorBoard(log_dir=LOGDIR, profile_batch=(3, 8))`, which wraps each profiled batch in a
 `tf.profiler.experimental.Trace("Profiled batch", step_num=batch)`: Keras 3's step marker, which XProf does not take
-as a step (Keras 2 / tf.keras used `TraceContext` with `_r=1`). Writes
+as a step (Keras 2's `fit` wrapped each step in `Trace("train", step_num=..., _r=1)`). Writes
 `LOGDIR/train/plugins/profile/<timestamp>/<host>.xplane.pb` (the callback profiles into its `train` folder). Needs
 `tensorflow-cpu` (with Keras 3); the committed capture was made with TensorFlow 2.21.0 and Keras 3.15.1 on a
 2-core VM (its host file `vm.xplane.pb`).

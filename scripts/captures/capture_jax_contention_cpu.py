@@ -1,4 +1,4 @@
-"""Capture `tests/captures/jax_contention_cpu/`: a JAX training loop on the CPU slowed for a few steps by another process.
+"""Capture `tests/captures/jax_contention_cpu/`: a JAX training loop on the CPU, a few steps slowed by other processes.
 
     python scripts/captures/capture_jax_contention_cpu.py LOGDIR
 

@@ -2,14 +2,14 @@
 
     python scripts/captures/capture_jax_prefetch_cpu.py LOGDIR
 
-A small MLP (two hidden layers of 512) trained by plain SGD with a jitted step on XLA:CPU. A background thread
-makes each batch with numpy (the per-sample normalisation an input pipeline would do), puts it on the device with
-`jax.device_put` and in a `queue.Queue` a few batches deep, so when a step starts its batch is normally ready: the
-step only does `q.get()`, then runs the compiled program and waits for it. Compiled and warmed up before the capture, then 10 steps
-marked with `StepTraceAnnotation("train")` under `jax.profiler.trace`. The capture shows what an expert expects of
-a prefetched pipeline: no input stall, each step is the XLA:CPU program. Writes
+A small MLP (256 -> 512 -> 512 -> 10, batches of 256) trained by plain SGD with a jitted step on XLA:CPU. A
+background thread makes each batch with numpy (the per-sample normalisation an input pipeline would do), puts it on
+the device with `jax.device_put` and in a `queue.Queue` four deep, so when a step starts its batch is normally
+ready: the step only does `q.get()`, then runs the compiled program and waits for it. Compiled and warmed up before
+the capture, then 10 steps marked with `StepTraceAnnotation("train")` under `jax.profiler.trace`. The capture shows
+what an expert expects of a prefetched pipeline: no input stall, each step is the XLA:CPU program. Writes
 `LOGDIR/plugins/profile/<timestamp>/<host>.xplane.pb`. Needs only `jax` (CPU); the committed capture was made with
-JAX 0.10.2 on a 2-core VM (its run folder renamed `jax_prefetch_cpu`, its host file `vm.xplane.pb`).
+JAX 0.10.2 on a 2-core VM (its host file `vm.xplane.pb`).
 """
 
 from __future__ import annotations

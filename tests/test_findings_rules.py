@@ -576,3 +576,26 @@ def test_unfused_elementwise_ops_and_a_partial_gpu_trace(tmp_path):
     gemm = gpu_steps(kernels=((100, 2), (800, 50)), kernel_repeat=150, kernel="volta_sgemm_128x64_nn",
                      tf_op="model/transformer/attention/MatMul:MatMul")
     assert "capture.partial_gpu_trace" not in findings(tmp_path / "b", gemm)
+
+
+def test_compilation_between_steps_is_a_one_off(tmp_path):
+    # Five 1 ms steps, 3 ms apart; a function compiled for 1.5 ms in the gap after the second step.
+    space = Space(("cpu",))
+    line = space.plane("/host:CPU", 0).line(1, "python")
+    for k in range(5):
+        t = k * 4000 * US
+        line.event("train", t, 1000 * US, _r=1, step_num=k + 1)
+        line.event("dense/MatMul:MatMul", t + US, 990 * US)
+    line.event("backend_compile", 5500 * US, 1500 * US)
+    found = findings(tmp_path, space)
+    f = found["host.compilation_between_steps"]
+    assert "1.5 ms of compilation between the analysed steps" in f.title and f.severity == "low"
+    assert f.percent_of_step is None and f.claims == []
+    assert evidence(f, "backend_compile on cpu").value == pytest.approx(1.5)
+    assert "host.compilation_in_steps" not in found  # the steps hold none of it
+    quiet = Space(("cpu",))
+    line = quiet.plane("/host:CPU", 0).line(1, "python")
+    for k in range(5):
+        line.event("train", k * 4000 * US, 1000 * US, _r=1, step_num=k + 1)
+        line.event("dense/MatMul:MatMul", k * 4000 * US + US, 990 * US)
+    assert "host.compilation_between_steps" not in findings(tmp_path / "b", quiet)

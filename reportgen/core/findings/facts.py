@@ -197,6 +197,8 @@ class HostFacts:
     programs: list[ProgramActivity] = field(default_factory=list)  # one per device plane with program runs
     launches: StepShare = field(default_factory=StepShare)  # kernel launch and copy API calls (GPU hosts)
     compilation: StepShare = field(default_factory=StepShare)  # XLA compilation on host threads
+    # Compilation between two analysed steps (a jitted function first called mid-training): once, not per step.
+    compilation_between: StepShare = field(default_factory=StepShare)
     host_ops: StepShare = field(default_factory=StepShare)  # framework ops on host threads (GPU hosts)
     gpu_mix: GpuMix = field(default_factory=lambda: GpuMix())  # what the GPUs ran, by op type and kernel kind
 
@@ -415,6 +417,17 @@ def _host_work(table: EventTable, steps, gpu: list[int]) -> tuple[StepShare, Ste
             _step_share(table, rows[ops], steps, busier))
 
 
+def _compilation_between(table: EventTable, steps) -> StepShare:
+    """Compilation on host threads in the gaps between consecutive steps."""
+    gaps = [("", a[2], b[1]) for a, b in zip(steps, steps[1:]) if b[1] > a[2]]
+    if table.host_plane is None or not gaps:
+        return StepShare()
+    rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+    compile_md = np.array([bool(_COMPILE.search(str(n))) for n in table.md_names], dtype=bool)
+    rows = rows[compile_md[table.md[rows]] & (table.duration[rows] > 0)]
+    return _step_share(table, rows, gaps)
+
+
 def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -> HostFacts:
     """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names)."""
     steps = step_windows(step_db)
@@ -422,6 +435,7 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
     sync, pageable = _copies(table, gpu)
     runs, programs = _module_runs(table)
     launches, compilation, host_ops = _host_work(table, steps, gpu)
+    between = _compilation_between(table, steps)
     return HostFacts(
         host=host,
         framework=_framework(table, module_names),
@@ -434,6 +448,7 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
         programs=programs,
         launches=launches,
         compilation=compilation,
+        compilation_between=between,
         host_ops=host_ops,
         gpu_mix=_gpu_mix(table, gpu),
     )

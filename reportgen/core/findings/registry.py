@@ -31,6 +31,7 @@ RULES: list[Rule] = [
     Rule(("host.unattributed_step_time",), steps.all_others),
     Rule(("device.communication",), steps.communication),
     Rule(("host.compilation_in_steps",), steps.compilation),
+    Rule(("host.compilation_between_steps",), steps.compilation_between_steps),
     Rule(("steps.variance",), steps.step_variance),
     Rule(("steps.straggler_host",), steps.straggler_hosts),
     # Device ops.

@@ -513,6 +513,41 @@ def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence]]:
             "them on the timeline for periodic work (checkpoints, evaluation, logging, garbage collection)."), evidence
 
 
+BETWEEN_STEPS_COMPILE_MS = 1.0
+
+
+def compilation_between_steps(inputs: RunInputs) -> list[Finding]:
+    """A compilation between two analysed steps: a jitted function first called, or recompiled, mid-training. It
+    costs the run once, not each step, so it claims no share of the step."""
+    found = [(h, f.compilation_between) for h, f in inputs.facts.items() if f.compilation_between.count]
+    total_ms = sum(s.busy_ps for _, s in found) / 1e9
+    if total_ms < BETWEEN_STEPS_COMPILE_MS:
+        return []
+    evidence = [Evidence(f"{e.name} on {host}", e.duration_ps / 1e9, "ms",
+                         {"trace": {"host": host, "plane": e.plane, "t0_ps": e.begin_ps,
+                                    "t1_ps": e.begin_ps + e.duration_ps, "what": "event", "name": e.name}},
+                         timeline_href(host, e.begin_ps, e.begin_ps + e.duration_ps, e.name)
+                         if "trace" in inputs.pages else "")
+                for host, share in found for e in share.longest]
+    longest = max(evidence, key=lambda e: e.value)
+    return [Finding(
+        id="host.compilation_between_steps", severity="low" if total_ms >= (inputs.step_ms or 0.0) else "info",
+        title=f"{ms_text(total_ms)} of compilation between the analysed steps (the longest: {longest.label}, "
+              f"{ms_text(longest.value)}): a function first compiled, or recompiled, mid-training",
+        estimate="The time host threads spent compiling in the gaps between analysed steps: a one-off cost of the "
+                 "run (the steps themselves do not contain it, so it is no share of the step time).",
+        action=pick(inputs.framework,
+                    "If it repeats in later captures, something retraces between steps (a `tf.function` called "
+                    "with new Python values or shapes, an evaluation or callback graph): give it an "
+                    "`input_signature`; if it is the first call of an evaluation or logging function, it is "
+                    "expected once.",
+                    "If it repeats, something recompiles between steps (`jax_log_compiles` shows what); if it is "
+                    "the first call of an evaluation or metrics function, compile it before training "
+                    "(`jax.jit(f).lower(...).compile()`) or accept it once."),
+        evidence=evidence, links=[Link(f"On the timeline: {longest.label}", longest.href)] if longest.href else [],
+    )]
+
+
 def step_variance(inputs: RunInputs) -> list[Finding]:
     """Step times vary a lot: some steps are much slower than the others."""
     if inputs.steps < MIN_STEPS_FOR_VARIANCE:
@@ -612,5 +647,5 @@ def straggler_hosts(inputs: RunInputs) -> list[Finding]:
     )]
 
 
-__all__ = ["all_others", "communication", "compilation", "host_compute", "input_bound", "kernel_launch",
-           "python_in_step", "step_variance", "straggler_hosts", "tpu_host_round_trips"]
+__all__ = ["all_others", "communication", "compilation", "compilation_between_steps", "host_compute", "input_bound",
+           "kernel_launch", "python_in_step", "step_variance", "straggler_hosts", "tpu_host_round_trips"]

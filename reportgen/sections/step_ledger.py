@@ -56,6 +56,7 @@ def ledger_block(ledger: RunLedger) -> dict:
         "per_step_left_out": max(0, n - len(listed)),
         "gpu_private_threads": ledger.gpu_private_threads,
         "python_generator": ledger.python_generator,
+        "distributed_iterator": ledger.distributed_iterator,
         "tf_data_threads_busy": ledger.producer_threads_busy,
         "input_python_percent": ledger.input_python_percent,
     }

@@ -202,11 +202,23 @@ def clock_skew(inputs: RunInputs) -> list[Finding]:
 MIN_KERNELS_FOR_PARTIAL = 100
 
 
+def distinct_mixes(inputs: RunInputs) -> list:
+    """Each host's GPU mix, a host file that repeats another's (byte-identical copies) counted once."""
+    seen, out = set(), []
+    for host, facts in inputs.facts.items():
+        mix = facts.gpu_mix
+        key = (mix.kernels, mix.kernel_ps, tuple(sorted(mix.op_type_ps.items())), tuple(facts.steps))
+        if mix.kernels and key not in seen:
+            seen.add(key)
+            out.append((host, mix))
+    return out
+
+
 def partial_gpu_trace(inputs: RunInputs) -> list[Finding]:
     """The op names say the model is made of matmuls or convolutions, yet the GPUs ran hundreds of kernels and not
     one of them a GEMM or convolution: the capture holds only part of the work (dropped GPU events, or a trace
     window that missed it), and every share on the pages is of that part."""
-    mixes = [(h, f.gpu_mix) for h, f in inputs.facts.items() if f.gpu_mix.kernels]
+    mixes = distinct_mixes(inputs)
     kernels = sum(m.kernels for _, m in mixes)
     if kernels < MIN_KERNELS_FOR_PARTIAL or any(m.matrix_kernels for _, m in mixes):
         return []
@@ -220,9 +232,10 @@ def partial_gpu_trace(inputs: RunInputs) -> list[Finding]:
               f"a model whose ops are named '{model}'",
         estimate="Not a cost of the workload: the pages' shares describe only the part of the step the capture "
                  "holds.",
-        action="Capture again and check the profiler's messages for dropped GPU events: raise the CUPTI buffer "
-               "(TF: `tf.profiler.experimental.ProfilerOptions(device_tracer_level=1)` with a shorter trace; "
-               "fewer steps per trace), and trace whole steps (start and stop between steps).",
+        action="Capture again and check the profiler's messages for dropped GPU events: trace fewer steps at a "
+               "time (the GPU tracer's event buffer fills on long traces) and start and stop the trace between "
+               "steps, so that whole steps are in it. Until then, read the shares on these pages as shares of the "
+               "captured part only.",
         evidence=[Evidence("GPU kernels in the capture", kernels, "count", None, inputs.page("kernel_stats")),
                   Evidence("Of them, GEMM or convolution kernels", 0, "count", None, inputs.page("kernel_stats")),
                   Evidence("Op types the GPUs ran", ", ".join(types[:8]), "", None, inputs.page("tf_stats"))],
@@ -263,4 +276,5 @@ def missing_hlo_metadata(inputs: RunInputs) -> list[Finding]:
     )]
 
 
-__all__ = ["clock_skew", "dropped_events", "missing_hlo_metadata", "no_steps", "partial_gpu_trace", "too_few_steps"]
+__all__ = ["clock_skew", "distinct_mixes", "dropped_events", "missing_hlo_metadata", "no_steps", "partial_gpu_trace",
+           "too_few_steps"]

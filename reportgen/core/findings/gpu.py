@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from reportgen.core.findings.capture import distinct_mixes
 from reportgen.core.findings.facts import CopyStats, GpuActivity, StepShare
 from reportgen.core.findings.inputs import RunInputs, pick
 from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, ms_text, severity_for, summary_source
@@ -57,6 +58,7 @@ def tensor_cores_unused(inputs: RunInputs) -> list[Finding]:
     share = 100.0 * float(missed["total_duration_us"].sum()) / total if total else 0.0
     if share < TENSOR_CORE_PERCENT:
         return []
+    tf32 = any("tf32" in name.lower() for name in table["kernel_name"].tolist())
     return [Finding(
         id="gpu.tensor_cores_unused", severity=severity_for(share),
         title=f"{share:.1f}% of GPU kernel time is in matmul/convolution ops whose kernels do not use TensorCores",
@@ -64,13 +66,16 @@ def tensor_cores_unused(inputs: RunInputs) -> list[Finding]:
                  "share of all kernel time; TensorCores run such math several times faster. Kernels that the "
                  "kernel stats' column (XProf's list) misses but whose names say they use TensorCores "
                  "(sm80_xmma_…, sm90_xmma_…, nvjet_…, CUTLASS tensorop) count as using them.",
-        action=pick(inputs.framework,
-                    "TensorCores need 16-bit inputs (or TF32 on Ampere and later): use "
-                    "`tf.keras.mixed_precision.set_global_policy('mixed_float16')`, and make batch, channel and "
-                    "feature sizes multiples of 8.",
-                    "TensorCores need 16-bit inputs (or TF32 on Ampere and later): compute in bfloat16/float16, "
-                    "or allow TF32 (`jax.default_matmul_precision('tensorfloat32')`), and make dimensions "
-                    "multiples of 8."),
+        action=(pick(inputs.framework,
+                     "TensorCores need 16-bit inputs (or TF32 on Ampere and later): use "
+                     "`tf.keras.mixed_precision.set_global_policy('mixed_float16')`, and make batch, channel and "
+                     "feature sizes multiples of 8.",
+                     "TensorCores need 16-bit inputs (or TF32 on Ampere and later): compute in bfloat16/float16, "
+                     "or allow TF32 (`jax.default_matmul_precision('tensorfloat32')`), and make dimensions "
+                     "multiples of 8.") if not tf32 else
+                "TF32 is already in use (the capture's `…tf32…` kernels): the kernels left without TensorCores are "
+                "ops whose shapes do not fit them, typically a convolution over few input channels (3 for RGB) or "
+                "odd sizes. Pad channels and feature sizes to multiples of 8, or compute in bfloat16/float16."),
         evidence=[Evidence("Kernel time using TensorCores", float(_tensor_core_percent(table)), "percent",
                            summary_source("kernel_stats", "tensor_core_percent"), inputs.page("kernel_stats")),
                   Evidence("Kernel time in the kernel stats", total, "us", summary_source("kernel_stats", "total_us"),
@@ -448,12 +453,13 @@ def unfused_elementwise(inputs: RunInputs) -> list[Finding]:
     if inputs.framework != "tensorflow" or any(f.module_runs for f in inputs.facts.values()):
         return []
     totals: dict[str, int] = {}
-    kernels = kernel_ps = 0
-    for facts in inputs.facts.values():
-        for op_type, ps in facts.gpu_mix.op_type_ps.items():
+    kernels = kernel_ps = matrix = 0
+    for _, mix in distinct_mixes(inputs):
+        for op_type, ps in mix.op_type_ps.items():
             totals[op_type] = totals.get(op_type, 0) + ps
-        kernels += facts.gpu_mix.kernels
-        kernel_ps += facts.gpu_mix.kernel_ps
+        kernels += mix.kernels
+        kernel_ps += mix.kernel_ps
+        matrix += mix.matrix_kernels
     total = sum(totals.values())
     elementwise = {t: ps for t, ps in totals.items() if t in _ELEMENTWISE}
     share = 100.0 * sum(elementwise.values()) / total if total else 0.0
@@ -465,17 +471,21 @@ def unfused_elementwise(inputs: RunInputs) -> list[Finding]:
                          inputs.page("tf_stats")) for t, ps in top]
     evidence += [Evidence("GPU kernels in the capture", kernels, "count", None, inputs.page("kernel_stats")),
                  Evidence("Their average duration", kernel_ps / kernels / 1e6, "us", None, inputs.page("kernel_stats"))]
+    # With no matrix kernel in the capture (capture.partial_gpu_trace), the shares are of a fragment: it is said,
+    # at low severity.
+    partial = matrix == 0
     return [Finding(
-        id="gpu.unfused_elementwise", severity=severity_for(share),
+        id="gpu.unfused_elementwise", severity="low" if partial else severity_for(share),
         title=f"{share:.0f}% of the GPUs' op time is element-wise ops run one kernel each ({named})",
         estimate="The GPU time of element-wise op types (casts, arithmetic, comparisons, dropout's random masks) on "
                  "XProf's `TensorFlow Ops` lines, as a share of all op time on the GPUs: the work XLA fuses into "
-                 "neighbouring kernels, so that their inputs and outputs stay in registers instead of memory.",
+                 "neighbouring kernels, so that their inputs and outputs stay in registers instead of memory."
+                 + (" The capture holds no matrix kernel (see capture.partial_gpu_trace): this share is of the "
+                    "captured part only." if partial else ""),
         action=f"Compile the step with XLA (`tf.function(jit_compile=True)`, or `model.compile(jit_compile=True)` in "
                f"Keras): it fuses these {kernels:,} kernels (about {kernel_ps / kernels / 1e6:.0f} µs each) into far "
-               "fewer. Casts this frequent also mean the model converts between float16 and float32 op by op: "
-               "keep the mixed-precision policy consistent (`mixed_float16` for the layers, float32 only for the "
-               "loss and the variables).",
+               "fewer, including the per-step casts of float32 variables to float16 that a `mixed_float16` policy "
+               "makes.",
         evidence=evidence, links=[Link("TF stats", inputs.page("tf_stats"))], percent_of_device_time=share,
     )]
 

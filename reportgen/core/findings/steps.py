@@ -7,6 +7,7 @@ averaged over the steps the overview keeps.
 
 from __future__ import annotations
 
+import re
 import statistics
 
 from reportgen.core.findings.inputs import RunInputs, pick
@@ -113,6 +114,12 @@ def _input_action(inputs: RunInputs, ledger: RunLedger | None) -> str:
                 "`interleave(..., num_parallel_calls=tf.data.AUTOTUNE)`), or shard the source over several "
                 "generators read in parallel with `interleave`; a larger prefetch cannot help while the generator is "
                 "slower than the step.")
+    if ledger is not None and ledger.distributed_iterator and framework == "tensorflow":
+        return ("The step waits on tf.distribute's multi-device iterator: each replica's prefetch buffer runs dry "
+                "because the dataset feeding it produces batches more slowly than the replicas take them. Speed up "
+                "that dataset (parallel `map`, `cache()` of the deterministic part, `prefetch(tf.data.AUTOTUNE)` "
+                "before `experimental_distribute_dataset`), or build it per worker with "
+                "`distribute_datasets_from_function` so that each worker reads its own shard.")
     named = [name for name, _, _ in ledger.top("input")] if ledger is not None else []
     if framework == "jax" or (named and not any("Iterator" in n for n in named)):
         where = f" (the trace shows {', '.join(f'`{_shown(n)}`' for n in named[:2])} inside each step)" if named else ""
@@ -164,6 +171,7 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
                 evidence.append(Evidence(label, round(by_key[name] / 1e3, 6), "ms",
                                          summary_source("input_pipeline", "host_ms", name),
                                          inputs.page("input_pipeline", "host-side")))
+    framework = inputs.framework
     if top is not None and focus is not None and focus.bottleneck is not None:
         name = top["iterator"]
         short = name.rsplit("::", 1)[-1]
@@ -193,6 +201,8 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         title = f"The step waits for input {percent:.1f}% of the time"
         if ledger is not None and ledger.python_generator:
             title += ": a Python generator feeds tf.data"
+        elif ledger is not None and ledger.distributed_iterator and framework == "tensorflow":
+            title += " from tf.distribute's multi-device iterator"
         elif ledger is not None and ledger.top("input"):
             title += f" ({_shown(ledger.top('input')[0][0])})"
         action = _input_action(inputs, ledger)
@@ -264,6 +274,7 @@ def tpu_host_round_trips(inputs: RunInputs) -> list[Finding]:
 # --- the step ledger: causes read from the host threads ---------------------------------------------------
 
 LEDGER_HREF = "index.html#step-ledger"
+_JAX_DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_Execute")
 
 
 def _shown(name: str) -> str:
@@ -334,6 +345,15 @@ def kernel_launch(inputs: RunInputs) -> list[Finding]:
                    "own threads.")
     elif ledger.gpu_private_threads:
         threads = " (`TF_GPU_THREAD_MODE=gpu_private` is already in effect: the launch threads are tf_gpu_private_*.)"
+    named = [name for name, _, _ in ledger.top("kernel_launch")]
+    jax_dispatch = ("Launch fewer, larger kernels: put more of the step under one `jax.jit` (no Python loop of "
+                    "small jitted calls) so that XLA fuses it, and grow the batch so each launch does more work.")
+    if any(_JAX_DISPATCH.search(n) for n in named[:3]):
+        jax_dispatch = ("Most of it is JAX dispatching the step's program (`" + next(
+            n for n in named if _JAX_DISPATCH.search(n)) + "`) while the GPU waits: the loop blocks on each step's "
+                        "result (`block_until_ready`, `float(loss)`, printing), so the next step's dispatch cannot "
+                        "overlap this step's GPU work. Read results every N steps instead and let dispatch run ahead; "
+                        "with many small programs per step, put them under one `jax.jit`.")
     return _ledger_finding(
         inputs, ("kernel_launch",), "gpu.kernel_launch_bound",
         "The GPU waits on op dispatch and kernel launches {share:.1f}% of the step time ({ms} per step)",
@@ -344,8 +364,7 @@ def kernel_launch(inputs: RunInputs) -> list[Finding]:
              "Launch fewer, larger kernels: compile the step with XLA (`tf.function(jit_compile=True)`), which "
              "fuses the many small element-wise ops the ops named here launch, and grow the batch so each launch "
              "does more work." + threads,
-             "Launch fewer, larger kernels: put more of the step under one `jax.jit` (no Python loop of small "
-             "jitted calls) so that XLA fuses it, and grow the batch so each launch does more work."),
+             jax_dispatch),
         KERNEL_LAUNCH_PERCENT)
 
 

@@ -16,17 +16,19 @@ priorities do the same, with fewer causes):
  3. `device_copies`       memcpy / memset on a device
  4. `compiled_program`    hosts without a device only: the XLA:CPU executable running (ThunkExecutor,
                           the CPU executable's Execute, ops on the XLA threads `tf_XLA…`)
- 5. `input`               the consumer waiting for the next batch: tf.data's GetNext ops
-                          (IteratorGetNext*, MultiDeviceIteratorGetNextFromShard), the Python functions of
-                          `from_generator` called through RemoteCall, input-pipeline stages (`_ipl_stage_name`),
+ 5. `kernel_launch`       dispatch and launch: launch and copy API calls (host events with a correlation id),
+                          the framework ops whose host part launches device work (a launch nested in the op),
+                          and JAX / PJRT's dispatch of a compiled program (PjitFunction, PjRt…Execute). A device
+                          idle while a launch is under way waits for that launch, whatever else runs beside it
+ 6. `input`               the consumer waiting for the next batch: tf.data's GetNext ops
+                          (IteratorGetNext*, MultiDeviceIteratorGetNextFromShard), the functions a
+                          GeneratorDataset calls through RemoteCall, input-pipeline stages (`_ipl_stage_name`),
                           trace annotations the program named as data loading (`data_loading`, `get_batch`,
                           `load_batch`, …), Python functions that make a batch (`batch`, `next_batch`, a
                           dataset or data loader's `__next__`) and JAX's transfers of it (`device_put`,
                           `jnp.asarray`)
- 6. `compilation`         XLA / JAX compilation on a host thread
- 7. `synchronization`     a host thread in cuda/cu/hip…Synchronize
- 8. `kernel_launch`       launch and copy API calls (host events with a correlation id) and the framework
-                          ops whose host part launches device work (a launch nested in the op)
+ 7. `compilation`         XLA / JAX compilation on a host thread
+ 8. `synchronization`     a host thread in cuda/cu/hip…Synchronize
  9. `host_compute`        framework ops that run on the host (no device work launched from them)
 10. `python`              Python functions (the Python tracer's `$file:line name` events)
 11. `other`               none of these: the step's own markers, runtime bookkeeping, or nothing recorded
@@ -43,7 +45,7 @@ Times are the capture's picoseconds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -53,8 +55,8 @@ from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import TENSORFLOW
 
 LEDGER_KEYS: tuple[str, ...] = (
-    "device_compute", "device_collectives", "device_copies", "compiled_program", "input", "compilation",
-    "synchronization", "kernel_launch", "host_compute", "python", "other",
+    "device_compute", "device_collectives", "device_copies", "compiled_program", "kernel_launch", "input",
+    "compilation", "synchronization", "host_compute", "python", "other",
 )
 LEDGER_LABELS: dict[str, str] = {
     "device_compute": "Device compute",
@@ -76,6 +78,9 @@ _COMPILE = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|
 _SYNC_API = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
 _PROGRAM = re.compile(r"^ThunkExecutor::Execute|CpuExecutable::Execute|PjRtCpuExecutable::Execute|"
                       r"TfrtCpuExecutable::Execute")
+# JAX / PJRT dispatching a compiled program to a device (the host's part of running it).
+_DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_Execute|ExecuteHelper|"
+                       r"LoadedExecutable::Execute")
 _PROGRAM_LINE = "tf_XLA"  # XLA:CPU's thread pools: tf_XLAEigen, tf_XLAPjRtCpuClient, …
 _TF_DATA_THREADS = ("tf_data_private_threadpool", "tf_data_iterator_resource")
 # tf.data's consumer side: the GetNext ops (by op type) and their kernels' own events.
@@ -105,6 +110,7 @@ class Contributor:
     name: str
     count: int  # its events inside the steps
     exposed_ps: int  # the time it held the cause, over the steps (not its raw duration)
+    per_step_ps: list[int] = field(default_factory=list)  # the same, step by step (the host's steps' order)
 
 
 @dataclass
@@ -130,6 +136,7 @@ class HostLedger:
     top: dict[str, list[Contributor]] = field(default_factory=dict)  # cause → most exposed names first
     gpu_private_threads: bool = False  # TF_GPU_THREAD_MODE=gpu_private in effect (threads tf_gpu_private_*)
     python_generator: bool = False  # a tf.data source is a Python generator (`from_generator`)
+    distributed_iterator: bool = False  # input comes through tf.distribute's multi-device iterator
     # While the step waited for input: how long, and the time tf.data's own threads were busy then (summed over the
     # threads: their ratio is how many of them kept working on average, what parallelism already uses).
     input_ps: int = 0
@@ -234,18 +241,21 @@ class _Names:
     program: np.ndarray
     python: np.ndarray
     generator: np.ndarray
+    dispatch: np.ndarray
 
 
 def _names(table: EventTable) -> _Names:
-    flags = np.zeros((len(table.md_names), 8), dtype=bool)
+    flags = np.zeros((len(table.md_names), 9), dtype=bool)
     for i, raw in enumerate(table.md_names.tolist()):
         n = str(raw)
-        flags[i] = (n.lower().startswith(_COLLECTIVE_PREFIX),
-                    n.startswith(("Memcpy", "Memset", "copy-start", "copy-done")),
+        op = n.lstrip("%")  # TPU XLA ops are named by their HLO text: `%copy-done.2 = f32[…] copy-done(…)`
+        flags[i] = (op.lower().startswith(_COLLECTIVE_PREFIX),
+                    op.startswith(("Memcpy", "Memset", "copy-start", "copy-done")),
                     bool(_INPUT_EVENT.search(n) or _INPUT_NAME.search(n) or _INPUT_FUNCTION.search(n)),
                     bool(_COMPILE.search(n)), bool(_SYNC_API.match(n)), bool(_PROGRAM.search(n)), n.startswith("$"),
-                    n.endswith("::Generator") or "__inference__next_func" in n)
-    return _Names(*(flags[:, k] for k in range(8)))
+                    n.endswith("::Generator"),
+                    bool(_DISPATCH.search(n)))
+    return _Names(*(flags[:, k] for k in range(9)))
 
 
 def _md_mask(table: EventTable, predicate) -> np.ndarray:
@@ -255,6 +265,21 @@ def _md_mask(table: EventTable, predicate) -> np.ndarray:
 def _lines_named(table: EventTable, prefixes: tuple[str, ...]) -> np.ndarray:
     """Per line: does its (thread) name start with one of `prefixes`."""
     return np.array([str(n).startswith(prefixes) for n in table.line_names], dtype=bool)
+
+
+def _nested_in(table: EventTable, rows: np.ndarray, outer: np.ndarray) -> np.ndarray:
+    """Per row: does it begin inside one of the `outer` rows of the same thread."""
+    out = np.zeros(len(rows), dtype=bool)
+    if len(rows) == 0 or len(outer) == 0:
+        return out
+    for line in np.intersect1d(table.line[rows], table.line[outer]).tolist():  # a host has tens of threads
+        mine = np.flatnonzero(table.line[rows] == line)
+        theirs = outer[table.line[outer] == line]
+        theirs = theirs[np.argsort(table.start[theirs], kind="stable")]
+        reach = np.maximum.accumulate(table.end[theirs])
+        k = np.searchsorted(table.start[theirs], table.start[rows[mine]], side="right") - 1
+        out[mine] = (k >= 0) & (reach[np.maximum(k, 0)] > table.start[rows[mine]])
+    return out
 
 
 def _launching_ops(table: EventTable, ops: np.ndarray, launches: np.ndarray) -> np.ndarray:
@@ -316,12 +341,14 @@ def _host_rows(table: EventTable, has_device: bool, names: _Names) -> dict[str, 
     is_python = names.python[md]
     launch = table.stat_present("correlation_id")[rows] if table.has_stat("correlation_id") else \
         np.zeros(len(rows), bool)
+    dispatch = rows[names.dispatch[md] & ~launch]
     out = {
         "compiled_program": empty,
         "input": rows[is_input],
         "compilation": rows[is_compile],
         "synchronization": rows[is_sync],
-        "kernel_launch": rows[launch],
+        # JAX's dispatch inside an input function (jnp.asarray's transfer, a data-loading annotation) is the input's.
+        "kernel_launch": np.concatenate([rows[launch], dispatch[~_nested_in(table, dispatch, rows[is_input])]]),
         "host_compute": empty,
         "python": rows[is_python & ~is_input & ~producer],
     }
@@ -389,29 +416,32 @@ def _producer_busy(table: EventTable, waiting: tuple[np.ndarray, np.ndarray]) ->
 
 def _contributors(table: EventTable, rows: np.ndarray, exposed: tuple[np.ndarray, np.ndarray],
                   windows: np.ndarray) -> list[Contributor]:
-    """The names whose events held most of a cause's exposed time: each outermost event's part of it."""
+    """The names whose events held most of a cause's exposed time, step by step. A name's events are merged first
+    (nested calls, the same op on several devices), so that no moment counts twice for it."""
     if len(rows) == 0 or len(exposed[0]) == 0:
         return []
     rows = _outermost(table, rows)
-    s, e = table.start[rows], table.end[rows]
-    # Only events inside the steps count: clip each to the windows' span, then measure what of it was exposed.
-    held = covered_before(exposed, e) - covered_before(exposed, s)
-    inside = held > 0
-    rows, held = rows[inside], held[inside]
+    held = covered_before(exposed, table.end[rows]) - covered_before(exposed, table.start[rows])
+    rows, held = rows[held > 0], held[held > 0]
     if len(rows) == 0:
         return []
-    # Grouped by metadata id (integers), then by the name each shows: a few thousand names, not an event each.
+    # Candidates by an upper bound (each event's own part, summed by name), then each measured exactly.
     mds, inverse = np.unique(table.md[rows], return_inverse=True)
     md_ps = np.bincount(inverse, weights=held.astype(np.float64))
-    md_count = np.bincount(inverse)
-    totals: dict[str, list[float]] = {}
-    for md, ps, count in zip(mds.tolist(), md_ps.tolist(), md_count.tolist()):
+    by_name: dict[str, list[int]] = {}
+    bound: dict[str, float] = {}
+    for k, (md, ps) in enumerate(zip(mds.tolist(), md_ps.tolist())):
         name = str(table.md_display_names[md]) or str(table.md_names[md])
-        entry = totals.setdefault(name, [0, 0.0])
-        entry[0] += count
-        entry[1] += ps
-    top = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0]))[:TOP_NAMES]
-    return [Contributor(name, int(count), int(round(ps))) for name, (count, ps) in top]
+        by_name.setdefault(name, []).append(k)
+        bound[name] = bound.get(name, 0.0) + ps
+    candidates = sorted(bound, key=lambda n: (-bound[n], n))[:2 * TOP_NAMES]
+    out = []
+    for name in candidates:
+        mine = rows[np.isin(inverse, by_name[name])]
+        per_step = _per_window(_intersect(merged(table.start[mine], table.end[mine]), exposed), windows)
+        out.append(Contributor(name, len(mine), int(per_step.sum()), [int(v) for v in per_step]))
+    out.sort(key=lambda c: (-c.exposed_ps, c.name))
+    return out[:TOP_NAMES]
 
 
 def step_windows(step_db) -> list[tuple[str, int, int]]:
@@ -440,8 +470,14 @@ def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]],
     compute, collective, copies = _device_rows(table, names)
     has_device = bool(len(compute) or len(collective) or len(copies))
     gpu_private = any(str(n).startswith("tf_gpu_private") for n in table.line_names)
-    generator = bool(names.generator.any())
-    ledger = HostLedger(host, has_device, inferred_from, gpu_private_threads=gpu_private, python_generator=generator)
+    # A Python generator feeds tf.data when a GeneratorDataset runs a py_func (from_generator); tf.distribute's
+    # multi-device iterator runs a GeneratorDataset too, but its functions are RemoteCalls to the source device.
+    py_func = np.array([op.type in _PY_FUNC_TYPES for op in table.md_tf_op], dtype=bool)
+    generator = bool(names.generator.any() and py_func.any()) or any(
+        "generator_py_func" in str(n) for n in table.md_names)
+    distributed = any("MultiDeviceIterator" in str(n) for n in table.md_names)
+    ledger = HostLedger(host, has_device, inferred_from, gpu_private_threads=gpu_private, python_generator=generator,
+                        distributed_iterator=distributed)
     if not steps:
         return ledger
     windows = np.array([[b, e] for _, b, e in steps], dtype=np.int64)
@@ -564,6 +600,10 @@ class RunLedger:
         return any(h.python_generator for h in self.hosts)
 
     @property
+    def distributed_iterator(self) -> bool:
+        return any(h.distributed_iterator for h in self.hosts)
+
+    @property
     def input_python_percent(self) -> float | None:
         """The share of the input wait during which a tf.py_function ran (None: no wait)."""
         wait = sum(h.input_ps for h in self.hosts)
@@ -610,15 +650,25 @@ class RunLedger:
         return [(name, int(count), ps / 1e9 / n if n else 0.0) for name, (count, ps) in rows]
 
 
+def _kept(c: Contributor, keep: list[bool]) -> Contributor:
+    """A contributor over the kept steps only."""
+    if not c.per_step_ps or all(keep):
+        return c
+    per_step = [v for v, k in zip(c.per_step_ps, keep) if k]
+    return replace(c, exposed_ps=sum(per_step), per_step_ps=per_step)
+
+
 def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None) -> RunLedger:
     """The run's ledger; `kept`: per host, the names of the steps its step analysis keeps (XProf drops
     incomplete steps at the capture's ends); a host not in it keeps all of its steps."""
     out = []
     for h in hosts:
         names = (kept or {}).get(h.host)
-        steps = [s for s in h.steps if names is None or s.name in names]
-        out.append(HostLedger(h.host, h.has_device, h.inferred_from, steps, h.top, h.gpu_private_threads,
-                              h.python_generator, h.input_ps, h.producer_busy_ps, h.input_python_ps))
+        keep = [names is None or s.name in names for s in h.steps]
+        steps = [s for s, k in zip(h.steps, keep) if k]
+        top = {key: sorted((_kept(c, keep) for c in found), key=lambda c: (-c.exposed_ps, c.name))
+               for key, found in h.top.items()}
+        out.append(replace(h, steps=steps, top=top))
     return RunLedger(out)
 
 

@@ -52,7 +52,8 @@ def add_parser(sub) -> None:
     build.add_argument(
         "--cache-dir", metavar="DIR",
         help="keep the rebuild cache in DIR (default: .NAME.reportgen-cache beside the output folder NAME); "
-        "only this user may write to it: cache entries are Python pickles",
+        "a folder of this user's (another user's is not used): entries are data files, signed with a key "
+        "of this user's and checked before use",
     )
     build.add_argument(
         "--trace-format", choices=("json", "perfetto", "both"), default="json",

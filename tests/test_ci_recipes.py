@@ -347,6 +347,24 @@ def test_sticky_comment_edits_only_a_comment_of_the_tokens_identity(tmp_path, to
     assert patched == [str(ours[0]["id"])]
 
 
+def test_prepare_takes_a_capture_folder_whose_name_holds_a_newline(tmp_path, tools_dir, certificate):
+    """Run folders are the profiler's or the user's names: a newline in one must neither break the copy
+    nor start a line of the step's output (which the runner would read as a workflow command)."""
+    logs = tmp_path / "logs" / "plugins" / "profile"
+    for run, source in (("2026_01_01\n::error::planted", INPUT_BOUND), ("2026_02_02\n::warning::x", FAST)):
+        (logs / run).mkdir(parents=True)
+        shutil.copy(source, logs / run / "vm.xplane.pb")
+    env = job_env(tmp_path, tools_dir, certificate)
+    env.update(LOGDIR=str(tmp_path / "logs"), NAME="reportgen", RUNNER_TEMP=str(tmp_path / "runner"),
+               GITHUB_OUTPUT=str(tmp_path / "output"), PR_NUMBER="4", GITHUB_ACTION_PATH=str(ACTION))
+    (tmp_path / "runner").mkdir()
+    done = subprocess.run(["bash", str(ACTION / "prepare.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    copied = tmp_path / "runner" / "reportgen-reportgen" / "logdir" / "plugins" / "profile" / "pr-4" / "vm.xplane.pb"
+    assert copied.read_bytes() == FAST.read_bytes()  # the newest run by name
+    assert not [line for line in done.stdout.splitlines() if line.startswith("::")], done.stdout
+
+
 # -- GitLab
 
 

@@ -47,7 +47,7 @@ HEADER_TIMEOUT = 10.0  # seconds for a whole request head to arrive
 IO_TIMEOUT = 20.0  # seconds any one send may wait on the client
 RESPONSE_TIMEOUT = 300.0  # seconds a whole response may take (a slow reader of a large trace)
 WORKERS = 16
-QUEUE = 256
+QUEUE = 1024  # complete heads waiting for a worker: each holds a socket only
 MAX_HEAD = 64 * 1024  # the standard library's own limit on one header line
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -162,10 +162,14 @@ class SiteServer:
         self.header_timeout = header_timeout
         self.io_timeout = io_timeout
         self.response_timeout = response_timeout
-        # Connections still sending their head each hold a descriptor: keep well within the process's limit.
+        # Connections sending their head and heads waiting for a worker each hold a descriptor: together they
+        # stay well within the process's limit (1024 by default on Linux).
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        self.max_pending = max(16, min(4096, (soft if soft != resource.RLIM_INFINITY else 4096) - 64 - workers))
+        descriptors = 8192 if soft == resource.RLIM_INFINITY else soft
+        queue_size = max(16, min(queue_size, descriptors // 4))
+        self.max_pending = max(16, min(4096, descriptors - 64 - workers - queue_size))
         self._queue: queue.Queue[tuple[socket.socket, tuple, bytes] | None] = queue.Queue(queue_size)
+        self._paused_until = 0.0  # accepting paused after running out of descriptors
         self._wake_read, self._wake_write = socket.socketpair()
         self._stop = threading.Event()
         self._stopped = threading.Event()
@@ -188,7 +192,13 @@ class SiteServer:
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
+                if self._paused_until and now >= self._paused_until:
+                    self._paused_until = 0.0
+                    selector.register(self.socket, selectors.EVENT_READ, "listen")
                 timeout = (next(iter(pending.values()))[0] - now) if pending else None
+                if self._paused_until:
+                    timeout = min(timeout, self._paused_until - now) if timeout is not None else \
+                        self._paused_until - now
                 for key, _events in selector.select(None if timeout is None else max(0.0, timeout)):
                     if key.data == "listen":
                         self._accept(selector, pending)
@@ -219,8 +229,11 @@ class SiteServer:
                 conn, address = self.socket.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:  # out of descriptors: the kernel keeps the rest queued
-                sys.stderr.write(f"reportgen: cannot accept a connection ({exc.strerror or exc})\n")
+            except OSError as exc:  # out of descriptors: the kernel keeps the rest queued meanwhile
+                sys.stderr.write(f"reportgen: cannot accept a connection ({exc.strerror or exc}); "
+                                 "pausing for half a second\n")
+                selector.unregister(self.socket)  # else the loop would spin on the ready listener
+                self._paused_until = time.monotonic() + 0.5
                 return
             conn.setblocking(False)
             if len(pending) >= self.max_pending:

@@ -378,7 +378,7 @@ class Snapshot:
 
 
 def read_host_file(path: str, read: Callable[[str], bytes] = read_file, expected_size: int | None = None,
-                   expected_inode: int | None = None) -> tuple[bytes | bytearray, Snapshot | None]:
+                   expected_inode: int | None = None) -> tuple[bytes, Snapshot | None]:
     """A host file's bytes, with what a local file was when read (None for remote files).
 
     A local file is read with bounds, not memory-mapped: a mapped file truncated under the build (by
@@ -398,11 +398,9 @@ def read_host_file(path: str, read: Callable[[str], bytes] = read_file, expected
             raise FileChangedError("was replaced by another file after it was found")
         if expected_size is not None and size != expected_size:
             raise FileChangedError(f"changed after it was found ({expected_size} bytes then, {size} now)")
-        data = bytearray(size)  # writable, as the decoder's buffers are
-        with memoryview(data) as view:
-            done = 0
-            while done < size and (got := handle.readinto(view[done:])):
-                done += got
-        if done < size:
-            raise FileChangedError(f"was truncated while the build read it ({done} of {size} bytes)")
+        # One bytes object of `size`, filled by as many reads as it takes (the buffered reader's loop): bytes
+        # as gzipped and remote files give, whose slices the decoder may keep as keys.
+        data = handle.read(size)
+        if len(data) < size:
+            raise FileChangedError(f"was truncated while the build read it ({len(data)} of {size} bytes)")
     return data, snapshot

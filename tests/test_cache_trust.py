@@ -118,3 +118,21 @@ def test_the_kernel_cache_folder_gets_the_same_check(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == f"{foreign}: belongs to another user (uid 65534), who could put files in it"
     assert list(foreign.iterdir()) == []
+
+
+def test_a_forged_fingerprint_memo_is_ignored(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """The memo maps a file's stat to its content key: a forged one could point a changed file at the
+    entry of its old version. Unsigned or altered, it is ignored and the files are hashed again."""
+    logdir, cache = built
+    _build(logdir, tmp_path / "site")  # the second build looks the hosts up, and writes the memo
+    memo = cache / buildcache.MEMO_FILE
+    document = json.loads(memo.read_bytes())
+    files = document.get("payload", document)["files"]
+    assert files
+    for stat_and_key in files.values():
+        stat_and_key[1] = "sha256:" + "0" * 64
+    memo.write_text(json.dumps(document))
+    report, lines = _build(logdir, tmp_path / "site")
+    assert any("ignoring the cache's fingerprint memo" in line and "not signed with this user's key" in line
+               for line in lines), lines
+    assert report.decoded == [] and len(report.cached) == 3

@@ -11,7 +11,8 @@ in a folder of the user's instead:
 - else `kernels/` in the user cache folder (`reportgen.user_cache`):
   `~/.cache/reportgen/kernels` on Linux.
 
-The folder is created private to the user (numba's cache files are pickles).
+The folder is created private to the user (numba's cache files are pickles), made private again when
+it is the user's with looser permissions, and not used when another user owns it.
 When it cannot be written, kernels are compiled in memory for the process (the
 build still works, only the first-use cost is paid every time) and
 `CACHE_PROBLEM` says why, for the command line to print once. Only reportgen's

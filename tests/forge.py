@@ -65,6 +65,14 @@ class Forge:
     job_artifacts: dict[tuple[str, str], bytes] = field(default_factory=dict)  # GitLab (ref, job) → zip
     log: list[Request] = field(default_factory=list)
     next_id: int = 1000
+    # Who GITHUB_TOKEN is: None for the workflow's own token (an app installation token, which GitHub refuses
+    # GET /user with 403 and whose comments are github-actions[bot]'s), else a user's login (a personal token).
+    token_login: str | None = None
+    gitlab_user_id: int = 77  # the user GITLAB_TOKEN belongs to (a project access token's bot user)
+
+    @property
+    def commenter(self) -> str:
+        return self.token_login or "github-actions[bot]"
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -76,8 +84,8 @@ class Forge:
         self.comments.setdefault(pr, []).append(comment)
         return comment
 
-    def add_note(self, iid: int, body: str, system: bool = False) -> dict:
-        note = {"id": self.new_id(), "body": body, "system": system}
+    def add_note(self, iid: int, body: str, system: bool = False, author_id: int = 12) -> dict:
+        note = {"id": self.new_id(), "body": body, "system": system, "author": {"id": author_id}}
         self.notes.setdefault(iid, []).append(note)
         return note
 
@@ -128,7 +136,15 @@ class _Handler(BaseHTTPRequestHandler):
             if path.startswith("/api/v3/"):
                 if self.headers.get("Authorization") != f"token {GITHUB_TOKEN}":
                     return self._send(401, {"message": "Bad credentials"})
+                if path == "/api/v3/user":
+                    if self.forge.token_login is None:
+                        return self._send(403, {"message": "Resource not accessible by integration"})
+                    return self._send(200, {"login": self.forge.token_login, "type": "User"})
                 return self._github(method, path[len("/api/v3/"):], query, body)
+            if path == "/api/v4/user":
+                if self.headers.get("PRIVATE-TOKEN") != GITLAB_TOKEN:
+                    return self._send(401, {"message": "401 Unauthorized"})
+                return self._send(200, {"id": self.forge.gitlab_user_id, "username": "project_7_bot"})
             if path.startswith("/api/v4/"):
                 return self._gitlab(method, path[len("/api/v4/"):], query, body)
             if path.startswith("/blob/"):  # where an artifact's zip redirects to (no token needed)
@@ -169,7 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
         if m := re.fullmatch(r"issues/(\d+)/comments", path):
             pr = int(m.group(1))
             if method == "POST":
-                comment = forge.add_comment(pr, json.loads(body)["body"], login="github-actions[bot]")
+                comment = forge.add_comment(pr, json.loads(body)["body"], login=forge.commenter)
                 return self._send(201, comment)
             items, page, more = self._page(forge.comments.get(pr, []), query)
             headers = {}
@@ -222,7 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
         if m := re.fullmatch(r"merge_requests/(\d+)/notes", path):
             iid = int(m.group(1))
             if method == "POST":
-                return self._send(201, forge.add_note(iid, json.loads(body)["body"]))
+                return self._send(201, forge.add_note(iid, json.loads(body)["body"], author_id=forge.gitlab_user_id))
             items, page, more = self._page(forge.notes.get(iid, []), query)
             return self._send(200, items, {"X-Next-Page": str(page + 1) if more else "", "X-Page": str(page)})
         if (m := re.fullmatch(r"merge_requests/(\d+)/notes/(\d+)", path)) and method == "PUT":

@@ -21,6 +21,15 @@ def _build(logdir, output, **options):
     return report, lines
 
 
+def _resign(cache_root, entry):
+    """Sign an edited entry as this user's builds do: what the entry's data may hold is then checked by
+    the data-file decoder alone (the case of someone who holds the signing key)."""
+    cache = buildcache.HostCache(cache_root)
+    cache.open()
+    (entry / buildcache.MANIFEST).unlink()
+    cache._write_manifest(entry, entry)
+
+
 def _small_logdir(root):
     return make_logdir(root, {
         "a": {"h0": small_capture(1), "h1": small_capture(2)},
@@ -79,6 +88,7 @@ def test_corrupt_truncated_and_foreign_entries_are_ignored_reported_with_v_and_r
     foreign = json.loads(entries[2].read_bytes())
     foreign["value"] = {"$": "dc", "t": "os:system", "f": {}}
     entries[2].write_text(json.dumps(foreign))
+    _resign(cache, entries[2].parent)
     arrays = sorted(cache.glob("hosts/*/*/outcome.npz"))
     assert arrays
     arrays[-1].write_bytes(b"PK\x03\x04 not really a zip")
@@ -114,6 +124,7 @@ def test_a_crafted_entry_cannot_run_code(tmp_path):
         tree = json.loads((entry / "outcome.json").read_bytes())
         tree["value"]["f"]["summary"] = {"$": "dc", "t": "reportgen.pipeline.cache:HostCache", "f": {}}
         (entry / "outcome.json").write_text(json.dumps(tree))
+        _resign(cache, entry)
     rebuilt, lines = _build(logdir, tmp_path / "site", jobs=1)
     assert not proof.exists()
     assert rebuilt.exit_code == 0 and len(rebuilt.decoded) == 4

@@ -321,6 +321,50 @@ def test_sticky_comment_refuses_a_body_without_marker(tmp_path, tools_dir, certi
     assert not forge.log
 
 
+@needs_tools
+@pytest.mark.parametrize("token_login", [None, "octo-ci"], ids=["workflow-token", "personal-token"])
+def test_sticky_comment_edits_only_a_comment_of_the_tokens_identity(tmp_path, tools_dir, certificate, token_login):
+    """Anyone can comment a body that opens with the marker, before the workflow's first comment: the
+    recipe must neither edit that one nor take it for its own."""
+    forge = Forge(token_login=token_login)
+    planted = forge.add_comment(3, f"{MARKER}\n[Profile summary](https://evil.example/)", login="mallory")
+    forge.add_comment(3, f"{MARKER}\nquoted by a reviewer", login="octo-reviewer")
+    body = tmp_path / "comment.md"
+    env = job_env(tmp_path, tools_dir, certificate)
+    with ForgeServer(forge, *certificate) as server:
+        env.update(GITHUB_REPOSITORY=forge.repo, GITHUB_SERVER_URL=server.base_url, GH_TOKEN=GITHUB_TOKEN)
+        for push in ("first", "second"):
+            body.write_text(f"{MARKER}\n## Profile summary ({push} push)\n")
+            done = subprocess.run(["bash", str(ACTION / "sticky-comment.sh"), str(body), "3"], env=env,
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+    assert planted["body"] == f"{MARKER}\n[Profile summary](https://evil.example/)"
+    ours = [c for c in forge.comments[3] if c["user"]["login"] == (token_login or "github-actions[bot]")]
+    assert len(ours) == 1 and ours[0]["body"] == f"{MARKER}\n## Profile summary (second push)\n"
+    assert len(forge.comments[3]) == 3
+    assert len(forge.requests("POST", r"/issues/3/comments$")) == 1
+    patched = [r.path.rsplit("/", 1)[1] for r in forge.requests("PATCH", "/comments/")]
+    assert patched == [str(ours[0]["id"])]
+
+
+def test_prepare_takes_a_capture_folder_whose_name_holds_a_newline(tmp_path, tools_dir, certificate):
+    """Run folders are the profiler's or the user's names: a newline in one must neither break the copy
+    nor start a line of the step's output (which the runner would read as a workflow command)."""
+    logs = tmp_path / "logs" / "plugins" / "profile"
+    for run, source in (("2026_01_01\n::error::planted", INPUT_BOUND), ("2026_02_02\n::warning::x", FAST)):
+        (logs / run).mkdir(parents=True)
+        shutil.copy(source, logs / run / "vm.xplane.pb")
+    env = job_env(tmp_path, tools_dir, certificate)
+    env.update(LOGDIR=str(tmp_path / "logs"), NAME="reportgen", RUNNER_TEMP=str(tmp_path / "runner"),
+               GITHUB_OUTPUT=str(tmp_path / "output"), PR_NUMBER="4", GITHUB_ACTION_PATH=str(ACTION))
+    (tmp_path / "runner").mkdir()
+    done = subprocess.run(["bash", str(ACTION / "prepare.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    copied = tmp_path / "runner" / "reportgen-reportgen" / "logdir" / "plugins" / "profile" / "pr-4" / "vm.xplane.pb"
+    assert copied.read_bytes() == FAST.read_bytes()  # the newest run by name
+    assert not [line for line in done.stdout.splitlines() if line.startswith("::")], done.stdout
+
+
 # -- GitLab
 
 
@@ -337,6 +381,7 @@ def test_merge_request_gets_one_sticky_note_and_fails_over_budget(tmp_path, tool
     for i in range(120):
         forge.add_note(5, f"note {i}")
     forge.add_note(5, f"{MARKER}\nchanged the description", system=True)  # a system note quoting it: not ours
+    planted = forge.add_note(5, f"{MARKER}\n[summary](https://evil.example/)")  # another user's: not ours
     workspace = tmp_path / "project"
     workspace.mkdir()
     shutil.copy(BUDGET, workspace / "profile-budget.toml")
@@ -354,8 +399,8 @@ def test_merge_request_gets_one_sticky_note_and_fails_over_budget(tmp_path, tool
         })
         done = run_gitlab_script(job["script"], env, workspace)
         assert done.returncode == 3, done.stderr[-3000:]
-        ours = [n for n in forge.notes[5] if n["body"].startswith(MARKER) and not n["system"]]
-        assert len(ours) == 1 and len(forge.notes[5]) == 122
+        ours = [n for n in forge.notes[5] if n["author"]["id"] == forge.gitlab_user_id]
+        assert len(ours) == 1 and ours[0]["body"].startswith(MARKER) and len(forge.notes[5]) == 123
         body = ours[0]["body"]
         assert body == (workspace / "reportgen/site/summary/summary.md").read_text(encoding="utf-8")
         assert "<code>main</code> → <code>mr\\-5</code>" in body and "❌ **2 of 3 checks over budget**" in body
@@ -375,6 +420,6 @@ def test_merge_request_gets_one_sticky_note_and_fails_over_budget(tmp_path, tool
     assert done.returncode == 0, done.stderr[-3000:]
     assert "updated the merge request's note" in done.stdout
     assert len(forge.requests("POST", "/notes$")) == 1 and len(forge.requests("PUT", rf"/notes/{ours[0]['id']}$")) == 1
-    assert len(forge.notes[5]) == 122
+    assert len(forge.notes[5]) == 123 and planted["body"] == f"{MARKER}\n[summary](https://evil.example/)"
     # The baseline came with the job token, the notes with the project access token.
     assert all(r.headers.get("JOB-TOKEN") == GITLAB_JOB_TOKEN for r in forge.requests("GET", "/jobs/artifacts/"))

@@ -320,3 +320,28 @@ def test_a_stop_while_stops_are_held_waits_for_the_next_stop_point():
         reached.append("never: the block's end is a stop point")
     assert reached == ["after the signal", "still running"] and stopped.value.signum == signal.SIGTERM
     stop_point()  # nothing left held
+
+
+# A stop signal at a fixed point of the first seconds (as the build machinery is imported): the import of
+# the build's orchestration module, caught by an import hook, sends SIGTERM to the process itself.
+STOPPED_WHILE_IMPORTING = """
+import os, signal, sys
+class Hook:
+    def find_spec(self, name, path, target=None):
+        if name == "reportgen.pipeline.build":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+sys.meta_path.insert(0, Hook())
+from reportgen.cli.main import main
+sys.exit(main(["build", sys.argv[1], "-o", sys.argv[2], "-q"]))
+"""
+
+
+def test_a_stop_signal_while_the_build_starts_is_one_line_too(tmp_path):
+    logdir = make_logdir(tmp_path / "logdir", {"a": {"vm": small_capture(1)}})
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", STOPPED_WHILE_IMPORTING, str(logdir), str(tmp_path / "site")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 128 + signal.SIGTERM, (done.returncode, done.stderr)
+    assert done.stderr == "reportgen: build stopped (SIGTERM); the output folder is as it was\n"
+    assert not (tmp_path / "site").exists()

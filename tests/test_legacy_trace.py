@@ -160,7 +160,7 @@ def test_bad_files_are_errors_naming_the_file_while_the_rest_builds(built):
     assert "is not a Chrome trace" in errors["not_chrome/w.trace.json.gz"]
     assert "cannot be decoded as a Trace protobuf" in errors["corrupt_proto/w.trace"]
     assert errors["corrupt_table/w.tracetable"] == (
-        "corrupt_table/w.tracetable: cannot be read as a LevelDB table: it is 37 bytes, shorter than a table's "
+        "corrupt_table/w.tracetable: cannot be read as a LevelDB table: the file is 37 bytes, shorter than a table's "
         "48-byte footer (truncated?)")
     assert "gzip data is corrupt or truncated" in errors["mixed_bad/h.trace.json.gz"]
     for path, message in errors.items():

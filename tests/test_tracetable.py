@@ -103,7 +103,8 @@ def _problem(data: bytes) -> str:
 
 def test_broken_tables_are_errors_naming_the_file_and_the_problem():
     good = tracetable(_trace(), compression="snappy", block_size=700)
-    assert "shorter than a table's 48-byte footer" in _problem(b"")
+    assert _problem(b"") == ("cannot be read as a LevelDB table: the file is 0 bytes, shorter than a table's "
+                             "48-byte footer (truncated?)")
     assert "does not end with LevelDB's table magic number" in _problem(b"\x00not a table at all" * 10)
     assert "magic number" in _problem(good[:-1])  # cut at the end
     assert "runs past the table's data" in _problem(good[:300] + good[-48:])  # cut in the middle
@@ -115,7 +116,8 @@ def test_broken_tables_are_errors_naming_the_file_and_the_problem():
     assert "unknown compression type 7" in _problem(write_table(entries, "none", data_block_kind=7))
     huge = write_raw_table([(b"trace", b"\xff\xff\xff\xff\x0f" + bytes(30), 1)])  # claims 4 GiB of output
     assert "claims 4294967295 bytes of Snappy output from 35 (corrupt)" in _problem(huge)
-    assert "has an entry that does not fit" in _problem(write_raw_table([(b"trace", b"\x05\x01\x01xy" + bytes(8), 0)]))
+    assert _problem(write_raw_table([(b"trace", b"\x05\x01\x01xy" + bytes(8), 0)])).startswith(
+        "cannot be read as a LevelDB table: data block 0 has an entry that does not fit (at byte ")
     problem = _problem(write_table([(k, v) for k, v in entries if k != b"trace"]))
     assert problem.startswith("is a LevelDB table without the 'trace' entry of a .tracetable (first keys: b'0")
     junk = write_table(sorted([*entries, (b"7" + bytes(9), b"\xff\xff not a proto")]))

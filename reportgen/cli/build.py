@@ -52,7 +52,8 @@ def add_parser(sub) -> None:
     build.add_argument(
         "--cache-dir", metavar="DIR",
         help="keep the rebuild cache in DIR (default: .NAME.reportgen-cache beside the output folder NAME); "
-        "only this user may write to it: cache entries are Python pickles",
+        "a folder of this user's (another user's is not used): entries are data files, signed with a key "
+        "of this user's and checked before use",
     )
     build.add_argument(
         "--trace-format", choices=("json", "perfetto", "both"), default="json",
@@ -69,6 +70,23 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # From the first moment: importing the build machinery takes seconds, and a stop signal meanwhile must
+    # end the command as one during the build does (one line, 128 + the signal), not by the signal's default.
+    from reportgen.pipeline.stopping import BuildStopped, stop_on_signals
+
+    built: list[Path] = []  # the site, once written: a later stop leaves it, not the previous one
+    try:
+        with stop_on_signals():
+            return _run(args, built)
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, BuildStopped) else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(f"reportgen: stopped ({name}) after the site was written to {built[0]}" if built else
+              f"reportgen: build stopped ({name}); the output folder is as it was", file=sys.stderr)
+        return 128 + signum
+
+
+def _run(args: argparse.Namespace, built: list[Path]) -> int:
     # The build machinery (pandas, numba, Altair) is imported below, not at the top, so that
     # --help, --version, `serve` and `publish` answer at once, and a wrong option at once too.
     budget = None
@@ -108,7 +126,6 @@ def run(args: argparse.Namespace) -> int:
     from reportgen.errors import SchedulerError
     from reportgen.output.transaction import OutputError
     from reportgen.pipeline.build import BuildOptions, build_site
-    from reportgen.pipeline.stopping import BuildStopped, stop_on_signals
     from reportgen.pipeline.timings import format_timings
 
     with tempfile.TemporaryDirectory(prefix="reportgen-") as scratch:
@@ -130,17 +147,12 @@ def run(args: argparse.Namespace) -> int:
             notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
         )
         try:
-            with stop_on_signals():
-                report = build_site(locations, options)
-        except KeyboardInterrupt as exc:
-            signum = exc.signum if isinstance(exc, BuildStopped) else signal.SIGINT
-            print(f"reportgen: build stopped ({signal.Signals(signum).name}); the output folder is as it was",
-                  file=sys.stderr)
-            return 128 + signum
+            report = build_site(locations, options)
         except (NoCapturesError, OutputError, SchedulerError) as exc:
             return fail(str(exc))
         except OSError as exc:
             return fail(f"cannot write the site: {exc}")
+        built.append(report.output)
         for warning in report.warnings:
             print(f"reportgen: warning: {warning}", file=sys.stderr)
         for error in report.errors:

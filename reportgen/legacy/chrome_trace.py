@@ -187,7 +187,8 @@ def parse_tracetable(path: str, data: bytes) -> ChromeTrace:
         table = read_table(data, lambda size: limits.check(
             path, len(data) + 2 * size, f"its blocks decompress to {limits.format_bytes(size)}"))
     except TableError as exc:
-        raise CaptureError(path, f"cannot be read as a LevelDB table: it {exc}") from exc
+        # Every TableError is a whole clause with its own subject (the file, a block, an entry).
+        raise CaptureError(path, f"cannot be read as a LevelDB table: {exc}") from exc
     is_metadata = np.zeros(len(table), dtype=bool)
     for i in np.flatnonzero(np.isin(table.entries[:, 1], [len(k) for k in TRACETABLE_METADATA_KEYS])).tolist():
         is_metadata[i] = table.key(i) in TRACETABLE_METADATA_KEYS  # event keys are 10 bytes: few candidates

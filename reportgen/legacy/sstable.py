@@ -21,8 +21,9 @@ is, front to back:
 `Table` (`items()` gives (key, value) pairs), checking each block's checksum
 as LevelDB's reader does. Blocks are walked by a compiled kernel: a table of
 a million trace events reads in a fraction of a second. Anything that
-does not fit raises `TableError`, whose message says what and where; the
-caller names the file. Snappy blocks are decompressed by `cramjam`.
+does not fit raises `TableError`, whose message is a whole clause saying
+what and where (its subject the file, a block or an entry); the caller
+names the file. Snappy blocks are decompressed by `cramjam`.
 """
 
 from __future__ import annotations
@@ -276,10 +277,11 @@ def read_table(data: bytes, check_size=None) -> Table:
     """Every entry of the table, in table order. `check_size(bytes)`, when given, is called with what the
     decompressed blocks will take before any is decompressed (a memory budget check may raise there)."""
     if len(data) < FOOTER_SIZE:
-        raise TableError(f"is {len(data)} bytes, shorter than a table's {FOOTER_SIZE}-byte footer (truncated?)")
+        raise TableError(f"the file is {len(data)} bytes, shorter than a table's {FOOTER_SIZE}-byte footer "
+                         "(truncated?)")
     footer_at = len(data) - FOOTER_SIZE
     if struct.unpack_from("<Q", data, len(data) - 8)[0] != MAGIC:
-        raise TableError("does not end with LevelDB's table magic number (not an SSTable, or truncated)")
+        raise TableError("the file does not end with LevelDB's table magic number (not an SSTable, or truncated)")
     _, _, pos = _handle(data, footer_at, len(data) - 8, "the footer")
     index_offset, index_size, _ = _handle(data, pos, len(data) - 8, "the footer")
     index = _walk([_block(data, index_offset, index_size, footer_at, "the index block")], ["the index block"])

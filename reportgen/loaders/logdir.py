@@ -19,7 +19,6 @@ refused with their reason. Each becomes an input error of its run
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import stat
@@ -45,6 +44,8 @@ class HostFile:
     legacy: tuple[str, ...] = ()
     # The object store's own checksum from the listing (remote files; None when it gives none).
     checksum: str | None = None
+    # A local file's inode when it was found: a file replaced since then is not the one found.
+    inode: int | None = None
 
 
 @dataclass
@@ -172,7 +173,8 @@ def _host_files(fs: fsspec.AbstractFileSystem, folder: str,
         if host in hosts and name.endswith(".gz"):
             continue
         hosts[host] = HostFile(host=host, path=_unstrip(fs, info["name"]), size=int(info.get("size") or 0),
-                               checksum=store_checksum(fs, info) if _is_remote(fs) else None)
+                               checksum=store_checksum(fs, info) if _is_remote(fs) else None,
+                               inode=_local_inode(fs, info))
     # An XSpace holds every tool: a host's older per-tool files are read only
     # when it has none.
     for legacy in _legacy_hosts(fs, infos):
@@ -310,7 +312,8 @@ def _file_run(fs: fsspec.AbstractFileSystem, path: str, location: str, only_runs
         raise NoCapturesError(f"{location}: its run, {run}, is not among --runs {','.join(sorted(only_runs))}")
     info = fs.info(path)
     checksum = store_checksum(fs, info) if _is_remote(fs) else None
-    hostfile = HostFile(host=host, path=_unstrip(fs, path), size=int(info.get("size") or 0), checksum=checksum)
+    hostfile = HostFile(host=host, path=_unstrip(fs, path), size=int(info.get("size") or 0), checksum=checksum,
+                        inode=_local_inode(fs, info))
     return RunSource(name=run, path=_unstrip(fs, folder), hosts=[hostfile], from_file=True)
 
 
@@ -332,25 +335,72 @@ def merge_same_folder(runs: list[RunSource]) -> list[RunSource]:
     return out
 
 
+def _local_inode(fs, info: dict) -> int | None:
+    ino = info.get("ino")
+    return int(ino) if not _is_remote(fs) and isinstance(ino, int) and ino > 0 else None
+
+
 def read_file(path: str) -> bytes:
     """Read one host file through fsspec."""
     with fsspec.open(path, "rb") as handle:
         return handle.read()
 
 
-def map_file(path: str, read: Callable[[str], bytes] = read_file) -> bytes | mmap.mmap:
-    """A local host file memory-mapped (copy-on-write: the decoder reads it as a writable buffer, never
-    writes), else its bytes as `read` reads them (remote and gzipped files, empty files).
+class FileChangedError(ValueError):
+    """A host file that changed (size, time, identity) between its discovery and the end of its decode."""
 
-    A mapped file's pages are read from the page cache as they are used, and can be handed back as
-    soon as they are passed (see `loaders.xspace`): its bytes need not all be resident at once.
-    Close the map once decoded.
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a local file was when the build read it: compared again once it is decoded."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    inode: tuple[int, int]
+
+    @classmethod
+    def of(cls, path: str, info: os.stat_result) -> Snapshot:
+        return cls(path, info.st_size, info.st_mtime_ns, (info.st_dev, info.st_ino))
+
+    def check(self) -> None:
+        """FileChangedError when the file is not the one read any more (truncated, appended, replaced, deleted)."""
+        try:
+            now = Snapshot.of(self.path, os.stat(self.path))
+        except FileNotFoundError:
+            raise FileChangedError("was deleted while the build read it") from None
+        except OSError as exc:
+            raise FileChangedError(f"cannot be checked after reading ({exc.strerror or exc})") from exc
+        if now.inode != self.inode:
+            raise FileChangedError("was replaced by another file while the build read it")
+        if (now.size, now.mtime_ns) != (self.size, self.mtime_ns):
+            raise FileChangedError(f"changed while the build read it ({self.size} bytes read, {now.size} now)")
+
+
+def read_host_file(path: str, read: Callable[[str], bytes] = read_file, expected_size: int | None = None,
+                   expected_inode: int | None = None) -> tuple[bytes, Snapshot | None]:
+    """A host file's bytes, with what a local file was when read (None for remote files).
+
+    A local file is read with bounds, not memory-mapped: a mapped file truncated under the build (by
+    the program still writing it, a sync, a cleanup) ends the process with SIGBUS, as the decoder
+    touches a page past the new end, taking every other host and run with it. Read, a change is an
+    input error of that host only: a size other than the one found (`expected_size`), another file
+    (`expected_inode`), fewer bytes than the file held when opened, or (`Snapshot.check`, once
+    decoded) a file that is no longer the one read. Remote and gzipped files are read by `read`.
     """
     local = path[len("file://"):] if path.startswith("file://") else path
     if "://" in local or path.endswith(".gz"):
-        return read(path)
+        return read(path), None
     with open(local, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size == 0:
-            return b""
-        return mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY)
+        snapshot = Snapshot.of(local, os.fstat(handle.fileno()))
+        size = snapshot.size
+        if expected_inode is not None and snapshot.inode[1] != expected_inode:
+            raise FileChangedError("was replaced by another file after it was found")
+        if expected_size is not None and size != expected_size:
+            raise FileChangedError(f"changed after it was found ({expected_size} bytes then, {size} now)")
+        # One bytes object of `size`, filled by as many reads as it takes (the buffered reader's loop): bytes
+        # as gzipped and remote files give, whose slices the decoder may keep as keys.
+        data = handle.read(size)
+        if len(data) < size:
+            raise FileChangedError(f"was truncated while the build read it ({len(data)} of {size} bytes)")
+    return data, snapshot

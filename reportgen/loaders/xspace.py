@@ -7,17 +7,17 @@ walker's counting pass and its filling pass, so that the filling pass can
 resolve metadata ids and stat names as it goes (see `capture.py`).
 
 Memory: the events and stats are written once, into their final compact
-columns; the only other large object is the file's bytes. A local file comes
-memory-mapped (`loaders.logdir.map_file`): the walker reads it batch after
-batch of lines and hands each batch's pages back as it passes them, so the
-file's bytes and its columns are never resident together (a gzipped or
-remote file is read whole). Before anything large is allocated, what the
+columns; the only other large object is the file's bytes. The build reads
+every file whole (`loaders.logdir.read_host_file`: a memory-mapped file
+truncated under the build would end the process with SIGBUS); a mapped
+buffer handed to `decode_xspace` is walked batch after batch of lines, each
+batch's pages handed back as the walk passes them. Before anything large is allocated, what the
 host will cost (decoded and analysed) is estimated from the counts the
 walker found and checked against the memory budget (`limits.py`): a capture
 over budget is refused, naming the estimate. The estimate counts the file's
-bytes as resident, as they are for a gzipped or remote file: for a mapped
-one it is high by up to its size, which the budget tolerates (it is meant
-to be high rather than low).
+bytes as resident, as they are for a file read whole: for a mapped one it
+is high by up to its size, which the budget tolerates (it is meant to be
+high rather than low).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def read_bytes(path: str, data: Buffer) -> Buffer:
 
 
 def decode_xspace(path: str, data: Buffer, host: str | None = None) -> HostCapture:
-    """Decode raw file bytes (or a file mapped with `loaders.logdir.map_file`). Raises CaptureError
+    """Decode raw file bytes (or a memory-mapped file). Raises CaptureError
     naming `path` on bad input."""
     data = read_bytes(path, data)
     limits.check(path, len(data) * COST_PER_BYTE + COST_FIXED, f"to decode {limits.format_bytes(len(data))}")

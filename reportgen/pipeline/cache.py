@@ -5,7 +5,7 @@ the host stage wrote) depends only on the host file's bytes, on reportgen's
 code and on a few names (run, host, file name). The cache keeps each result
 under a key made of exactly those:
 
-    <cache>/hosts/<prefix>/<content>/outcome.json, outcome.npz
+    <cache>/hosts/<prefix>/<content>/outcome.json, outcome.npz, manifest.json
                                     /files/<site-relative path>…
     <cache>/runs/<key>/run.json     a run's summary block and index row
                       /files/…      the run's folder of the site, as built
@@ -43,18 +43,25 @@ cache (the copy costs little: on Linux the kernel copies, or clones on
 file systems that can).
 
 Trust: entries are data only (`datafile.py`: JSON and numpy arrays read
-without pickle), so a crafted entry cannot run code; the folder is created
-private to the user (0700). An entry that cannot be read (truncated,
-corrupt, foreign, from another version) is ignored, named in the `-v`
-output, and the host is rebuilt; the cache never fails a build. Other
-people who can write a shared `--cache-dir` can still put numbers of their
-choosing on your pages: share it only with people you trust for that.
+without pickle), so a crafted entry cannot run code. The folder must be the
+user's own: created private (0700), made private again when it is ours with
+looser permissions, not used (one warning line) when another user owns it.
+Each entry's `manifest.json` records the size and sha256 of every file of it
+and is signed (HMAC-SHA256) with a key of the user's that lives outside the
+cache (`user_cache.secret_key`); the fingerprint memo is signed too. Nothing is
+read from an entry whose manifest does not verify, only the files it lists
+are copied into the site, and each copy is hashed again once it is there:
+a truncated, altered, planted or moved file is a miss, named in the `-v`
+output, and the host is rebuilt (the cache never fails a build). Without
+the key nobody can make an entry this user's builds accept; with it (this
+user, root) anything can be put on the pages.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -76,13 +83,16 @@ from reportgen.pipeline.host_stage import (
     list_files,
     site_fingerprint,
 )
+from reportgen.user_cache import secret_key, writable_dir
 
-CACHE_FORMAT = 2  # 2: data files instead of pickles
+CACHE_FORMAT = 3  # 2: data files instead of pickles; 3: signed manifests
 CACHE_SUFFIX = ".reportgen-cache"  # `.<site name><suffix>`, beside the site
 OUTCOME_STEM = "outcome"  # outcome.json (+ outcome.npz)
 RUN_STEM = "run"
 FILES_FOLDER = "files"
 MEMO_FILE = "fingerprints.json"
+MANIFEST = "manifest.json"
+KEY_NAME = "rebuild-cache.key"
 STALE_WRITE_S = 3600  # a half-written entry this old in a shared cache folder is a dead build's
 
 
@@ -131,9 +141,27 @@ def copy_file(source: Path, target: Path) -> None:
     shutil.copyfile(source, target)
 
 
-def copy_tree(source: Path, target: Path) -> None:
-    for rel in list_files(str(source)):
-        copy_file(source / rel, target / rel)
+class EntryError(ValueError):
+    """A cache entry that must not be used: unsigned, signed for another key or place, or not what it lists."""
+
+
+def file_digest(path: Path) -> tuple[int, str]:
+    """(size, sha256) of a file's bytes."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            size += len(chunk)
+            digest.update(chunk)
+    return size, digest.hexdigest()
+
+
+def _relative(rel: Any) -> str:
+    """A path inside an entry, as the manifest lists it; never one that leaves the folder."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or any(
+            part in ("", ".", "..") for part in rel.split("/")) or "\x00" in rel:
+        raise EntryError(f"lists a path that is not inside it: {rel!r}")
+    return rel
 
 
 def make_private_dir(path: Path) -> None:
@@ -163,7 +191,8 @@ class HostCache:
         self.notes: list[str] = []  # entries ignored and rebuilt: printed with -v
         self._log = log
         self._code = code_fingerprint()
-        self._memo = self._read_memo()
+        self._key: bytes | None = None  # signs manifests and the memo; None: the cache is not used
+        self._memo: dict[str, list] = {}
         self._fingerprints: dict[int, str] = {}  # task index → content key, once known
         self._used: set[Path] = set()  # entries this build read or wrote
         self._memo_used: set[str] = set()
@@ -177,11 +206,16 @@ class HostCache:
         """Create the cache folder, private to this user, when it does not exist yet, and remove the
         half-written entries of builds that were killed: all of them when this build is the folder's only
         user (`exclusive`: the cache beside a site, under the site's lock), else those over an hour old."""
-        try:
-            make_private_dir(self.root)
-        except OSError as exc:
-            self.warnings.append(f"cannot create the cache folder {self.root}: {exc.strerror or exc}")
+        problem = writable_dir(self.root)
+        if problem is not None:
+            self.warnings.append(f"not using the rebuild cache ({problem})")
             return
+        key, problem = secret_key(KEY_NAME)
+        if key is None:
+            self.warnings.append(f"not using the rebuild cache: its signing key cannot be kept ({problem})")
+            return
+        self._key = key
+        self._memo = self._read_memo()
         cutoff = time.time() - (0 if exclusive else STALE_WRITE_S)
         for pattern in ("hosts/*/.*", "runs/.*", ".*.json.*"):
             for path in self.root.glob(pattern):
@@ -201,7 +235,66 @@ class HostCache:
         return self.root / "hosts" / self.prefix(task) / name
 
     def _may_hit(self, task: HostTask) -> bool:
-        return (self.root / "hosts" / self.prefix(task)).is_dir()
+        return self._key is not None and (self.root / "hosts" / self.prefix(task)).is_dir()
+
+    # signatures -------------------------------------------------------
+
+    def _mac(self, payload: Any) -> str:
+        assert self._key is not None
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        return hmac.new(self._key, text, hashlib.sha256).hexdigest()
+
+    def _signed(self, document: Any) -> Any:
+        """The payload of a document `_sign` wrote with this user's key; EntryError otherwise."""
+        if not (isinstance(document, dict) and set(document) == {"payload", "mac"}
+                and isinstance(document["mac"], str)):
+            raise EntryError("is not signed")
+        if not hmac.compare_digest(document["mac"], self._mac(document["payload"])):
+            raise EntryError("is not signed with this user's key (altered, or written by someone else)")
+        return document["payload"]
+
+    def _sign(self, payload: Any) -> dict:
+        return {"payload": payload, "mac": self._mac(payload)}
+
+    def _write_manifest(self, tmp: Path, entry: Path) -> None:
+        files = {rel: list(file_digest(tmp / rel)) for rel in list_files(str(tmp))}
+        payload = {"format": CACHE_FORMAT, "entry": entry.relative_to(self.root).as_posix(), "files": files}
+        (tmp / MANIFEST).write_text(json.dumps(self._sign(payload)), encoding="utf-8")
+
+    def _manifest(self, entry: Path, stem: str) -> dict[str, list]:
+        """The verified list of an entry's files ({path: [size, sha256]}), its data files checked against it."""
+        try:
+            document = json.loads((entry / MANIFEST).read_bytes())
+        except FileNotFoundError:
+            raise EntryError("has no manifest") from None
+        except ValueError as exc:
+            raise EntryError(f"has a manifest that is not JSON ({exc})") from exc
+        payload = self._signed(document)
+        if not (isinstance(payload, dict) and payload.get("format") == CACHE_FORMAT
+                and payload.get("entry") == entry.relative_to(self.root).as_posix()
+                and isinstance(payload.get("files"), dict)):
+            raise EntryError("has a manifest for another entry or version")
+        files = payload["files"]
+        for name in (f"{stem}.json", f"{stem}.npz"):
+            if name in files:
+                self._check(entry / name, files[name], name)
+            elif name.endswith(".json") or (entry / name).exists():
+                raise EntryError(f"holds {name}, which its manifest does not list")
+        return files
+
+    @staticmethod
+    def _check(path: Path, recorded: Any, rel: str) -> None:
+        if file_digest(path) != tuple(recorded):
+            raise EntryError(f"{rel} is not the file the manifest records (truncated or altered)")
+
+    def _restore(self, entry: Path, files: dict[str, list], wanted: list[str], target: Path) -> None:
+        """Copy the listed files of an entry into the site folder `target`, each copy hashed once there."""
+        for rel in wanted:
+            name = f"{FILES_FOLDER}/{_relative(rel)}"
+            if name not in files:
+                raise EntryError(f"{name} is not in its manifest")
+            copy_file(entry / FILES_FOLDER / rel, target / rel)
+            self._check(target / rel, files[name], name)  # the copy, not the source: nothing changes after
 
     def needs_worker_hash(self, task: HostTask) -> bool:
         """True when the content key is not known yet and is the hash of the bytes the worker reads."""
@@ -210,8 +303,9 @@ class HostCache:
     # fingerprints -----------------------------------------------------
 
     def _read_memo(self) -> dict[str, list]:
+        # A forged memo could map a file to the content key of another of its versions: it is signed too.
         try:
-            memo = json.loads((self.root / MEMO_FILE).read_text(encoding="utf-8"))
+            memo = self._signed(json.loads((self.root / MEMO_FILE).read_text(encoding="utf-8")))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
@@ -257,10 +351,12 @@ class HostCache:
             self._memo_used.add(_memo_key(path))
 
     def save_memo(self) -> None:
+        if self._key is None:
+            return
         try:
             make_private_dir(self.root)
             tmp = self.root / f".{MEMO_FILE}.{uuid.uuid4().hex}"
-            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "files": self._memo}), encoding="utf-8")
+            tmp.write_text(json.dumps(self._sign({"format": CACHE_FORMAT, "files": self._memo})), encoding="utf-8")
             os.replace(tmp, self.root / MEMO_FILE)
         except OSError as exc:
             self.warnings.append(f"cannot write the cache's fingerprint memo in {self.root}: {exc}")
@@ -296,21 +392,23 @@ class HostCache:
         entry = self._entry_dir(task, fingerprint)
         if not (entry / f"{OUTCOME_STEM}.json").is_file():
             return None
-        outcome = self._load(entry, task)
-        if outcome is None:
+        loaded = self._load(entry, task)
+        if loaded is None:
             return None
+        outcome, files = loaded
         try:
-            if (entry / FILES_FOLDER).is_dir():
-                copy_tree(entry / FILES_FOLDER, out_dir)
-        except OSError as exc:
-            self.note(f"{task.shown_path}: cannot restore cached files ({exc}); rebuilding it")
+            self._restore(entry, files, list(outcome.files), out_dir)
+        except (OSError, EntryError) as exc:
+            self.note(f"{task.shown_path}: ignoring an unreadable cache entry {entry} "
+                      f"({type(exc).__name__}: {exc}); rebuilding this host")
             shutil.rmtree(out_dir, ignore_errors=True)
             return None
         self._used.add(entry)
         return outcome
 
-    def _load(self, entry: Path, task: HostTask) -> HostOutcome | None:
+    def _load(self, entry: Path, task: HostTask) -> tuple[HostOutcome, dict[str, list]] | None:
         try:
+            files = self._manifest(entry, OUTCOME_STEM)
             outcome = datafile.load(entry, OUTCOME_STEM)
             if not isinstance(outcome, HostOutcome):
                 raise TypeError(f"holds a {type(outcome).__name__}, not a host result")
@@ -328,12 +426,12 @@ class HostCache:
         outcome.cached = True
         outcome.timings = {}
         outcome.peak_rss = 0
-        return outcome
+        return outcome, files
 
     def store(self, task: HostTask, outcome: HostOutcome, out_dir: Path) -> None:
         """Keep a freshly computed, successful result with its files (copies)."""
         fingerprint = self._fingerprints.get(task.index)
-        if outcome.error is not None or outcome.file_errors or fingerprint is None:
+        if self._key is None or outcome.error is not None or outcome.file_errors or fingerprint is None:
             return  # a host with a bad file is built again (and its files named again) until fixed
         entry = self._entry_dir(task, fingerprint)
         kept = dataclasses.replace(outcome, timings={}, payload=None, code=None, cached=False,
@@ -353,6 +451,7 @@ class HostCache:
             make_private_dir(tmp.parent)
             tmp.mkdir()
             fill(tmp)
+            self._write_manifest(tmp, entry)
             if entry.exists():
                 shutil.rmtree(entry)
             os.replace(tmp, entry)
@@ -376,9 +475,10 @@ class HostCache:
     def lookup_run(self, key: str, run_dir: Path) -> tuple[Any, Any] | None:
         """(summary block, index row) of a run rendered before, its folder copied into `run_dir`."""
         entry = self.root / "runs" / key
-        if not (entry / f"{RUN_STEM}.json").is_file():
+        if self._key is None or not (entry / f"{RUN_STEM}.json").is_file():
             return None
         try:
+            manifest = self._manifest(entry, RUN_STEM)
             stored = datafile.load(entry, RUN_STEM)
             if not (isinstance(stored, dict) and set(stored) == {"block", "row", "files"}
                     and isinstance(stored["files"], list) and all(isinstance(f, str) for f in stored["files"])):
@@ -391,17 +491,24 @@ class HostCache:
             self.note(f"ignoring an unreadable cache entry {entry} ({type(exc).__name__}: {exc}); "
                       "rendering this run again")
             return None
+        # Restored beside the run's folder, which holds its hosts' files already: a bad entry leaves it as it was.
+        restored = run_dir.with_name(f".{run_dir.name}.{uuid.uuid4().hex}")
         try:
+            self._restore(entry, manifest, files, restored)
             shutil.rmtree(run_dir, ignore_errors=True)
-            copy_tree(entry / FILES_FOLDER, run_dir)
-        except OSError as exc:
-            self.note(f"cannot restore the cached pages from {entry} ({exc}); rendering again")
-            shutil.rmtree(run_dir, ignore_errors=True)
+            os.replace(restored, run_dir)
+        except (OSError, EntryError) as exc:
+            self.note(f"ignoring an unreadable cache entry {entry} ({type(exc).__name__}: {exc}); "
+                      "rendering this run again")
+            shutil.rmtree(restored, ignore_errors=True)
             return None
         self._used.add(entry)
         return block, row
 
     def store_run(self, key: str, run_dir: Path, block: Any, row: Any) -> None:
+        if self._key is None:
+            return
+
         def fill(tmp: Path) -> None:
             files = list_files(str(run_dir))
             for rel in files:
@@ -414,6 +521,8 @@ class HostCache:
 
     def prune(self) -> None:
         """Drop the entries this build did not use (the cache beside a site holds that site's build only)."""
+        if self._key is None:
+            return
         try:
             for kind, depth in (("hosts", 2), ("runs", 1)):
                 folder = self.root / kind

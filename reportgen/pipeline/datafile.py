@@ -1,7 +1,7 @@
 """Python values as data files and back, without ever running code: the rebuild cache's format.
 
-A cache entry written by one build is read by a later one, possibly from a
-folder shared with others (`--cache-dir`). A pickle runs whatever its bytes
+A cache entry written by one build is read by a later one (`--cache-dir`:
+possibly of another output folder). A pickle runs whatever its bytes
 say when loaded; these files only describe values:
 
 - `<stem>.json`: the value as a JSON tree. Plain JSON values stand for

@@ -33,7 +33,7 @@ from reportgen.kernels import ensure_compiled
 from reportgen.legacy.host_stage import process_legacy_host
 from reportgen.loaders import limits
 from reportgen.loaders.hlo import hlo_modules
-from reportgen.loaders.logdir import HostFile, file_name, map_file
+from reportgen.loaders.logdir import FileChangedError, HostFile, file_name, read_host_file
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.memory import default_budget
 from reportgen.pipeline.stopping import stop_point, stops_held
@@ -343,7 +343,11 @@ def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutco
             outcome.peak_rss = peak_rss_bytes()
             return outcome
         try:
-            data = map_file(host.path, read=lambda path: limits.read_input(path, host.size or None))
+            data, snapshot = read_host_file(host.path, read=lambda path: limits.read_input(path, host.size or None),
+                                            expected_size=host.size if host.size else None,
+                                            expected_inode=host.inode)
+        except FileChangedError as exc:
+            raise CaptureError(host.path, str(exc)) from exc
         except (OSError, ValueError) as exc:
             raise CaptureError(host.path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from exc
         clock = timed("host.read", clock)
@@ -351,6 +355,11 @@ def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutco
         try:
             hashing = _BackgroundHash(data) if hash_content else None
             capture = decode_xspace(host.path, data, host=host.host)
+            if snapshot is not None:  # what was decoded must be the file that was found, whole
+                try:
+                    snapshot.check()
+                except FileChangedError as exc:
+                    raise CaptureError(host.path, str(exc)) from exc
             if len(capture.planes) == 0:
                 raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
             clock = timed("host.decode", clock)

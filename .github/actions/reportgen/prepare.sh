@@ -20,16 +20,19 @@ run_name() {
 }
 
 # The run folder of a logdir, of its plugins/profile folder, or a run folder
-# itself; of several runs, the newest by name (profilers name runs by time).
+# itself, into $run_dir; of several runs, the newest by name (profilers name
+# runs by time). Names are NUL-separated and kept in a variable, not printed:
+# a folder name may hold a newline.
 newest_run() {
-  local dir="$1" newest
+  local dir="$1" newest=""
   if [ ! -d "$dir" ]; then
     echo "::error title=reportgen::$dir: no such folder (give the capture's logdir)" >&2
     return 1
   fi
   [ -d "$dir/plugins/profile" ] && dir="$dir/plugins/profile"
-  newest="$(find "$dir" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | LC_ALL=C sort | tail -n 1)"
-  if [ -n "$newest" ]; then printf '%s\n' "$dir/$newest"; else printf '%s\n' "$dir"; fi
+  IFS= read -r -d '' newest < <(find "$dir" -mindepth 1 -maxdepth 1 -type d -printf '%f\0' \
+    | LC_ALL=C sort -z | tail -z -n 1) || true
+  if [ -n "$newest" ]; then run_dir="$dir/$newest"; else run_dir="$dir"; fi
 }
 
 # The capture artifact of the newest push to branch $1 that still has one,
@@ -60,7 +63,8 @@ fetch_baseline() {
   return 1
 }
 
-candidate_run="$(newest_run "$LOGDIR")"
+newest_run "$LOGDIR"
+candidate_run="$run_dir"
 if [ -n "${PR_NUMBER:-}" ]; then
   candidate="$(run_name "${CANDIDATE_NAME:-pr-$PR_NUMBER}")"
 else
@@ -72,9 +76,11 @@ cp -R "$candidate_run/." "$logdir/plugins/profile/$candidate/"
 baseline=""
 baseline_run=""
 if [ -n "${BASELINE_LOGDIR:-}" ]; then
-  baseline_run="$(newest_run "$BASELINE_LOGDIR")"
+  newest_run "$BASELINE_LOGDIR"
+  baseline_run="$run_dir"
 elif [ -n "${BASELINE_BRANCH:-}" ] && fetch_baseline "$BASELINE_BRANCH" "$work/baseline"; then
-  baseline_run="$(newest_run "$work/baseline")"
+  newest_run "$work/baseline"
+  baseline_run="$run_dir"
 fi
 if [ -n "$baseline_run" ]; then
   baseline="$(run_name "${BASELINE_NAME:-${BASELINE_BRANCH:-baseline}}")"
@@ -119,4 +125,5 @@ fi
   echo "has-budget=$has_budget"
   echo "publish=$publish"
 } >> "$GITHUB_OUTPUT"
-echo "reportgen: $candidate ← $candidate_run${baseline:+; $baseline ← $baseline_run}"
+# Folder names as bash quotes them: a newline in one must not start a line (a workflow command).
+printf 'reportgen: %s ← %q%s\n' "$candidate" "$candidate_run" "${baseline:+; $baseline ← $(printf '%q' "$baseline_run")}"

@@ -2,9 +2,13 @@
 # sticky-comment.sh BODY_FILE PR_NUMBER: post BODY_FILE on pull request PR_NUMBER of
 # $GITHUB_REPOSITORY as its sticky comment. The body's first line is the marker
 # that `reportgen summary --sticky KEY` writes, <!-- reportgen:sticky:KEY -->; the
-# comment whose body starts with that line is edited, and only when there is none
-# is a comment posted, so a pull request keeps one comment per KEY however often
-# it is pushed. Needs GH_TOKEN with pull-requests: write.
+# comment whose body starts with that line and that this token's identity wrote is
+# edited, and only when there is none is a comment posted, so a pull request keeps
+# one comment per KEY however often it is pushed (anyone can write a comment that
+# starts with the marker: only our own is ever edited). Needs GH_TOKEN with
+# pull-requests: write. The identity: the login GET /user gives (a personal or
+# user token); the workflow's GITHUB_TOKEN may not ask and comments as
+# github-actions[bot] (REPORTGEN_COMMENT_AUTHOR names another app's bot).
 set -euo pipefail
 
 body_file="$1"
@@ -24,11 +28,20 @@ if ! [[ $pr =~ ^[1-9][0-9]*$ ]]; then
   exit 1
 fi
 
-# The oldest comment that opens with the marker (the key allows no quote or
-# backslash, so the marker is a plain jq string). --paginate runs the filter on
-# each page: keep the first id printed.
+if ! author="$(gh api user --jq .login 2>/dev/null)" || [ -z "$author" ]; then
+  author="${REPORTGEN_COMMENT_AUTHOR:-github-actions[bot]}"
+fi
+author_pattern='^[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?$'
+if ! [[ $author =~ $author_pattern ]]; then
+  echo "::error title=reportgen::the token's login (or REPORTGEN_COMMENT_AUTHOR) is not a GitHub login: cannot tell our comment from others'" >&2
+  exit 1
+fi
+
+# The oldest comment of ours that opens with the marker (neither the key nor a
+# login allows a quote or backslash, so both are plain jq strings). --paginate
+# runs the filter on each page: keep the first id printed.
 ids="$(gh api --paginate "repos/$repo/issues/$pr/comments?per_page=100" \
-  --jq "[.[] | select(.body | startswith(\"$marker\"))][0].id // empty")"
+  --jq "[.[] | select(.user.login == \"$author\" and (.body | startswith(\"$marker\")))][0].id // empty")"
 id="${ids%%$'\n'*}"
 if [ -n "$id" ]; then
   url="$(gh api --method PATCH "repos/$repo/issues/comments/$id" -F "body=@$body_file" --jq .html_url)"

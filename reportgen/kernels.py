@@ -211,6 +211,27 @@ class _CompileClock(event.Listener):
 _COMPILE_CLOCK = _CompileClock()
 
 
+def cache_key() -> str:
+    """A name for this machine's compiled kernels, for CI caches that keep `CACHE_DIR` between jobs: numba's
+    machine code holds for one reportgen (its version, and its sources: a ref installed from git keeps its
+    version), one numba version and one CPU (its name and features, which numba's cache index also checks).
+    A cache restored under a key is not saved again, so the key must change whenever the kernels would."""
+    import hashlib
+
+    import llvmlite.binding as ll
+    import numba
+
+    from reportgen import __version__
+
+    package = Path(__file__).resolve().parent
+    sources = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        sources.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    features = hashlib.sha256(ll.get_host_cpu_features().flatten().encode()).hexdigest()[:12]
+    return (f"reportgen-kernels-{__version__}-{sources.hexdigest()[:12]}-numba-{numba.__version__}-"
+            f"{ll.get_host_cpu_name()}-{features}")
+
+
 def compile_seconds() -> float | None:
     """Wall-clock seconds from the start of this process's first-build compiling (`start_precompile`) to its
     last compiled kernel, here or in a child, or None when it compiled nothing. Asked once the children have
@@ -353,5 +374,5 @@ def precompile_groups(groups: list[str]) -> None:
 
 
 __all__ = ["BUILD_KERNELS", "CACHE_DIR", "CACHE_PROBLEM", "PRECOMPILED", "array_type", "cold_modules", "is_cached",
-           "compile_seconds", "ensure_compiled", "groups_for", "helper_kernel", "kernel", "kernel_cache_dir",
-           "precompile", "precompile_groups", "start_precompile", "started_children"]
+           "cache_key", "compile_seconds", "ensure_compiled", "groups_for", "helper_kernel", "kernel",
+           "kernel_cache_dir", "precompile", "precompile_groups", "start_precompile", "started_children"]

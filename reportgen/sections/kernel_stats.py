@@ -94,17 +94,19 @@ def top_rows(table: pd.DataFrame, slices: int = PIE_SLICES) -> pd.DataFrame:
     had legends whose "#rank" did not match the table: a merged slice showed 22.5 ms where its row said
     19.1 ms, and the merged rows' ranks were missing.)"""
     if table.empty:
-        return pd.DataFrame(columns=["label", "kernel_name", "op_name", "total_us", "percent", "order"])
+        return pd.DataFrame(columns=["label", "kernel_name", "op_name", "host", "total_us", "percent", "order"])
     rows = table.sort_values(["total_duration_us", "rank"], ascending=[False, True], kind="stable")
     top = rows.head(slices)
     rest = rows.iloc[slices:]
     labels = [f"#{r} {compact_kernel_name(n, LEGEND_NAME_CHARS)}" for r, n in zip(top["rank"], top["kernel_name"])]
     out = pd.DataFrame({"label": labels, "kernel_name": top["kernel_name"].to_numpy(),
                         "op_name": top["op_name"].astype(str).to_numpy(),
+                        # Rows of the hosts' view differ by host only: the tooltip tells them apart.
+                        "host": top["host"].astype(str).to_numpy() if "host" in top else "",
                         "total_us": top["total_duration_us"].to_numpy()})
     if len(rest):
         label = f"{len(rest)} other row" + ("s" if len(rest) != 1 else "")
-        other = pd.DataFrame({"label": [label], "kernel_name": ["(other rows)"], "op_name": [""],
+        other = pd.DataFrame({"label": [label], "kernel_name": ["(other rows)"], "op_name": [""], "host": [""],
                               "total_us": [rest["total_duration_us"].sum()]})
         out = pd.concat([out, other], ignore_index=True)
     total = out["total_us"].sum()
@@ -130,6 +132,7 @@ def pie_chart(slices: pd.DataFrame) -> alt.Chart:
             tooltip=[
                 alt.Tooltip("kernel_name:N", title="Kernel"),
                 alt.Tooltip("op_name:N", title="Op"),
+                alt.Tooltip("host:N", title="Host"),
                 alt.Tooltip("total_us:Q", title="Total (µs)", format=",.3f"),
                 alt.Tooltip("percent:Q", title="Share of kernel time (%)", format=".1f"),
             ],

@@ -58,7 +58,8 @@ class BuildProgress:
         if bar:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=0, file=sys.stderr, leave=False, dynamic_ncols=True,
+            # Drawn from the first stage on (`delay`: not as an empty bar with its own clock, before it).
+            self._bar = tqdm(total=0, file=sys.stderr, leave=False, dynamic_ncols=True, delay=TICK_S,
                              bar_format="{desc} {n_fmt}/{total_fmt} |{bar:30}| {elapsed}{postfix}")
             self._bar.start_t = PROCESS_STARTED  # the clock counts the whole command, not the bar
             threading.Thread(target=self._tick, name="reportgen-progress", daemon=True).start()
@@ -81,8 +82,8 @@ class BuildProgress:
         with self._lock:
             self._in_progress.clear()
             if self._bar is not None:
-                self._bar.reset(total=total)
-                self._bar.start_t = PROCESS_STARTED  # `reset` restarts tqdm's clock: the command's goes on
+                # Not tqdm's `reset`, which restarts the bar's clock (and draws it so): the command's goes on.
+                self._bar.total, self._bar.n, self._bar.last_print_n = total, 0, 0
                 self._bar.set_description_str(name, refresh=False)
                 self._bar.unit = unit
                 self._bar.set_postfix_str("", refresh=False)

@@ -45,3 +45,9 @@ def test_tf_stats_text_columns_have_left_aligned_headers():
     assert 'class="num"' in cells["Rank"]
     first_row = re.search(r"<tbody>\s*<tr[^>]*>(.*?)</tr>", page, re.S).group(1)
     assert re.findall(r"<td([^>]*)>", first_row)[2] == ' class="name short"'  # the Type cell: text
+
+
+def test_the_trace_page_names_the_command_that_serves_the_site(jax_site):
+    """The trace page said `python -m http.server` where the single-file report says `reportgen serve`."""
+    page = (jax_site / "jax_mesh_cpu" / "trace.html").read_text(encoding="utf-8")
+    assert "<code>reportgen serve</code>" in page and "http.server" not in page

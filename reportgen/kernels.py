@@ -42,6 +42,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,7 +53,7 @@ except ImportError:  # pragma: no cover - Windows: no ahead-of-time compile, ker
     fcntl = None
 
 from numba import njit
-from numba.core import caching, config, types
+from numba.core import caching, config, event, types
 from numba.core.runtime import rtsys
 
 from reportgen.user_cache import user_cache_dir, writable_dir
@@ -175,6 +177,72 @@ _waited: set[str] = set()
 _STARTED: list[subprocess.Popen] = []
 
 
+class _CompileClock(event.Listener):
+    """When a first build's compiling started and (so far) ended: its children's exits and the end of the
+    last compile in this process, which numba reports as `numba:compile` events (on any thread)."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.ended: float | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        if self.started is None:
+            self.started = time.perf_counter()
+            event.register("numba:compile", self)
+
+    def on_start(self, ev) -> None:
+        pass
+
+    def on_end(self, ev) -> None:
+        self.ended_now()
+
+    def ended_now(self) -> None:
+        with self._lock:
+            self.ended = time.perf_counter()
+
+    def watch(self, child: subprocess.Popen) -> None:
+        def wait() -> None:
+            child.wait()
+            self.ended_now()
+
+        threading.Thread(target=wait, name="reportgen-kernel-child", daemon=True).start()
+
+
+_COMPILE_CLOCK = _CompileClock()
+
+
+def cache_key() -> str:
+    """A name for this machine's compiled kernels, for CI caches that keep `CACHE_DIR` between jobs: numba's
+    machine code holds for one reportgen (its version, and its sources: a ref installed from git keeps its
+    version), one numba version and one CPU (its name and features, which numba's cache index also checks).
+    A cache restored under a key is not saved again, so the key must change whenever the kernels would."""
+    import hashlib
+
+    import llvmlite.binding as ll
+    import numba
+
+    from reportgen import __version__
+
+    package = Path(__file__).resolve().parent
+    sources = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        sources.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    features = hashlib.sha256(ll.get_host_cpu_features().flatten().encode()).hexdigest()[:12]
+    return (f"reportgen-kernels-{__version__}-{sources.hexdigest()[:12]}-numba-{numba.__version__}-"
+            f"{ll.get_host_cpu_name()}-{features}")
+
+
+def compile_seconds() -> float | None:
+    """Wall-clock seconds from the start of this process's first-build compiling (`start_precompile`) to its
+    last compiled kernel, here or in a child, or None when it compiled nothing. Asked once the children have
+    exited (`started_children`)."""
+    clock = _COMPILE_CLOCK
+    if clock.started is None or clock.ended is None:
+        return None
+    return max(0.0, clock.ended - clock.started)
+
+
 def array_type(dtype, readonly: bool = False) -> types.Array:
     """numba's type of a one-dimensional C-contiguous array of `dtype` (a numba scalar type), for the
     signatures a module's `precompile` compiles; `readonly` for views of the decoder's bytes."""
@@ -212,6 +280,8 @@ def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
     children: list[subprocess.Popen] = []
     if CACHE_PROBLEM is not None or fcntl is None or _STARTED:  # once per process (cli/build.py, build_site)
         return children
+    if cold_modules():  # the build compiles the decoder itself: its time counts from here too
+        _COMPILE_CLOCK.start()
     cold = [group for group in groups if cold_modules(PRECOMPILED[group])]
     # The children import this very package, wherever it was imported from: they search this process's
     # module path, this package's folder first. `python -c` alone would put the current folder first, and
@@ -227,6 +297,9 @@ def start_precompile(groups=tuple(PRECOMPILED)) -> list[subprocess.Popen]:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ))
     _STARTED.extend(children)
+    for child in children:
+        _COMPILE_CLOCK.start()
+        _COMPILE_CLOCK.watch(child)
     return children
 
 
@@ -302,5 +375,5 @@ def precompile_groups(groups: list[str]) -> None:
 
 
 __all__ = ["BUILD_KERNELS", "CACHE_DIR", "CACHE_PROBLEM", "PRECOMPILED", "array_type", "cold_modules", "is_cached",
-           "ensure_compiled", "groups_for", "helper_kernel", "kernel", "kernel_cache_dir", "precompile",
-           "precompile_groups", "start_precompile", "started_children"]
+           "cache_key", "compile_seconds", "ensure_compiled", "groups_for", "helper_kernel", "kernel",
+           "kernel_cache_dir", "precompile", "precompile_groups", "start_precompile", "started_children"]

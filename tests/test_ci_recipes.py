@@ -259,6 +259,50 @@ def test_push_to_main_builds_without_a_baseline(tmp_path, tools_dir, certificate
     assert "reportgen-comment" not in files and (files["reportgen-capture"] / "vm.xplane.pb").is_file()
     summary = Path(github_env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
     assert summary.startswith("## Profile summary") and "All 2 checks within budget" in summary
+    # The compiled kernels' folder is kept between jobs, restored before the build: the folder this job's
+    # build compiles into, under a key of what its machine code holds for (reportgen, numba, the CPU).
+    from reportgen import kernels
+
+    names = [s.name for s in run.steps]
+    kept = next(s for s in run.steps if (s.uses or "").startswith("actions/cache@"))
+    assert names.index(kept.name) < names.index("Build the site")
+    assert kept.with_ == {"path": str(kernels.CACHE_DIR), "key": kernels.cache_key()}
+    assert list(kernels.CACHE_DIR.rglob("*.nbi")), "the build compiled its kernels into that folder"
+
+
+def test_the_kernel_cache_key_names_what_the_machine_code_holds_for():
+    import llvmlite.binding as ll
+    import numba
+
+    from reportgen import __version__, kernels
+
+    key = kernels.cache_key()
+    assert key.startswith(f"reportgen-kernels-{__version__}-") and f"-numba-{numba.__version__}-" in key
+    assert ll.get_host_cpu_name() in key and re.fullmatch(r"[A-Za-z0-9._-]+", key), key  # a file name too
+    assert kernels.cache_key() == key
+
+
+@needs_tools
+def test_the_gitlab_job_keeps_the_current_kernels_only(tmp_path, tools_dir, certificate):
+    """The job's cache holds one folder per kernel key: the current one is the build's NUMBA_CACHE_DIR, and the
+    folders of other keys (another reportgen, numba or CPU) are removed, so the cache does not grow."""
+    from reportgen import kernels
+
+    config = load_yaml(GITLAB_CI)
+    job = gitlab_job(config, "reportgen")
+    assert job["cache"]["paths"] == [".reportgen-kernels/"] and job["cache"]["when"] == "always"
+    workspace = tmp_path / "project"
+    kept = workspace / ".reportgen-kernels"
+    (kept / "reportgen-kernels-0.0.1-old").mkdir(parents=True)
+    env = job_env(tmp_path, tools_dir, certificate)
+    variables = gitlab_variables(config, job)
+    assert variables["REPORTGEN_KERNELS"] == "$CI_PROJECT_DIR/.reportgen-kernels"
+    env.update(variables, REPORTGEN_KERNELS=str(kept), CI_PROJECT_DIR=str(workspace))
+    setup = [entry for entry in job["before_script"] if "NUMBA_CACHE_DIR" in entry]
+    done = run_gitlab_script([*setup, 'printf "%s\\n" "$NUMBA_CACHE_DIR"'], env, workspace)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(kept / kernels.cache_key())
+    assert sorted(p.name for p in kept.iterdir()) == []  # the old key's folder is gone; the build makes its own
 
 
 @needs_tools

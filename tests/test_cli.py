@@ -62,9 +62,9 @@ def test_one_line_summary(sample_builds):
     assert match, lines[0]
     assert int(match.group(1).replace(",", "")) == events
     assert Path(match.group(3)) == (cwd / "site").resolve()
-    # No progress bar when stderr is not a terminal; at most the note of a machine's first build.
-    assert all(line.startswith("reportgen: first build on this machine:") for line in plain.stderr.splitlines()), \
-        plain.stderr
+    # No progress bar when stderr is not a terminal; at most the notes of a machine's first build.
+    assert all(line.startswith(("reportgen: first build on this machine:", "reportgen: kernels compiled in "))
+               for line in plain.stderr.splitlines()), plain.stderr
 
 
 def test_quiet_prints_nothing(sample_builds, capfd):
@@ -177,3 +177,24 @@ def test_build_from_a_file_that_is_no_capture_names_it(tmp_path):
     proc = reportgen("build", str(notes), "-o", str(tmp_path / "site"))
     assert proc.returncode == 1
     assert f"{notes}: not a capture file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _stage_seconds(timings: str) -> dict[str, float]:
+    found = {}
+    for line in timings.splitlines():
+        if match := re.fullmatch(r"(\S.*?)\s+(\d+\.\d{3})(?:\s+[\d.]+%)?", line):
+            found[match.group(1)] = float(match.group(2))
+    return found
+
+
+def test_the_printed_time_is_the_whole_commands(tmp_path):
+    """The summary line counts the command from its process's start: start-up, the build and the single file's
+    assembly, which `--timings` lists (as disjoint stages: their sum cannot exceed the command's time)."""
+    proc = reportgen("build", "-o", str(tmp_path / "site"), "--single-file", str(tmp_path / "one.html"),
+                     "--timings", "--jobs", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    stages = _stage_seconds(proc.stderr)
+    printed = float(re.search(r"events in (\d+\.\d) s →", proc.stdout).group(1))
+    assert stages["start-up"] > 0 and stages["single file"] > 0, proc.stderr
+    assert stages["total"] >= stages["start-up"] + stages["hosts"] + stages["single file"]
+    assert printed >= round(stages["total"], 1)  # the line is printed after the table

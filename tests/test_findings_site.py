@@ -10,7 +10,6 @@ import html
 import json
 import math
 import re
-import time
 from functools import cache
 from pathlib import Path
 
@@ -418,6 +417,8 @@ def test_numbers_are_finite(site):
 
 @needs_browser
 def test_run_page_and_a_row_link_in_a_browser(site, tmp_path):
+    from selenium.webdriver.support.ui import WebDriverWait
+
     with chromium(tmp_path / "profile", window="1280,800") as driver:
         driver.get((site / "tf_keras_input_bound" / "index.html").as_uri())
         assert console_errors(driver) == []
@@ -428,7 +429,13 @@ def test_run_page_and_a_row_link_in_a_browser(site, tmp_path):
                                      ".finding-links a').getAttribute('href')")
         assert href.startswith("input_pipeline.html#iterator-")
         driver.get((site / "tf_keras_input_bound" / href.split("#")[0]).as_uri() + "#" + href.split("#")[1])
-        time.sleep(1.0)  # the page shows the row again once its charts have rendered
+        # The charts above the row push it down as they draw, and the page scrolls it into view again once
+        # they have: wait until every chart is drawn and the row is in view.
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+            "var row = document.getElementById(location.hash.slice(1)); var b = row.getBoundingClientRect();"
+            "return [...document.querySelectorAll('[data-vega-spec]')].every("
+            "  el => el.offsetParent === null || el.querySelector('svg, canvas') !== null)"
+            " && 0 <= b.top && b.bottom <= window.innerHeight;"))
         top, bottom, text = driver.execute_script(
             "var row = document.getElementById(location.hash.slice(1)); var b = row.getBoundingClientRect();"
             "return [b.top, b.bottom, row.textContent];")

@@ -132,10 +132,11 @@ def test_module_scripts_carry_xprofs_text_and_the_op_numbers(real_site):
         assert "graph_viewer" in summary[run]["tools"]
         names = (ORACLE / run / "tool_names.txt").read_text().split("hlo_modules:", 1)[1].strip().split(",")
         assert list(summary[run]["graph_viewer"]["modules"]) == names
-        html = (real_site / run / "graph_viewer.html").read_text()
-        scripts = re.findall(r'data-src="([^"]+)"', html)
-        assert len(scripts) == len(names)
-        for name, src in zip(names, scripts):
+        page = (real_site / run / "graph_viewer.html").read_text()
+        # The picker lists them by device time (test_module_pickers_…): each option names its module's script.
+        scripts = [(html.unescape(n), s) for n, s in re.findall(r'<option value="([^"]+)" data-src="([^"]+)"', page)]
+        assert sorted(n for n, _ in scripts) == sorted(names)
+        for name, src in scripts:
             data = module_data(real_site / run / src.replace("%28", "(").replace("%29", ")"))
             assert data["name"] == name
             assert data["text"].encode() == (ORACLE / run / "graph_viewer" / f"{name}.short_txt.txt").read_bytes()
@@ -149,6 +150,28 @@ def test_module_scripts_carry_xprofs_text_and_the_op_numbers(real_site):
     assert {"broadcast_add_fusion", "broadcast_add_fusion.1", "broadcast_add_fusion.2"} <= set(timed)
     assert timed["broadcast_add_fusion.1"]["occurrences"] == 400 and timed["broadcast_add_fusion.1"]["flops"] > 0
     assert (real_site / "jax_mlp" / "graph_viewer.html").read_text().count("no device op times") == 1
+
+
+def _module_options(page: Path) -> list[tuple[str, str]]:
+    """(value, text) of each option of the page's module picker, in order."""
+    text = page.read_text(encoding="utf-8")
+    picker = re.search(r'<select (?:data-gv-module|data-host-select="mv-module")[^>]*>(.*?)</select>', text, re.S)
+    return [(html.unescape(v), html.unescape(t)) for v, t in
+            re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', picker.group(1))]
+
+
+@needs_shared
+def test_module_pickers_open_on_the_module_with_the_most_device_time(real_site):
+    """On tpu_inference_2, jit_f has 99.5 % of the device time and jit__psum 0.5 %: XProf's pickers go by
+    name and open on jit__psum; both of ours open on jit_f and list the modules by device time. On jax_mlp
+    (CPU: no device ops) they open on the largest module, the training step, not on jit__normal."""
+    for page in ("graph_viewer.html", "memory_viewer.html"):
+        options = _module_options(real_site / "tpu_inference_2" / page)
+        assert options[0][0].startswith("jit_f(") and "99.5% of device time" in options[0][1], options
+        shares = [float(re.search(r"([\d.]+)% of device time", t).group(1)) for _, t in options]
+        assert shares == sorted(shares, reverse=True) and len(shares) == 4
+        cpu = _module_options(real_site / "jax_mlp" / page)
+        assert cpu[0][0] == "jit__update(36)" and "device time" not in cpu[0][1], cpu[:3]
 
 
 @needs_shared

@@ -19,7 +19,7 @@ from reportgen.core.hlo.text import literal_text
 from reportgen.loaders.hlo import hlo_modules, to_plain
 from reportgen.loaders.proto import hlo_pb2
 from reportgen.loaders.xspace import decode_xspace
-from tests.conftest import ORACLE, RUNS, host_files, needs_shared
+from tests.conftest import ORACLE, REPO, RUNS, host_files, needs_shared
 from tests.wirebytes import ld
 
 
@@ -63,6 +63,59 @@ def test_module_text_equals_xprof_byte_for_byte(run, module):
     printed = module_text(_modules(run)[module].hlo.hlo_module)
     assert printed.text.encode("utf-8", "surrogateescape") == expected
     assert printed.unprinted == []
+
+
+MESH_CPU = REPO / "tests" / "captures" / "jax_mesh_cpu"
+
+
+@cache
+def _mesh_cpu_modules() -> dict:
+    path = MESH_CPU / "vm.xplane.pb"
+    return {m.display_name: m for m in hlo_modules(decode_xspace(str(path), path.read_bytes())).values()}
+
+
+@pytest.mark.parametrize("module", sorted(p.name[: -len(".short_txt.txt")]
+                                          for p in (MESH_CPU / "oracle" / "graph_viewer").glob("*.short_txt.txt")))
+def test_a_jax_0_12_capture_with_mesh_collectives_prints_as_xprof(module):
+    """XLA 2026 writes a collective's groups over a mesh only in `mesh_axes_replica_group_list` (field 93), and
+    fields 98 and 101 on dots that XProf does not print: the text is XProf's, with no difference listed."""
+    expected = (MESH_CPU / "oracle" / "graph_viewer" / f"{module}.short_txt.txt").read_bytes()
+    printed = module_text(_mesh_cpu_modules()[module].hlo.hlo_module)
+    assert printed.text.encode("utf-8", "surrogateescape") == expected
+    assert printed.unprinted == []
+
+
+def test_the_mesh_capture_holds_what_it_is_for():
+    texts = [p.read_text() for p in (MESH_CPU / "oracle" / "graph_viewer").glob("jit_local_step*.short_txt.txt")]
+    assert texts and all(t.count("replica_groups=mesh['data'=4] {'data'}") == 2 for t in texts)
+    dots = [i for m in _mesh_cpu_modules().values() for c in m.hlo.hlo_module.computations
+            for i in c.instructions if i.opcode == "dot"]
+    assert dots and all({98, 101} <= set(i.unknown_fields) for i in dots)
+
+
+def test_mesh_replica_groups_follow_xlas_printer():
+    """XLA's MeshAxesReplicaGroupList::ToString (xla/hlo/ir/replica_group.cc, mesh_and_axis.cc): the mesh's
+    axes and their sizes, explicit device ids when the mesh has them, then the axes grouped over, a sub-axis
+    as `name:(pre-size)size`; a mesh of no axes and one device is maximal."""
+    module = hlo_pb2.HloModuleProto(name="m", entry_computation_name="main", entry_computation_id=1)
+    computation = module.computations.add(name="main", id=1, root_id=2)
+    parameter = computation.instructions.add(name="p", opcode="parameter", id=1, shape=_shape("F32", [8], [0]))
+    reduce = computation.instructions.add(name="ar", opcode="all-reduce", id=2, operand_ids=[1],
+                                          shape=_shape("F32", [8], [0]))
+    groups = reduce.mesh_axes_replica_group_list
+    groups.mesh.axes.add(name="x", size=2)
+    groups.mesh.axes.add(name="y", size=4)
+    groups.mesh.device_ids.extend([0, 2, 4, 6, 1, 3, 5, 7])
+    groups.axes.add(mesh_axis_index=1).sub_axis_info.CopyFrom(hlo_pb2.AxisRefProto.SubAxis(pre_size=2, size=2))
+    groups.axes.add(mesh_axis_index=0)
+    assert parameter.name == "p"
+    printed = _printed(module)
+    assert "replica_groups=mesh['x'=2,'y'=4], device_ids=(0,2,4,6,1,3,5,7) {'y':(2)2,'x'}" in printed.lines["ar"]
+    assert printed.unprinted == []
+    del groups.mesh.axes[:]
+    del groups.mesh.device_ids[1:]
+    del groups.axes[:]
+    assert "replica_groups=maximal_mesh[device_id=0] {}" in _printed(module).lines["ar"]
 
 
 # --- rules, on modules built here -------------------------------------------------------------

@@ -125,6 +125,27 @@ def test_json_format_carries_the_same_figures(site, capsys):
     assert data["charts"] == []  # written only beside an output file
 
 
+def test_a_comparison_lists_only_its_two_runs(site, capsys):
+    """The site holds a third run (the hostile one): a summary of two runs neither lists nor charts it."""
+    assert main(["summary", str(site), "--compare", BASELINE, CANDIDATE]) == 0
+    text = capsys.readouterr().out
+    assert "### Runs (2)" in text and XSS_RUN not in "".join(render(text).text)
+    assert main(["summary", str(site), "--compare", BASELINE, CANDIDATE, "--format", "json"]) == 0
+    assert list(json.loads(capsys.readouterr().out)["runs"]) == [BASELINE, CANDIDATE]
+
+
+def test_a_run_without_steps_says_so(site, capsys):
+    """As the site index does: no "0 | 0.00 ms ± 0.00 ms" for a run whose capture marks no steps."""
+    assert main(["summary", str(site)]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("|") and "no steps" in line)
+    assert "0.00 ms" not in row and row.split("|")[2].strip() == "–", row
+    assert "0.00 ms ± 0.00 ms" not in text
+    assert main(["summary", str(site), "--format", "json"]) == 0
+    stepless = [h for h in json.loads(capsys.readouterr().out)["runs"].values() if h["step_time_ms"] is None]
+    assert stepless and all(h["step_time_sd_ms"] is None for h in stepless)
+
+
 def test_summary_without_comparison_goes_to_stdout(site, capsys):
     assert main(["summary", str(site)]) == 0
     text = capsys.readouterr().out

@@ -33,3 +33,30 @@ def test_ci_runs_the_readme_commands_in_order():
     assert 0 < script.index('bash -c "$BUILD_COMMAND"') < script.index('bash -c "$TEST_COMMAND"')
     assert "reportgen --version" in script.split('bash -c "$TEST_COMMAND"', 1)[1]
     assert (REPO / ".ci" / "run").stat().st_mode & 0o111, ".ci/run is executable"
+
+
+def _usage_block() -> str:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Usage", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```\n(.*?)```", section, re.S)
+    assert block, "Usage has a ``` block"
+    return block.group(1)
+
+
+def test_usage_lists_every_command_and_its_options():
+    """The pages and `--help` point to every command (`serve` for the trace's Perfetto link, `publish`): the
+    README's Usage block lists each one, with every option its parser takes."""
+    import argparse
+
+    from reportgen.cli.main import COMMANDS, parser
+
+    usage = _usage_block()
+    commands = re.findall(r"^reportgen (\w[\w-]*)", usage, re.M)
+    assert set(COMMANDS) <= set(commands), sorted(set(COMMANDS) - set(commands))
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command_parser in sub.choices.items():
+        lines = usage.split(f"reportgen {name} ", 1)[1].split("\nreportgen ", 1)[0]
+        missing = [action.option_strings[-1] for action in command_parser._actions
+                   if action.option_strings and "--help" not in action.option_strings
+                   and not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", lines) for o in action.option_strings)]
+        assert missing == [], f"reportgen {name}: {missing}"

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -98,9 +97,18 @@ def _click_event(driver, track_title: str) -> dict:
       tl.scroller.scrollTop = Math.max(0, top - 100);
       return {name: best.source.name, ps: best.source.ps, dps: best.source.dps, level: best.level, top: top};
     """, track_title)
-    import time
+    # The click waits for the new view to be drawn: until flame-chart-js's hit regions (made as it draws)
+    # hold the event where the new view puts it.
+    from selenium.webdriver.support.ui import WebDriverWait
 
-    time.sleep(0.5)  # one frame for the new view, and the hit regions flame-chart-js adds 16 ms later
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("""
+      var root = [...document.querySelectorAll('[data-timeline]')].find(e => e.offsetParent !== null);
+      var tl = root.timeline, plugin = tl.tracks.find(p => p.track.title === arguments[0]);
+      var node = plugin.flatTree.find(n => n.source.ps === arguments[1] && n.level === arguments[2]);
+      var x = plugin.renderEngine.timeToPosition(node.source.start + node.source.duration / 2);
+      return (plugin.interactionsEngine.hitRegions || []).some(r => r.type === 'cluster' &&
+        r.data.nodes.indexOf(node) >= 0 && r.x <= x && x <= r.x + r.w);
+    """, track_title, target["ps"], target["level"]))
     point = driver.execute_script("""
       var root = [...document.querySelectorAll('[data-timeline]')].find(e => e.offsetParent !== null);
       var tl = root.timeline, plugin = tl.tracks.find(p => p.track.title === arguments[0]);
@@ -410,40 +418,36 @@ def test_firefox_opens_the_timeline_from_file(site, tmp_path):
     from tests.firefox import console_errors as firefox_errors
     from tests.firefox import firefox
 
+    Wait = pytest.importorskip("marionette_driver.wait").Wait
+
     run = "gpu_multi_worker"
     profile = tmp_path / "firefox"
     with firefox(profile) as ff:
         ff.navigate((site / run / "trace.html").as_uri())
-        state = None
-        for _ in range(300):
-            state = ff.execute_script(
-                "var r = document.querySelector('[data-timeline]');"
-                "return r.dataset.ready ? {host: r.dataset.host, drawn: +r.dataset.drawn, mode: r.dataset.mode,"
-                " status: r.querySelector('[data-timeline-status]').textContent} : null;", sandbox=None)
-            if state:
-                break
-            time.sleep(0.1)
-        assert state, "the timeline did not draw in Firefox"
+        state = Wait(ff, timeout=30).until(lambda m: m.execute_script(
+            "var r = document.querySelector('[data-timeline]');"
+            "return r.dataset.ready ? {host: r.dataset.host, drawn: +r.dataset.drawn, mode: r.dataset.mode,"
+            " status: r.querySelector('[data-timeline-status]').textContent} : null;", sandbox=None),
+            message="the timeline did not draw in Firefox")
         index = read_index(site / run / "trace" / state["host"] / "timeline")
         assert state["mode"] == "detail" and state["drawn"] == index["events"]
         # Search selects an event, whose arguments come from the window's args file.
         ff.execute_script("document.querySelector('[data-timeline]').timeline.search('MemcpyH2D');", sandbox=None)
-        details = None
-        for _ in range(100):
-            details = ff.execute_script(
-                "var r = document.querySelector('[data-timeline]');"
-                "var args = r.querySelector('[data-timeline-args]');"
-                "return r.dataset.argsReady ? JSON.parse(args.dataset.event) : null;",
-                sandbox=None)
-            if details:
-                break
-            time.sleep(0.1)
+        details = Wait(ff, timeout=10).until(lambda m: m.execute_script(
+            "var r = document.querySelector('[data-timeline]');"
+            "var args = r.querySelector('[data-timeline-args]');"
+            "return r.dataset.argsReady ? JSON.parse(args.dataset.event) : null;", sandbox=None),
+            message="the searched event's arguments were not shown")
         assert details and details["name"] == "MemcpyH2D" and details["ph"] == "X"
         # W zooms in.
         before = ff.execute_script("return document.querySelector('[data-timeline]').timeline.view();", sandbox=None)
         ff.execute_script("document.activeElement && document.activeElement.blur();"
                           "document.dispatchEvent(new KeyboardEvent('keydown', {key: 'w'}));", sandbox=None)
-        time.sleep(0.4)
+        # W held zooms in frame by frame: released once the view has narrowed.
+        Wait(ff, timeout=10).until(lambda m: m.execute_script(
+            "var v = document.querySelector('[data-timeline]').timeline.view();"
+            "return v[1] - v[0] < arguments[0];", script_args=(before[1] - before[0],), sandbox=None),
+            message="holding W did not zoom in")
         ff.execute_script("document.dispatchEvent(new KeyboardEvent('keyup', {key: 'w'}));", sandbox=None)
         after = ff.execute_script("return document.querySelector('[data-timeline]').timeline.view();", sandbox=None)
         assert after[1] - after[0] < before[1] - before[0]

@@ -14,7 +14,6 @@ them that a hidden element can break.
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 
 import pytest
@@ -310,7 +309,7 @@ def test_a_row_link_opens_its_table_page_and_panel(site, driver):
     driver.execute_script("var box = document.querySelector(\"input[data-filter-table='ops-0-with']\");"
                           "box.value = 'no such op'; box.dispatchEvent(new Event('input'));")
     driver.execute_script("location.hash = 'tf-op-250';")  # rank 250 of 499: the third page of 100 rows
-    time.sleep(0.5)
+    _wait(driver, "var row = document.getElementById('tf-op-250'); return row !== null && row.offsetParent !== null;")
     top, bottom, shown, idle, box = driver.execute_script(
         "var row = document.getElementById('tf-op-250'); var b = row.getBoundingClientRect();"
         "return [b.top, b.bottom, row.offsetParent !== null,"

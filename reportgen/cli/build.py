@@ -126,6 +126,7 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
     from reportgen.errors import SchedulerError
     from reportgen.output.transaction import OutputError
     from reportgen.pipeline.build import BuildOptions, build_site
+    from reportgen.pipeline.progress import BuildProgress, command_seconds
     from reportgen.pipeline.timings import format_timings
 
     with tempfile.TemporaryDirectory(prefix="reportgen-") as scratch:
@@ -146,6 +147,7 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
             log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
             notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
         )
+        startup = command_seconds()  # the interpreter, the imports and a first build's compile start
         try:
             report = build_site(locations, options)
         except (NoCapturesError, OutputError, SchedulerError) as exc:
@@ -162,16 +164,31 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
             from reportgen.cli.check import check_built_site
 
             over_budget = check_built_site(report.output, budget, jobs=options.jobs)
-        if args.timings:
-            print(format_timings(report.timings, report.seconds, report.peak_rss), file=sys.stderr)
+        timings = {"start-up": startup, **report.timings}
         written = [str(report.output)] if local else []
         if args.single_file:
             from reportgen.output.single_file import write_single_file
 
+            # The build's bar has closed: this one goes on with the same clock (the command's).
+            progress = BuildProgress(bar=options.progress, log=options.log)
+            composing: list[str] = []
+
+            def on_page(page: str, pages: int) -> None:
+                if not composing:
+                    progress.stage("single file", pages, "page")
+                else:
+                    progress.step(composing[-1])
+                composing.append(page)
+                progress.begin(page)
+
+            composed = command_seconds()
             try:
-                single = write_single_file(report.output, args.single_file)
+                single = write_single_file(report.output, args.single_file, on_page)
             except OSError as exc:
                 return fail(f"cannot write {args.single_file}: {exc}")
+            finally:
+                progress.close()
+            timings["single file"] = command_seconds() - composed
             written.append(f"{single.output} ({single.bytes / 2**20:.1f} MiB)")
         if remote:
             try:
@@ -179,11 +196,13 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
             except PublishError as exc:
                 return fail(str(exc))
             written.append(published.url)
+    if args.timings:  # the stages of the whole command, whose time the summary line gives too
+        print(format_timings(timings, command_seconds(), report.peak_rss), file=sys.stderr)
     if not args.quiet:
         print(
             f"reportgen: {report.runs} run{'s' if report.runs != 1 else ''}, "
             f"{report.hosts} host{'s' if report.hosts != 1 else ''}, {report.events:,} events "
-            f"in {report.seconds:.1f} s → {', '.join(written)}"
+            f"in {command_seconds():.1f} s → {', '.join(written)}"
             + (f" ({len(report.errors)} input{'s' if len(report.errors) != 1 else ''} could not be read)"
                if report.errors else "")
         )

@@ -102,9 +102,16 @@ class SummaryDocument:
     charts: list[Chart] = field(default_factory=list)
 
 
+def _has_steps(overview: dict) -> bool:
+    """Whether the run has a step time: steps, or (older captures' summaries) an average above 0. A run
+    without steps reports 0 steps of 0 ms, which is no step time (the site index says "no steps")."""
+    average = (overview.get("step_time_ms") or {}).get("average")
+    return bool(overview.get("steps")) or (isinstance(average, (int, float)) and average > 0)
+
+
 def _run_headline(run: BuiltRun) -> dict:
     overview = run.block.get("overview") or {}
-    step = overview.get("step_time_ms") or {}
+    step = (overview.get("step_time_ms") or {}) if _has_steps(overview) else {}
     bottleneck = (run.block.get("input_pipeline") or {}).get("bottleneck") or {}
     ops = run.table("tf_stats/framework_op_stats.csv")
     top = None
@@ -308,10 +315,10 @@ def _runs_markdown(runs: list[BuiltRun], headlines: dict[str, dict], site_url: s
         name = md_code(run.name)
         if site_url:
             name = _link(name, _url(site_url, run.folder, "index.html"))
-        step = "–" if h["step_time_ms"] is None else (
+        step = "no steps" if h["step_time_ms"] is None else (
             f"{_per_step(h['step_time_ms'], h['step_time_ms'])} ± {_per_step(h['step_time_sd_ms'], h['step_time_ms'])}")
         top = h["top_op"]
-        rows.append([name, "–" if h["steps"] is None else str(h["steps"]), step,
+        rows.append([name, "–" if h["step_time_ms"] is None else str(h["steps"]), step,
                      fmt_value(h["input_percent"], "percent"), md_escape(h["input_bound"] or "–"),
                      md_code(h["bottleneck_iterator"]) if h["bottleneck_iterator"] else "–",
                      f"{md_code(top['name'], 60)} ({fmt_value(top['self_us'], 'us')})" if top else "–"])
@@ -327,7 +334,9 @@ def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_ur
     Markdown refers to none). Charts are linked by file name, or under `chart_url`
     (where a workflow publishes them); `checks` puts the budget verdict first,
     `links` end the summary, and `marker` opens it (a sticky comment's)."""
-    runs = [site.run(name) for name in site.run_names]
+    # A comparison is about its two runs: the site's others are not listed (nor charted) beside them.
+    runs = ([comparison.baseline, comparison.candidate] if comparison is not None
+            else [site.run(name) for name in site.run_names])
     headlines = {run.name: _run_headline(run) for run in runs}
     compare_url = None
     if comparison is not None and site_url and not site.temporary:

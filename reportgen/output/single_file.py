@@ -31,7 +31,7 @@ import json
 import os
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -400,8 +400,9 @@ def _trace_runs(site_dir: Path, pages: list[str]) -> list[str]:
     return sorted(r for r in runs if (site_dir / r / TRACE_DIR).is_dir())
 
 
-def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
-    """The single-file document for a built site, and what went into it."""
+def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -> tuple[str, SingleFileReport]:
+    """The single-file document for a built site, and what went into it. `on_page(page, pages)` is called as
+    each page starts being composed (for a progress bar: `pages` in all)."""
     site_dir = Path(site_dir)
     if not (site_dir / "index.html").is_file():
         raise FileNotFoundError(f"{site_dir}: not a built site (no index.html)")
@@ -411,7 +412,11 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
     taken: set[str] = set()
     anchors = {page: _anchor_for(page, taken) for page in pages}
     inliner = _Inliner(site_dir)
-    composed = [_compose_page(site_dir, page, anchors[page], anchors, inliner) for page in pages]
+    composed = []
+    for page in pages:
+        if on_page is not None:
+            on_page(page, len(pages))
+        composed.append(_compose_page(site_dir, page, anchors[page], anchors, inliner))
 
     assets: list[tuple[str, str]] = []
     for page in composed:
@@ -488,9 +493,10 @@ def compose(site_dir: Path) -> tuple[str, SingleFileReport]:
     return document, report
 
 
-def write_single_file(site_dir: Path | str, output: Path | str) -> SingleFileReport:
-    """Write the single-file report of a built site to `output` (atomically)."""
-    document, report = compose(Path(site_dir))
+def write_single_file(site_dir: Path | str, output: Path | str,
+                      on_page: Callable[[str, int], None] | None = None) -> SingleFileReport:
+    """Write the single-file report of a built site to `output` (atomically); `on_page`: see `compose`."""
+    document, report = compose(Path(site_dir), on_page)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")

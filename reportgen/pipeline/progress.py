@@ -1,19 +1,47 @@
 """What a build says while it works.
 
-On a terminal: one progress bar on stderr that goes through the build's stages
-(the hosts, then the pages of each run), its clock ticking even while a long
-step (a first compile, a large host) runs. Elsewhere, with `-v`: one line per
-stage, for logs. One-off notes (the first compile on a machine) are printed
-above the bar, or as a line.
+On a terminal: one progress bar on stderr that goes through the command's stages
+(the hosts, then the pages of each run, then the single file's pages), naming
+the work in progress (not the last one done), its clock counting from the
+process's start and ticking even while a long step (a first compile, a large
+host) runs. Elsewhere, with `-v`: one line per stage, for logs. One-off notes
+(the first compile on a machine) are printed above the bar, or as a line.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 TICK_S = 0.5  # how often the bar's clock is redrawn while nothing advances
+SHOWN_IN_PROGRESS = 2  # work in progress named on the bar; more are counted ("+3 more")
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started, from Linux's /proc (the kernel's clock ticks since boot), or
+    None elsewhere."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            # The command name (field 2) may hold spaces and parentheses: the fields after its last ")".
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# When this process started, on the wall clock (tqdm's clock): the interpreter's start-up and imports
+# count in the command's time. Without /proc, when this module was imported.
+PROCESS_STARTED = time.time() - (_process_age_s() or 0.0)
+
+
+def command_seconds() -> float:
+    """Seconds since this process started: what a command took, start-up included."""
+    return time.time() - PROCESS_STARTED
 
 
 class BuildProgress:
@@ -24,11 +52,16 @@ class BuildProgress:
         self._log = log
         self._notes = notes
         self._stop = threading.Event()
+        # The work under way, in the order it started: hosts of a pool's workers end in any order.
+        self._lock = threading.Lock()
+        self._in_progress: list[str] = []
         if bar:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=0, file=sys.stderr, leave=False, dynamic_ncols=True,
+            # Drawn from the first stage on (`delay`: not as an empty bar with its own clock, before it).
+            self._bar = tqdm(total=0, file=sys.stderr, leave=False, dynamic_ncols=True, delay=TICK_S,
                              bar_format="{desc} {n_fmt}/{total_fmt} |{bar:30}| {elapsed}{postfix}")
+            self._bar.start_t = PROCESS_STARTED  # the clock counts the whole command, not the bar
             threading.Thread(target=self._tick, name="reportgen-progress", daemon=True).start()
 
     def _tick(self) -> None:
@@ -46,24 +79,55 @@ class BuildProgress:
 
     def stage(self, name: str, total: int, unit: str) -> None:
         """Start a stage of `total` steps (`unit`s)."""
-        if self._bar is not None:
-            self._bar.reset(total=total)
-            self._bar.set_description_str(name, refresh=False)
-            self._bar.unit = unit
-            self._bar.refresh()
+        with self._lock:
+            self._in_progress.clear()
+            if self._bar is not None:
+                # Not tqdm's `reset`, which restarts the bar's clock (and draws it so): the command's goes on.
+                self._bar.total, self._bar.n, self._bar.last_print_n = total, 0, 0
+                self._bar.set_description_str(name, refresh=False)
+                self._bar.unit = unit
+                self._bar.set_postfix_str("", refresh=False)
+                self._bar.refresh()
         if self._log is not None:
             self._log(f"{name}: {total} {unit}{'s' if total != 1 else ''}")
 
+    def in_progress(self) -> list[str]:
+        """The work under way, in the order it started."""
+        with self._lock:
+            return list(self._in_progress)
+
+    def line(self) -> str:
+        """The bar as drawn now ("" without one)."""
+        return str(self._bar) if self._bar is not None else ""
+
+    def _show(self, refresh: bool = True) -> None:
+        if self._bar is None:
+            return
+        shown = self._in_progress[:SHOWN_IN_PROGRESS]
+        more = len(self._in_progress) - len(shown)
+        self._bar.set_postfix_str(", ".join(shown) + (f" +{more} more" if more else ""), refresh=refresh)
+
     def doing(self, label: str) -> None:
-        """What the current stage is busy with, until the next step."""
-        if self._bar is not None:
-            self._bar.set_postfix_str(label)
+        """What the current stage is busy with besides its steps (a first compile), until a step starts."""
+        with self._lock:
+            if self._bar is not None and not self._in_progress:
+                self._bar.set_postfix_str(label)
+
+    def begin(self, label: str) -> None:
+        """A step of the current stage starts (`label` says which); the bar names it until it is done.
+        May be called from any thread."""
+        with self._lock:
+            self._in_progress.append(label)
+            self._show()
 
     def step(self, label: str) -> None:
-        """One step of the current stage is done; `label` says which."""
-        if self._bar is not None:
-            self._bar.set_postfix_str(label, refresh=False)
-            self._bar.update(1)
+        """The step `label` of the current stage is done (begun or not)."""
+        with self._lock:
+            if label in self._in_progress:
+                self._in_progress.remove(label)
+            if self._bar is not None:
+                self._show(refresh=False)
+                self._bar.update(1)
 
     def close(self) -> None:
         self._stop.set()

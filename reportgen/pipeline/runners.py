@@ -51,6 +51,12 @@ from reportgen.pipeline.stopping import end_with
 
 Work = list[tuple[HostTask, Path, bool]]
 Done = Callable[[HostTask, HostOutcome], None]
+# Called as a host's stage starts here or is handed to a worker (from any thread), for the progress bar.
+Started = Callable[[HostTask], None]
+
+
+def _nothing(_task: HostTask) -> None:
+    pass
 
 PRELOAD = ["reportgen.pipeline.preload"]
 CONNECT_TIMEOUT_S = 20
@@ -89,8 +95,9 @@ def _failed(task: HostTask, where: str, exc: BaseException) -> HostOutcome:
     )
 
 
-def run_serial(work: Work, done: Done) -> None:
+def run_serial(work: Work, done: Done, started: Started = _nothing) -> None:
     for task, out_dir, hash_content in work:
+        started(task)
         done(task, process_host(task, str(out_dir), hash_content))
 
 
@@ -100,7 +107,7 @@ def pool_context() -> multiprocessing.context.BaseContext:
     return context
 
 
-def run_pool(work: Work, jobs: int, done: Done) -> None:
+def run_pool(work: Work, jobs: int, done: Done, started: Started = _nothing) -> None:
     """`jobs - 1` worker processes and this one; `done` is always called on this thread.
 
     Each worker ends with this process, however it ends (`stopping.end_with`); a build stopped or failing
@@ -108,12 +115,12 @@ def run_pool(work: Work, jobs: int, done: Done) -> None:
     """
     workers = min(jobs, len(work)) - 1
     if workers < 1:
-        run_serial(work, done)
+        run_serial(work, done, started)
         return
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context(), initializer=end_with,
                                initargs=(os.getpid(),))
     try:
-        _feed_pool(pool, workers, work, done)
+        _feed_pool(pool, workers, work, done, started)
     except BaseException:
         _end_workers(pool)
         raise
@@ -173,7 +180,7 @@ class _Handout:
             self.in_flight -= 1
 
 
-def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done) -> None:
+def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done, started: Started) -> None:
     hosts = _Handout(work)
     finished: queue.Queue[tuple[HostTask, Future | BaseException]] = queue.Queue()
 
@@ -181,6 +188,7 @@ def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done) 
         # Called as each worker starts and, as each worker finishes a host, on the pool's own thread.
         while (item := hosts.for_workers()) is not None:
             task, out_dir, hash_content = item
+            started(task)
             try:
                 future = pool.submit(process_host, task, str(out_dir), hash_content)
             except Exception as exc:  # the pool broke (a worker died), or it is shutting down
@@ -231,11 +239,12 @@ def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done) 
             remaining -= 1
             continue
         task, out_dir, hash_content = item
+        started(task)
         done(task, process_host(task, str(out_dir), hash_content))
         remaining -= 1
 
 
-def run_dask(work: Work, scheduler: str, done: Done) -> None:
+def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing) -> None:
     """Each host is one Dask task; the workers read the host files from their URLs."""
     try:
         from distributed import Client
@@ -253,6 +262,7 @@ def run_dask(work: Work, scheduler: str, done: Done) -> None:
         futures = {}
         build = uuid.uuid4().hex[:12]  # keys of this build only: another build may share the cluster
         for task, out_dir, hash_content in work:
+            started(task)  # the cluster schedules them: each is under way once submitted
             future = client.submit(process_host_remote, task, hash_content, pure=False,
                                    key=f"reportgen-host-{build}-{task.index}")
             futures[future] = (task, out_dir)

@@ -83,12 +83,12 @@ class GraphViewerSection(Section):
 
     def render(self, data: GraphViewerData, page) -> None:
         modules = []
-        for index, graph in enumerate(data.modules):
+        for index, graph in enumerate(data.picker()):  # the first is the one the page opens on
             script = f"{DATA_DIR}/m{index}-{safe_file_part(graph.display_name)}.js"
             page.path(script).write_bytes(module_script(module_payload(graph, data.metrics)))
             timed = sum(1 for n in graph.nodes if (graph.program_id % U64, n.name) in data.metrics)
             modules.append({"name": graph.display_name, "script": script, "instructions": len(graph.nodes),
                             "computations": len(graph.computations), "timed": timed,
-                            "unprinted": graph.unprinted})
+                            "unprinted": graph.unprinted, "device_percent": data.device_percent(graph)})
         page.write_html("graph_viewer.html", "graph_viewer.html", modules=modules, device_type=data.device_type,
                         timed=bool(data.metrics), max_nodes=MAX_NODES)

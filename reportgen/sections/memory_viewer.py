@@ -168,7 +168,9 @@ class MemoryViewerSection(Section):
     def render(self, data: dict, page) -> None:
         modules = []
         alerts = []
-        for m_index, (name, mv) in enumerate(data["modules"].items()):
+        # In the picker's order (most device time first, core/tools/memory_viewer.py): the first is shown.
+        for m_index, name in enumerate(data.get("picker") or list(data["modules"])):
+            mv = data["modules"][name]
             csv = memory_viewer_csv(name)
             frames = [v.buffers_frame().assign(**{"Memory space": v.memory_space}) for v in mv.spaces]
             table = pd.concat(frames, ignore_index=True)[["Memory space", *BUFFER_COLUMNS]]
@@ -192,7 +194,8 @@ class MemoryViewerSection(Section):
                 if oom:
                     alerts.append({"module": name, "space": entry["label"], **oom})
             modules.append({"name": name, "index": m_index, "csv": csv, "spaces": spaces, "note": mv.note,
-                            "anchor": memory_viewer_anchor(name)})
+                            "anchor": memory_viewer_anchor(name),
+                            "device_percent": data.get("device_percent", {}).get(name)})
         page.write_html("memory_viewer.html", "memory_viewer.html", modules=modules, alerts=alerts,
                         capacity=data["capacity"], near_capacity_percent=100 * NEAR_CAPACITY)
 

@@ -377,6 +377,38 @@ class CollectiveDeviceListProto:
 
 
 @dataclass(slots=True)
+class MeshAxis:
+    name: str = ""
+    size: int = 0
+
+
+@dataclass(slots=True)
+class MeshProto:
+    axes: list[MeshAxis] = field(default_factory=list)
+    device_ids: list[int] = field(default_factory=list)
+    # Not a proto field: fields of a newer mesh this schema does not know (the printer says so).
+    unknown_fields: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SubAxis:
+    pre_size: int = 0
+    size: int = 0
+
+
+@dataclass(slots=True)
+class AxisRefProto:
+    mesh_axis_index: int = 0
+    sub_axis_info: SubAxis | None = None
+
+
+@dataclass(slots=True)
+class MeshAxesReplicaGroupListProto:
+    mesh: MeshProto = field(default_factory=MeshProto)
+    axes: list[AxisRefProto] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class SourceTarget:
     source: int = 0
     target: int = 0
@@ -492,6 +524,7 @@ class HloInstructionProto:
     largest: bool = False
     collective_device_list: CollectiveDeviceListProto = field(default_factory=CollectiveDeviceListProto)
     is_composite: bool = False
+    mesh_axes_replica_group_list: MeshAxesReplicaGroupListProto | None = None
     # Not a proto field: the numbers of the fields XLA wrote that the schema subset leaves out (the loader
     # lists them, so that the module printer can say what it does not print).
     unknown_fields: list[int] = field(default_factory=list)
@@ -732,6 +765,8 @@ MESSAGES: dict[str, type] = {
     "PrecisionConfig": PrecisionConfig, "FrontendAttributes": FrontendAttributes, "Statistic": Statistic,
     "StatisticsViz": StatisticsViz, "OpSharding": OpSharding, "ReplicaGroup": ReplicaGroup,
     "IotaReplicaGroupListProto": IotaReplicaGroupListProto, "CollectiveDeviceListProto": CollectiveDeviceListProto,
+    "MeshProto.MeshAxis": MeshAxis, "MeshProto": MeshProto, "AxisRefProto.SubAxis": SubAxis,
+    "AxisRefProto": AxisRefProto, "MeshAxesReplicaGroupListProto": MeshAxesReplicaGroupListProto,
     "SourceTarget": SourceTarget, "OutputOperandAliasing": OutputOperandAliasing,
     "ParameterReplication": ParameterReplication, "DeviceAssignmentProto.ComputationDevice": ComputationDevice,
     "DeviceAssignmentProto": DeviceAssignmentProto, "HloInstructionProto.SliceDimensions": SliceDimensions,
@@ -751,14 +786,17 @@ MESSAGES: dict[str, type] = {
 # Fields that are None when the proto does not set them (see the module notes).
 OPTIONAL_FIELDS: dict[str, frozenset[str]] = {
     "HloInstructionProto": frozenset({"literal", "window", "convolution_dimension_numbers", "dot_dimension_numbers",
-                                      "sharding", "parameter_replication", "cross_program_prefetch_index"}),
+                                      "sharding", "parameter_replication", "cross_program_prefetch_index",
+                                      "mesh_axes_replica_group_list"}),
+    "AxisRefProto": frozenset({"sub_axis_info"}),
     "HloModuleProto": frozenset({"host_program_shape", "schedule", "device_assignment"}),
     "ShapeProto": frozenset({"layout"}),
     "LayoutProto": frozenset({"physical_shape"}),
 }
 # Fields the loader adds after a message's own: the numbers of the fields the file carries that the schema
 # subset does not know (XLA fields this project does not read).
-UNKNOWN_FIELD_NUMBERS: dict[str, str] = {"HloInstructionProto": "unknown_fields", "HloModuleProto": "unknown_fields"}
+UNKNOWN_FIELD_NUMBERS: dict[str, str] = {"HloInstructionProto": "unknown_fields", "HloModuleProto": "unknown_fields",
+                                         "MeshProto": "unknown_fields"}
 # The enums of the schema by the name of the proto enum they mirror.
 ENUMS: dict[str, type[IntEnum]] = {
     "PrimitiveType": PrimitiveType, "PrecisionConfig.Precision": Precision, "PrecisionConfig.Algorithm": Algorithm,

@@ -58,6 +58,8 @@ from reportgen.core.hlo.model import (
     HloComputationProto,
     HloInstructionProto,
     HloModuleProto,
+    MeshAxesReplicaGroupListProto,
+    MeshProto,
     OpSharding,
     PaddingConfig,
     PaddingType,
@@ -95,6 +97,10 @@ _UNSIGNED = {"u1", "u2", "u4", "u8", "u16", "u32", "u64", "pred"}
 # (they are absent from our schema, so they arrive as unknown fields).
 _UNPRINTED_INSTRUCTION_FIELDS = {59: "triangular_solve_options", 62: "cholesky_options", 86: "dot_sparsity",
                                  88: "original_value", 90: "ragged_dot_dimension_numbers", 91: "result_accuracy"}
+# Instruction fields of XLA's 2026 proto that XProf's graph viewer does not print: JAX 0.12 writes 98 and 101
+# (empty) on its dots, and a module carrying them matches XProf 2.24.2's text byte for byte
+# (tests/captures/jax_mesh_cpu); so did a JAX 0.12 module carrying 102. No difference to report.
+_SILENT_INSTRUCTION_FIELDS = {98, 101, 102}
 # Module fields XLA's printer ignores (or prints only with metadata, which XProf turns off).
 _SILENT_MODULE_FIELDS = {10, 13}
 
@@ -248,9 +254,36 @@ def sharding_text(sharding: OpSharding) -> str:
     return text + group + "}"
 
 
+def _mesh_text(mesh: MeshProto) -> str:
+    """XLA's Mesh::ToString as XProf 2.24.2 prints it (axis names quoted)."""
+    if not mesh.axes:
+        return f"maximal_mesh[device_id={mesh.device_ids[0]}]" if mesh.device_ids else "mesh[]"
+    axes = ",".join(f"'{axis.name}'={axis.size}" for axis in mesh.axes)
+    # A mesh without device ids is the iota over its axes, which XLA leaves unsaid.
+    devices = f", device_ids=({_join_ints(mesh.device_ids)})" if mesh.device_ids else ""
+    return f"mesh[{axes}]{devices}"
+
+
+def _mesh_groups_text(groups: MeshAxesReplicaGroupListProto) -> str:
+    """XLA's MeshAxesReplicaGroupList::ToString: the mesh, then the axes (or sub-axes `name:(pre)size`) the
+    collective groups its devices by."""
+    mesh = groups.mesh
+    names = []
+    for axis in groups.axes:
+        index = axis.mesh_axis_index
+        name = f"'{mesh.axes[index].name}'" if 0 <= index < len(mesh.axes) else str(index)
+        if axis.sub_axis_info is not None:
+            name += f":({axis.sub_axis_info.pre_size}){axis.sub_axis_info.size}"
+        names.append(name)
+    return f"{_mesh_text(mesh)} {{{','.join(names)}}}"
+
+
 def _replica_groups_text(instr: HloInstructionProto) -> str:
-    # XProf's XLA reads the list from the instruction's replica_groups; a module that
-    # only carries the compact iota list (collective_device_list) prints `{}` there.
+    # XLA 2026 writes a collective's groups over a mesh only as mesh axes (field 93), which its printer
+    # prefers to any list. Otherwise XProf's XLA reads the list from the instruction's replica_groups; a
+    # module that only carries the compact iota list (collective_device_list) prints `{}` there.
+    if instr.mesh_axes_replica_group_list is not None:
+        return _mesh_groups_text(instr.mesh_axes_replica_group_list)
     groups = instr.replica_groups
     return "{" + ",".join("{" + _join_ints(g.replica_ids) + "}" for g in groups) + "}"
 
@@ -537,8 +570,14 @@ class _Printer:
         if instr.statistics_viz.statistics:
             self.unprinted.append(f"the statistics of {name}")
         for number in instr.unknown_fields:
+            if number in _SILENT_INSTRUCTION_FIELDS:
+                continue
             label = _UNPRINTED_INSTRUCTION_FIELDS.get(number, f"field {number}")
             self.unprinted.append(f"{label} of {name}")
+        mesh_groups = instr.mesh_axes_replica_group_list
+        if mesh_groups is not None and mesh_groups.mesh.unknown_fields:
+            fields = ", ".join(str(n) for n in mesh_groups.mesh.unknown_fields)
+            self.unprinted.append(f"the replica groups' mesh of {name} (its fields {fields})")
         if instr.backend_config:
             config = _raw(instr.backend_config)
             attrs.append("backend_config=" + (config if lexes_as_json_dict(config) else f'"{c_escape(config)}"'))

@@ -82,6 +82,19 @@ class OpMetricsDb:
         return out if limit is None else out.head(limit)
 
 
+def device_ps_by_program(db: OpMetricsDb) -> dict[int, int]:
+    """Each program's device time on this database: its ops' self times (IDLE aside), by unsigned program id.
+    Empty on a capture without device ops (CPU)."""
+    ops = db.without_idle()
+    if ops.empty or "hlo_module_id" not in ops:
+        return {}
+    by_program: dict[int, int] = {}
+    for program, self_ps in zip(ops["hlo_module_id"].tolist(), ops["self_time_ps"].tolist()):
+        key = int(program) % (1 << 64)
+        by_program[key] = by_program.get(key, 0) + int(self_ps)
+    return by_program
+
+
 def safe_divide(a: float, b: float) -> float:
     return 0.0 if abs(b) < 1e-10 else a / b
 

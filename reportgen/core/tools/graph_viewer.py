@@ -39,9 +39,23 @@ class GraphViewerPart:
 
 @dataclass
 class GraphViewerData:
-    modules: list[ModuleGraph]  # in XProf's module-list order
+    modules: list[ModuleGraph]  # in XProf's module-list order (by name)
     metrics: dict[tuple[int, str], dict] = field(default_factory=dict)  # (program id, op name) → numbers
     device_type: str = ""
+    device_us: dict[int, float] = field(default_factory=dict)  # program id → its ops' self time
+
+    def device_percent(self, graph: ModuleGraph) -> float | None:
+        """The module's share of the run's device op time, or None without device ops."""
+        total = sum(self.device_us.values())
+        return 100.0 * self.device_us.get(graph.program_id, 0.0) / total if total > 0 else None
+
+    def picker(self) -> list[ModuleGraph]:
+        """The modules as the page's picker lists them, the first one shown: the most device time (their ops'
+        self times) first; where that is equal (a CPU capture has no device ops), the largest (most
+        instructions). XProf's picker goes by name, which opened a JAX run on a module of 0.46 % of the
+        device time instead of the one of 99.5 %."""
+        return sorted(self.modules, key=lambda g: (-self.device_us.get(g.program_id, 0.0), -len(g.nodes),
+                                                   g.display_name))
 
 
 def graph_viewer_part(host: HostContext) -> GraphViewerPart | None:
@@ -86,7 +100,11 @@ def graph_viewer_data(host_names: list[str], parts: dict[str, GraphViewerPart]) 
         return None
     devices = {h: p.device for h, p in parts.items() if p.device is not None}
     metrics, device_type = op_metrics(host_names, devices) if devices else ({}, "")
-    return GraphViewerData(modules=[modules[n] for n in sorted(modules)], metrics=metrics, device_type=device_type)
+    device_us: dict[int, float] = {}
+    for (program, _), numbers in metrics.items():
+        device_us[program] = device_us.get(program, 0.0) + numbers["self_us"]
+    return GraphViewerData(modules=[modules[n] for n in sorted(modules)], metrics=metrics, device_type=device_type,
+                           device_us=device_us)
 
 
 __all__ = ["GraphViewerData", "GraphViewerPart", "graph_viewer_data", "graph_viewer_part", "op_metrics"]

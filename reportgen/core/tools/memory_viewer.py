@@ -31,6 +31,7 @@ from reportgen.core.hlo.model import (
 )
 from reportgen.core.hlo.shapes import shape_text, subshape, unpadded_byte_size
 from reportgen.core.host import HostContext
+from reportgen.core.ops.op_metrics import device_ps_by_program
 from reportgen.core.tools.memory_profile import NEAR_CAPACITY, allocator_capacities
 
 SMALL_BUFFER_BYTES = 16 * 1024
@@ -603,6 +604,11 @@ class HostMemoryViewer:
     modules: dict[str, ModuleViews]
     capacity_bytes: int = 0  # the largest allocator capacity recorded on this host (0: unknown)
     errors: list[str] = field(default_factory=list)
+    device_ps: dict[str, int] = field(default_factory=dict)  # module → its ops' device time on this host
+
+
+def _default_peak(views: ModuleViews) -> int:
+    return max((v.peak_bytes for v in views.spaces if v.memory_space == 0), default=0)
 
 
 def host_memory_viewer(host: HostContext) -> HostMemoryViewer | None:
@@ -616,13 +622,22 @@ def host_memory_viewer(host: HostContext) -> HostMemoryViewer | None:
             module.display_name, [memory_space_view(module, space) for space in memory_colors(module)]
         )
     capacity = max(allocator_capacities(host.events).values(), default=0)
-    return HostMemoryViewer(modules=dict(sorted(views.items())), capacity_bytes=capacity)
+    by_program = device_ps_by_program(host.op_stats.device_db)
+    device_ps = {m.display_name: by_program[m.program_id] for m in modules.values() if m.program_id in by_program}
+    return HostMemoryViewer(modules=dict(sorted(views.items())), capacity_bytes=capacity, device_ps=device_ps)
 
 
 def memory_viewer_data(host_names: list[str], parts: dict[str, HostMemoryViewer]) -> dict | None:
-    """The run's modules (`host_names`: the run's host order) and the largest allocator capacity."""
+    """The run's modules (`host_names`: the run's host order; by name, as XProf lists them) and the largest
+    allocator capacity.
+
+    `picker` is the order the page's module picker lists them, the first one shown: most device time first
+    (the run's hosts together), then, where that is equal (a CPU capture has no device ops), the largest peak
+    of the default memory space. XProf's picker goes by name, which opened a JAX run on a module of 0.46 % of
+    the device time instead of the one of 99.5 %."""
     # A module compiled on several hosts is the same program: the first host's copy is shown.
     modules: dict[str, ModuleViews] = {}
+    device_ps: dict[str, int] = {}
     capacity = 0
     for host in host_names:
         part = parts.get(host)
@@ -631,9 +646,15 @@ def memory_viewer_data(host_names: list[str], parts: dict[str, HostMemoryViewer]
         capacity = max(capacity, part.capacity_bytes)
         for name, views in part.modules.items():
             modules.setdefault(name, views)
+        for name, ps in part.device_ps.items():
+            device_ps[name] = device_ps.get(name, 0) + ps
     if not modules:
         return None
-    return {"modules": dict(sorted(modules.items())), "capacity": capacity}
+    picker = sorted(modules, key=lambda n: (-device_ps.get(n, 0), -_default_peak(modules[n]), n))
+    total = sum(device_ps.values())
+    percent = {n: 100.0 * device_ps.get(n, 0) / total for n in modules} if total > 0 else {}
+    return {"modules": dict(sorted(modules.items())), "capacity": capacity, "picker": picker,
+            "device_percent": percent}
 
 
 def memory_viewer_summary(data: dict) -> dict:

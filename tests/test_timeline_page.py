@@ -198,6 +198,32 @@ def test_zoom_to_a_step(site, driver, tmp_path):
     assert console_errors(driver) == []
 
 
+def test_the_page_leads_with_the_timeline_opened_on_the_median_step(site, driver, tmp_path):
+    run = "tf_keras_input_bound"
+    state = _open(driver, site / run / "trace.html")
+    steps = read_index(site / run / "trace" / state["host"] / "timeline")["steps"]
+    assert len(steps) == 5
+    # The median step by duration (steps of this run differ: its input pipeline stalls some of them).
+    number, start_ps, end_ps = sorted(steps, key=lambda s: s[2] - s[1])[2]
+    t0, t1 = start_ps / 1e9, end_ps / 1e9
+    pad = (t1 - t0) * 0.02
+    assert state["view"] == [pytest.approx(t0 - pad, abs=1e-3), pytest.approx(t1 + pad, abs=1e-3)]
+    assert driver.execute_script("return document.querySelector('[data-timeline-step]').value") == str(number)
+    layout = driver.execute_script("""
+      var root = document.querySelector('[data-timeline]'), main = root.closest('main') || document.body;
+      var h1 = main.querySelector('h1'), next = h1.nextElementSibling;
+      while (next && !next.offsetParent) next = next.nextElementSibling;  // an empty error list
+      var files = [...main.querySelectorAll('h2')].find(h => h.textContent === 'Trace files');
+      return {top: root.getBoundingClientRect().top, leads: next.contains(root) && next.firstElementChild === root,
+              filesAfter: !!(root.compareDocumentPosition(files) & Node.DOCUMENT_POSITION_FOLLOWING),
+              noteAfter: !!(root.compareDocumentPosition(document.querySelector('[data-when-file]'))
+                            & Node.DOCUMENT_POSITION_FOLLOWING)};""")
+    assert layout == {"top": layout["top"], "leads": True, "filesAfter": True, "noteAfter": True}
+    assert layout["top"] < 160  # right under the page's header and title, at 1280 x 800
+    _shot(driver, tmp_path, "timeline-leads.png")
+    assert console_errors(driver) == []
+
+
 def test_deep_link_opens_a_host_range_and_event(site, driver, tmp_path):
     run = "gpu_multi_worker"
     page = site / run / "trace.html"

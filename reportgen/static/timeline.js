@@ -239,6 +239,7 @@
       performance.mark("timeline-index");
       self.build();
       performance.mark("timeline-built");
+      self.openDefault();
       return self.update();
     }).then(function () {
       // The chart draws on the next animation frame: mark the first paint after it.
@@ -254,6 +255,27 @@
       console.error(err);
     });
     return this.started;
+  };
+
+  /* The view a page opens on without a link: a representative step (the median step by duration, the earlier
+     one of a tie) when the capture marks steps, since the whole capture is mostly idle host time around a few
+     short steps; a single-file report's excerpt step, where it holds one. */
+  Timeline.prototype.representativeStep = function () {
+    var steps = this.index.steps;
+    if (!steps.length) return null;
+    var excerpt = this.index.whole && this.index.excerpt;
+    if (excerpt && excerpt.step !== null && excerpt.step !== undefined) {
+      var held = steps.filter(function (s) { return s[0] === excerpt.step; })[0];
+      if (held) return held;
+    }
+    var order = steps.map(function (s, i) { return i; });
+    order.sort(function (a, b) { return (steps[a][2] - steps[a][1]) - (steps[b][2] - steps[b][1]) || a - b; });
+    return steps[order[(order.length - 1) >> 1]];
+  };
+
+  Timeline.prototype.openDefault = function () {
+    var step = this.representativeStep();
+    if (step) this.zoomToStep(step[0]);
   };
 
   Timeline.prototype.say = function (text) { if (this.status) this.status.textContent = text; };
@@ -816,6 +838,8 @@
     var self = this;
     this.selected = null;  // a link's search starts at its range, not after the current selection
     var t0 = parseFloat(params.t0), t1 = parseFloat(params.t1);
+    // A link that names no range and no step looks in the whole capture, not in the step the page opened on.
+    if ((params.q || params.sel) && params.step === undefined && !(isFinite(t0) && isFinite(t1) && t1 > t0)) this.setView(this.span[0], this.span[1]);
     if (params.step !== undefined) this.zoomToStep(params.step);
     if (isFinite(t0) && isFinite(t1) && t1 > t0) this.setView(t0, t1);
     var done;

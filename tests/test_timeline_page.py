@@ -140,8 +140,9 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     details = driver.execute_script("""
       var panel = document.querySelector('section:not([hidden]) [data-timeline-details]');
       return {name: panel.querySelector('h4').textContent,
-              start: panel.querySelector('[data-field=start_us]').textContent,
-              dur: panel.querySelector('[data-field=dur_us]').textContent,
+              start: panel.querySelector('[data-field=file_times]').dataset.ts,
+              dur: panel.querySelector('[data-field=file_times]').dataset.dur,
+              shown: panel.querySelector('[data-field=start]').textContent,
               event: JSON.parse(panel.querySelector('[data-timeline-args]').dataset.event),
               text: panel.textContent, hidden: panel.hidden};
     """)
@@ -153,8 +154,10 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     assert len(matches) == 1
     event = matches[0]
     assert details["event"] == event
-    assert details["start"].startswith(f"{event['ts']:.6f}".rstrip("0").rstrip("."))
-    assert details["dur"].startswith(f"{event['dur']:.6f}".rstrip("0").rstrip("."))
+    assert details["start"] == f"{event['ts']:.6f}".rstrip("0").rstrip(".")
+    assert details["dur"] == f"{event['dur']:.6f}".rstrip("0").rstrip(".")
+    # On screen, from the start of the step the page opened on, to about a thousandth of the event's duration.
+    assert re.fullmatch(r"[+−][0-9,]+(\.[0-9]+)? (s|ms|µs|ns) from step \d+ start", details["shown"]), details["shown"]
     for key, value in event.get("args", {}).items():
         assert f"args.{key}" in details["text"] and str(value) in details["text"]
     _shot(driver, tmp_path, "timeline-gpu-selected.png")
@@ -173,6 +176,58 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     panned = driver.execute_script("return document.querySelector('section:not([hidden]) [data-timeline]')"
                                    ".timeline.view()")
     assert panned[0] > after[0]
+    assert console_errors(driver) == []
+
+
+def test_ruler_units_follow_the_zoom_details_dock_below_and_marks_measure(site, driver, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    run = "gpu_multi_worker"
+    _open(driver, site / run / "trace.html")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    units = {}
+    for width_ms in (400.0, 0.4, 0.0004):
+        ruler = driver.execute_script(f"""
+          var tl = {tl}, mid = (tl.span[0] + tl.span[1]) / 2;
+          tl.setView(mid - arguments[0] / 2, mid + arguments[0] / 2);
+          var t = tl.ticks();
+          return {{unit: tl.root.dataset.rulerUnit, labels: t.list.map(x => x.label), step: t.step}};""", width_ms)
+        assert len(ruler["labels"]) >= 5 and all(label.endswith(" " + ruler["unit"]) for label in ruler["labels"])
+        units[width_ms] = ruler["unit"]
+    assert units == {400.0: "ms", 0.4: "µs", 0.0004: "ns"}
+
+    # Scrolling the tracks leaves the ruler where it is, above them; canvas and details share the first screen.
+    layout = driver.execute_script(f"""
+      var tl = {tl}, before = tl.ruler.getBoundingClientRect().top;
+      tl.scroller.scrollTop = 400;
+      var ruler = tl.ruler.getBoundingClientRect(), stage = tl.scroller.getBoundingClientRect();
+      var details = tl.details.getBoundingClientRect();
+      return {{moved: ruler.top - before, above: ruler.bottom <= stage.top + 1, scrolled: tl.scroller.scrollTop,
+              stage: stage.height, details: details.height, bottom: details.bottom, screen: window.innerHeight}};""")
+    assert layout["moved"] == 0 and layout["above"] and layout["scrolled"] > 0
+    assert layout["stage"] >= 200 and layout["details"] >= 80 and layout["bottom"] <= layout["screen"], layout
+
+    # M marks the selected event's start and end: the measure is its duration; a click on the ruler adds a mark.
+    event = driver.execute_script(f"""
+      var tl = {tl}, plugin = tl.tracks.find(p => p.track.title === 'Stream #134(Compute)'), node = plugin.flatTree[40];
+      tl.select(plugin, node);
+      tl.setView(node.source.start - node.source.duration, node.source.start + 2 * node.source.duration);
+      document.activeElement && document.activeElement.blur();
+      return {{dps: node.source.dps, start: node.source.start}};""")
+    ActionChains(driver).send_keys("m").perform()
+    assert int(driver.execute_script(f"return {tl}.root.dataset.measurePs")) == pytest.approx(event["dps"], abs=2)
+    point = driver.execute_script(f"""
+      var tl = {tl}, rect = tl.ruler.getBoundingClientRect();
+      return {{x: rect.left + tl.xOf(tl.view()[1]) - 20, y: rect.top + rect.height / 2}};""")
+    for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": kind, "x": point["x"], "y": point["y"],
+                                                            "button": "left", "clickCount": 1})
+    marks = driver.execute_script(f"var tl = {tl}; return [tl.marks, tl.view(), +tl.root.dataset.measurePs, "
+                                  "tl.root.querySelector('[data-timeline-measure]').textContent]")
+    assert len(marks[0]) == 3 and marks[0][1] < marks[0][2] <= marks[1][1]
+    assert marks[2] == pytest.approx((marks[0][2] - marks[0][1]) * 1e9, abs=2)
+    assert marks[3].startswith("3 marks; the last two ")
+    _shot(driver, tmp_path, "timeline-ruler-marks.png")
     assert console_errors(driver) == []
 
 

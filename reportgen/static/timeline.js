@@ -129,6 +129,13 @@
     var text = (ps / 1e6).toFixed(6);
     return text.indexOf(".") >= 0 ? text.replace(/0+$/, "").replace(/\.$/, "") : text;
   }
+  /* A time `ps` from the ruler's origin, signed, to a resolution of about `resolutionPs` (never finer than 1 ns):
+     enough digits to tell the event from its neighbours, no more. */
+  function fmtSigned(ps, resolutionPs) {
+    var a = Math.abs(ps), unit = a >= 1e12 ? 1e12 : a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : 1e3;
+    var digits = Math.min(6, Math.max(0, Math.ceil(Math.log10(unit / Math.max(resolutionPs, 1e3)) - 1e-9)));
+    return (ps < 0 ? "−" : "+") + window.reportgen.fmt.durationPs(a, digits);
+  }
   function fmtDuration(ps) { return window.reportgen.fmt.durationPs(ps, 3); }  // the pages' one format (reportgen.js)
   function fmtInt(n) {  // toLocaleString is too slow for thousands of labels
     return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
@@ -218,8 +225,12 @@
     this.root = root;
     this.host = root.dataset.host;
     this.base = root.dataset.base;
-    this.canvas = root.querySelector("canvas");
+    this.canvas = root.querySelector("[data-timeline-canvas]") || root.querySelector(".timeline-scroll canvas");
     this.scroller = root.querySelector(".timeline-scroll");
+    this.ruler = root.querySelector("[data-timeline-ruler]");
+    this.overlay = root.querySelector("[data-timeline-overlay]");
+    this.marks = [];          // marked times (ms), in the order they were set: the last two are measured
+    this.origin = null;       // the step whose start the ruler counts from, else the capture's start
     this.status = root.querySelector("[data-timeline-status]");
     this.details = root.querySelector("[data-timeline-details]");
     this.shown = "";          // the data set on screen (file keys)
@@ -284,7 +295,7 @@
     var self = this, index = this.index;
     var span = [index.start / PS_PER_MS, index.end / PS_PER_MS];
     this.span = span;
-    var plugins = [new fc.TimeGridPlugin()];
+    var plugins = [];
     // Steps: one block per step above the tracks (a mark line per step would hide the events).
     if (index.steps.length) {
       var stepsPlugin = new TrackPlugin({ levels: 1, threads: [], title: "Steps" }, span);
@@ -295,8 +306,10 @@
                  end: t1, parent: null, level: 0, index: i };
       }));
       stepsPlugin.on("select", function (e) { if (e.node) self.zoomToStep(e.node.source.step); });
-      plugins.push(new fc.TogglePlugin("Steps  ·  " + fmtInt(index.steps.length) + " (click one to zoom to it)"),
-                   stepsPlugin);
+      var stepsToggle = new fc.TogglePlugin("Steps  ·  " + fmtInt(index.steps.length) + " (click one to zoom to it)");
+      // The first plugin now (the ruler above the canvas replaced the time grid row): no engine above it to resize.
+      stepsToggle.getPrevEngine = function () { return { flexible: false }; };
+      plugins.push(stepsToggle, stepsPlugin);
     }
     this.tracks = [];
     var byProcess = [];
@@ -336,7 +349,15 @@
     });
     // Redraw the chosen data after any view change (wheel, drag, keys, setZoom).
     var engine = this.chart.renderEngine, render = engine.render.bind(engine);
-    engine.render = function (prepare) { render(prepare); self.viewChanged(); };
+    engine.render = function (prepare) { render(prepare); self.viewChanged(); self.drawRuler(); self.drawOverlay(); };
+    // The grid lines in the tracks fall on the ruler's ticks (flame-chart-js's own fall on powers of two of the span).
+    engine.timeGrid.forEachTime = function (callback) {
+      self.ticks().list.forEach(function (t) { callback(engine.timeToPosition(t.ms), t.ms); });
+    };
+    this.scroller.addEventListener("scroll", function () { self.drawOverlay(); });
+    this.scroller.addEventListener("mousemove", function (e) { self.pointerMs = self.timeAt(e.clientX); });
+    this.scroller.addEventListener("mouseleave", function () { self.pointerMs = undefined; });
+    if (this.ruler) this.ruler.addEventListener("click", function (e) { self.rulerClick(e.clientX); });
     this.wireControls();
     this.relayout();
     window.addEventListener("resize", function () { self.relayout(); });
@@ -356,6 +377,8 @@
     var width = this.scroller.clientWidth || this.canvas.width;
     var view = this.view();
     this.chart.renderEngine.resize(width, this.fullHeight());
+    if (this.ruler) this.ruler.width = width;
+    if (this.overlay) { this.overlay.width = width; this.overlay.height = this.scroller.clientHeight; }
     this.setView(view[0], view[1]);
   };
 
@@ -512,6 +535,150 @@
     }, this);
   };
 
+  // ---- time ruler, marks --------------------------------------------------------------------
+  var UNITS = [["s", 1e3], ["ms", 1], ["µs", 1e-3], ["ns", 1e-6]];  // [name, ms per unit]
+  var TICK_PX = 90;  // the least room between two ticks, for their labels
+
+  Timeline.prototype.originMs = function () { return this.origin ? this.origin.ms : this.span[0]; };
+  Timeline.prototype.originLabel = function () {
+    return this.origin ? "step " + this.origin.step + " start" : "the capture start";
+  };
+
+  Timeline.prototype.timeAt = function (clientX) {
+    var v = this.view(), rect = this.canvas.getBoundingClientRect();
+    return v[0] + (clientX - rect.left) / Math.max(this.canvas.width, 1) * (v[1] - v[0]);
+  };
+
+  Timeline.prototype.xOf = function (ms) {
+    var v = this.view();
+    return (ms - v[0]) / (v[1] - v[0]) * this.canvas.width;
+  };
+
+  /* Ticks 1, 2 or 5 × 10^n apart, at least TICK_PX apart, counted from the origin in the unit of their spacing
+     (s, ms, µs or ns, as the zoom asks). Far from the origin the labels count from a base tick, which the
+     ruler names at its left ("264.1 ms +"), so that a label stays short at any zoom. */
+  Timeline.prototype.ticks = function () {
+    var v = this.view(), width = Math.max(this.canvas.width, 1), target = (v[1] - v[0]) * TICK_PX / width;
+    var p = Math.pow(10, Math.floor(Math.log10(target))), step = 10 * p;
+    [1, 2, 5].some(function (m) { if (m * p >= target * (1 - 1e-9)) { step = m * p; return true; } return false; });
+    var unit = UNITS.filter(function (u) { return step >= u[1] * (1 - 1e-9); })[0] || UNITS[UNITS.length - 1];
+    var decimals = Math.max(0, Math.ceil(-Math.log10(step / unit[1]) - 1e-9));
+    var origin = this.originMs(), base = origin, baseLabel = "";
+    if (Math.max(Math.abs(v[0] - origin), Math.abs(v[1] - origin)) / unit[1] >= 10000) {
+      base = origin + Math.floor((v[0] - origin) / (10 * step)) * 10 * step;
+      baseLabel = fmtSigned((base - origin) * PS_PER_MS, step * PS_PER_MS) + " +";
+    }
+    var list = [];
+    for (var k = Math.ceil((v[0] - base) / step); base + k * step <= v[1]; k++) {
+      var value = k * step / unit[1];
+      list.push({ ms: base + k * step, label: (Math.abs(value) < 1e-9 ? 0 : value).toFixed(decimals) + " " + unit[0] });
+    }
+    return { unit: unit[0], step: step, base: baseLabel, list: list };
+  };
+
+  Timeline.prototype.drawRuler = function () {
+    var c = this.ruler;
+    if (!c || !this.chart) return;
+    var ctx = c.getContext("2d"), w = c.width, h = c.height, t = this.ticks(), self = this;
+    ctx.clearRect(0, 0, w, h);
+    ctx.fillStyle = "#f6f8fa";
+    ctx.fillRect(0, 0, w, h);
+    ctx.font = "11px sans-serif";
+    ctx.textBaseline = "middle";
+    var measured = this.measure();
+    if (measured) {  // the measured span between the last two marks, and its length
+      var x0 = this.xOf(measured[0]), x1 = this.xOf(measured[1]);
+      ctx.fillStyle = "rgba(9,105,218,0.15)";
+      ctx.fillRect(x0, 0, x1 - x0, h);
+    }
+    ctx.fillStyle = "#59636e";
+    t.list.forEach(function (tick) {
+      var x = Math.round(self.xOf(tick.ms));
+      ctx.fillRect(x, h - 6, 1, 6);
+      ctx.fillText(tick.label, x + 3, h / 2 - 2);
+    });
+    var note = (t.base ? t.base + " " : "") + "from " + this.originLabel();
+    var noteWidth = ctx.measureText(note).width + 8;
+    ctx.fillStyle = "#f6f8fa";
+    ctx.fillRect(w - noteWidth, 0, noteWidth, h);
+    ctx.fillStyle = "#1f2328";
+    ctx.fillText(note, w - noteWidth + 4, h / 2 - 2);
+    ctx.fillStyle = "#0969da";
+    this.marks.forEach(function (ms) {
+      var x = Math.round(self.xOf(ms));
+      ctx.fillRect(x, 0, 2, h);
+      ctx.beginPath(); ctx.moveTo(x + 2, 0); ctx.lineTo(x + 9, 4); ctx.lineTo(x + 2, 8); ctx.fill();
+    });
+    if (measured) {
+      var label = fmtDuration((measured[1] - measured[0]) * PS_PER_MS);
+      var mid = (this.xOf(measured[0]) + this.xOf(measured[1])) / 2, lw = ctx.measureText(label).width + 8;
+      ctx.fillStyle = "#0969da";
+      ctx.fillRect(mid - lw / 2, h - 13, lw, 12);
+      ctx.fillStyle = "#fff";
+      ctx.fillText(label, mid - lw / 2 + 4, h - 7);
+    }
+    this.root.dataset.rulerUnit = t.unit;
+    this.root.dataset.rulerOrigin = this.originLabel();
+  };
+
+  /* What lies over the tracks: the marks as lines, the measured span shaded. */
+  Timeline.prototype.drawOverlay = function () {
+    var c = this.overlay;
+    if (!c || !this.chart) return;
+    var ctx = c.getContext("2d"), self = this, h = c.height;
+    ctx.clearRect(0, 0, c.width, h);
+    var measured = this.measure();
+    if (measured) {
+      ctx.fillStyle = "rgba(9,105,218,0.07)";
+      ctx.fillRect(this.xOf(measured[0]), 0, this.xOf(measured[1]) - this.xOf(measured[0]), h);
+    }
+    ctx.fillStyle = "rgba(9,105,218,0.8)";
+    this.marks.forEach(function (ms) { ctx.fillRect(Math.round(self.xOf(ms)), 0, 1, h); });
+  };
+
+  /* The span between the last two marks, in time order, or null. */
+  Timeline.prototype.measure = function () {
+    var n = this.marks.length;
+    if (n < 2) return null;
+    var a = this.marks[n - 2], b = this.marks[n - 1];
+    return a <= b ? [a, b] : [b, a];
+  };
+
+  Timeline.prototype.setMarks = function (marks) {
+    this.marks = marks;
+    var box = this.root.querySelector("[data-timeline-marks]"), text = this.root.querySelector("[data-timeline-measure]");
+    var measured = this.measure();
+    if (box) box.hidden = !marks.length;
+    if (text) {
+      text.textContent = fmtInt(marks.length) + " mark" + (marks.length === 1 ? "" : "s") +
+        (measured ? "; the last two " + fmtDuration((measured[1] - measured[0]) * PS_PER_MS) + " apart" : "");
+    }
+    if (measured) this.root.dataset.measurePs = String(Math.round((measured[1] - measured[0]) * PS_PER_MS));
+    else delete this.root.dataset.measurePs;
+    this.drawRuler();
+    this.drawOverlay();
+  };
+
+  /* A click on the ruler marks its time, or removes the mark under it. */
+  Timeline.prototype.rulerClick = function (clientX) {
+    var ms = this.timeAt(clientX), self = this;
+    var near = this.marks.filter(function (m) { return Math.abs(self.xOf(m) - self.xOf(ms)) <= 4; });
+    if (near.length) this.setMarks(this.marks.filter(function (m) { return near.indexOf(m) < 0; }));
+    else this.setMarks(this.marks.concat([ms]));
+  };
+
+  /* M (as in Perfetto): mark the selected event's start and end, so that they are measured; with nothing
+     selected, the time under the pointer (or the view's middle). */
+  Timeline.prototype.markSelection = function () {
+    if (this.selected) {
+      var s = this.selected.node.source;
+      this.setMarks(this.marks.concat([s.start, s.start + s.duration]));
+      return;
+    }
+    var v = this.view();
+    this.setMarks(this.marks.concat([this.pointerMs !== undefined ? this.pointerMs : (v[0] + v[1]) / 2]));
+  };
+
   // ---- selection and details -----------------------------------------------------------------
   function eventKey(trackIndex, node) { return trackIndex + ":" + node.level + ":" + node.source.ps; }
 
@@ -578,15 +745,22 @@
     panel.innerHTML = "";
     var h = document.createElement("h4");
     h.textContent = src.name;
+    h.title = src.name;  // two lines shown (the docked panel is short); the whole name on hover
     panel.appendChild(h);
     var dl = document.createElement("dl");
     panel.appendChild(dl);
     var thread = track.threads.filter(function (t) { return node.level >= t.level && node.level < t.level + t.levels; })[0];
     row(dl, "Process", track.process);
     row(dl, "Thread", thread ? thread.name : track.title);
-    row(dl, "Start", psToUs(src.ps) + " µs", "num").dataset.field = "start_us";
-    row(dl, "Duration", psToUs(src.dps) + " µs (" + fmtDuration(src.dps) + ")", "num").dataset.field = "dur_us";
-    row(dl, "End", psToUs(src.ps + src.dps) + " µs", "num");
+    var originPs = this.originMs() * PS_PER_MS, resolution = src.dps / 1000, from = " from " + this.originLabel();
+    row(dl, "Start", fmtSigned(src.ps - originPs, resolution) + from, "num").dataset.field = "start";
+    row(dl, "Duration", fmtDuration(src.dps), "num").dataset.field = "dur";
+    row(dl, "End", fmtSigned(src.ps + src.dps - originPs, resolution) + from, "num");
+    // The trace files' own numbers (µs, as Perfetto and chrome://tracing show them), to find the event there.
+    var files = row(dl, "In the trace files", "ts " + psToUs(src.ps) + " µs, dur " + psToUs(src.dps) + " µs", "num");
+    files.dataset.field = "file_times";
+    files.dataset.ts = psToUs(src.ps);
+    files.dataset.dur = psToUs(src.dps);
     row(dl, "Nesting level", String(node.level - (thread ? thread.level : 0)));
     this.detailsShownFor = eventKey(plugin.trackIndex, node);
     this.detailsLod = src.lod;
@@ -643,7 +817,9 @@
     panel.innerHTML = "";
     var p = document.createElement("p");
     p.textContent = fmtInt(src.count) + " events of " + plugin.track.title + " merged between " +
-      psToUs(src.ps) + " and " + psToUs(src.ps + src.dps) + " µs (each shorter than one pixel at this zoom).";
+      fmtSigned(src.ps - this.originMs() * PS_PER_MS, src.dps / 1000) + " and " +
+      fmtSigned(src.ps + src.dps - this.originMs() * PS_PER_MS, src.dps / 1000) + " from " + this.originLabel() +
+      " (each shorter than one pixel at this zoom).";
     panel.appendChild(p);
     var b = document.createElement("button");
     b.type = "button";
@@ -663,12 +839,12 @@
 
   Timeline.prototype.tooltip = function (data, engine, mouse) {
     if (!data || !mouse) return;
-    var s = data.data.source, fields;
+    var s = data.data.source, fields, from = fmtSigned(s.ps - this.originMs() * PS_PER_MS, s.dps / 1000);
     if (s.count > 1) {
-      fields = [{ text: s.name + " merged" }, { text: "from " + s.start.toFixed(3) + " ms, over " + fmtDuration(s.dps) },
+      fields = [{ text: s.name + " merged" }, { text: "from " + from + ", over " + fmtDuration(s.dps) },
                 { text: "click, then Zoom in (or W) to see them" }];
     } else {
-      fields = [{ text: s.name }, { text: "duration " + fmtDuration(s.dps) }, { text: "start " + s.start.toFixed(6) + " ms" }];
+      fields = [{ text: s.name }, { text: "duration " + fmtDuration(s.dps) }, { text: "start " + from + " (from " + this.originLabel() + ")" }];
     }
     engine.renderTooltipFromData(fields, mouse);
   };
@@ -681,6 +857,7 @@
     var step = this.index.steps.filter(function (s) { return s[0] === wanted; })[0];
     if (!step) { this.say("This trace marks no step " + number + "."); return false; }
     var t0 = step[1] / PS_PER_MS, t1 = step[2] / PS_PER_MS, pad = (t1 - t0) * 0.02;
+    this.origin = { step: step[0], ms: t0 };
     this.setView(t0 - pad, t1 + pad);
     var select = this.root.querySelector("[data-timeline-step]");
     if (select) select.value = String(step[0]);
@@ -771,7 +948,15 @@
       step.addEventListener("change", function () { if (step.value !== "") self.zoomToStep(step.value); });
     }
     var reset = root.querySelector("[data-timeline-reset]");
-    if (reset) reset.addEventListener("click", function () { self.setView(self.span[0], self.span[1]); });
+    if (reset) {
+      reset.addEventListener("click", function () {
+        self.origin = null;
+        if (step) step.value = "";
+        self.setView(self.span[0], self.span[1]);
+      });
+    }
+    var clear = root.querySelector("[data-timeline-clear-marks]");
+    if (clear) clear.addEventListener("click", function () { self.setMarks([]); });
     // Wheel scrolls the tracks; with Ctrl (or Alt) it zooms, as in Perfetto.
     this.scroller.addEventListener("wheel", function (e) {
       if (!e.ctrlKey && !e.altKey && !e.metaKey && Math.abs(e.deltaY) >= Math.abs(e.deltaX)) e.stopPropagation();
@@ -791,6 +976,7 @@
     if (e.ctrlKey || e.metaKey || e.altKey || !this.active()) return;
     var key = (e.key || "").toLowerCase();
     if (down && key === "f") { this.focusSelected(); return; }
+    if (down && key === "m") { this.markSelection(); return; }
     if ("wasd".indexOf(key) < 0 || key.length !== 1) return;
     e.preventDefault();
     if (!down) { delete this.held[key]; return; }

@@ -231,6 +231,132 @@ def test_ruler_units_follow_the_zoom_details_dock_below_and_marks_measure(site, 
     assert console_errors(driver) == []
 
 
+def _drag(driver, x0: float, y0: float, x1: float, y1: float, modifiers: int = 0) -> None:
+    """A real drag through the browser's input pipeline (8: Shift held)."""
+    def send(kind: str, x: float, y: float, buttons: int) -> None:
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left",
+                                                            "buttons": buttons, "clickCount": 1,
+                                                            "modifiers": modifiers})
+    send("mouseMoved", x0, y0, 0)
+    send("mousePressed", x0, y0, 1)
+    for i in range(1, 9):
+        send("mouseMoved", x0 + (x1 - x0) * i / 8, y0 + (y1 - y0) * i / 8, 1)
+    send("mouseReleased", x1, y1, 0)
+
+
+def _area_in_python(folder: Path, index: dict, t0_ms: float, t1_ms: float, tracks: list[int]) -> dict:
+    """Perfetto's area aggregation over the exported windows: per name, occurrences (slices overlapping the range),
+    wall (their parts inside it), self (wall less the parts inside it of their children: the next level of the same
+    thread, starting within them) and max wall; in ps."""
+    from tests.timeline_files import read_columns
+
+    p0, p1 = t0_ms * 1e9, t1_ms * 1e9
+    events: dict[tuple[int, int, float], tuple[float, str]] = {}  # (track, level, start) → (end, name)
+    for w in index["windows"]:
+        if w["end"] < p0 or w["start"] > p1:
+            continue
+        _, cols = read_columns(folder / f"{w['key']}.js")
+        for r in range(len(cols.start)):
+            a, b = float(cols.start[r]), float(cols.start[r] + cols.dur[r])
+            if int(cols.track[r]) in tracks and b > p0 and a < p1:
+                events[(int(cols.track[r]), int(cols.level[r]), a)] = (b, cols.name[r])
+
+    def clip(a: float, b: float) -> float:
+        return min(b, p1) - max(a, p0)
+
+    own = {key: clip(key[2], end) for key, (end, _) in events.items()}
+    firsts = {(k, t["level"]) for k in tracks for t in index["tracks"][k]["threads"]}
+    for (k, level, a), (b, _) in events.items():
+        if level == 0 or (k, level) in firsts:
+            continue
+        parents = [key for key, (end, _) in events.items() if key[0] == k and key[1] == level - 1
+                   and key[2] <= a < end]
+        if parents:
+            own[max(parents, key=lambda key: key[2])] -= clip(a, b)
+    rows: dict[str, list[float]] = {}
+    for key, (end, name) in events.items():
+        row = rows.setdefault(name, [0, 0.0, 0.0, 0.0])
+        wall = clip(key[2], end)
+        row[0] += 1
+        row[1] += wall
+        row[2] += own[key]
+        row[3] = max(row[3], wall)
+    return rows
+
+
+def test_area_selection_aggregates_as_python_does_from_the_exported_windows(site, driver, tmp_path):
+    import csv
+    import io
+
+    run = "tf_keras_input_bound"
+    state = _open(driver, site / run / "trace.html")
+    folder = site / run / "trace" / state["host"] / "timeline"
+    index = read_index(folder)
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    # Shift-drag in the default pan mode, over the middle of the step, from the first track into the second.
+    points = driver.execute_script(f"""
+      var tl = {tl}, rect = tl.canvas.getBoundingClientRect();
+      var a = tl.tracks[0].renderEngine, b = tl.tracks[1].renderEngine;
+      return {{x0: rect.left + tl.canvas.width * 0.3, x1: rect.left + tl.canvas.width * 0.75,
+              y0: rect.top + a.position + 20, y1: rect.top + b.position + 10, mode: tl.root.dataset.mouseMode}};""")
+    assert points["mode"] == "pan"
+    _drag(driver, points["x0"], points["y0"], points["x1"], points["y1"], modifiers=8)
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.areaReady"))
+    area, shown, note = driver.execute_script(f"""
+      var tl = {tl};
+      return [tl.area, [...tl.details.querySelectorAll('[data-timeline-area] tbody tr')].map(
+                tr => [tr.dataset.name, ...JSON.parse(tr.dataset.values)]), tl.details.textContent];""")
+    assert area["tracks"] == [0, 1] and area["t1"] > area["t0"]
+    assert "a slice cut by the range counts only its part inside it" in note
+    expected = _area_in_python(folder, index, area["t0"], area["t1"], area["tracks"])
+    got = {name: [count, wall, own, top] for name, count, wall, own, top in shown}
+    assert set(got) == set(expected) and len(shown) == len(got)
+    for name, (count, wall, own, top) in expected.items():
+        assert got[name][0] == count, name
+        assert got[name][1:] == [pytest.approx(wall, abs=2), pytest.approx(own, abs=2), pytest.approx(top, abs=1)], name
+    # Both parts of the definition matter here: slices cut by the range, and self time below wall time.
+    assert any(own < wall for _, wall, own, _ in expected.values())
+    cut = driver.execute_script(f"""
+      var tl = {tl}, a = tl.area;
+      return a.tracks.some(k => tl.tracks[k].flatTree.some(n => {{
+        var s = n.source, end = s.start + s.duration;
+        return s.count === 1 && s.start < a.t1 && end > a.t0 && (s.start < a.t0 || end > a.t1);
+      }}));""")
+    assert cut
+    # Sorted by wall time first (as Perfetto), then by a clicked header; the CSV is the table in its order.
+    walls = [row[2] for row in shown]
+    assert walls == sorted(walls, reverse=True)
+    driver.execute_script(f"{tl}.details.querySelector('th[data-key=count] button').click()")
+    counts = driver.execute_script(f"return [...{tl}.details.querySelectorAll('[data-timeline-area] tbody tr')]"
+                                   ".map(tr => JSON.parse(tr.dataset.values)[0])")
+    assert counts == sorted(counts, reverse=True) and counts != [row[1] for row in shown]
+    table = list(csv.reader(io.StringIO(driver.execute_script(f"return {tl}.areaCsv()"))))
+    assert table[0] == ["name", "occurrences", "wall_us", "self_us", "average_us", "max_us"]
+    assert [int(row[1]) for row in table[1:]] == counts
+    for row in table[1:]:
+        count, wall, own, top = expected[row[0]]
+        assert [float(x) for x in row[2:]] == [pytest.approx(wall / 1e6, abs=1e-5), pytest.approx(own / 1e6, abs=1e-5),
+                                             pytest.approx(wall / count / 1e6, abs=1e-5),
+                                             pytest.approx(top / 1e6, abs=1e-5)]
+    # A row outlines its slices: every one of them is drawn at this zoom.
+    first = driver.execute_script(f"var tr = {tl}.details.querySelector('[data-timeline-area] tbody tr'); tr.click();"
+                                  "return tr.dataset.name")
+    assert int(driver.execute_script(f"return {tl}.root.dataset.highlighted")) == expected[first][0]
+    _shot(driver, tmp_path, "timeline-area.png")
+    # Escape clears the area; key 1 turns a plain drag into a selection.
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    driver.execute_script("document.activeElement && document.activeElement.blur()")
+    ActionChains(driver).send_keys("\ue00c").send_keys("1").perform()
+    assert driver.execute_script(f"return [{tl}.area, {tl}.root.dataset.mouseMode]") == [None, "select"]
+    _drag(driver, points["x0"], points["y0"], points["x1"], points["y0"] + 4)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.area && {tl}.root.dataset.areaReady"))
+    assert driver.execute_script(f"return {tl}.area.tracks") == [0]
+    assert console_errors(driver) == []
+
+
 def test_zoom_to_a_step(site, driver, tmp_path):
     run = "tf_keras_input_bound"
     page = site / run / "trace.html"

@@ -359,6 +359,7 @@
     this.scroller.addEventListener("mouseleave", function () { self.pointerMs = undefined; });
     if (this.ruler) this.ruler.addEventListener("click", function (e) { self.rulerClick(e.clientX); });
     this.wireControls();
+    this.wireArea();
     this.relayout();
     window.addEventListener("resize", function () { self.relayout(); });
   };
@@ -634,6 +635,8 @@
     }
     ctx.fillStyle = "rgba(9,105,218,0.8)";
     this.marks.forEach(function (ms) { ctx.fillRect(Math.round(self.xOf(ms)), 0, 1, h); });
+    var area = this.area || this.dragArea;
+    if (area) this.drawArea(ctx, area, h);
   };
 
   /* The span between the last two marks, in time order, or null. */
@@ -670,6 +673,10 @@
   /* M (as in Perfetto): mark the selected event's start and end, so that they are measured; with nothing
      selected, the time under the pointer (or the view's middle). */
   Timeline.prototype.markSelection = function () {
+    if (this.area) {
+      this.setMarks(this.marks.concat([this.area.t0, this.area.t1]));
+      return;
+    }
     if (this.selected) {
       var s = this.selected.node.source;
       this.setMarks(this.marks.concat([s.start, s.start + s.duration]));
@@ -677,6 +684,309 @@
     }
     var v = this.view();
     this.setMarks(this.marks.concat([this.pointerMs !== undefined ? this.pointerMs : (v[0] + v[1]) / 2]));
+  };
+
+  // ---- area selection ------------------------------------------------------------------------
+  /* Mouse modes, as XProf's trace viewer has them (1 select, 2 pan): in pan mode a drag pans (flame-chart-js's
+     own drag) and Shift-drag selects an area; in select mode a drag selects. A click selects an event in both. */
+  Timeline.prototype.setMouseMode = function (mode) {
+    this.mouseMode = mode;
+    this.root.dataset.mouseMode = mode;
+    this.root.querySelectorAll("[data-timeline-mode]").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(b.dataset.timelineMode === mode));
+    });
+    this.canvas.style.cursor = mode === "select" ? "crosshair" : "";
+  };
+
+  /* The tracks whose rows a drag from canvas y0 to y1 crosses (collapsed ones left out). */
+  Timeline.prototype.tracksBetween = function (y0, y1) {
+    var lo = Math.min(y0, y1), hi = Math.max(y0, y1);
+    return this.tracks.filter(function (p) {
+      var e = p.renderEngine;
+      return !e.collapsed && e.height > 0 && e.position <= hi && e.position + e.height >= lo;
+    }).map(function (p) { return p.trackIndex; });
+  };
+
+  Timeline.prototype.wireArea = function () {
+    var self = this, ie = this.chart.interactionsEngine, drag = null;
+    this.setMouseMode("pan");
+    this.root.querySelectorAll("[data-timeline-mode]").forEach(function (b) {
+      b.addEventListener("click", function () { self.setMouseMode(b.dataset.timelineMode); });
+    });
+    function canvasPoint(e) {
+      var rect = self.canvas.getBoundingClientRect();
+      return { x: e.clientX - rect.left, y: e.clientY - rect.top };
+    }
+    // Captured on the way down, so that flame-chart-js (listening on the canvas) never starts its drag.
+    this.scroller.addEventListener("mousedown", function (e) {
+      if (e.button !== 0 || !(self.mouseMode === "select" || e.shiftKey)) return;
+      e.stopPropagation();
+      e.preventDefault();
+      var pt = canvasPoint(e);
+      drag = { x0: pt.x, y0: pt.y, t0: self.timeAt(e.clientX), moved: false };
+    }, true);
+    window.addEventListener("mousemove", function (e) {
+      if (!drag) return;
+      var pt = canvasPoint(e);
+      if (Math.abs(pt.x - drag.x0) > 3 || Math.abs(pt.y - drag.y0) > 3) drag.moved = true;
+      if (!drag.moved) return;
+      var t1 = self.timeAt(e.clientX);
+      self.dragArea = { t0: Math.min(drag.t0, t1), t1: Math.max(drag.t0, t1), tracks: self.tracksBetween(drag.y0, pt.y) };
+      self.drawOverlay();
+    }, true);
+    window.addEventListener("mouseup", function (e) {
+      if (!drag) return;
+      e.stopPropagation();
+      var was = drag;
+      drag = null;
+      var area = self.dragArea;
+      self.dragArea = null;
+      if (!was.moved) {  // a click: flame-chart-js selects what is under the pointer, as without the mode
+        ie.handleMouseDown();
+        ie.handleMouseUp();
+        return;
+      }
+      if (area && area.tracks.length && area.t1 > area.t0) self.selectArea(area);
+      else self.drawOverlay();
+    }, true);
+  };
+
+  Timeline.prototype.drawArea = function (ctx, area, h) {
+    var x0 = this.xOf(area.t0), x1 = this.xOf(area.t1), top = this.scroller.scrollTop, self = this;
+    ctx.fillStyle = "rgba(9,105,218,0.12)";
+    area.tracks.forEach(function (k) {
+      var e = self.tracks[k].renderEngine;
+      ctx.fillRect(x0, e.position - top, x1 - x0, e.height);
+    });
+    ctx.fillStyle = "rgba(9,105,218,0.9)";
+    ctx.fillRect(Math.round(x0), 0, 1, h);
+    ctx.fillRect(Math.round(x1), 0, 1, h);
+    if (!this.highlight || area !== this.area) return;
+    // The highlighted row's slices: an outline around each drawn one in the area.
+    var n = 0;
+    ctx.strokeStyle = "#cf222e";
+    ctx.lineWidth = 2;
+    area.tracks.forEach(function (k) {
+      var plugin = self.tracks[k], e = plugin.renderEngine;
+      plugin.flatTree.forEach(function (node) {
+        var src = node.source;
+        if (src.count !== 1 || src.name !== self.highlight || src.start >= area.t1 || src.start + src.duration <= area.t0) return;
+        n++;
+        var a = Math.max(self.xOf(src.start), -2), b = Math.min(self.xOf(src.start + src.duration), self.canvas.width + 2);
+        ctx.strokeRect(a, e.position - top + node.level * (BLOCK + 1), Math.max(b - a, 1), BLOCK);
+      });
+    });
+    this.root.dataset.highlighted = String(n);
+  };
+
+  /* The slices of the area's tracks that overlap its range, from the full-detail windows (whatever the zoom
+     draws), counted as Perfetto's area selection counts them: a slice cut by the range counts only its part
+     inside it (wall), less its children's parts inside it (self); every slice overlapping the range is one
+     occurrence. Resolves to rows { name, count, wall, self, max } in ps. */
+  Timeline.prototype.aggregate = function (area) {
+    var self = this, index = this.index, p0 = area.t0 * PS_PER_MS, p1 = area.t1 * PS_PER_MS;
+    var wanted = {};
+    area.tracks.forEach(function (k) { wanted[k] = true; });
+    var windows = index.windows.filter(function (w) { return w.end >= p0 && w.start <= p1; });
+    return Promise.all(windows.map(function (w) {
+      return loadScript(self.host, self.base, w.key).then(decodeColumns);
+    })).then(function (sets) {
+      self.forget(windows.map(function (w) { return w.key; }));
+      var seen = {}, byLevel = {};  // "track:level" → [[start, end, name], …]
+      sets.forEach(function (set) {
+        var carried = {};
+        set.carried.forEach(function (i) { carried[i] = true; });
+        for (var r = 0; r < set.n; r++) {
+          if (!wanted[set.track[r]]) continue;
+          var a = set.start[r], b = a + set.dur[r];
+          if (b <= p0 || a >= p1) continue;
+          var id = set.track[r] + ":" + set.level[r] + ":" + a;
+          if (carried[r] || seen[id]) {  // an event still running in a later window: counted once
+            if (seen[id]) continue;
+            seen[id] = true;
+          }
+          var key = set.track[r] + ":" + set.level[r];
+          (byLevel[key] = byLevel[key] || []).push([a, b, set.name[r] >= 0 ? set.names[set.name[r]] : ""]);
+        }
+      });
+      var clip = function (a, b) { return Math.min(b, p1) - Math.max(a, p0); };
+      var selfOf = {};
+      Object.keys(byLevel).forEach(function (key) {
+        var list = byLevel[key].sort(function (x, y) { return x[0] - y[0]; });
+        selfOf[key] = list.map(function (e) { return clip(e[0], e[1]); });
+      });
+      // Each child's part inside the range leaves its parent's self time: the parent is the event one level up,
+      // on the same thread, that holds the child's start.
+      Object.keys(byLevel).forEach(function (key) {
+        var parts = key.split(":"), k = +parts[0], level = +parts[1];
+        var track = index.tracks[k], threads = track.threads || [];
+        if (threads.some(function (t) { return t.level === level; })) return;  // a thread's first level
+        var parents = byLevel[k + ":" + (level - 1)];
+        if (!parents) return;
+        byLevel[key].forEach(function (child) {
+          var lo = 0, hi = parents.length - 1, at = -1;
+          while (lo <= hi) { var mid = (lo + hi) >> 1; if (parents[mid][0] <= child[0]) { at = mid; lo = mid + 1; } else hi = mid - 1; }
+          if (at >= 0 && parents[at][1] > child[0]) selfOf[k + ":" + (level - 1)][at] -= clip(child[0], child[1]);
+        });
+      });
+      var rows = {};
+      Object.keys(byLevel).forEach(function (key) {
+        byLevel[key].forEach(function (e, i) {
+          var row = rows[e[2]] || (rows[e[2]] = { name: e[2], count: 0, wall: 0, self: 0, max: 0 });
+          var wall = clip(e[0], e[1]);
+          row.count++;
+          row.wall += wall;
+          row.self += selfOf[key][i];
+          if (wall > row.max) row.max = wall;
+        });
+      });
+      return Object.keys(rows).map(function (name) { return rows[name]; });
+    });
+  };
+
+  var AREA_COLUMNS = [
+    { key: "name", title: "Name" }, { key: "count", title: "Occurrences", num: true },
+    { key: "wall", title: "Wall", num: true }, { key: "self", title: "Self", num: true },
+    { key: "avg", title: "Average wall", num: true }, { key: "max", title: "Max wall", num: true }
+  ];
+
+  Timeline.prototype.selectArea = function (area) {
+    var self = this;
+    this.area = area;
+    this.highlight = null;
+    this.selected = null;
+    this.tracks.forEach(function (p) { p.selectedRegion = null; });
+    this.chart.render();
+    this.drawOverlay();
+    var panel = this.details;
+    panel.hidden = false;
+    panel.innerHTML = "";
+    delete this.root.dataset.areaReady;
+    var h = document.createElement("h4");
+    h.textContent = "Selected range · " + fmtDuration((area.t1 - area.t0) * PS_PER_MS);
+    panel.appendChild(h);
+    var originPs = this.originMs() * PS_PER_MS, res = (area.t1 - area.t0) * PS_PER_MS / 1e4;
+    var titles = area.tracks.map(function (k) { return self.index.tracks[k].title; });
+    var names = titles.slice(0, 4).join(", ") + (titles.length > 4 ? " and " + fmtInt(titles.length - 4) + " more" : "");
+    var about = document.createElement("p");
+    about.textContent = "From " + fmtSigned(area.t0 * PS_PER_MS - originPs, res) + " to " +
+      fmtSigned(area.t1 * PS_PER_MS - originPs, res) + " (from " + this.originLabel() + "), over " +
+      fmtInt(area.tracks.length) + " track" + (area.tracks.length === 1 ? "" : "s") + ": " + names + ".";
+    panel.appendChild(about);
+    var how = document.createElement("p");
+    how.className = "muted";
+    how.textContent = "Counted as Perfetto counts an area: a slice cut by the range counts only its part inside it " +
+      "(wall; self is wall less its children's parts inside it), each slice overlapping the range once, at any " +
+      "zoom. Click a row to outline its slices; Esc clears the range.";
+    panel.appendChild(how);
+    var status = document.createElement("p");
+    status.textContent = "Counting…";
+    panel.appendChild(status);
+    this.aggregate(area).then(function (rows) {
+      if (self.area !== area) return;
+      rows.forEach(function (r) { r.avg = r.wall / r.count; });
+      self.areaRows = rows;
+      self.areaSort = { key: "wall", desc: true };
+      status.textContent = fmtInt(rows.length) + " names, " +
+        fmtInt(rows.reduce(function (a, r) { return a + r.count; }, 0)) + " slices. ";
+      var csv = document.createElement("button");
+      csv.type = "button";
+      csv.textContent = "Download CSV";
+      csv.addEventListener("click", function () { self.downloadAreaCsv(); });
+      status.appendChild(csv);
+      var table = document.createElement("table");
+      table.className = "timeline-area";
+      table.dataset.timelineArea = "";
+      panel.appendChild(table);
+      self.renderAreaTable(table);
+      self.root.dataset.areaReady = "1";
+    }).catch(function (err) { status.textContent = "The range could not be counted: " + err.message; });
+  };
+
+  Timeline.prototype.sortedAreaRows = function () {
+    var sort = this.areaSort, rows = this.areaRows.slice();
+    rows.sort(function (a, b) {
+      var x = a[sort.key], y = b[sort.key];
+      var c = typeof x === "string" ? x.localeCompare(y) : x - y;
+      return (sort.desc ? -c : c) || a.name.localeCompare(b.name);
+    });
+    return rows;
+  };
+
+  Timeline.prototype.renderAreaTable = function (table) {
+    var self = this;
+    table.innerHTML = "";
+    var head = table.createTHead().insertRow();
+    AREA_COLUMNS.forEach(function (col) {
+      var th = document.createElement("th");
+      if (col.num) th.className = "num";
+      var b = document.createElement("button");
+      b.type = "button";
+      b.textContent = col.title;
+      th.dataset.key = col.key;
+      th.setAttribute("aria-sort", self.areaSort.key !== col.key ? "none" : self.areaSort.desc ? "descending" : "ascending");
+      b.addEventListener("click", function () {
+        var desc = self.areaSort.key === col.key ? !self.areaSort.desc : col.key !== "name";
+        self.areaSort = { key: col.key, desc: desc };
+        self.renderAreaTable(table);
+      });
+      th.appendChild(b);
+      head.appendChild(th);
+    });
+    var body = table.createTBody();
+    this.sortedAreaRows().forEach(function (r) {
+      var tr = body.insertRow();
+      tr.dataset.name = r.name;
+      tr.dataset.values = JSON.stringify([r.count, r.wall, r.self, r.max]);
+      if (self.highlight === r.name) tr.className = "highlighted";
+      AREA_COLUMNS.forEach(function (col) {
+        var td = tr.insertCell();
+        if (col.key === "name") { td.textContent = r.name; td.className = "name"; return; }
+        td.className = "num";
+        td.textContent = col.key === "count" ? fmtInt(r.count) : fmtDuration(r[col.key]);
+      });
+      tr.addEventListener("click", function () {
+        self.highlight = self.highlight === r.name ? null : r.name;
+        delete self.root.dataset.highlighted;
+        self.renderAreaTable(table);
+        self.drawOverlay();
+      });
+    });
+  };
+
+  /* The table as CSV, in µs; a name a spreadsheet would read as a formula gets a leading apostrophe, as the
+     site's CSV files do (output/site.py). */
+  Timeline.prototype.areaCsv = function () {
+    var cell = function (text) {
+      if (/^[=+\-@\t\r']/.test(text) && !/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)) text = "'" + text;
+      return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+    };
+    var lines = ["name,occurrences,wall_us,self_us,average_us,max_us"];
+    this.sortedAreaRows().forEach(function (r) {
+      lines.push([cell(r.name), r.count, psToUs(r.wall), psToUs(r.self), psToUs(r.avg), psToUs(r.max)].join(","));
+    });
+    return lines.join("\n") + "\n";
+  };
+
+  Timeline.prototype.downloadAreaCsv = function () {
+    var a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([this.areaCsv()], { type: "text/csv" }));
+    a.download = "timeline-" + this.host + "-range.csv";
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 0);
+  };
+
+  Timeline.prototype.clearArea = function () {
+    if (!this.area) return;
+    this.area = null;
+    this.highlight = null;
+    this.details.innerHTML = "";
+    var p = document.createElement("p");
+    p.className = "muted";
+    p.textContent = "Click an event for its details.";
+    this.details.appendChild(p);
+    this.drawOverlay();
   };
 
   // ---- selection and details -----------------------------------------------------------------
@@ -690,9 +1000,11 @@
       this.showMerged(plugin, node);
       return;
     }
+    this.area = null;  // a clicked event replaces the area selection, as in Perfetto
     this.selected = { key: eventKey(plugin.trackIndex, node), plugin: plugin, node: node };
     this.showDetails(plugin, node);
     this.writeHash();
+    this.drawOverlay();
   };
 
   Timeline.prototype.select = function (plugin, node) {
@@ -977,6 +1289,8 @@
     var key = (e.key || "").toLowerCase();
     if (down && key === "f") { this.focusSelected(); return; }
     if (down && key === "m") { this.markSelection(); return; }
+    if (down && (key === "1" || key === "2")) { this.setMouseMode(key === "1" ? "select" : "pan"); return; }
+    if (down && key === "escape") { this.clearArea(); return; }
     if ("wasd".indexOf(key) < 0 || key.length !== 1) return;
     e.preventDefault();
     if (!down) { delete this.held[key]; return; }

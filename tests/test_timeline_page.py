@@ -357,6 +357,75 @@ def test_area_selection_aggregates_as_python_does_from_the_exported_windows(site
     assert console_errors(driver) == []
 
 
+def _matches_in_python(folder: Path, index: dict, text: str, track_filter: str = "") -> list[tuple[float, int, str]]:
+    """(start ps, track, "track:level:start") of every event named like `text` (name or long name, any case) on the
+    tracks whose title or process holds `track_filter`, from the exported windows, in time order."""
+    from tests.timeline_files import read_columns
+
+    ok = [not track_filter or track_filter.lower() in (t["title"] + "\n" + t["process"]).lower()
+          for t in index["tracks"]]
+    found = {}
+    for w in index["windows"]:
+        _, cols = read_columns(folder / f"{w['key']}.js")
+        for r in range(len(cols.start)):
+            track = int(cols.track[r])
+            if ok[track] and (text.lower() in cols.name[r].lower() or text.lower() in cols.long_name[r].lower()):
+                start = float(cols.start[r])
+                found[(track, int(cols.level[r]), start)] = (start, track, f"{track}:{int(cols.level[r])}:{start:.0f}")
+    return sorted(found.values())
+
+
+def test_find_counts_steps_lists_and_filters_matches(site, driver, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = "gpu_multi_worker"
+    state = _open(driver, site / run / "trace.html")
+    folder = site / run / "trace" / state["host"] / "timeline"
+    index = read_index(folder)
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    expected = _matches_in_python(folder, index, "memcpy")
+    assert len(expected) > 20
+
+    def shown() -> dict:
+        return driver.execute_script(f"""
+          var tl = {tl}, root = tl.root;
+          return {{count: root.querySelector('[data-timeline-count]').textContent, matches: +root.dataset.matches,
+                  selected: root.dataset.selected || null, view: tl.view()}};""")
+
+    def wait_selected(key: str) -> None:
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.selected") == key)
+
+    box = driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-search]")
+    box.send_keys("MemCpy", Keys.ENTER)
+    # A new search starts at the view's start (the step the page opened on).
+    first = next(i for i, m in enumerate(expected) if m[0] >= state["view"][0] * 1e9)
+    wait_selected(expected[first][2])
+    now = shown()
+    assert now["matches"] == len(expected) and now["count"] == f"{first + 1} / {len(expected):,}"
+    box.send_keys(Keys.ENTER)
+    wait_selected(expected[(first + 1) % len(expected)][2])
+    assert shown()["count"] == f"{(first + 1) % len(expected) + 1} / {len(expected):,}"
+    ActionChains(driver).key_down(Keys.SHIFT).send_keys_to_element(box, Keys.ENTER).key_up(Keys.SHIFT).perform()
+    wait_selected(expected[first][2])
+    # The list: one entry per match (up to its length), a click goes to it.
+    listed = driver.execute_script(f"return {tl}.root.querySelectorAll('[data-timeline-matches] li').length")
+    assert listed == min(len(expected), 500)
+    driver.execute_script(f"{tl}.root.querySelector('[data-timeline-matches] [data-match=\"2\"]').click()")
+    wait_selected(expected[2][2])
+    assert shown()["count"] == f"3 / {len(expected):,}"
+    _shot(driver, tmp_path, "timeline-find.png")
+    # The track filter narrows the matches to tracks named like it.
+    narrowed = _matches_in_python(folder, index, "memcpy", "D2H")
+    assert 0 < len(narrowed) < len(expected)
+    track_filter = driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-track-filter]")
+    track_filter.send_keys("d2h", Keys.ENTER)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return +{tl}.root.dataset.matches") == len(narrowed))
+    assert console_errors(driver) == []
+
+
 def test_zoom_to_a_step(site, driver, tmp_path):
     run = "tf_keras_input_bound"
     page = site / run / "trace.html"

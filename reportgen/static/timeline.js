@@ -1224,20 +1224,131 @@
     });
   };
 
-  Timeline.prototype.search = function (text) {
-    var self = this;
-    if (!text) return Promise.resolve();
-    this.say("Searching for “" + text + "”…");
-    return this.find(text).then(function (hit) {
-      if (!hit) {
-        self.selected = null;
-        return self.find(text, self.span[0]).then(function (again) {
-          if (!again) { self.say("No event named like “" + text + "”."); return; }
-          return self.goTo(again);
-        });
-      }
-      return self.goTo(hit);
+  /* Every event whose name or long name contains `text` (any case), on the tracks whose title or process contains
+     `trackFilter`, in time order: the windows are read one after the other (and dropped again), an event carried
+     into later windows found once. Resolves to [{ key, start, dur, track, name }] (ps). */
+  Timeline.prototype.findAll = function (text, trackFilter) {
+    var self = this, index = this.index, needle = text.toLowerCase(), tf = (trackFilter || "").toLowerCase();
+    var tracksOk = index.tracks.map(function (t) {
+      return !tf || (t.title + "\n" + t.process).toLowerCase().indexOf(tf) >= 0;
     });
+    var matches = [], seen = {}, i = 0;
+    function next() {
+      if (i >= index.windows.length) return Promise.resolve();
+      var w = index.windows[i++];
+      return loadScript(self.host, self.base, w.key).then(decodeColumns).then(function (set) {
+        self.forget([w.key]);
+        var hit = set.names.map(function (n) { return n.toLowerCase().indexOf(needle) >= 0; });
+        for (var r = 0; r < set.n; r++) {
+          if (!tracksOk[set.track[r]]) continue;
+          if (!(set.name[r] >= 0 && hit[set.name[r]]) && !(set.longName[r] >= 0 && hit[set.longName[r]])) continue;
+          var key = set.track[r] + ":" + set.level[r] + ":" + set.start[r];
+          if (seen[key]) continue;
+          seen[key] = true;
+          matches.push({ key: key, start: set.start[r], dur: set.dur[r], track: set.track[r],
+                         name: set.name[r] >= 0 ? set.names[set.name[r]] : "" });
+        }
+        return next();
+      });
+    }
+    return next().then(function () {
+      matches.sort(function (a, b) { return a.start - b.start || a.track - b.track; });
+      return matches;
+    });
+  };
+
+  var LISTED_MATCHES = 500;  // the matches list shows this many around the current one; the count is exact
+
+  /* The matches of the find box and the track filter, computed once per pair of texts. */
+  Timeline.prototype.findState = function () {
+    var input = this.root.querySelector("[data-timeline-search]"), filter = this.root.querySelector("[data-timeline-track-filter]");
+    var text = input ? input.value.trim() : "", tf = filter ? filter.value.trim() : "";
+    if (this.found && this.found.text === text && this.found.filter === tf) return Promise.resolve(this.found);
+    var self = this, state = { text: text, filter: tf, matches: null, at: -1 };
+    this.found = state;
+    if (!text) { this.showMatches(); return Promise.resolve(state); }
+    this.say("Searching for “" + text + "”…");
+    state.ready = this.findAll(text, tf).then(function (matches) {
+      state.matches = matches;
+      return state;
+    });
+    return state.ready;
+  };
+
+  /* Enter: the next match, Shift+Enter: the previous one (as in Perfetto), from the view's start for a new search;
+     past the last, the first again. */
+  Timeline.prototype.findStep = function (dir) {
+    var self = this;
+    return this.findState().then(function (state) {
+      if (self.found !== state || !state.text) return;
+      var m = state.matches;
+      if (!m.length) {
+        self.showMatches();
+        self.say("No event named like “" + state.text + "”" + (state.filter ? " on tracks named like “" + state.filter + "”" : "") + ".");
+        return;
+      }
+      if (state.at < 0) {
+        var from = self.view()[0] * PS_PER_MS, i = 0;
+        while (i < m.length && m[i].start < from) i++;
+        state.at = dir > 0 ? i % m.length : (i - 1 + m.length) % m.length;
+      } else {
+        state.at = (state.at + dir + m.length) % m.length;
+      }
+      return self.goToMatch(state.at);
+    });
+  };
+
+  Timeline.prototype.goToMatch = function (i) {
+    var state = this.found;
+    state.at = i;
+    this.showMatches();
+    return this.goTo(state.matches[i]);
+  };
+
+  Timeline.prototype.showMatches = function () {
+    var state = this.found, count = this.root.querySelector("[data-timeline-count]");
+    var list = this.root.querySelector("[data-timeline-matches]"), self = this;
+    var m = state && state.matches;
+    if (count) count.textContent = m ? (state.at >= 0 ? fmtInt(state.at + 1) : "–") + " / " + fmtInt(m.length) : "";
+    if (m) this.root.dataset.matches = String(m.length); else delete this.root.dataset.matches;
+    if (!list) return;
+    list.hidden = !m;
+    list.innerHTML = "";
+    if (!m) return;
+    var first = Math.max(0, Math.min(state.at - (LISTED_MATCHES >> 1), m.length - LISTED_MATCHES));
+    var shown = m.slice(first, first + LISTED_MATCHES);
+    var head = document.createElement("p");
+    head.className = "muted";
+    head.textContent = m.length ? "Matches " + fmtInt(first + 1) + "–" + fmtInt(first + shown.length) + " of " + fmtInt(m.length) +
+      " (click one to go to it)" : "No match.";
+    list.appendChild(head);
+    var ol = document.createElement("ol");
+    ol.start = first + 1;
+    var originPs = this.originMs() * PS_PER_MS;
+    shown.forEach(function (match, j) {
+      var li = document.createElement("li");
+      var b = document.createElement("button");
+      b.type = "button";
+      b.dataset.match = String(first + j);
+      b.textContent = fmtSigned(match.start - originPs, Math.max(match.dur / 1000, 1e3)) + " · " +
+        self.index.tracks[match.track].title + " · " + match.name;
+      b.title = b.textContent;  // the list is narrow: the whole line on hover
+      if (first + j === state.at) { li.className = "current"; b.setAttribute("aria-current", "true"); }
+      b.addEventListener("click", function () { self.goToMatch(first + j); });
+      li.appendChild(b);
+      ol.appendChild(li);
+    });
+    list.appendChild(ol);
+    var current = ol.querySelector(".current");
+    if (current && current.scrollIntoView) current.scrollIntoView({ block: "nearest" });
+  };
+
+  /* The first match of `text` from the view's start (kept for links and scripts: the find box's Enter). */
+  Timeline.prototype.search = function (text) {
+    var input = this.root.querySelector("[data-timeline-search]");
+    if (input && text !== undefined) input.value = text;
+    this.found = null;
+    return this.findStep(1);
   };
 
   Timeline.prototype.wireControls = function () {
@@ -1245,9 +1356,20 @@
     var search = root.querySelector("[data-timeline-search]");
     if (search) {
       search.addEventListener("keydown", function (e) {
-        if (e.key === "Enter") { e.preventDefault(); self.search(search.value.trim()); }
+        if (e.key === "Enter") { e.preventDefault(); self.findStep(e.shiftKey ? -1 : 1); }
       });
+      search.addEventListener("input", function () { self.found = null; self.showMatches(); });
     }
+    var filter = root.querySelector("[data-timeline-track-filter]");
+    if (filter) {
+      filter.addEventListener("keydown", function (e) {
+        if (e.key === "Enter") { e.preventDefault(); self.findStep(e.shiftKey ? -1 : 1); }
+      });
+      filter.addEventListener("input", function () { self.found = null; self.showMatches(); });
+    }
+    root.querySelectorAll("[data-timeline-find]").forEach(function (b) {
+      b.addEventListener("click", function () { self.findStep(b.dataset.timelineFind === "prev" ? -1 : 1); });
+    });
     var step = root.querySelector("[data-timeline-step]");
     if (step) {
       this.index.steps.forEach(function (s) {

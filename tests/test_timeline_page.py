@@ -426,6 +426,90 @@ def test_find_counts_steps_lists_and_filters_matches(site, driver, tmp_path):
     assert console_errors(driver) == []
 
 
+@pytest.fixture(scope="module")
+def tpu_site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("timeline-tpu") / "site"
+    assert main(["build", str(LOGDIR), "-o", str(out), "-q", "--jobs", "1", "--runs", "tpu_inference_2"]) == 0
+    return out
+
+
+def test_a_host_launch_shows_its_flow_to_the_device_and_keys_follow_it(tpu_site, driver, tmp_path):
+    from collections import defaultdict
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.timeline_files import read_columns
+
+    run = host = "tpu_inference_2"
+    folder = tpu_site / run / "trace" / host / "timeline"
+    index = read_index(folder)
+    doc = read_chunk(tpu_site / run / "trace" / host / f"{host}-000.json.gz")
+    processes = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+    flows = defaultdict(list)
+    for e in doc["traceEvents"]:
+        if "bind_id" in e:
+            flows[e["bind_id"]].append(e)
+    # A program launch on the host and the program it started on TPU core 0: the capture's own host → device link.
+    def span(members: list[dict]) -> float:
+        return max(e["ts"] + e["dur"] for e in members) - min(e["ts"] for e in members)
+
+    launches = [members for members in flows.values()
+                if any(e["name"] == "DoEnqueueProgram" and e.get("flow_out") for e in members)
+                and any(processes[e["pid"]].endswith("/device:TPU:0") for e in members)]
+    assert launches
+    chain = sorted(min(launches, key=span), key=lambda e: e["ts"])  # the tightest: every hop on screen at once
+    keys = {}
+    for w in index["windows"]:
+        _, cols = read_columns(folder / f"{w['key']}.js")
+        for r in range(len(cols.start)):
+            keys[(cols.name[r], round(float(cols.start[r])))] = \
+                f"{int(cols.track[r])}:{int(cols.level[r])}:{float(cols.start[r]):.0f}"
+    chain_keys = [keys[(e["name"], round(e["ts"] * 1e6))] for e in chain]
+    launch = next(i for i, e in enumerate(chain) if e["name"] == "DoEnqueueProgram")
+    device = next(i for i, e in enumerate(chain) if processes[e["pid"]].endswith("/device:TPU:0"))
+    assert index["tracks"][int(chain_keys[device].split(":")[0])]["process"].endswith("/device:TPU:0")
+    t0 = chain[0]["ts"] / 1e3 - 0.05
+    t1 = max(e["ts"] + e["dur"] for e in chain) / 1e3 + 0.05
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    _open(driver, tpu_site / run / "trace.html", f"#host={quote(host)}&t0={t0}&t1={t1}&sel={chain_keys[launch]}")
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.flowShown")
+                                    == chain_keys[launch])
+    shown = driver.execute_script(f"""
+      var tl = {tl}, m = tl.flow.members, ctx = tl.overlay.getContext('2d'), inside = 0, inked = 0;
+      // Points along the drawn curve of each hop (the curve's own formula): ink where they are on screen.
+      for (var i = 0; i + 1 < m.length; i++) {{
+        var x0 = tl.xOf(Math.min(m[i].start + m[i].dur, m[i + 1].start) / 1e9), y0 = tl.yOf(m[i].track, m[i].level);
+        var x1 = tl.xOf(m[i + 1].start / 1e9), y1 = tl.yOf(m[i + 1].track, m[i + 1].level), mid = (x0 + x1) / 2;
+        for (var t = 0.05; t < 0.96; t += 0.05) {{
+          var u = 1 - t, x = u*u*u*x0 + 3*u*u*t*mid + 3*u*t*t*mid + t*t*t*x1;
+          var y = u*u*u*y0 + 3*u*u*t*y0 + 3*u*t*t*y1 + t*t*t*y1;
+          if (x < 1 || y < 1 || x > tl.overlay.width - 2 || y > tl.overlay.height - 2) continue;
+          inside++;
+          var px = ctx.getImageData(Math.round(x) - 1, Math.round(y) - 1, 3, 3).data;
+          for (var k = 3; k < px.length; k += 4) if (px[k] > 0) {{ inked++; break; }}
+        }}
+      }}
+      return {{keys: JSON.parse(tl.root.dataset.flow), arrows: +tl.root.dataset.flowArrows, inside: inside,
+              inked: inked, text: tl.details.querySelector('[data-timeline-flow]').textContent}};""")
+    assert shown["keys"] == chain_keys and shown["arrows"] == len(chain) - 1
+    assert shown["inside"] > 0 and shown["inked"] == shown["inside"], shown
+    assert f"{len(chain)} events, this is {launch + 1}" in shown["text"]
+    _shot(driver, tmp_path, "timeline-flow.png")
+    # ] follows the flow to its next hop (the device's program, when the launch is its first event), [ comes back.
+    driver.execute_script("document.activeElement && document.activeElement.blur()")
+    ActionChains(driver).send_keys("]").perform()
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.selected")
+                                    == chain_keys[launch + 1])
+    if launch == 0:
+        assert launch + 1 == device
+    ActionChains(driver).send_keys("[").perform()
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.selected")
+                                    == chain_keys[launch])
+    assert console_errors(driver) == []
+
+
 def test_zoom_to_a_step(site, driver, tmp_path):
     run = "tf_keras_input_bound"
     page = site / run / "trace.html"

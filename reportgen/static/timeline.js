@@ -598,10 +598,15 @@
       ctx.fillRect(x, h - 6, 1, 6);
       ctx.fillText(tick.label, x + 3, h / 2 - 2);
     });
-    var note = (t.base ? t.base + " " : "") + "from " + this.originLabel();
-    var noteWidth = ctx.measureText(note).width + 8;
+    var note = "from " + this.originLabel(), noteWidth = ctx.measureText(note).width + 8;
     ctx.fillStyle = "#f6f8fa";
     ctx.fillRect(w - noteWidth, 0, noteWidth, h);
+    if (t.base) {  // the offset the labels count from, at the left as Perfetto shows it
+      var baseWidth = ctx.measureText(t.base).width + 8;
+      ctx.fillRect(0, 0, baseWidth, h);
+      ctx.fillStyle = "#1f2328";
+      ctx.fillText(t.base, 4, h / 2 - 2);
+    }
     ctx.fillStyle = "#1f2328";
     ctx.fillText(note, w - noteWidth + 4, h / 2 - 2);
     ctx.fillStyle = "#0969da";
@@ -637,6 +642,7 @@
     this.marks.forEach(function (ms) { ctx.fillRect(Math.round(self.xOf(ms)), 0, 1, h); });
     var area = this.area || this.dragArea;
     if (area) this.drawArea(ctx, area, h);
+    if (this.flow) this.drawFlow(ctx);
   };
 
   /* The span between the last two marks, in time order, or null. */
@@ -684,6 +690,125 @@
     }
     var v = this.view();
     this.setMarks(this.marks.concat([this.pointerMs !== undefined ? this.pointerMs : (v[0] + v[1]) / 2]));
+  };
+
+  // ---- flows ---------------------------------------------------------------------------------
+  /* Every flow of the host: bind_id → its events in time order [{ key, start, dur, track, level, name, cat }],
+     read once from the windows' args (where the export writes bind_id, flow_in and flow_out), on the first
+     selection of an event that has one. */
+  Timeline.prototype.flowIndex = function () {
+    if (this.flows) return this.flows;
+    var self = this, index = this.index;
+    this.flows = Promise.all(index.windows.map(function (w) {
+      return Promise.all([loadScript(self.host, self.base, w.key).then(decodeColumns),
+                          loadScript(self.host, self.base, w.args).then(decodeArgs)]);
+    })).then(function (pairs) {
+      var flows = {}, seen = {};
+      pairs.forEach(function (pair) {
+        var set = pair[0], objects = pair[1];
+        for (var r = 0; r < set.n; r++) {
+          var obj = objects[r];
+          if (!obj || obj.bind_id === undefined) continue;
+          var key = set.track[r] + ":" + set.level[r] + ":" + set.start[r];
+          if (seen[key]) continue;
+          seen[key] = true;
+          (flows[obj.bind_id] = flows[obj.bind_id] || []).push({
+            key: key, start: set.start[r], dur: set.dur[r], track: set.track[r], level: set.level[r],
+            name: set.name[r] >= 0 ? set.names[set.name[r]] : "", cat: obj.cat || "" });
+        }
+      });
+      Object.keys(flows).forEach(function (id) { flows[id].sort(function (a, b) { return a.start - b.start; }); });
+      self.forget(index.windows.map(function (w) { return w.key; }));
+      return flows;
+    });
+    return this.flows;
+  };
+
+  /* The selected event's flow: its arrows drawn hop by hop (from each event's end to the next one's start, both
+     directions of the selection), and the hops listed under its details with [ and ] to follow them. */
+  Timeline.prototype.showFlow = function (key, id, panel) {
+    var self = this;
+    this.flowIndex().then(function (flows) {
+      if (!self.selected || self.selected.key !== key) return;
+      var members = flows[id] || [];
+      var at = members.map(function (m) { return m.key; }).indexOf(key);
+      if (members.length < 2 || at < 0) return;
+      self.flow = { id: id, members: members, at: key, index: at };
+      self.root.dataset.flow = JSON.stringify(members.map(function (m) { return m.key; }));
+      var box = document.createElement("div");
+      box.className = "timeline-flow";
+      box.dataset.timelineFlow = "";
+      var p = document.createElement("p");
+      p.textContent = "Flow " + id + (members[0].cat ? " (" + members[0].cat + ")" : "") + ": " + fmtInt(members.length) +
+        " events, this is " + fmtInt(at + 1) + ". [ and ] go to the previous and next hop.";
+      box.appendChild(p);
+      var ol = document.createElement("ol");
+      members.forEach(function (m, i) {
+        var li = document.createElement("li");
+        var b = document.createElement("button");
+        b.type = "button";
+        b.textContent = m.name + " · " + self.index.tracks[m.track].title + " · " +
+          fmtSigned(m.start - self.originMs() * PS_PER_MS, Math.max(m.dur / 1000, 1e3));
+        if (i === at) li.className = "current";
+        b.addEventListener("click", function () { self.followFlow(i - at); });
+        li.appendChild(b);
+        ol.appendChild(li);
+      });
+      box.appendChild(ol);
+      var args = panel.querySelector("[data-timeline-args]");
+      panel.insertBefore(box, args);
+      self.drawOverlay();
+      self.root.dataset.flowShown = key;
+    }).catch(function (err) { console.error(err); });
+  };
+
+  /* The selection moves `step` hops along its flow (Perfetto's ] and [); the view moves only as far as it takes
+     to show both ends of the hop. */
+  Timeline.prototype.followFlow = function (step) {
+    var flow = this.flow;
+    if (!flow) return Promise.resolve();
+    var to = flow.index + step;
+    if (to < 0 || to >= flow.members.length) return Promise.resolve();
+    var from = flow.members[flow.index], target = flow.members[to];
+    var v = this.view(), lo = Math.min(from.start, target.start) / PS_PER_MS;
+    var hi = Math.max(from.start + from.dur, target.start + target.dur) / PS_PER_MS;
+    var keep = lo >= v[0] && hi <= v[1];
+    if (!keep) {  // the same zoom where both ends fit, else zoomed out just enough
+      var width = Math.max(v[1] - v[0], (hi - lo) * 1.2), mid = (lo + hi) / 2;
+      this.setView(mid - width / 2, mid + width / 2);
+    }
+    this.flow = { id: flow.id, members: flow.members, at: target.key, index: to };
+    return this.goTo(target, true);
+  };
+
+  Timeline.prototype.yOf = function (track, level) {
+    var e = this.tracks[track].renderEngine;
+    return e.position - this.scroller.scrollTop + (e.collapsed ? 0 : level * (BLOCK + 1) + BLOCK / 2);
+  };
+
+  Timeline.prototype.drawFlow = function (ctx) {
+    var m = this.flow.members, drawn = 0;
+    ctx.strokeStyle = "rgba(130,80,223,0.95)";
+    ctx.fillStyle = "rgba(130,80,223,0.95)";
+    ctx.lineWidth = 1.5;
+    for (var i = 0; i + 1 < m.length; i++) {
+      var a = m[i], b = m[i + 1];
+      var x0 = this.xOf((a.start + a.dur) / PS_PER_MS), y0 = this.yOf(a.track, a.level);
+      var x1 = this.xOf(b.start / PS_PER_MS), y1 = this.yOf(b.track, b.level);
+      if (b.start < a.start + a.dur) x0 = this.xOf(b.start / PS_PER_MS);  // a hop out of a still running event
+      ctx.beginPath();
+      ctx.moveTo(x0, y0);
+      var mid = (x0 + x1) / 2;
+      ctx.bezierCurveTo(mid, y0, mid, y1, x1, y1);
+      ctx.stroke();
+      ctx.beginPath();  // the arrowhead, at the receiving end
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - 7, y1 - 4);
+      ctx.lineTo(x1 - 7, y1 + 4);
+      ctx.fill();
+      drawn++;
+    }
+    this.root.dataset.flowArrows = String(drawn);
   };
 
   // ---- area selection ------------------------------------------------------------------------
@@ -1001,7 +1126,9 @@
       return;
     }
     this.area = null;  // a clicked event replaces the area selection, as in Perfetto
-    this.selected = { key: eventKey(plugin.trackIndex, node), plugin: plugin, node: node };
+    var key = eventKey(plugin.trackIndex, node);
+    if (!this.flow || this.flow.at !== key) { this.flow = null; delete this.root.dataset.flow; }
+    this.selected = { key: key, plugin: plugin, node: node };
     this.showDetails(plugin, node);
     this.writeHash();
     this.drawOverlay();
@@ -1120,6 +1247,7 @@
       args.appendChild(table);
       args.dataset.event = JSON.stringify(obj);
       self.root.dataset.argsReady = self.detailsShownFor;
+      if (obj.bind_id !== undefined) self.showFlow(eventKey(plugin.trackIndex, node), obj.bind_id, panel);
     }).catch(function (err) { args.textContent = "Arguments could not be loaded: " + err.message; });
   };
 
@@ -1413,6 +1541,7 @@
     if (down && key === "m") { this.markSelection(); return; }
     if (down && (key === "1" || key === "2")) { this.setMouseMode(key === "1" ? "select" : "pan"); return; }
     if (down && key === "escape") { this.clearArea(); return; }
+    if (down && (key === "]" || key === "[")) { this.followFlow(key === "]" ? 1 : -1); return; }
     if ("wasd".indexOf(key) < 0 || key.length !== 1) return;
     e.preventDefault();
     if (!down) { delete this.held[key]; return; }

@@ -510,6 +510,54 @@ def test_a_host_launch_shows_its_flow_to_the_device_and_keys_follow_it(tpu_site,
     assert console_errors(driver) == []
 
 
+def test_pinned_tracks_and_hidden_processes_are_kept_in_the_link(site, driver, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = "gpu_multi_worker"
+    page = site / run / "trace.html"
+    _open(driver, page)
+    index = read_index(site / run / "trace" / driver.execute_script(
+        "return document.querySelector('section:not([hidden]) [data-timeline]').dataset.host") / "timeline")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    compute = next(k for k, t in enumerate(index["tracks"]) if t["title"] == "Stream #134(Compute)")
+    first_process = index["tracks"][0]["process"]
+    hidden = [k for k, t in enumerate(index["tracks"]) if t["process"] == first_process]
+    assert compute not in hidden
+
+    def layout() -> dict:
+        return driver.execute_script(f"""
+          var tl = {tl}, drawn = tl.tracks.filter(p => tl.drawnTrack(p.trackIndex));
+          drawn.sort((a, b) => a.renderEngine.position - b.renderEngine.position);
+          return {{order: drawn.map(p => p.trackIndex), hash: location.hash, selected: tl.root.dataset.selected || null,
+                  nodes: tl.tracks[arguments[0]].flatTree.length}};""", compute)
+
+    before = layout()
+    assert before["order"] == list(range(len(index["tracks"])))
+    driver.execute_script(f"var tl = {tl}, p = tl.tracks[arguments[0]]; tl.select(p, p.flatTree[3]);", compute)
+    selected = driver.execute_script(f"return {tl}.root.dataset.selected")
+    driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-pin]").click()
+    pinned = layout()
+    assert pinned["order"][0] == compute and sorted(pinned["order"]) == before["order"]
+    assert pinned["selected"] == selected and pinned["nodes"] == before["nodes"]  # same data, same selection
+    # Hide the first process from one of its events' details.
+    driver.execute_script(f"var tl = {tl}, p = tl.tracks[arguments[0]]; tl.select(p, p.flatTree[0]);", hidden[0])
+    driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-hide]").click()
+    WebDriverWait(driver, 10).until(lambda d: "hide=0" in d.execute_script("return location.hash"))
+    shown = layout()
+    assert shown["order"][0] == compute and not set(hidden) & set(shown["order"])
+    assert len(shown["order"]) == len(index["tracks"]) - len(hidden)
+    assert f"pin={compute}" in shown["hash"] and "hide=0" in shown["hash"]
+    _shot(driver, tmp_path, "timeline-pinned.png")
+    # The link opens the same layout.
+    driver.get("about:blank")
+    _open(driver, page, shown["hash"])
+    assert layout()["order"] == shown["order"]
+    driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-layout] button").click()
+    assert layout()["order"] == before["order"]
+    assert console_errors(driver) == []
+
+
 def test_zoom_to_a_step(site, driver, tmp_path):
     run = "tf_keras_input_bound"
     page = site / run / "trace.html"

@@ -230,6 +230,8 @@
     this.ruler = root.querySelector("[data-timeline-ruler]");
     this.overlay = root.querySelector("[data-timeline-overlay]");
     this.marks = [];          // marked times (ms), in the order they were set: the last two are measured
+    this.pinned = [];         // track indices pinned to the top, in pin order
+    this.hidden = [];         // process ordinals (in the index's order) not drawn
     this.origin = null;       // the step whose start the ruler counts from, else the capture's start
     this.status = root.querySelector("[data-timeline-status]");
     this.details = root.querySelector("[data-timeline-details]");
@@ -248,6 +250,12 @@
     this.started = loadScript(this.host, this.base, "index").then(function (entry) {
       self.index = entry.payload;
       performance.mark("timeline-index");
+      var hash = parseHash();
+      if (!hash.host || hash.host === self.host) {
+        var ints = function (text) { return (text || "").split(",").filter(Boolean).map(Number).filter(isFinite); };
+        self.pinned = ints(hash.pin);
+        self.hidden = ints(hash.hide);
+      }
       self.build();
       performance.mark("timeline-built");
       self.openDefault();
@@ -311,27 +319,41 @@
       stepsToggle.getPrevEngine = function () { return { flexible: false }; };
       plugins.push(stepsToggle, stepsPlugin);
     }
-    this.tracks = [];
-    var byProcess = [];
+    // Every track has its plugin (this.tracks[k], k its index in the index), drawn or not: pinned tracks go first
+    // under their own header, then each process not hidden with the rest of its tracks.
+    this.tracks = index.tracks.map(function (track, k) {
+      var plugin = new TrackPlugin(track, span);
+      plugin.trackIndex = k;
+      plugin.on("select", function (e) { self.onSelect(plugin, e.node); });
+      return plugin;
+    });
+    var processes = [];
     index.tracks.forEach(function (track, k) {
-      var last = byProcess[byProcess.length - 1];
-      if (!last || last.process !== track.process) byProcess.push(last = { process: track.process, tracks: [] });
+      var last = processes[processes.length - 1];
+      if (!last || last.process !== track.process) processes.push(last = { process: track.process, tracks: [] });
       last.tracks.push(k);
     });
-    byProcess.forEach(function (group) {
+    this.processes = processes;
+    var pinned = this.pinned.filter(function (k) { return k >= 0 && k < index.tracks.length; });
+    var groups = [];
+    if (pinned.length) groups.push({ process: "Pinned tracks", tracks: pinned });
+    processes.forEach(function (group, i) {
+      if (self.hidden.indexOf(i) >= 0) return;
+      var rest = group.tracks.filter(function (k) { return pinned.indexOf(k) < 0; });
+      if (rest.length) groups.push({ process: group.process, tracks: rest });
+    });
+    var byProcess = groups;
+    groups.forEach(function (group) {
       var members = [];
       var header = new ProcessToggle(group.process, members);
       header.onToggle = function () { self.relayout(); };
       plugins.push(header);
       group.tracks.forEach(function (k) {
-        var track = index.tracks[k];
-        var toggle = new fc.TogglePlugin(track.title + "  ·  " + fmtInt(track.events) + " events");
-        var plugin = new TrackPlugin(track, span);
-        plugin.trackIndex = k;
-        plugin.on("select", function (e) { self.onSelect(plugin, e.node); });
+        var track = index.tracks[k], plugin = self.tracks[k];
+        var toggle = new fc.TogglePlugin((pinned.indexOf(k) >= 0 ? track.process + " · " : "") + track.title +
+                                         "  ·  " + fmtInt(track.events) + " events");
         members.push(toggle, plugin);
         plugins.push(toggle, plugin);
-        self.tracks.push(plugin);
       });
     });
     this.plugins = plugins;
@@ -354,6 +376,8 @@
     engine.timeGrid.forEachTime = function (callback) {
       self.ticks().list.forEach(function (t) { callback(engine.timeToPosition(t.ms), t.ms); });
     };
+    if (this.wired) return;  // the page's own listeners, once (a rebuilt chart keeps them)
+    this.wired = true;
     this.scroller.addEventListener("scroll", function () { self.drawOverlay(); });
     this.scroller.addEventListener("mousemove", function (e) { self.pointerMs = self.timeAt(e.clientX); });
     this.scroller.addEventListener("mouseleave", function () { self.pointerMs = undefined; });
@@ -361,7 +385,49 @@
     this.wireControls();
     this.wireArea();
     this.relayout();
+    this.showLayout();
     window.addEventListener("resize", function () { self.relayout(); });
+  };
+
+  /* Pinned tracks and hidden processes are a layout of the chart's plugins: the chart is built again with the
+     same view, data and selection (flame-chart-js cannot move a plugin). They go into the URL like the view. */
+  Timeline.prototype.setLayout = function (pinned, hidden) {
+    var view = this.view(), sel = this.selected && this.selected.key;
+    this.pinned = pinned;
+    this.hidden = hidden;
+    this.chart.interactionsEngine.destroy();
+    this.build();
+    this.relayout();
+    this.setView(view[0], view[1]);
+    if (this.lastShown) this.show(this.lastShown.sets, this.lastShown.want);
+    if (sel) {
+      this.pendingSelect = sel;
+      this.selected = null;
+      this.reselect();
+    }
+    this.showLayout();
+    this.writeHash();
+  };
+
+  Timeline.prototype.showLayout = function () {
+    var box = this.root.querySelector("[data-timeline-layout]"), self = this;
+    this.root.dataset.pinned = this.pinned.join(",");
+    this.root.dataset.hiddenProcesses = this.hidden.join(",");
+    if (!box) return;
+    box.hidden = !this.pinned.length && !this.hidden.length;
+    box.innerHTML = "";
+    var parts = [];
+    if (this.pinned.length) parts.push(fmtInt(this.pinned.length) + " pinned");
+    if (this.hidden.length) {
+      parts.push(fmtInt(this.hidden.length) + " process" + (this.hidden.length === 1 ? "" : "es") + " hidden (" +
+        this.hidden.map(function (i) { return self.processes[i] ? self.processes[i].process : i; }).join(", ") + ")");
+    }
+    box.appendChild(document.createTextNode(parts.join(", ") + " "));
+    var b = document.createElement("button");
+    b.type = "button";
+    b.textContent = "Show all";
+    b.addEventListener("click", function () { self.setLayout([], []); });
+    box.appendChild(b);
   };
 
   Timeline.prototype.fullHeight = function () {
@@ -500,6 +566,7 @@
     }, this);
     this.drawn = drawn;
     this.mode = want;
+    this.lastShown = { sets: sets, want: want };
     this.reselect();
     this.chart.render();
     var where = lod
@@ -781,7 +848,13 @@
     return this.goTo(target, true);
   };
 
+  Timeline.prototype.drawnTrack = function (k) {
+    var p = this.tracks[k];
+    return p && p.renderEngine && this.plugins.indexOf(p) >= 0 ? p : null;
+  };
+
   Timeline.prototype.yOf = function (track, level) {
+    if (!this.drawnTrack(track)) return NaN;  // a hidden process's track: no end to draw there
     var e = this.tracks[track].renderEngine;
     return e.position - this.scroller.scrollTop + (e.collapsed ? 0 : level * (BLOCK + 1) + BLOCK / 2);
   };
@@ -793,6 +866,7 @@
     ctx.lineWidth = 1.5;
     for (var i = 0; i + 1 < m.length; i++) {
       var a = m[i], b = m[i + 1];
+      if (!this.drawnTrack(a.track) || !this.drawnTrack(b.track)) continue;
       var x0 = this.xOf((a.start + a.dur) / PS_PER_MS), y0 = this.yOf(a.track, a.level);
       var x1 = this.xOf(b.start / PS_PER_MS), y1 = this.yOf(b.track, b.level);
       if (b.start < a.start + a.dur) x0 = this.xOf(b.start / PS_PER_MS);  // a hop out of a still running event
@@ -828,12 +902,13 @@
     var lo = Math.min(y0, y1), hi = Math.max(y0, y1);
     return this.tracks.filter(function (p) {
       var e = p.renderEngine;
+      if (!e || this.plugins.indexOf(p) < 0) return false;
       return !e.collapsed && e.height > 0 && e.position <= hi && e.position + e.height >= lo;
-    }).map(function (p) { return p.trackIndex; });
+    }, this).map(function (p) { return p.trackIndex; });
   };
 
   Timeline.prototype.wireArea = function () {
-    var self = this, ie = this.chart.interactionsEngine, drag = null;
+    var self = this, drag = null;
     this.setMouseMode("pan");
     this.root.querySelectorAll("[data-timeline-mode]").forEach(function (b) {
       b.addEventListener("click", function () { self.setMouseMode(b.dataset.timelineMode); });
@@ -867,8 +942,8 @@
       var area = self.dragArea;
       self.dragArea = null;
       if (!was.moved) {  // a click: flame-chart-js selects what is under the pointer, as without the mode
-        ie.handleMouseDown();
-        ie.handleMouseUp();
+        self.chart.interactionsEngine.handleMouseDown();
+        self.chart.interactionsEngine.handleMouseUp();
         return;
       }
       if (area && area.tracks.length && area.t1 > area.t0) self.selectArea(area);
@@ -880,6 +955,7 @@
     var x0 = this.xOf(area.t0), x1 = this.xOf(area.t1), top = this.scroller.scrollTop, self = this;
     ctx.fillStyle = "rgba(9,105,218,0.12)";
     area.tracks.forEach(function (k) {
+      if (!self.drawnTrack(k)) return;
       var e = self.tracks[k].renderEngine;
       ctx.fillRect(x0, e.position - top, x1 - x0, e.height);
     });
@@ -892,6 +968,7 @@
     ctx.strokeStyle = "#cf222e";
     ctx.lineWidth = 2;
     area.tracks.forEach(function (k) {
+      if (!self.drawnTrack(k)) return;
       var plugin = self.tracks[k], e = plugin.renderEngine;
       plugin.flatTree.forEach(function (node) {
         var src = node.source;
@@ -1106,12 +1183,18 @@
     if (!this.area) return;
     this.area = null;
     this.highlight = null;
+    this.clearDetails();
+    this.drawOverlay();
+  };
+
+  Timeline.prototype.clearDetails = function () {
     this.details.innerHTML = "";
+    this.detailsShownFor = null;
+    delete this.root.dataset.selected;
     var p = document.createElement("p");
     p.className = "muted";
     p.textContent = "Click an event for its details.";
     this.details.appendChild(p);
-    this.drawOverlay();
   };
 
   // ---- selection and details -----------------------------------------------------------------
@@ -1139,6 +1222,7 @@
     plugin.selectedRegion = { data: node, type: "node" };
     this.onSelect(plugin, node);
     this.chart.render();
+    if (!this.drawnTrack(plugin.trackIndex)) return;
     var top = plugin.renderEngine.position + node.level * (BLOCK + 1);
     if (top < this.scroller.scrollTop || top > this.scroller.scrollTop + this.scroller.clientHeight - 40) {
       this.scroller.scrollTop = Math.max(0, top - 60);
@@ -1209,6 +1293,31 @@
     focus.textContent = "Zoom to this event (F)";
     focus.addEventListener("click", function () { self.focusSelected(); });
     buttons.appendChild(focus);
+    var k = plugin.trackIndex, isPinned = this.pinned.indexOf(k) >= 0;
+    var pin = document.createElement("button");
+    pin.type = "button";
+    pin.dataset.timelinePin = "";
+    pin.textContent = isPinned ? "Unpin this track" : "Pin this track to the top";
+    pin.addEventListener("click", function () {
+      self.setLayout(isPinned ? self.pinned.filter(function (x) { return x !== k; }) : self.pinned.concat([k]), self.hidden);
+    });
+    buttons.appendChild(document.createTextNode(" "));
+    buttons.appendChild(pin);
+    var ordinal = -1;
+    this.processes.forEach(function (g, i) { if (g.tracks.indexOf(k) >= 0) ordinal = i; });
+    var hide = document.createElement("button");
+    hide.type = "button";
+    hide.dataset.timelineHide = "";
+    hide.textContent = "Hide process " + track.process;
+    hide.addEventListener("click", function () {
+      self.selected = null;
+      self.flow = null;
+      self.clearDetails();  // its event is not drawn any more
+      self.setLayout(self.pinned.filter(function (x) { return self.processes[ordinal].tracks.indexOf(x) < 0; }),
+                     self.hidden.concat([ordinal]));
+    });
+    buttons.appendChild(document.createTextNode(" "));
+    buttons.appendChild(hide);
     panel.appendChild(buttons);
     var args = document.createElement("div");
     args.dataset.timelineArgs = "";
@@ -1570,6 +1679,8 @@
     if (!this.ready || !this.active() || !window.history || !history.replaceState) return;
     var v = this.view(), parts = ["host=" + encodeURIComponent(this.host), "t0=" + v[0].toFixed(6), "t1=" + v[1].toFixed(6)];
     if (this.selected) parts.push("sel=" + this.selected.key);
+    if (this.pinned.length) parts.push("pin=" + this.pinned.join(","));
+    if (this.hidden.length) parts.push("hide=" + this.hidden.join(","));
     history.replaceState(null, "", "#" + parts.join("&"));
   };
 

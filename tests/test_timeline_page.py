@@ -558,6 +558,27 @@ def test_pinned_tracks_and_hidden_processes_are_kept_in_the_link(site, driver, t
     assert console_errors(driver) == []
 
 
+def test_tracks_off_screen_are_drawn_once_scrolled_to(tpu_site, driver):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = "tpu_inference_2"
+    _open(driver, tpu_site / run / "trace.html")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    # The host's last track with events in the view, far below the first screen: no bar of it is drawn (flame-chart-js
+    # registers a hit region for each bar it draws), until the tracks are scrolled to it.
+    state = driver.execute_script(f"""
+      var tl = {tl}, v = tl.view();
+      var p = tl.tracks.filter(p => p.flatTree.some(n => n.source.start < v[1] &&
+                                                        n.source.start + n.source.duration > v[0])).pop();
+      return {{k: p.trackIndex, position: p.renderEngine.position, screen: tl.scroller.clientHeight,
+              regions: p.interactionsEngine.hitRegions.length}};""")
+    assert state["position"] > 3 * state["screen"] and state["regions"] == 0
+    driver.execute_script(f"var tl = {tl}; tl.scroller.scrollTop = arguments[0] - 50;", state["position"])
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+        f"return {tl}.tracks[arguments[0]].interactionsEngine.hitRegions.length", state["k"]) > 0)
+    assert console_errors(driver) == []
+
+
 def test_zoom_to_a_step(site, driver, tmp_path):
     run = "tf_keras_input_bound"
     page = site / run / "trace.html"

@@ -185,6 +185,9 @@
       if (before !== this.renderEngine.parent.positionX) this.renderEngine.parent.render();
     }
     render() {
+      // A track outside the scrolled-to part of the canvas (and a screen around it) is not drawn: most of a
+      // device's tracks are off screen, and drawing them cost most of each frame. Scrolling draws again.
+      if (this.onScreen && !this.onScreen(this)) return true;
       super.render();
       var threads = this.track.threads;
       if (threads.length > 1) {  // a pool: name each thread at its first level
@@ -319,11 +322,16 @@
       stepsToggle.getPrevEngine = function () { return { flexible: false }; };
       plugins.push(stepsToggle, stepsPlugin);
     }
+    var onScreen = function (plugin) {
+      var e = plugin.renderEngine, top = self.scroller.scrollTop, h = self.scroller.clientHeight || 600;
+      return e.position + e.height >= top - h && e.position <= top + 2 * h;
+    };
     // Every track has its plugin (this.tracks[k], k its index in the index), drawn or not: pinned tracks go first
     // under their own header, then each process not hidden with the rest of its tracks.
     this.tracks = index.tracks.map(function (track, k) {
       var plugin = new TrackPlugin(track, span);
       plugin.trackIndex = k;
+      plugin.onScreen = onScreen;
       plugin.on("select", function (e) { self.onSelect(plugin, e.node); });
       return plugin;
     });
@@ -371,14 +379,28 @@
     });
     // Redraw the chosen data after any view change (wheel, drag, keys, setZoom).
     var engine = this.chart.renderEngine, render = engine.render.bind(engine);
-    engine.render = function (prepare) { render(prepare); self.viewChanged(); self.drawRuler(); self.drawOverlay(); };
+    engine.render = function (prepare) {
+      self.drawnFor = self.scroller.scrollTop;
+      render(prepare);
+      self.viewChanged();
+      self.drawRuler();
+      self.drawOverlay();
+    };
     // The grid lines in the tracks fall on the ruler's ticks (flame-chart-js's own fall on powers of two of the span).
     engine.timeGrid.forEachTime = function (callback) {
       self.ticks().list.forEach(function (t) { callback(engine.timeToPosition(t.ms), t.ms); });
     };
     if (this.wired) return;  // the page's own listeners, once (a rebuilt chart keeps them)
     this.wired = true;
-    this.scroller.addEventListener("scroll", function () { self.drawOverlay(); });
+    this.scroller.addEventListener("scroll", function () {
+      self.drawOverlay();
+      // Tracks scrolled into view are drawn (off-screen ones were skipped), once per frame at most.
+      var top = self.scroller.scrollTop, h = self.scroller.clientHeight;
+      if (self.drawnFor === undefined || Math.abs(top - self.drawnFor) > h / 2) {
+        self.drawnFor = top;
+        self.chart.renderEngine.render();
+      }
+    });
     this.scroller.addEventListener("mousemove", function (e) { self.pointerMs = self.timeAt(e.clientX); });
     this.scroller.addEventListener("mouseleave", function () { self.pointerMs = undefined; });
     if (this.ruler) this.ruler.addEventListener("click", function (e) { self.rulerClick(e.clientX); });
@@ -1659,7 +1681,8 @@
     var self = this, last = performance.now();
     if (this.keyLoop) return;
     function tick(now) {
-      var dt = Math.min(now - last, 50);
+      // Wall time, not frames: a slow frame zooms as far as the time it took (capped at 1 s, a tab in the background).
+      var dt = Math.min(now - last, 1000);
       last = now;
       var keys = Object.keys(self.held);
       if (!keys.length) { self.keyLoop = null; return; }

@@ -558,6 +558,47 @@ def test_pinned_tracks_and_hidden_processes_are_kept_in_the_link(site, driver, t
     assert console_errors(driver) == []
 
 
+def test_all_flows_in_view_by_category(tpu_site, driver, tmp_path):
+    from collections import defaultdict
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = host = "tpu_inference_2"
+    doc = read_chunk(tpu_site / run / "trace" / host / f"{host}-000.json.gz")
+    flows = defaultdict(list)
+    for e in doc["traceEvents"]:
+        if "bind_id" in e:
+            flows[e["bind_id"]].append(e)
+    hops = []  # (category, from ps, to ps): each hop's time across the view, as the page counts it
+    for members in flows.values():
+        members.sort(key=lambda e: e["ts"])
+        for a, b in zip(members, members[1:]):
+            t0 = min(round((a["ts"] + a["dur"]) * 1e6), round(b["ts"] * 1e6))
+            hops.append((members[0].get("cat", ""), t0, max(t0, round(b["ts"] * 1e6))))
+    _open(driver, tpu_site / run / "trace.html")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-all-flows]").click()
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.allFlowHops") is not None)
+
+    def in_view(cat: str = "") -> int:
+        v = driver.execute_script(f"return {tl}.view()")
+        p0, p1 = v[0] * 1e9, v[1] * 1e9
+        return sum(1 for c, t0, t1 in hops if (not cat or c == cat) and t0 <= p1 and t1 >= p0)
+
+    for cat in ("", "tpu_launch"):
+        if cat:
+            Select(driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-flow-cat]")) \
+                .select_by_value(cat)
+        counts = driver.execute_script(f"var r = {tl}.root; return [+r.dataset.allFlowHops, +r.dataset.allFlowArrows]")
+        expected = in_view(cat)
+        assert counts[0] == expected > 0, cat
+        assert counts[1] == min(expected, (expected + (-(-expected // 400)) - 1) // (-(-expected // 400)))
+    _shot(driver, tmp_path, "timeline-all-flows.png")
+    assert console_errors(driver) == []
+
+
 def test_tracks_off_screen_are_drawn_once_scrolled_to(tpu_site, driver):
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -720,6 +720,8 @@
   Timeline.prototype.drawOverlay = function () {
     var c = this.overlay;
     if (!c || !this.chart) return;
+    // The stage's height follows the toolbar above it (it wraps as controls appear): the overlay follows it.
+    if (c.height !== this.scroller.clientHeight) c.height = this.scroller.clientHeight;
     var ctx = c.getContext("2d"), self = this, h = c.height;
     ctx.clearRect(0, 0, c.width, h);
     var measured = this.measure();
@@ -731,6 +733,7 @@
     this.marks.forEach(function (ms) { ctx.fillRect(Math.round(self.xOf(ms)), 0, 1, h); });
     var area = this.area || this.dragArea;
     if (area) this.drawArea(ctx, area, h);
+    if (this.allFlows) this.drawAllFlows(ctx);
     if (this.flow) this.drawFlow(ctx);
   };
 
@@ -881,14 +884,7 @@
     return e.position - this.scroller.scrollTop + (e.collapsed ? 0 : level * (BLOCK + 1) + BLOCK / 2);
   };
 
-  Timeline.prototype.drawFlow = function (ctx) {
-    var m = this.flow.members, drawn = 0;
-    ctx.strokeStyle = "rgba(130,80,223,0.95)";
-    ctx.fillStyle = "rgba(130,80,223,0.95)";
-    ctx.lineWidth = 1.5;
-    for (var i = 0; i + 1 < m.length; i++) {
-      var a = m[i], b = m[i + 1];
-      if (!this.drawnTrack(a.track) || !this.drawnTrack(b.track)) continue;
+  Timeline.prototype.drawHop = function (ctx, a, b) {
       var x0 = this.xOf((a.start + a.dur) / PS_PER_MS), y0 = this.yOf(a.track, a.level);
       var x1 = this.xOf(b.start / PS_PER_MS), y1 = this.yOf(b.track, b.level);
       if (b.start < a.start + a.dur) x0 = this.xOf(b.start / PS_PER_MS);  // a hop out of a still running event
@@ -902,9 +898,74 @@
       ctx.lineTo(x1 - 7, y1 - 4);
       ctx.lineTo(x1 - 7, y1 + 4);
       ctx.fill();
+  };
+
+  Timeline.prototype.drawFlow = function (ctx) {
+    var m = this.flow.members, drawn = 0;
+    ctx.strokeStyle = "rgba(130,80,223,0.95)";
+    ctx.fillStyle = "rgba(130,80,223,0.95)";
+    ctx.lineWidth = 1.5;
+    for (var i = 0; i + 1 < m.length; i++) {
+      if (!this.drawnTrack(m[i].track) || !this.drawnTrack(m[i + 1].track)) continue;
+      this.drawHop(ctx, m[i], m[i + 1]);
       drawn++;
     }
     this.root.dataset.flowArrows = String(drawn);
+  };
+
+  var MAX_FLOW_HOPS = 400;  // "all flows" draws at most this many hops; past it, every n-th one (and says so)
+
+  /* Every hop of the capture's flows that crosses the view (of the chosen category), as XProf and Perfetto
+     draw them all on request; thinned evenly at low zoom so that the tracks stay readable. */
+  Timeline.prototype.drawAllFlows = function (ctx) {
+    var hops = this.allFlows.hops, cat = this.allFlows.cat, v = this.view(), p0 = v[0] * PS_PER_MS, p1 = v[1] * PS_PER_MS;
+    var inView = [];
+    for (var i = 0; i < hops.length; i++) {
+      var h = hops[i];
+      if ((cat && h[0].cat !== cat) || h[2] > p1 || h[3] < p0) continue;  // its category, its time across the view
+      if (!this.drawnTrack(h[0].track) || !this.drawnTrack(h[1].track)) continue;
+      inView.push(h);
+    }
+    var stride = Math.max(1, Math.ceil(inView.length / MAX_FLOW_HOPS)), drawn = 0;
+    ctx.strokeStyle = "rgba(130,80,223,0.45)";
+    ctx.fillStyle = "rgba(130,80,223,0.45)";
+    ctx.lineWidth = 1;
+    for (var j = 0; j < inView.length; j += stride) { this.drawHop(ctx, inView[j][0], inView[j][1]); drawn++; }
+    this.root.dataset.allFlowHops = String(inView.length);
+    this.root.dataset.allFlowArrows = String(drawn);
+    var note = this.root.querySelector("[data-timeline-flows-note]");
+    if (note) {
+      note.textContent = inView.length > drawn ? fmtInt(drawn) + " of " + fmtInt(inView.length) + " hops (thinned; zoom in for all)"
+                                               : fmtInt(drawn) + " hops";
+    }
+  };
+
+  Timeline.prototype.setAllFlows = function (on, cat) {
+    var self = this;
+    if (!on) { this.allFlows = null; this.drawOverlay(); return Promise.resolve(); }
+    return this.flowIndex().then(function (flows) {
+      var hops = [], cats = {};
+      Object.keys(flows).forEach(function (id) {
+        var m = flows[id];
+        if (m.length > 1) cats[m[0].cat] = (cats[m[0].cat] || 0) + 1;
+        for (var i = 0; i + 1 < m.length; i++) {
+          var a = m[i], b = m[i + 1], t0 = Math.min(a.start + a.dur, b.start);
+          hops.push([a, b, t0, Math.max(t0, b.start)]);
+        }
+      });
+      self.allFlows = { hops: hops, cat: cat || "" };
+      var select = self.root.querySelector("[data-timeline-flow-cat]");
+      if (select && select.options.length <= 1) {  // XProf's flow categories, as the capture names them
+        Object.keys(cats).sort().forEach(function (c) {
+          var o = document.createElement("option");
+          o.value = c;
+          o.textContent = (c || "(none)") + " (" + fmtInt(cats[c]) + ")";
+          select.appendChild(o);
+        });
+        select.hidden = false;
+      }
+      self.drawOverlay();
+    });
   };
 
   // ---- area selection ------------------------------------------------------------------------
@@ -1618,6 +1679,12 @@
         if (e.key === "Enter") { e.preventDefault(); self.findStep(e.shiftKey ? -1 : 1); }
       });
       search.addEventListener("input", function () { self.found = null; self.showMatches(); });
+    }
+    var allFlows = root.querySelector("[data-timeline-all-flows]"), flowCat = root.querySelector("[data-timeline-flow-cat]");
+    if (allFlows) {
+      var flowsChanged = function () { self.setAllFlows(allFlows.checked, flowCat ? flowCat.value : ""); };
+      allFlows.addEventListener("change", flowsChanged);
+      if (flowCat) flowCat.addEventListener("change", flowsChanged);
     }
     var filter = root.querySelector("[data-timeline-track-filter]");
     if (filter) {

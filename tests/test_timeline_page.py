@@ -148,8 +148,9 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     details = driver.execute_script("""
       var panel = document.querySelector('section:not([hidden]) [data-timeline-details]');
       return {name: panel.querySelector('h4').textContent,
-              start: panel.querySelector('[data-field=start_us]').textContent,
-              dur: panel.querySelector('[data-field=dur_us]').textContent,
+              start: panel.querySelector('[data-field=file_times]').dataset.ts,
+              dur: panel.querySelector('[data-field=file_times]').dataset.dur,
+              shown: panel.querySelector('[data-field=start]').textContent,
               event: JSON.parse(panel.querySelector('[data-timeline-args]').dataset.event),
               text: panel.textContent, hidden: panel.hidden};
     """)
@@ -161,8 +162,10 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     assert len(matches) == 1
     event = matches[0]
     assert details["event"] == event
-    assert details["start"].startswith(f"{event['ts']:.6f}".rstrip("0").rstrip("."))
-    assert details["dur"].startswith(f"{event['dur']:.6f}".rstrip("0").rstrip("."))
+    assert details["start"] == f"{event['ts']:.6f}".rstrip("0").rstrip(".")
+    assert details["dur"] == f"{event['dur']:.6f}".rstrip("0").rstrip(".")
+    # On screen, from the start of the step the page opened on, to about a thousandth of the event's duration.
+    assert re.fullmatch(r"[+−][0-9,]+(\.[0-9]+)? (s|ms|µs|ns) from step \d+ start", details["shown"]), details["shown"]
     for key, value in event.get("args", {}).items():
         assert f"args.{key}" in details["text"] and str(value) in details["text"]
     _shot(driver, tmp_path, "timeline-gpu-selected.png")
@@ -181,6 +184,447 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     panned = driver.execute_script("return document.querySelector('section:not([hidden]) [data-timeline]')"
                                    ".timeline.view()")
     assert panned[0] > after[0]
+    assert console_errors(driver) == []
+
+
+def test_ruler_units_follow_the_zoom_details_dock_below_and_marks_measure(site, driver, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    run = "gpu_multi_worker"
+    _open(driver, site / run / "trace.html")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    units = {}
+    for width_ms in (400.0, 0.4, 0.0004):
+        ruler = driver.execute_script(f"""
+          var tl = {tl}, mid = (tl.span[0] + tl.span[1]) / 2;
+          tl.setView(mid - arguments[0] / 2, mid + arguments[0] / 2);
+          var t = tl.ticks();
+          return {{unit: tl.root.dataset.rulerUnit, labels: t.list.map(x => x.label), step: t.step}};""", width_ms)
+        assert len(ruler["labels"]) >= 5 and all(label.endswith(" " + ruler["unit"]) for label in ruler["labels"])
+        units[width_ms] = ruler["unit"]
+    assert units == {400.0: "ms", 0.4: "µs", 0.0004: "ns"}
+
+    # Scrolling the tracks leaves the ruler where it is, above them; canvas and details share the first screen.
+    layout = driver.execute_script(f"""
+      var tl = {tl}, before = tl.ruler.getBoundingClientRect().top;
+      tl.scroller.scrollTop = 400;
+      var ruler = tl.ruler.getBoundingClientRect(), stage = tl.scroller.getBoundingClientRect();
+      var details = tl.details.getBoundingClientRect();
+      return {{moved: ruler.top - before, above: ruler.bottom <= stage.top + 1, scrolled: tl.scroller.scrollTop,
+              stage: stage.height, details: details.height, bottom: details.bottom, screen: window.innerHeight}};""")
+    assert layout["moved"] == 0 and layout["above"] and layout["scrolled"] > 0
+    assert layout["stage"] >= 200 and layout["details"] >= 80 and layout["bottom"] <= layout["screen"], layout
+
+    # M marks the selected event's start and end: the measure is its duration; a click on the ruler adds a mark.
+    event = driver.execute_script(f"""
+      var tl = {tl}, plugin = tl.tracks.find(p => p.track.title === 'Stream #134(Compute)'), node = plugin.flatTree[40];
+      tl.select(plugin, node);
+      tl.setView(node.source.start - node.source.duration, node.source.start + 2 * node.source.duration);
+      document.activeElement && document.activeElement.blur();
+      return {{dps: node.source.dps, start: node.source.start}};""")
+    ActionChains(driver).send_keys("m").perform()
+    assert int(driver.execute_script(f"return {tl}.root.dataset.measurePs")) == pytest.approx(event["dps"], abs=2)
+    point = driver.execute_script(f"""
+      var tl = {tl}, rect = tl.ruler.getBoundingClientRect();
+      return {{x: rect.left + tl.xOf(tl.view()[1]) - 20, y: rect.top + rect.height / 2}};""")
+    for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": kind, "x": point["x"], "y": point["y"],
+                                                            "button": "left", "clickCount": 1})
+    marks = driver.execute_script(f"var tl = {tl}; return [tl.marks, tl.view(), +tl.root.dataset.measurePs, "
+                                  "tl.root.querySelector('[data-timeline-measure]').textContent]")
+    assert len(marks[0]) == 3 and marks[0][1] < marks[0][2] <= marks[1][1]
+    assert marks[2] == pytest.approx((marks[0][2] - marks[0][1]) * 1e9, abs=2)
+    assert marks[3].startswith("3 marks; the last two ")
+    _shot(driver, tmp_path, "timeline-ruler-marks.png")
+    assert console_errors(driver) == []
+
+
+def _drag(driver, x0: float, y0: float, x1: float, y1: float, modifiers: int = 0) -> None:
+    """A real drag through the browser's input pipeline (8: Shift held)."""
+    def send(kind: str, x: float, y: float, buttons: int) -> None:
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left",
+                                                            "buttons": buttons, "clickCount": 1,
+                                                            "modifiers": modifiers})
+    send("mouseMoved", x0, y0, 0)
+    send("mousePressed", x0, y0, 1)
+    for i in range(1, 9):
+        send("mouseMoved", x0 + (x1 - x0) * i / 8, y0 + (y1 - y0) * i / 8, 1)
+    send("mouseReleased", x1, y1, 0)
+
+
+def _area_in_python(folder: Path, index: dict, t0_ms: float, t1_ms: float, tracks: list[int]) -> dict:
+    """Perfetto's area aggregation over the exported windows: per name, occurrences (slices overlapping the range),
+    wall (their parts inside it), self (wall less the parts inside it of their children: the next level of the same
+    thread, starting within them) and max wall; in ps."""
+    from tests.timeline_files import read_columns
+
+    p0, p1 = t0_ms * 1e9, t1_ms * 1e9
+    events: dict[tuple[int, int, float], tuple[float, str]] = {}  # (track, level, start) → (end, name)
+    for w in index["windows"]:
+        if w["end"] < p0 or w["start"] > p1:
+            continue
+        _, cols = read_columns(folder / f"{w['key']}.js")
+        for r in range(len(cols.start)):
+            a, b = float(cols.start[r]), float(cols.start[r] + cols.dur[r])
+            if int(cols.track[r]) in tracks and b > p0 and a < p1:
+                events[(int(cols.track[r]), int(cols.level[r]), a)] = (b, cols.name[r])
+
+    def clip(a: float, b: float) -> float:
+        return min(b, p1) - max(a, p0)
+
+    own = {key: clip(key[2], end) for key, (end, _) in events.items()}
+    firsts = {(k, t["level"]) for k in tracks for t in index["tracks"][k]["threads"]}
+    for (k, level, a), (b, _) in events.items():
+        if level == 0 or (k, level) in firsts:
+            continue
+        parents = [key for key, (end, _) in events.items() if key[0] == k and key[1] == level - 1
+                   and key[2] <= a < end]
+        if parents:
+            own[max(parents, key=lambda key: key[2])] -= clip(a, b)
+    rows: dict[str, list[float]] = {}
+    for key, (end, name) in events.items():
+        row = rows.setdefault(name, [0, 0.0, 0.0, 0.0])
+        wall = clip(key[2], end)
+        row[0] += 1
+        row[1] += wall
+        row[2] += own[key]
+        row[3] = max(row[3], wall)
+    return rows
+
+
+def test_area_selection_aggregates_as_python_does_from_the_exported_windows(site, driver, tmp_path):
+    import csv
+    import io
+
+    run = "tf_keras_input_bound"
+    state = _open(driver, site / run / "trace.html")
+    folder = site / run / "trace" / state["host"] / "timeline"
+    index = read_index(folder)
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    # Shift-drag in the default pan mode, over the middle of the step, from the first track into the second.
+    points = driver.execute_script(f"""
+      var tl = {tl}, rect = tl.canvas.getBoundingClientRect();
+      var a = tl.tracks[0].renderEngine, b = tl.tracks[1].renderEngine;
+      return {{x0: rect.left + tl.canvas.width * 0.3, x1: rect.left + tl.canvas.width * 0.75,
+              y0: rect.top + a.position + 20, y1: rect.top + b.position + 10, mode: tl.root.dataset.mouseMode}};""")
+    assert points["mode"] == "pan"
+    _drag(driver, points["x0"], points["y0"], points["x1"], points["y1"], modifiers=8)
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.areaReady"))
+    area, shown, note = driver.execute_script(f"""
+      var tl = {tl};
+      return [tl.area, [...tl.details.querySelectorAll('[data-timeline-area] tbody tr')].map(
+                tr => [tr.dataset.name, ...JSON.parse(tr.dataset.values)]), tl.details.textContent];""")
+    assert area["tracks"] == [0, 1] and area["t1"] > area["t0"]
+    assert "a slice cut by the range counts only its part inside it" in note
+    expected = _area_in_python(folder, index, area["t0"], area["t1"], area["tracks"])
+    got = {name: [count, wall, own, top] for name, count, wall, own, top in shown}
+    assert set(got) == set(expected) and len(shown) == len(got)
+    for name, (count, wall, own, top) in expected.items():
+        assert got[name][0] == count, name
+        assert got[name][1:] == [pytest.approx(wall, abs=2), pytest.approx(own, abs=2), pytest.approx(top, abs=1)], name
+    # Both parts of the definition matter here: slices cut by the range, and self time below wall time.
+    assert any(own < wall for _, wall, own, _ in expected.values())
+    cut = driver.execute_script(f"""
+      var tl = {tl}, a = tl.area;
+      return a.tracks.some(k => tl.tracks[k].flatTree.some(n => {{
+        var s = n.source, end = s.start + s.duration;
+        return s.count === 1 && s.start < a.t1 && end > a.t0 && (s.start < a.t0 || end > a.t1);
+      }}));""")
+    assert cut
+    # Sorted by wall time first (as Perfetto), then by a clicked header; the CSV is the table in its order.
+    walls = [row[2] for row in shown]
+    assert walls == sorted(walls, reverse=True)
+    driver.execute_script(f"{tl}.details.querySelector('th[data-key=count] button').click()")
+    counts = driver.execute_script(f"return [...{tl}.details.querySelectorAll('[data-timeline-area] tbody tr')]"
+                                   ".map(tr => JSON.parse(tr.dataset.values)[0])")
+    assert counts == sorted(counts, reverse=True) and counts != [row[1] for row in shown]
+    table = list(csv.reader(io.StringIO(driver.execute_script(f"return {tl}.areaCsv()"))))
+    assert table[0] == ["name", "occurrences", "wall_us", "self_us", "average_us", "max_us"]
+    assert [int(row[1]) for row in table[1:]] == counts
+    for row in table[1:]:
+        count, wall, own, top = expected[row[0]]
+        assert [float(x) for x in row[2:]] == [pytest.approx(wall / 1e6, abs=1e-5), pytest.approx(own / 1e6, abs=1e-5),
+                                             pytest.approx(wall / count / 1e6, abs=1e-5),
+                                             pytest.approx(top / 1e6, abs=1e-5)]
+    # A row outlines its slices: every one of them is drawn at this zoom.
+    first = driver.execute_script(f"var tr = {tl}.details.querySelector('[data-timeline-area] tbody tr'); tr.click();"
+                                  "return tr.dataset.name")
+    assert int(driver.execute_script(f"return {tl}.root.dataset.highlighted")) == expected[first][0]
+    _shot(driver, tmp_path, "timeline-area.png")
+    # Escape clears the area; key 1 turns a plain drag into a selection.
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    driver.execute_script("document.activeElement && document.activeElement.blur()")
+    ActionChains(driver).send_keys("\ue00c").send_keys("1").perform()
+    assert driver.execute_script(f"return [{tl}.area, {tl}.root.dataset.mouseMode]") == [None, "select"]
+    _drag(driver, points["x0"], points["y0"], points["x1"], points["y0"] + 4)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.area && {tl}.root.dataset.areaReady"))
+    assert driver.execute_script(f"return {tl}.area.tracks") == [0]
+    assert console_errors(driver) == []
+
+
+def _matches_in_python(folder: Path, index: dict, text: str, track_filter: str = "") -> list[tuple[float, int, str]]:
+    """(start ps, track, "track:level:start") of every event named like `text` (name or long name, any case) on the
+    tracks whose title or process holds `track_filter`, from the exported windows, in time order."""
+    from tests.timeline_files import read_columns
+
+    ok = [not track_filter or track_filter.lower() in (t["title"] + "\n" + t["process"]).lower()
+          for t in index["tracks"]]
+    found = {}
+    for w in index["windows"]:
+        _, cols = read_columns(folder / f"{w['key']}.js")
+        for r in range(len(cols.start)):
+            track = int(cols.track[r])
+            if ok[track] and (text.lower() in cols.name[r].lower() or text.lower() in cols.long_name[r].lower()):
+                start = float(cols.start[r])
+                found[(track, int(cols.level[r]), start)] = (start, track, f"{track}:{int(cols.level[r])}:{start:.0f}")
+    return sorted(found.values())
+
+
+def test_find_counts_steps_lists_and_filters_matches(site, driver, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = "gpu_multi_worker"
+    state = _open(driver, site / run / "trace.html")
+    folder = site / run / "trace" / state["host"] / "timeline"
+    index = read_index(folder)
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    expected = _matches_in_python(folder, index, "memcpy")
+    assert len(expected) > 20
+
+    def shown() -> dict:
+        return driver.execute_script(f"""
+          var tl = {tl}, root = tl.root;
+          return {{count: root.querySelector('[data-timeline-count]').textContent, matches: +root.dataset.matches,
+                  selected: root.dataset.selected || null, view: tl.view()}};""")
+
+    def wait_selected(key: str) -> None:
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.selected") == key)
+
+    box = driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-search]")
+    box.send_keys("MemCpy", Keys.ENTER)
+    # A new search starts at the view's start (the step the page opened on).
+    first = next(i for i, m in enumerate(expected) if m[0] >= state["view"][0] * 1e9)
+    wait_selected(expected[first][2])
+    now = shown()
+    assert now["matches"] == len(expected) and now["count"] == f"{first + 1} / {len(expected):,}"
+    box.send_keys(Keys.ENTER)
+    wait_selected(expected[(first + 1) % len(expected)][2])
+    assert shown()["count"] == f"{(first + 1) % len(expected) + 1} / {len(expected):,}"
+    ActionChains(driver).key_down(Keys.SHIFT).send_keys_to_element(box, Keys.ENTER).key_up(Keys.SHIFT).perform()
+    wait_selected(expected[first][2])
+    # The list: one entry per match (up to its length), a click goes to it.
+    listed = driver.execute_script(f"return {tl}.root.querySelectorAll('[data-timeline-matches] li').length")
+    assert listed == min(len(expected), 500)
+    driver.execute_script(f"{tl}.root.querySelector('[data-timeline-matches] [data-match=\"2\"]').click()")
+    wait_selected(expected[2][2])
+    assert shown()["count"] == f"3 / {len(expected):,}"
+    _shot(driver, tmp_path, "timeline-find.png")
+    # The track filter narrows the matches to tracks named like it.
+    narrowed = _matches_in_python(folder, index, "memcpy", "D2H")
+    assert 0 < len(narrowed) < len(expected)
+    track_filter = driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-track-filter]")
+    track_filter.send_keys("d2h", Keys.ENTER)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return +{tl}.root.dataset.matches") == len(narrowed))
+    assert console_errors(driver) == []
+
+
+@pytest.fixture(scope="module")
+def tpu_site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("timeline-tpu") / "site"
+    assert main(["build", str(LOGDIR), "-o", str(out), "-q", "--jobs", "1", "--runs", "tpu_inference_2"]) == 0
+    return out
+
+
+def test_a_host_launch_shows_its_flow_to_the_device_and_keys_follow_it(tpu_site, driver, tmp_path):
+    from collections import defaultdict
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.timeline_files import read_columns
+
+    run = host = "tpu_inference_2"
+    folder = tpu_site / run / "trace" / host / "timeline"
+    index = read_index(folder)
+    doc = read_chunk(tpu_site / run / "trace" / host / f"{host}-000.json.gz")
+    processes = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+    flows = defaultdict(list)
+    for e in doc["traceEvents"]:
+        if "bind_id" in e:
+            flows[e["bind_id"]].append(e)
+    # A program launch on the host and the program it started on TPU core 0: the capture's own host → device link.
+    def span(members: list[dict]) -> float:
+        return max(e["ts"] + e["dur"] for e in members) - min(e["ts"] for e in members)
+
+    launches = [members for members in flows.values()
+                if any(e["name"] == "DoEnqueueProgram" and e.get("flow_out") for e in members)
+                and any(processes[e["pid"]].endswith("/device:TPU:0") for e in members)]
+    assert launches
+    chain = sorted(min(launches, key=span), key=lambda e: e["ts"])  # the tightest: every hop on screen at once
+    keys = {}
+    for w in index["windows"]:
+        _, cols = read_columns(folder / f"{w['key']}.js")
+        for r in range(len(cols.start)):
+            keys[(cols.name[r], round(float(cols.start[r])))] = \
+                f"{int(cols.track[r])}:{int(cols.level[r])}:{float(cols.start[r]):.0f}"
+    chain_keys = [keys[(e["name"], round(e["ts"] * 1e6))] for e in chain]
+    launch = next(i for i, e in enumerate(chain) if e["name"] == "DoEnqueueProgram")
+    device = next(i for i, e in enumerate(chain) if processes[e["pid"]].endswith("/device:TPU:0"))
+    assert index["tracks"][int(chain_keys[device].split(":")[0])]["process"].endswith("/device:TPU:0")
+    t0 = chain[0]["ts"] / 1e3 - 0.05
+    t1 = max(e["ts"] + e["dur"] for e in chain) / 1e3 + 0.05
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    _open(driver, tpu_site / run / "trace.html", f"#host={quote(host)}&t0={t0}&t1={t1}&sel={chain_keys[launch]}")
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.flowShown")
+                                    == chain_keys[launch])
+    shown = driver.execute_script(f"""
+      var tl = {tl}, m = tl.flow.members, ctx = tl.overlay.getContext('2d'), inside = 0, inked = 0;
+      // Points along the drawn curve of each hop (the curve's own formula): ink where they are on screen.
+      for (var i = 0; i + 1 < m.length; i++) {{
+        var x0 = tl.xOf(Math.min(m[i].start + m[i].dur, m[i + 1].start) / 1e9), y0 = tl.yOf(m[i].track, m[i].level);
+        var x1 = tl.xOf(m[i + 1].start / 1e9), y1 = tl.yOf(m[i + 1].track, m[i + 1].level), mid = (x0 + x1) / 2;
+        for (var t = 0.05; t < 0.96; t += 0.05) {{
+          var u = 1 - t, x = u*u*u*x0 + 3*u*u*t*mid + 3*u*t*t*mid + t*t*t*x1;
+          var y = u*u*u*y0 + 3*u*u*t*y0 + 3*u*t*t*y1 + t*t*t*y1;
+          if (x < 1 || y < 1 || x > tl.overlay.width - 2 || y > tl.overlay.height - 2) continue;
+          inside++;
+          var px = ctx.getImageData(Math.round(x) - 1, Math.round(y) - 1, 3, 3).data;
+          for (var k = 3; k < px.length; k += 4) if (px[k] > 0) {{ inked++; break; }}
+        }}
+      }}
+      return {{keys: JSON.parse(tl.root.dataset.flow), arrows: +tl.root.dataset.flowArrows, inside: inside,
+              inked: inked, text: tl.details.querySelector('[data-timeline-flow]').textContent}};""")
+    assert shown["keys"] == chain_keys and shown["arrows"] == len(chain) - 1
+    assert shown["inside"] > 0 and shown["inked"] == shown["inside"], shown
+    assert f"{len(chain)} events, this is {launch + 1}" in shown["text"]
+    _shot(driver, tmp_path, "timeline-flow.png")
+    # ] follows the flow to its next hop (the device's program, when the launch is its first event), [ comes back.
+    driver.execute_script("document.activeElement && document.activeElement.blur()")
+    ActionChains(driver).send_keys("]").perform()
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.selected")
+                                    == chain_keys[launch + 1])
+    if launch == 0:
+        assert launch + 1 == device
+    ActionChains(driver).send_keys("[").perform()
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.selected")
+                                    == chain_keys[launch])
+    assert console_errors(driver) == []
+
+
+def test_pinned_tracks_and_hidden_processes_are_kept_in_the_link(site, driver, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = "gpu_multi_worker"
+    page = site / run / "trace.html"
+    _open(driver, page)
+    index = read_index(site / run / "trace" / driver.execute_script(
+        "return document.querySelector('section:not([hidden]) [data-timeline]').dataset.host") / "timeline")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    compute = next(k for k, t in enumerate(index["tracks"]) if t["title"] == "Stream #134(Compute)")
+    first_process = index["tracks"][0]["process"]
+    hidden = [k for k, t in enumerate(index["tracks"]) if t["process"] == first_process]
+    assert compute not in hidden
+
+    def layout() -> dict:
+        return driver.execute_script(f"""
+          var tl = {tl}, drawn = tl.tracks.filter(p => tl.drawnTrack(p.trackIndex));
+          drawn.sort((a, b) => a.renderEngine.position - b.renderEngine.position);
+          return {{order: drawn.map(p => p.trackIndex), hash: location.hash, selected: tl.root.dataset.selected || null,
+                  nodes: tl.tracks[arguments[0]].flatTree.length}};""", compute)
+
+    before = layout()
+    assert before["order"] == list(range(len(index["tracks"])))
+    driver.execute_script(f"var tl = {tl}, p = tl.tracks[arguments[0]]; tl.select(p, p.flatTree[3]);", compute)
+    selected = driver.execute_script(f"return {tl}.root.dataset.selected")
+    driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-pin]").click()
+    pinned = layout()
+    assert pinned["order"][0] == compute and sorted(pinned["order"]) == before["order"]
+    assert pinned["selected"] == selected and pinned["nodes"] == before["nodes"]  # same data, same selection
+    # Hide the first process from one of its events' details.
+    driver.execute_script(f"var tl = {tl}, p = tl.tracks[arguments[0]]; tl.select(p, p.flatTree[0]);", hidden[0])
+    driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-hide]").click()
+    WebDriverWait(driver, 10).until(lambda d: "hide=0" in d.execute_script("return location.hash"))
+    shown = layout()
+    assert shown["order"][0] == compute and not set(hidden) & set(shown["order"])
+    assert len(shown["order"]) == len(index["tracks"]) - len(hidden)
+    assert f"pin={compute}" in shown["hash"] and "hide=0" in shown["hash"]
+    _shot(driver, tmp_path, "timeline-pinned.png")
+    # The link opens the same layout.
+    driver.get("about:blank")
+    _open(driver, page, shown["hash"])
+    assert layout()["order"] == shown["order"]
+    driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-layout] button").click()
+    assert layout()["order"] == before["order"]
+    assert console_errors(driver) == []
+
+
+def test_all_flows_in_view_by_category(tpu_site, driver, tmp_path):
+    from collections import defaultdict
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = host = "tpu_inference_2"
+    doc = read_chunk(tpu_site / run / "trace" / host / f"{host}-000.json.gz")
+    flows = defaultdict(list)
+    for e in doc["traceEvents"]:
+        if "bind_id" in e:
+            flows[e["bind_id"]].append(e)
+    hops = []  # (category, from ps, to ps): each hop's time across the view, as the page counts it
+    for members in flows.values():
+        members.sort(key=lambda e: e["ts"])
+        for a, b in zip(members, members[1:]):
+            t0 = min(round((a["ts"] + a["dur"]) * 1e6), round(b["ts"] * 1e6))
+            hops.append((members[0].get("cat", ""), t0, max(t0, round(b["ts"] * 1e6))))
+    _open(driver, tpu_site / run / "trace.html")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-all-flows]").click()
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(f"return {tl}.root.dataset.allFlowHops") is not None)
+
+    def in_view(cat: str = "") -> int:
+        v = driver.execute_script(f"return {tl}.view()")
+        p0, p1 = v[0] * 1e9, v[1] * 1e9
+        return sum(1 for c, t0, t1 in hops if (not cat or c == cat) and t0 <= p1 and t1 >= p0)
+
+    for cat in ("", "tpu_launch"):
+        if cat:
+            Select(driver.find_element(By.CSS_SELECTOR, "section:not([hidden]) [data-timeline-flow-cat]")) \
+                .select_by_value(cat)
+        counts = driver.execute_script(f"var r = {tl}.root; return [+r.dataset.allFlowHops, +r.dataset.allFlowArrows]")
+        expected = in_view(cat)
+        assert counts[0] == expected > 0, cat
+        assert counts[1] == min(expected, (expected + (-(-expected // 400)) - 1) // (-(-expected // 400)))
+    _shot(driver, tmp_path, "timeline-all-flows.png")
+    assert console_errors(driver) == []
+
+
+def test_tracks_off_screen_are_drawn_once_scrolled_to(tpu_site, driver):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = "tpu_inference_2"
+    _open(driver, tpu_site / run / "trace.html")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    # The host's last track with events in the view, far below the first screen: no bar of it is drawn (flame-chart-js
+    # registers a hit region for each bar it draws), until the tracks are scrolled to it.
+    state = driver.execute_script(f"""
+      var tl = {tl}, v = tl.view();
+      var p = tl.tracks.filter(p => p.flatTree.some(n => n.source.start < v[1] &&
+                                                        n.source.start + n.source.duration > v[0])).pop();
+      return {{k: p.trackIndex, position: p.renderEngine.position, screen: tl.scroller.clientHeight,
+              regions: p.interactionsEngine.hitRegions.length}};""")
+    assert state["position"] > 3 * state["screen"] and state["regions"] == 0
+    driver.execute_script(f"var tl = {tl}; tl.scroller.scrollTop = arguments[0] - 50;", state["position"])
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+        f"return {tl}.tracks[arguments[0]].interactionsEngine.hitRegions.length", state["k"]) > 0)
     assert console_errors(driver) == []
 
 
@@ -203,6 +647,32 @@ def test_zoom_to_a_step(site, driver, tmp_path):
     driver.execute_script("return new Promise(r => setTimeout(r, 400))")
     assert f"t0={view[0]:.6f}" in driver.execute_script("return location.hash")
     _shot(driver, tmp_path, "timeline-step.png")
+    assert console_errors(driver) == []
+
+
+def test_the_page_leads_with_the_timeline_opened_on_the_median_step(site, driver, tmp_path):
+    run = "tf_keras_input_bound"
+    state = _open(driver, site / run / "trace.html")
+    steps = read_index(site / run / "trace" / state["host"] / "timeline")["steps"]
+    assert len(steps) == 5
+    # The median step by duration (steps of this run differ: its input pipeline stalls some of them).
+    number, start_ps, end_ps = sorted(steps, key=lambda s: s[2] - s[1])[2]
+    t0, t1 = start_ps / 1e9, end_ps / 1e9
+    pad = (t1 - t0) * 0.02
+    assert state["view"] == [pytest.approx(t0 - pad, abs=1e-3), pytest.approx(t1 + pad, abs=1e-3)]
+    assert driver.execute_script("return document.querySelector('[data-timeline-step]').value") == str(number)
+    layout = driver.execute_script("""
+      var root = document.querySelector('[data-timeline]'), main = root.closest('main') || document.body;
+      var h1 = main.querySelector('h1'), next = h1.nextElementSibling;
+      while (next && !next.offsetParent) next = next.nextElementSibling;  // an empty error list
+      var files = [...main.querySelectorAll('h2')].find(h => h.textContent === 'Trace files');
+      return {top: root.getBoundingClientRect().top, leads: next.contains(root) && next.firstElementChild === root,
+              filesAfter: !!(root.compareDocumentPosition(files) & Node.DOCUMENT_POSITION_FOLLOWING),
+              noteAfter: !!(root.compareDocumentPosition(document.querySelector('[data-when-file]'))
+                            & Node.DOCUMENT_POSITION_FOLLOWING)};""")
+    assert layout == {"top": layout["top"], "leads": True, "filesAfter": True, "noteAfter": True}
+    assert layout["top"] < 160  # right under the page's header and title, at 1280 x 800
+    _shot(driver, tmp_path, "timeline-leads.png")
     assert console_errors(driver) == []
 
 

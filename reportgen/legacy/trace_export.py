@@ -49,6 +49,9 @@ def _kind(names: list[str]) -> str:
     return KINDS[".trace.json.gz"]
 
 
+MAX_STEP = (1 << 63) - 1
+
+
 def _read(path: str):
     """One timeline file, decoded; CaptureError names it when it cannot be read or holds no event."""
     try:
@@ -84,14 +87,19 @@ def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, tr
     exported: list[str] = []
     for path in paths:
         name = file_name(path)
+        step = timeline_step(name)
         try:
+            if step is not None and step > MAX_STEP:
+                # ProfilerHook numbers steps with TF's int64 global step: a larger number is not one it
+                # wrote, and the chunk headers, steps.csv and summary.json cannot hold it.
+                raise CaptureError(path, f"names step {step}, beyond the 64-bit step numbers ProfilerHook "
+                                         "writes (the file is left out)")
             trace = _read(path)
         except CaptureError as exc:
             if errors is None:
                 raise
             errors.append(exc)
             continue
-        step = timeline_step(name)
         if step is not None:
             steps.add(trace)
         export.add(trace, step=step, stem=name.split(".", 1)[0] if step is not None else None)

@@ -9,8 +9,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reportgen.cli.common import EXAMPLES, fail, sample_logdir
+from reportgen.cli.common import EXAMPLES, fail, sample_logdir, warn
 from reportgen.errors import NoCapturesError
+from reportgen.output.formatting import terminal_text
 from reportgen.output.publish import PublishError, is_gcs_url, open_destination, publish_site
 
 
@@ -142,9 +143,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return fail(f"cannot write the site: {exc}")
         for warning in report.warnings:
-            print(f"reportgen: warning: {warning}", file=sys.stderr)
-        for error in report.errors:
-            print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
+            warn(warning)
+        for error in report.errors:  # one line each, whatever the path holds
+            print(f"reportgen: error: {terminal_text(error['local_message'])}", file=sys.stderr)
         over_budget = None
         if budget is not None:
             from reportgen.cli.check import check_built_site

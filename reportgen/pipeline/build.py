@@ -28,6 +28,7 @@ from reportgen.core.ops.views import forget_combined
 from reportgen.errors import NoCapturesError
 from reportgen.loaders.limits import format_bytes
 from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_folder, problem_text
+from reportgen.output.formatting import terminal_text
 from reportgen.output.site import PageWriter, asset_files, write_asset_files, write_page_assets, write_runs_script
 from reportgen.output.transaction import OutputError, SiteTransaction
 from reportgen.pipeline.cache import HostCache, default_cache_dir
@@ -323,7 +324,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             root.write_json("summary.json", summary_doc)
         if all(o.error is not None for o in outcomes):
             raise NoCapturesError(
-                "no host file could be read:\n  " + "\n  ".join(e["local_message"] for e in all_errors)
+                "no host file could be read:\n  " + "\n  ".join(terminal_text(e["local_message"]) for e in all_errors)
             )
         with timings.stage("outputs (removal waited for)"):
             _finish_removal(remover, staging)

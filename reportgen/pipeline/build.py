@@ -262,6 +262,10 @@ def _move_tree(source: Path, target: Path) -> None:
 def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     """Build the site. Raises NoCapturesError when nothing can be built."""
     started = time.perf_counter()
+    if options.scheduler:  # a bad address is one message now, not one after discovery and kernels
+        from reportgen.pipeline.runners import check_scheduler_address
+
+        check_scheduler_address(options.scheduler)
     plain_pages()
     timings = Timings()
     with timings.stage("discover"):

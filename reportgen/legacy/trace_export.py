@@ -20,6 +20,7 @@ from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
 from reportgen.legacy.timeline_chunks import ChromeTraceExport
 from reportgen.loaders import limits
 from reportgen.loaders.logdir import file_name
+from reportgen.names import host_folder
 from reportgen.sections.trace import TraceHostPart
 
 NO_PFTRACE = ("No .pftrace for this host: its timeline came as Chrome trace events from an older profiler, and the "
@@ -80,7 +81,7 @@ def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, tr
         raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
     if not paths:
         return None, None
-    export = ChromeTraceExport(host, run, f"{site_dir}/{run}/trace/{host}", generator)
+    export = ChromeTraceExport(host, run, f"{site_dir}/{run}/trace/{host_folder(host)}", generator)
     notes: list[str] = []
     not_produced: list[dict] = []
     steps = TimelineSteps()

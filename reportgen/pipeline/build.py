@@ -28,6 +28,7 @@ from reportgen.core.ops.views import forget_combined
 from reportgen.errors import NoCapturesError
 from reportgen.loaders.limits import format_bytes
 from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_folder, problem_text
+from reportgen.names import PRINTABLE, file_part
 from reportgen.output.formatting import terminal_text
 from reportgen.output.site import PageWriter, asset_files, write_asset_files, write_page_assets, write_runs_script
 from reportgen.output.transaction import OutputError, SiteTransaction
@@ -96,14 +97,21 @@ class BuildReport:
 RESERVED_RUN_NAMES = frozenset({"assets", "compare", "index.html", "runs.js", "summary.json"})
 
 
+# The longest uniqueness suffix a run's name may get (`-99999`), kept free of its 255 bytes.
+RUN_SUFFIX_ROOM = 6
+
+
 def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
     """Runs from several logdirs may share a name, or be named like a file of
-    the site itself: suffix the later ones (`-2`, `-3`, …) until unique."""
+    the site itself: suffix the later ones (`-2`, `-3`, …) until unique.
+
+    The name is the run's folder too, so it is made by `file_part` first: a dot-folder (the site's
+    are the rebuild cache's, not published), a name with control characters, or one too long for its
+    suffix is written readably with a hash of the run's own name; ordinary names stay as they are."""
     taken = set(RESERVED_RUN_NAMES)
     named = []
     for run in runs:
-        # Dot-folders of the site (the rebuild cache) are not published: a run never gets one.
-        base = "_" + run.name if run.name.startswith(".") else run.name
+        base = file_part(run.name, RUN_SUFFIX_ROOM, keep=PRINTABLE)
         name, count = base, 1
         while name in taken:
             count += 1

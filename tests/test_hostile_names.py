@@ -144,6 +144,8 @@ def test_hosts_that_are_path_steps_stay_inside_their_trace_folder(named_site):
         assert len(parts) == 2 and parts[0] not in (".", "..") and not parts[0].startswith(".")
         assert (trace / file).is_file()
     assert sorted(p.name for p in (site / "steps").iterdir() if p.is_file() and p.name.endswith(".json.gz")) == []
+    inventory = [p.name for p in (site / "steps" / "data" / "inventory" / "hosts").iterdir()]
+    assert len(inventory) == 3 and not [n for n in inventory if n.startswith(".")]
 
 
 def test_compared_runs_that_sanitise_alike_keep_a_page_each(named_site, tmp_path, capsys):

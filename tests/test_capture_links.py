@@ -50,7 +50,8 @@ def shared_in_a_cycle() -> hlo_pb2.HloProto:
 
 
 def fusion_calling_itself() -> hlo_pb2.HloProto:
-    """fusion.1's body holds four fusions that call that body again, and the body's root uses itself."""
+    """fusion.1's body holds four fusions that call that body again, their operands in a ring; a `call`
+    whose computation calls itself; stack frames that are each other's parent."""
     proto = sample_module()
     body = proto.hlo_module.computations.add(id=2, name="fused_computation")
     for k in range(4):
@@ -59,6 +60,10 @@ def fusion_calling_itself() -> hlo_pb2.HloProto:
         inner.shape.CopyFrom(_instruction(proto, "fusion.1").shape)
     body.root_id = 100
     _instruction(proto, "fusion.1").called_computation_ids.append(2)
+    looping = proto.hlo_module.computations.add(id=3, name="calls_itself")
+    looping.instructions.add(id=200, name="call.self", opcode="call", called_computation_ids=[3])
+    proto.hlo_module.computations[0].instructions.add(id=201, name="call.0", opcode="call", called_computation_ids=[3])
+    proto.hlo_module.stack_frame_index.stack_frames[1].parent_frame_id = 1  # frame 1 -> 2 -> 1
     return proto
 
 

@@ -157,3 +157,14 @@ def test_compared_runs_that_sanitise_alike_keep_a_page_each(named_site, tmp_path
     pages = sorted(p.name for p in (tmp_path / "cmp" / "compare").glob("*.html"))
     assert len(pages) == 2 and "clash--vs--x_y.html" in pages
     capsys.readouterr()
+
+
+def test_build_messages_write_a_control_run_name_as_text(tmp_path):
+    logdir = _logdir(tmp_path, [CONTROL_RUN])
+    (logdir / "plugins" / "profile" / CONTROL_RUN / "bad.xplane.pb").write_bytes(b"\xff\xff\xff")
+    done = reportgen("build", str(logdir), "-o", str(tmp_path / "site"), "--jobs", "1", "-v", cwd=tmp_path,
+                     timeout=300)
+    assert done.returncode == 2, done.stderr  # the bad host is an input error; the good one builds
+    assert "Traceback" not in done.stderr and not RAW_CONTROL.search(done.stderr + done.stdout)
+    assert not [line for line in done.stderr.splitlines() if line.startswith("::")]
+    assert "nl\\n::error::RUN-NAME-ANNOT%0A::warning::x/bad.xplane.pb" in done.stderr

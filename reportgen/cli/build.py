@@ -127,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             trace_format=args.trace_format,
             max_memory=max_memory,
-            log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
-            notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
+            log=(lambda line: print(f"reportgen: {terminal_text(line)}", file=sys.stderr)) if args.verbose else None,
+            notes=None if args.quiet else (
+                lambda line: print(terminal_text(line, keep_newlines=True), file=sys.stderr)),
         )
         try:
             with stop_on_signals():

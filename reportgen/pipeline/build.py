@@ -172,7 +172,7 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
             if hit is not None:
                 outcomes[task.index] = hit
                 log(f"{task.shown_path}: from the rebuild cache")
-                step(f"{task.run}/{task.host.host}")
+                step(terminal_text(f"{task.run}/{task.host.host}"))
             else:
                 work.append((task, out_dir, cache is not None and cache.needs_worker_hash(task)))
     stats = {task.index: HostCache._stat_key(task.host.path) for task, _, _ in work} if cache else {}
@@ -188,7 +188,7 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
         seconds = sum(outcome.timings.values())
         log(f"{task.shown_path}: " + (f"failed: {outcome.error}" if outcome.error else
                                       f"decoded, {outcome.summary.events:,} events in {seconds:.2f} s"))
-        step(f"{task.run}/{task.host.host}")
+        step(terminal_text(f"{task.run}/{task.host.host}"))  # on the progress bar: names as text
 
     runner = "none"
     with timings.stage("hosts"):

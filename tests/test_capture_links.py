@@ -69,7 +69,7 @@ def fusion_calling_itself() -> hlo_pb2.HloProto:
 
 def absurd_shapes() -> hlo_pb2.HloProto:
     proto = sample_module()
-    for name in ("copy.2", "small.3"):
+    for name in ("copy.2", "small.3", "fusion.1"):  # fusion.1: the op the GPU kernel ran
         shape = _instruction(proto, name).shape
         del shape.dimensions[:]
         shape.dimensions.extend([1 << 62, 1 << 62])

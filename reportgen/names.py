@@ -24,9 +24,11 @@ HASH_CHARS = 16
 # What is kept: in file names that embed a name (CSV, script and chunk names, comparison pages), the
 # characters any URL path and file system take as they are; in run folders and trace host folders,
 # which were always spelled as the run or host is, any printable character but `/` and `~` (a `\` is
-# no separator on the POSIX file systems a site is built on, and links percent-encode it).
+# no separator on the POSIX file systems a site is built on, and links percent-encode it). Surrogates
+# (the bytes of a file name that is not UTF-8, as Python decodes them) are rewritten too: every name
+# written is UTF-8, as the pages and JSON files that link to it must be.
 SAFE = re.compile(r"[A-Za-z0-9._()-]+")
-PRINTABLE = re.compile(r"[^\x00-\x1f\x7f-\x9f/~\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+PRINTABLE = re.compile(r"[^\x00-\x1f\x7f-\x9f/~\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]+")
 
 
 def _hash(name: str) -> str:

@@ -16,7 +16,7 @@ ROOMS = st.sampled_from([0, 2, 8, 16, 40])
 # them), control characters, path steps, fsspec's `::`, the separators the site joins names with, and
 # names of 255 bytes and more.
 PIECES = st.sampled_from(["", ".", "..", "/", "\\", "::", "__", "--vs--", "~", "\n", "\x1b[31m", "%0A", " ", "-2",
-                          "é", "\u202e", "\x00", "a" * 120, "ü" * 90, "x" * 255])
+                          "é", "\u202e", "\x00", "\udcff", "a" * 120, "ü" * 90, "x" * 255])
 NAMES = st.one_of(st.text(max_size=300), st.lists(st.one_of(PIECES, st.text(max_size=8)), max_size=6).map("".join),
                   st.text(alphabet="ab_.-~", max_size=12))
 FEW = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -25,7 +25,7 @@ FEW = settings(max_examples=300, deadline=None, suppress_health_check=[HealthChe
 def _is_one_safe_component(part: str, room: int, keep=SAFE) -> bool:
     return (part not in ("", ".", "..") and not part.startswith(".") and "/" not in part
             and (keep is PRINTABLE or "\\" not in part)
-            and not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in part)
+            and not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or 0xD800 <= ord(c) <= 0xDFFF for c in part)
             and len(part.encode("utf-8", "surrogatepass")) <= NAME_MAX - room)
 
 

@@ -138,3 +138,15 @@ def test_workers_read_host_files_from_a_gcs_logdir(cluster, gcs_emulator, logdir
     assert "reportgen: pod/worker-0.xplane.pb: from the rebuild cache" in second.stderr
     assert "decoded" not in second.stderr
     assert_same_site(local.output, tmp_path / "site")
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "garbage", "http://127.0.0.1:8787"])
+def test_an_address_dask_cannot_dial_is_one_line_before_anything_is_built(tmp_path, capsys, address):
+    # Dask's Client raised a ValueError half-started, then timed out closing itself 40 s later at exit:
+    # two tracebacks. The logdir is empty, so the address is judged before the captures are looked for.
+    code = main(["build", str(tmp_path), "-o", str(tmp_path / "site"), "--scheduler", address])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"reportgen: --scheduler {address}: not a Dask scheduler address (")
+    assert not (tmp_path / "site").exists()

@@ -179,6 +179,22 @@ def test_profiler_hook_timelines_build_an_op_table_and_step_chart(tmp_path):
     assert len(direct.hosts[0].legacy) == 3
 
 
+def test_a_step_number_beyond_64_bits_is_that_files_input_error(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "hook"
+    run.mkdir(parents=True)
+    huge = "99999999999999999999"  # > 2^64: no int64 global step, and no JSON writer here holds it
+    for step in ("0", huge):
+        (run / f"timeline-{step}.json").write_text(json.dumps(_chrome_trace(0, [(GPU, "a/MatMul", "MatMul", 0, 4)])))
+    out = tmp_path / "site"
+    report = build_site([str(tmp_path)], BuildOptions(output=str(out), jobs=1))
+    assert report.exit_code == EXIT_PARTIAL
+    doc = json.loads((out / "summary.json").read_text())
+    (error,) = doc["errors"]
+    assert error["path"] == f"hook/timeline-{huge}.json" and "beyond the 64-bit step numbers" in error["message"]
+    assert "internal error" not in error["message"]
+    assert doc["runs"]["hook"]["legacy_timeline"]["steps"] == 1  # timeline-0.json still builds
+
+
 def _one_op_tf_stats() -> bytes:
     """A `.tensorflow_stats.pb` holding one host op: a/MatMul, 2 occurrences, 10 µs."""
     return pb.TfStatsDatabase(without_idle=pb.TfStatsTable(tf_stats_record=[

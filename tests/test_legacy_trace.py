@@ -428,7 +428,11 @@ def test_cloud_tpu_memory_viewer_json_on_the_memory_viewer_page(tmp_path):
                                                              "peak_unpadded_bytes": (1 << 20) + 4}}}
     import pandas as pd
 
-    buffers = pd.read_csv(out / "profile_demo" / "data" / "memory_viewer" / "Good_Module__buffers.csv")
+    from reportgen.core.pages import memory_viewer_csv
+
+    # A module name with a space: its CSV name says so by a hash of the name (reportgen/names.py).
+    assert memory_viewer_csv("Good Module") == "data/memory_viewer/Good_Module~11e7750810545c6d__buffers.csv"
+    buffers = pd.read_csv(out / "profile_demo" / memory_viewer_csv("Good Module"))
     assert buffers["Instruction"].tolist() == ["foo", "bar"]
     assert buffers["Size (bytes)"].tolist() == [1 << 20, 2 << 20]
     assert buffers["Size rank"].tolist() == [2, 1] and set(buffers["Category"]) == {"Thread-local"}

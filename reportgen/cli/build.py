@@ -9,8 +9,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reportgen.cli.common import EXAMPLES, fail, sample_logdir
+from reportgen.cli.common import EXAMPLES, fail, sample_logdir, warn
 from reportgen.errors import NoCapturesError
+from reportgen.output.formatting import terminal_text
 from reportgen.output.publish import PublishError, is_gcs_url, open_destination, publish_site
 
 
@@ -144,8 +145,9 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
             scheduler=args.scheduler,
             trace_format=args.trace_format,
             max_memory=max_memory,
-            log=(lambda line: print(f"reportgen: {line}", file=sys.stderr)) if args.verbose else None,
-            notes=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
+            log=(lambda line: print(f"reportgen: {terminal_text(line)}", file=sys.stderr)) if args.verbose else None,
+            notes=None if args.quiet else (
+                lambda line: print(terminal_text(line, keep_newlines=True), file=sys.stderr)),
         )
         startup = command_seconds()  # the interpreter, the imports and a first build's compile start
         try:
@@ -156,9 +158,9 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
             return fail(f"cannot write the site: {exc}")
         built.append(report.output)
         for warning in report.warnings:
-            print(f"reportgen: warning: {warning}", file=sys.stderr)
-        for error in report.errors:
-            print(f"reportgen: error: {error['local_message']}", file=sys.stderr)
+            warn(warning)
+        for error in report.errors:  # one line each, whatever the path holds
+            print(f"reportgen: error: {terminal_text(error['local_message'])}", file=sys.stderr)
         over_budget = None
         if budget is not None:
             from reportgen.cli.check import check_built_site

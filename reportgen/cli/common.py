@@ -7,6 +7,8 @@ import os
 import sys
 from importlib import resources
 
+from reportgen.output.formatting import terminal_text
+
 # The exit codes of the README's table (reportgen.pipeline.build names them too); bad
 # arguments count as "nothing could be built".
 EXIT_OK = 0
@@ -41,12 +43,12 @@ class Parser(argparse.ArgumentParser):
 
 
 def fail(message: str) -> int:
-    print(f"reportgen: {message}", file=sys.stderr)
+    print(f"reportgen: {terminal_text(message, keep_newlines=True)}", file=sys.stderr)
     return EXIT_FAILED
 
 
 def warn(message: str) -> None:
-    print(f"reportgen: warning: {message}", file=sys.stderr)
+    print(f"reportgen: warning: {terminal_text(message, keep_newlines=True)}", file=sys.stderr)
 
 
 def sample_logdir() -> str:

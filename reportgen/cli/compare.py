@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reportgen.cli.common import BUILD_FIRST_JOBS, EXIT_OK, fail, warn
-from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value
+from reportgen.output.formatting import fmt_change_pct, fmt_delta, fmt_p_value, terminal_text
 from reportgen.output.transaction import OutputNotASiteError
 
 if TYPE_CHECKING:  # imported when the command runs (see reportgen/cli/check.py)
@@ -91,5 +91,5 @@ def compare_command(baseline: str, candidate: str, output: str | None, jobs: int
         where = str(written.page)
         if written.in_site and not written.index_updated:
             where += " (the site index has no Comparisons block: rebuild the site to list it there)"
-        print(f"reportgen: {base.name} → {cand.name}: {describe(comparison)} → {where}")
+        print(terminal_text(f"reportgen: {base.name} → {cand.name}: {describe(comparison)} → {where}"))
     return EXIT_OK

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from reportgen.compare.model import compare_runs, findings_of
 from reportgen.compare.sources import BuiltRun, BuiltSite, RunNotFoundError, RunRef, RunResolver
-from reportgen.output.formatting import fmt_change_pct, fmt_p_value, fmt_step_delta, fmt_step_time, fmt_value
+from reportgen.output.formatting import (
+    fmt_change_pct,
+    fmt_p_value,
+    fmt_step_delta,
+    fmt_step_time,
+    fmt_value,
+    terminal_text,
+)
 
 try:
     import tomllib
@@ -262,7 +269,9 @@ class CheckResult:
 
     def report(self) -> str:
         lines = [f"reportgen check: {self.headline()}"]
-        lines += [f"  {status}: {o.message}" for status in (OVER, WITHIN, NOT_CHECKED) for o in self._with(status)]
+        # One line per outcome, whatever the run names hold (the annotations escape them their own way).
+        lines += [f"  {status}: {terminal_text(o.message)}"
+                  for status in (OVER, WITHIN, NOT_CHECKED) for o in self._with(status)]
         return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 from reportgen.compare import charts
 from reportgen.compare.model import Comparison
 from reportgen.compare.welch import ALPHA
+from reportgen.names import joined_file_name
 
 # The site's template environment renders the index block alone (no page around it).
 from reportgen.output.site import PageWriter, _environment, write_assets
@@ -36,12 +37,9 @@ INDEX_BLOCK = re.compile(
 
 
 def page_stem(baseline: str, candidate: str) -> str:
-    return f"{_file_part(baseline)}--vs--{_file_part(candidate)}"
-
-
-def _file_part(text: str) -> str:
-    """A run name usable in a file name and a URL path segment without surprises."""
-    return re.sub(r"[^A-Za-z0-9._()-]", "_", text).strip(".") or "_"
+    """`BASELINE--vs--CANDIDATE`, one name per pair of runs (`x y` and `x_y` are two), with room for the
+    longest name written from it (`<stem>.html`, `.json`)."""
+    return joined_file_name([baseline, candidate], "--vs--", room=len(".html"))
 
 
 @dataclass

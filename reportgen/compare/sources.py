@@ -22,6 +22,7 @@ from pathlib import Path
 import fsspec
 import pandas as pd
 
+from reportgen.output.formatting import terminal_text
 from reportgen.output.site import restore_formulas
 
 SUMMARY_FILE = "summary.json"
@@ -35,9 +36,15 @@ def _join(base: str, relative: str) -> str:
     return base.rstrip("/") + "/" + relative
 
 
+def _is_url(location: str) -> bool:
+    return "://" in location
+
+
 def _read_bytes(url: str) -> bytes | None:
     try:
-        with fsspec.open(url, "rb") as handle:
+        # A local path is opened as one: fsspec reads `::` in it as URL chaining, so a run
+        # named `a::b` (or `…::warning::x`) would name a protocol ("warning") instead of a file.
+        with (fsspec.open(url, "rb") if _is_url(url) else open(url, "rb")) as handle:
             return handle.read()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
@@ -57,6 +64,11 @@ class RunRef:
         unless it holds a '/' (as in `gs://bucket/logs`)."""
         if os.path.exists(text) or ":" not in text:
             return cls(text)
+        if not _is_url(text):
+            # A run name may hold ':' too (`site:e::f`): the longest head that is a local path wins.
+            for cut in reversed([i for i, c in enumerate(text) if c == ":"]):
+                if cut and cut < len(text) - 1 and os.path.exists(text[:cut]):
+                    return cls(text[:cut], text[cut + 1:])
         head, tail = text.rsplit(":", 1)
         if head and tail and "/" not in tail and not head.endswith(":"):
             return cls(head, tail)
@@ -95,14 +107,15 @@ class BuiltSite:
 
     def run(self, name: str | None) -> BuiltRun:
         names = self.run_names
+        listed = ", ".join(terminal_text(n) for n in names) or "none"  # one line, whatever a name holds
         if name is None:
             if len(names) != 1:
                 raise RunNotFoundError(
                     f"{self.location} holds {len(names)} runs; name one as {self.location}:RUN "
-                    f"(runs: {', '.join(names) or 'none'})")
+                    f"(runs: {listed})")
             name = names[0]
         if name not in self.summary["runs"]:
-            raise RunNotFoundError(f"{self.location} has no run {name!r} (runs: {', '.join(names) or 'none'})")
+            raise RunNotFoundError(f"{self.location} has no run {name!r} (runs: {listed})")
         return BuiltRun(self, name, self.summary["runs"][name])
 
     def is_local_folder(self, folder: str | os.PathLike) -> bool:

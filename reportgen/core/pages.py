@@ -7,8 +7,9 @@ row that shows its number. Paths are relative to the run's folder.
 
 from __future__ import annotations
 
-import re
 from urllib.parse import quote
+
+from reportgen.names import file_part, joined_file_name
 
 OVERVIEW_STEPS_CSV = "data/overview/steps.csv"
 INPUT_STEPS_CSV = "data/input_pipeline/steps.csv"
@@ -21,19 +22,20 @@ HLO_STATS_CSV = "data/hlo_stats/hlo_stats.csv"
 OP_PROFILE_CSV = "data/op_profile/op_profile.csv"
 
 
-def safe_file_part(text: str) -> str:
-    """A name usable in a file name and a URL path segment without surprises."""
-    return re.sub(r"[^A-Za-z0-9._()-]", "_", text) or "_"
+def safe_file_part(text: str, room: int = 0) -> str:
+    """A name from a capture usable in a file name and a URL path segment without surprises, unique
+    (reportgen/names.py); `room`: the bytes appended to it in the same file name."""
+    return file_part(text, room)
 
 
 def memory_profile_csv(host: str, memory_id: str) -> str:
     """The memory breakdown at the peak of one allocator of one host."""
-    return f"data/memory_profile/{safe_file_part(host)}__{safe_file_part(memory_id)}__breakdown.csv"
+    return "data/memory_profile/" + joined_file_name([host, memory_id], "__", "__breakdown.csv")
 
 
 def memory_viewer_csv(module: str) -> str:
     """The buffers live at the peak of one HLO module (`name(program id)`)."""
-    return f"data/memory_viewer/{safe_file_part(module)}__buffers.csv"
+    return f"data/memory_viewer/{file_part(module, len('__buffers.csv'))}__buffers.csv"
 
 
 # Row ids. Tables shown once per host view carry them in their first view (the run's: all hosts
@@ -71,7 +73,7 @@ def hlo_op_anchor(rank: int) -> str:
 
 def memory_profile_anchor(host: str, memory_id: str) -> str:
     """An allocator's panel on the memory profile page."""
-    return "allocator-" + safe_file_part(f"{host}__{memory_id}")
+    return "allocator-" + joined_file_name([host, memory_id], "__")
 
 
 def memory_viewer_anchor(module: str) -> str:

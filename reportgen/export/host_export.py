@@ -34,6 +34,7 @@ from reportgen.export.steps import StepMarks
 from reportgen.export.tables import AddedRows, TraceTables, build_tables
 from reportgen.export.timeline import TimelineFiles, export_timeline
 from reportgen.kernels import ensure_compiled
+from reportgen.names import host_folder
 
 FORMATS = ("json", "perfetto", "both")
 SAMPLE_PER_LINE = 512  # events measured per line to estimate chunk sizes
@@ -116,6 +117,7 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
     started = time.perf_counter()
     out = Path(out_dir)
     host = capture.host
+    stem = host_folder(host)  # the host's folder and file names: a capture's host name is not one
     out.mkdir(parents=True, exist_ok=True)
     try:
         tables = build_tables(capture, steps, added)
@@ -146,12 +148,12 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
                     chunks.abandon()
                 raise
         if trace_format in ("perfetto", "both") and len(rows):
-            name = f"{host}.pftrace"
+            name = f"{stem}.pftrace"
             written = write_pftrace(str(out / name), tables)
             start, end = tables.start_ps(rows), tables.end_ps(rows)
             first, last = (int(marks.number[0]), int(marks.number[-1])) if len(marks) else (None, None)
             result.chunks.append(ChunkRecord(
-                host=host, file=f"{host}/{name}", format="pftrace", first_us=_us(start.min()),
+                host=host, file=f"{stem}/{name}", format="pftrace", first_us=_us(start.min()),
                 last_us=_us(end.max()), first_step=first, last_step=last, events=written.events,
                 bytes=written.file_bytes,
             ))
@@ -179,12 +181,12 @@ def _plan_json(tables: TraceTables, kernel: KernelArgs, run: str, out: Path, res
         first_step, last_step = chunk_steps(plan, k, marks.start_ps, marks.end_ps, marks.number)
         first_ps = int(plan.start_ps[lo])
         last_ps = int(tables.end_ps(plan.order[lo:hi]).max())
-        name = f"{host}-{k:03d}.json.gz"
+        name = f"{host_folder(host)}-{k:03d}.json.gz"
         head = document_head({
             "host": host, "run": run, "generator": generator, "chunk": k, "chunks": len(plan),
             "first_us": _us(first_ps), "last_us": _us(last_ps), "first_step": first_step, "last_step": last_step,
         }, meta_events)
-        record = ChunkRecord(host=host, file=f"{host}/{name}", format="json.gz", first_us=_us(first_ps),
+        record = ChunkRecord(host=host, file=f"{host_folder(host)}/{name}", format="json.gz", first_us=_us(first_ps),
                              last_us=_us(last_ps), first_step=first_step, last_step=last_step, events=hi - lo,
                              bytes=0)
         chunks.append((str(out / name), head, record))

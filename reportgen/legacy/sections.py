@@ -31,6 +31,7 @@ from reportgen.legacy.tool_files import (
     LegacyPodViewer,
     LegacyTfStats,
 )
+from reportgen.names import file_part, joined_file_name
 from reportgen.sections.base import RunContext, Section
 from reportgen.sections.charts import step_chart
 from reportgen.sections.vega import vega_spec
@@ -149,7 +150,8 @@ class LegacySection(Section):
 
 
 def _safe(host: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in host)
+    """The host in its CSV names (`<host>__all_reduce_ops.csv`, the longest suffix) and table ids."""
+    return file_part(host, room=len("__all_reduce_ops.csv"))
 
 
 class LegacyOverviewSection(LegacySection):
@@ -324,7 +326,8 @@ class LegacyMemoryProfileSection(LegacySection):
     def panel(self, host: str, m: LegacyMemoryProfile, page) -> dict:
         allocators = []
         for index, a in enumerate(m.allocators):
-            page.write_csv(f"data/{self.slug}/{_safe(host)}__{_safe(a.memory_id)}__timeline.csv", a.timeline)
+            page.write_csv(f"data/{self.slug}/{joined_file_name([host, a.memory_id], '__', '__timeline.csv')}",
+                           a.timeline)
             allocators.append({"a": a, "chart": memory_chart(a.timeline), "id": f"mem-{_safe(host)}-{index}"})
         return {"m": m, "allocators": allocators}
 

@@ -32,6 +32,7 @@ from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS
 from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.host_export import ChunkRecord, HostExport
 from reportgen.legacy.chrome_trace import ChromeTrace
+from reportgen.names import host_folder
 
 BATCH_EVENTS = 16384  # events serialized per orjson call
 SIZE_SAMPLE = 1024  # events serialized to estimate a file's JSON bytes per event
@@ -174,10 +175,11 @@ class ChromeTraceExport:
         sample = np.arange(0, n, max(1, n // SIZE_SAMPLE))[:SIZE_SAMPLE]
         per_event = (len(trace.to_json(sample)) + 2) / len(sample) + 1  # as the sample's JSON list
         order, bounds = plan_time_chunks(ts, per_event, self.max_events, self.max_bytes)
-        stem = stem or self.host
+        stem = stem or host_folder(self.host)
         for k, (lo, hi) in enumerate(bounds):
             rows = np.sort(order[lo:hi])  # the file's own order within a chunk
-            name = f"{stem}.json.gz" if len(bounds) == 1 and stem != self.host else f"{stem}-{k:03d}.json.gz"
+            name = (f"{stem}.json.gz" if len(bounds) == 1 and stem != host_folder(self.host)
+                    else f"{stem}-{k:03d}.json.gz")
             first_us, last_us = _us(ts[order[lo]]), _us(end[rows].max())
             chunk_index = len(self.result.chunks)
             if chunk_index:
@@ -188,7 +190,8 @@ class ChromeTraceExport:
             events, json_bytes, file_bytes = self._write(self.out / name, _document_head(trace, metadata), trace,
                                                          rows)
             self.result.chunks.append(ChunkRecord(
-                host=self.host, file=f"{self.host}/{name}", format="json.gz", first_us=first_us, last_us=last_us,
+                host=self.host, file=f"{host_folder(self.host)}/{name}", format="json.gz", first_us=first_us,
+                last_us=last_us,
                 first_step=step, last_step=step, events=events, bytes=file_bytes, json_bytes=json_bytes,
             ))
         self.result.events += n

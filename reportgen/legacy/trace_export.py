@@ -20,6 +20,7 @@ from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
 from reportgen.legacy.timeline_chunks import ChromeTraceExport
 from reportgen.loaders import limits
 from reportgen.loaders.logdir import file_name
+from reportgen.names import host_folder
 from reportgen.sections.trace import TraceHostPart
 
 NO_PFTRACE = ("No .pftrace for this host: its timeline came as Chrome trace events from an older profiler, and the "
@@ -47,6 +48,9 @@ def _kind(names: list[str]) -> str:
     if any(n.endswith(".tracetable") for n in names):
         return KINDS[".tracetable"]
     return KINDS[".trace.json.gz"]
+
+
+MAX_STEP = (1 << 63) - 1
 
 
 def _read(path: str):
@@ -77,21 +81,26 @@ def export_legacy_trace(host: str, run: str, paths: list[str], site_dir: str, tr
         raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
     if not paths:
         return None, None
-    export = ChromeTraceExport(host, run, f"{site_dir}/{run}/trace/{host}", generator)
+    export = ChromeTraceExport(host, run, f"{site_dir}/{run}/trace/{host_folder(host)}", generator)
     notes: list[str] = []
     not_produced: list[dict] = []
     steps = TimelineSteps()
     exported: list[str] = []
     for path in paths:
         name = file_name(path)
+        step = timeline_step(name)
         try:
+            if step is not None and step > MAX_STEP:
+                # ProfilerHook numbers steps with TF's int64 global step: a larger number is not one it
+                # wrote, and the chunk headers, steps.csv and summary.json cannot hold it.
+                raise CaptureError(path, f"names step {step}, beyond the 64-bit step numbers ProfilerHook "
+                                         "writes (the file is left out)")
             trace = _read(path)
         except CaptureError as exc:
             if errors is None:
                 raise
             errors.append(exc)
             continue
-        step = timeline_step(name)
         if step is not None:
             steps.add(trace)
         export.add(trace, step=step, stem=name.split(".", 1)[0] if step is not None else None)

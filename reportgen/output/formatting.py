@@ -13,6 +13,7 @@ footer (`UNITS_NOTE`) and used by `reportgen.js`'s `fmt` helper the same way:
 from __future__ import annotations
 
 import math
+import re
 
 
 def _missing(value) -> bool:
@@ -171,6 +172,28 @@ def fmt_p_value(value) -> str:
     if _missing(value):
         return "p unknown"
     return "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"
+
+
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators and the bidirectional overrides.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_control(match: re.Match) -> str:
+    char = match.group()
+    return _NAMED_ESCAPES.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
+def terminal_text(text: str, keep_newlines: bool = False) -> str:
+    """Text for the terminal and CI logs, its control characters written as escapes (`\\n`, `\\x1b`).
+
+    Names come from captures: raw, an escape sequence would drive the terminal and a newline would
+    start a line of the name's own choosing (a CI runner takes `::error::…` at a line's start as a
+    command). `keep_newlines` keeps the line breaks of a message made of several lines; the names
+    inside it are then escaped where they are put in (`terminal_text(name)`)."""
+    if keep_newlines:
+        return "\n".join(_CONTROL.sub(_escape_control, line) for line in text.split("\n"))
+    return _CONTROL.sub(_escape_control, text)
 
 
 def problem_text(message: str, path: str) -> str:

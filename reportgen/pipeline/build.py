@@ -28,6 +28,8 @@ from reportgen.core.ops.views import forget_combined
 from reportgen.errors import NoCapturesError
 from reportgen.loaders.limits import format_bytes
 from reportgen.loaders.logdir import RunSource, discover, file_name, merge_same_folder, problem_text
+from reportgen.names import PRINTABLE, file_part
+from reportgen.output.formatting import terminal_text
 from reportgen.output.site import PageWriter, asset_files, write_asset_files, write_page_assets, write_runs_script
 from reportgen.output.transaction import OutputError, SiteTransaction
 from reportgen.pipeline.cache import HostCache, default_cache_dir
@@ -94,14 +96,21 @@ class BuildReport:
 RESERVED_RUN_NAMES = frozenset({"assets", "compare", "index.html", "runs.js", "summary.json"})
 
 
+# The longest uniqueness suffix a run's name may get (`-99999`), kept free of its 255 bytes.
+RUN_SUFFIX_ROOM = 6
+
+
 def _unique_run_names(runs: list[RunSource]) -> list[tuple[str, RunSource]]:
     """Runs from several logdirs may share a name, or be named like a file of
-    the site itself: suffix the later ones (`-2`, `-3`, …) until unique."""
+    the site itself: suffix the later ones (`-2`, `-3`, …) until unique.
+
+    The name is the run's folder too, so it is made by `file_part` first: a dot-folder (the site's
+    are the rebuild cache's, not published), a name with control characters, or one too long for its
+    suffix is written readably with a hash of the run's own name; ordinary names stay as they are."""
     taken = set(RESERVED_RUN_NAMES)
     named = []
     for run in runs:
-        # Dot-folders of the site (the rebuild cache) are not published: a run never gets one.
-        base = "_" + run.name if run.name.startswith(".") else run.name
+        base = file_part(run.name, RUN_SUFFIX_ROOM, keep=PRINTABLE)
         name, count = base, 1
         while name in taken:
             count += 1
@@ -171,7 +180,7 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
             if hit is not None:
                 outcomes[task.index] = hit
                 log(f"{task.shown_path}: from the rebuild cache")
-                step(f"{task.run}/{task.host.host}")
+                step(terminal_text(f"{task.run}/{task.host.host}"))
             else:
                 work.append((task, out_dir, cache is not None and cache.needs_worker_hash(task)))
     stats = {task.index: HostCache._stat_key(task.host.path) for task, _, _ in work} if cache else {}
@@ -187,7 +196,7 @@ def _run_hosts(tasks: list[HostTask], staging: Path, options: BuildOptions, cach
         seconds = sum(outcome.timings.values())
         log(f"{task.shown_path}: " + (f"failed: {outcome.error}" if outcome.error else
                                       f"decoded, {outcome.summary.events:,} events in {seconds:.2f} s"))
-        step(f"{task.run}/{task.host.host}")
+        step(terminal_text(f"{task.run}/{task.host.host}"))  # on the progress bar: names as text
 
     def started(task: HostTask) -> None:
         progress.begin(f"{task.run}/{task.host.host}")
@@ -272,6 +281,10 @@ def _move_tree(source: Path, target: Path) -> None:
 def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
     """Build the site. Raises NoCapturesError when nothing can be built."""
     started = time.perf_counter()
+    if options.scheduler:  # a bad address is one message now, not one after discovery and kernels
+        from reportgen.pipeline.runners import check_scheduler_address
+
+        check_scheduler_address(options.scheduler)
     plain_pages()
     timings = Timings()
     with timings.stage("discover"):
@@ -334,7 +347,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
             root.write_json("summary.json", summary_doc)
         if all(o.error is not None for o in outcomes):
             raise NoCapturesError(
-                "no host file could be read:\n  " + "\n  ".join(e["local_message"] for e in all_errors)
+                "no host file could be read:\n  " + "\n  ".join(terminal_text(e["local_message"]) for e in all_errors)
             )
         with timings.stage("outputs (removal waited for)"):
             _finish_removal(remover, staging)

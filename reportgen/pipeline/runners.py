@@ -244,6 +244,30 @@ def _feed_pool(pool: ProcessPoolExecutor, workers: int, work: Work, done: Done, 
         remaining -= 1
 
 
+def check_scheduler_address(scheduler: str) -> None:
+    """Refuse an address Dask cannot dial, before anything is built.
+
+    Given one without a port or with a scheme Dask has no transport for, `Client` raises a ValueError
+    half-way through starting, and the half-started client then spends 40 s timing out its own close
+    at exit: the address is checked here with distributed's own parser instead."""
+    try:
+        from distributed.comm.addressing import get_address_host_port, parse_address
+        from distributed.comm.registry import get_backend
+    except ImportError as exc:
+        raise SchedulerError("--scheduler needs Dask distributed: pip install 'reportgen[dask]'") from exc
+    try:
+        scheme, _location = parse_address(scheduler)
+        get_backend(scheme)
+        if scheme != "inproc":  # every network transport dials a host and a port
+            _host, port = get_address_host_port(scheduler)
+            if not 0 < port < 65536:
+                raise ValueError(f"port {port} is out of range")
+    except ValueError as exc:
+        raise SchedulerError(f"--scheduler {scheduler}: not a Dask scheduler address ({exc}); "
+                             "give tcp://HOST:PORT (a scheduler listens on port 8786 unless told otherwise)"
+                             ) from None
+
+
 def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing) -> None:
     """Each host is one Dask task; the workers read the host files from their URLs."""
     try:
@@ -253,6 +277,7 @@ def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing
         raise SchedulerError(
             "--scheduler needs Dask distributed: pip install 'reportgen[dask]'"
         ) from exc
+    check_scheduler_address(scheduler)
     try:
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError) as exc:

@@ -84,7 +84,7 @@ class GraphViewerSection(Section):
     def render(self, data: GraphViewerData, page) -> None:
         modules = []
         for index, graph in enumerate(data.picker()):  # the first is the one the page opens on
-            script = f"{DATA_DIR}/m{index}-{safe_file_part(graph.display_name)}.js"
+            script = f"{DATA_DIR}/m{index}-{safe_file_part(graph.display_name, len(f'm{index}-.js'))}.js"
             page.path(script).write_bytes(module_script(module_payload(graph, data.metrics)))
             timed = sum(1 for n in graph.nodes if (graph.program_id % U64, n.name) in data.metrics)
             modules.append({"name": graph.display_name, "script": script, "instructions": len(graph.nodes),

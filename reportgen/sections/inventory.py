@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.tools.inventory import HostInventory, host_inventory
+from reportgen.names import host_folder
 from reportgen.output.site import write_csv_columns
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads
@@ -18,7 +19,7 @@ from reportgen.sections.vega import records, responsive, vega_spec, with_dataset
 
 
 def host_csv_path(host: str) -> str:
-    return f"data/inventory/hosts/{host}.csv"
+    return f"data/inventory/hosts/{host_folder(host)}.csv"  # a host's name need not be a file's
 
 
 def with_ms(lines: pd.DataFrame) -> pd.DataFrame:

@@ -193,7 +193,7 @@ class MemoryProfileSection(Section):
             runs = part.hlo_modules
             if runs is not None and len(runs):
                 frame = module_frame(runs)
-                csv = f"data/memory_profile/{safe_file_part(host)}__hlo_modules.csv"
+                csv = f"data/memory_profile/{safe_file_part(host, len('__hlo_modules.csv'))}__hlo_modules.csv"
                 page.write_csv(csv, frame.rename(columns=MODULE_COLUMNS))
                 modules.append({"host": host, "csv": csv, "rows": frame.to_dict("records")})
             for memory_id, p in part.profiles.items():

@@ -176,10 +176,8 @@ class OpProfileSection(Section):
         page.write_csv(CSV_PATH, csv_frame(data.trees[("program", False)], data.run.details.program_names))
         host_csvs: dict[str, str] = {}
         for host, trees in data.per_host.items():
-            path, n = HOST_CSV_PATH.format(host=safe_file_part(host)), 1
-            while path in host_csvs.values():  # two host names that differ only in unsafe characters
-                n += 1
-                path = HOST_CSV_PATH.format(host=f"{safe_file_part(host)}-{n}")
+            # Distinct hosts give distinct names (`a b`, `a:b` and `a_b` included).
+            path = HOST_CSV_PATH.format(host=safe_file_part(host, len("op_profile__.csv")))
             host_csvs[host] = page.write_csv(path, csv_frame(trees[("program", False)], data.run.details.program_names))
         env = data.run.op_stats.environment
         perf = data.run.op_stats.perf_env

@@ -17,6 +17,7 @@ from reportgen import __version__
 from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor_core_planes
 from reportgen.export.host_export import HostExport, export_host
 from reportgen.export.tables import AddedRows
+from reportgen.names import host_folder
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads, short_label
 from reportgen.sections.vega import responsive, vega_spec, with_datasets
@@ -122,7 +123,7 @@ class TraceSection(Section):
         return not has_tensor_core_planes(host.capture)
 
     def host_part(self, host: HostContext) -> TraceHostPart | None:
-        out_dir = f"{host.site_dir}/{host.run}/trace/{host.host}"
+        out_dir = f"{host.site_dir}/{host.run}/trace/{host_folder(host.host)}"
         export = export_host(host.capture, host.run, out_dir, host.trace_format,
                              generator=f"reportgen {__version__}", added=derived_rows(host))
         if export.events == 0:
@@ -158,6 +159,7 @@ class TraceSection(Section):
                              else (None, 0))
             hosts.append({
                 "host": export.host,
+                "folder": host_folder(export.host),  # trace/<folder>/: the host's files
                 "events": export.events,
                 "flows": export.flows,
                 "steps": len(export.steps),

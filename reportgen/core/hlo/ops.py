@@ -97,16 +97,22 @@ class _Module:
                 self.instructions[instr.id] = instr
                 self.by_name.setdefault(instr.name, instr)
 
-    def describe(self, instr: HloInstructionProto, depth: int = 0) -> HloOp:
+    def describe(self, instr: HloInstructionProto, depth: int = 0, expanded: set[int] | None = None) -> HloOp:
         meta = instr.metadata
         layout = physical_dims(instr.shape)
         if instr.opcode == "convolution" and instr.convolution_dimension_numbers is not None:
             _convolution_semantics(instr, layout)
         fused: list[HloOp] = []
+        # XLA gives every fusion a body of its own, so one op's tree opens each computation once:
+        # a body that calls itself, or many fusions sharing one body (what a capture can say, not
+        # what XLA writes), would otherwise be opened again and again (fanout ** 16 times).
+        expanded = set() if expanded is None else expanded
         if instr.opcode == "fusion" and instr.called_computation_ids and depth < 16:
-            inner = self.computations.get(instr.called_computation_ids[0])
-            if inner is not None:
-                fused = [self.describe(child, depth + 1) for child in inner.instructions
+            inner_id = instr.called_computation_ids[0]
+            inner = self.computations.get(inner_id)
+            if inner is not None and inner_id not in expanded:
+                expanded.add(inner_id)
+                fused = [self.describe(child, depth + 1, expanded) for child in inner.instructions
                          if child.opcode not in _SKIPPED_CHILDREN]
         return HloOp(
             name=instr.name,

@@ -29,6 +29,7 @@ _INTEGRAL = {
     PrimitiveType.U8, PrimitiveType.U16, PrimitiveType.U32, PrimitiveType.U64,
 }
 _TILE_COMBINE_DIMENSION = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
 _ANNOTATION_PRINT_INTERVAL = 5
 
 
@@ -128,7 +129,11 @@ def unpadded_byte_size(shape: ShapeProto, pointer_size: int = 8) -> int:
     count = 1
     for d in shape.dimensions:
         count *= max(int(d), 0)
-    return count * max(bits // 8, 1) if bits >= 8 else count * 1
+    size = count * max(bits // 8, 1) if bits >= 8 else count * 1
+    # XLA's sizes are int64: a shape no program could allocate (dims like 2^62 x 2^62, which only a
+    # damaged or hand-made capture holds) saturates there rather than growing a Python int past what
+    # any column, array or file format downstream can hold.
+    return min(size, INT64_MAX)
 
 
 def subshape(shape: ShapeProto, shape_index) -> ShapeProto:
@@ -141,4 +146,4 @@ def subshape(shape: ShapeProto, shape_index) -> ShapeProto:
     return shape
 
 
-__all__ = ["layout_text", "shape_text", "subshape", "type_name", "unpadded_byte_size"]
+__all__ = ["INT64_MAX", "layout_text", "shape_text", "subshape", "type_name", "unpadded_byte_size"]

@@ -29,7 +29,7 @@ from reportgen.core.hlo.model import (
     ShapeProto,
     StackFrameIndexProto,
 )
-from reportgen.core.hlo.shapes import shape_text, subshape, unpadded_byte_size
+from reportgen.core.hlo.shapes import INT64_MAX, shape_text, subshape, unpadded_byte_size
 from reportgen.core.host import HostContext
 from reportgen.core.ops.op_metrics import device_ps_by_program
 from reportgen.core.tools.memory_profile import NEAR_CAPACITY, allocator_capacities
@@ -339,8 +339,15 @@ def _simulate(index: _Index, trace_id: int, single_allocation: bool = True) -> _
     heap = unpadded = 0
 
     def root(buffer_id: int) -> int:
+        # A chain of shares visits each buffer at most once; a longer walk is a
+        # cycle the trace defines (a buffer shared with itself, a → b → a), which
+        # XLA never writes and XProf's recursive lookup never leaves.
+        start, steps = buffer_id, 0
         while buffer_id in canonical:
             buffer_id = canonical[buffer_id]
+            steps += 1
+            if steps > len(canonical):
+                raise HeapSimulationError(f"Buffer {start} shares its memory in a cycle (through buffer {buffer_id}).")
         return buffer_id
 
     def increase(buffer_id: int, init_span: bool) -> None:
@@ -413,6 +420,10 @@ def _simulate(index: _Index, trace_id: int, single_allocation: bool = True) -> _
     sim.heap.append(heap)
     sim.unpadded.append(unpadded)
     sim.names.append("")
+    if max(sim.heap) > INT64_MAX or max(sim.unpadded) > INT64_MAX:
+        # Sizes past int64 (absurd shapes saturate at INT64_MAX each, and several of them add up):
+        # no XLA program allocates that much, so the module's buffer sizes cannot be trusted.
+        raise HeapSimulationError("the buffers live at once add up to more than 2^63 bytes")
     if single_allocation and len(seen_allocations) != 1:
         raise HeapSimulationError(
             "All heap simulation should work out of a single buffer allocation, actual "

@@ -100,6 +100,89 @@
     return raw !== "" && !isNaN(num) && /^[-+]?[\d,.]+(e[-+]?\d+)?\s*(%|ms|µs|s|B|KiB|MiB|GiB|TiB)?$/i.test(raw) ? num : raw.toLowerCase();
   }
 
+  // Rows shipped as data (output/table_cells.py: table_data): each cell written as table_cell writes it.
+  var NAME_CELLS = { name: "name", label: "name short", text: "" };
+  function shownValue(value, format) {
+    if (format === "int") return fmt.int(value);
+    if (format === "pct") return fmt.pct(value, 2);
+    if (format === "bytes") return fmt.bytes(value);
+    if (format === "gflops") return value ? fmt.flopRate(value * 1e9) : "0";
+    if (format === "gib_per_s") return value ? fmt.bandwidth(value * 1073741824) : "0";
+    return fmt.num(value, 3);
+  }
+  function cellText(value, format) {
+    if (format in NAME_CELLS) return value === null || value === undefined ? "" : String(value);
+    return shownValue(value, format);
+  }
+  function DataRow(values, id, formats) {
+    this.values = values;
+    this.id = id || "";
+    this.formats = formats;
+    this.el = null;
+  }
+  // The row's element, made when first shown.
+  DataRow.prototype.element = function () {
+    if (this.el) return this.el;
+    var tr = document.createElement("tr");
+    if (this.id) tr.id = this.id;
+    for (var i = 0; i < this.formats.length; i++) {
+      var format = this.formats[i], value = this.values[i], td = document.createElement("td");
+      if (format in NAME_CELLS) {
+        if (NAME_CELLS[format]) td.className = NAME_CELLS[format];
+      } else {
+        td.className = "num";
+        if (format !== "int") td.dataset.sort = missing(value) ? "" : String(value);
+      }
+      td.textContent = cellText(value, format);
+      if (format === "name" || format === "label") { td.tabIndex = 0; td.title = td.textContent; }
+      tr.appendChild(td);
+    }
+    tr.reportgenRow = this;
+    this.el = tr;
+    return tr;
+  };
+  DataRow.prototype.text = function () {
+    if (this._text === undefined) {
+      var parts = [];
+      for (var i = 0; i < this.formats.length; i++) parts.push(cellText(this.values[i], this.formats[i]));
+      this._text = parts.join(" ").toLowerCase();
+    }
+    return this._text;
+  };
+  DataRow.prototype.sortValue = function (index) {
+    var v = this.values[index];
+    if (typeof v === "number") return v;
+    if (missing(v)) return this.formats[index] in NAME_CELLS ? "" : -Infinity;
+    return String(v).toLowerCase();
+  };
+
+  // The rows of a table whose <tbody data-rows> names its JSON block (null for a table of <tr>s).
+  function dataRows(table) {
+    var body = table.tBodies[0];
+    var source = body && body.dataset.rows ? document.getElementById(body.dataset.rows) : null;
+    if (!source) return null;
+    var data = JSON.parse(source.textContent), ids = data.ids || [];
+    return data.rows.map(function (values, i) { return new DataRow(values, ids[i], data.formats); });
+  }
+
+  // Whether a table of rows as data holds a row with this id, without setting the table up.
+  function holdsRow(table, id) {
+    var body = table.tBodies[0];
+    var source = body && body.dataset.rows ? document.getElementById(body.dataset.rows) : null;
+    if (!source) return false;
+    if (!table.reportgenIds) table.reportgenIds = JSON.parse(source.textContent).ids || [];
+    return table.reportgenIds.indexOf(id) >= 0;
+  }
+
+  function rowId(row) { return row.id; }
+  function rowText(row) {
+    if (row instanceof DataRow) return row.text();
+    if (row._text === undefined) row._text = row.textContent.toLowerCase();
+    return row._text;
+  }
+  function rowElement(row) { return row instanceof DataRow ? row.element() : row; }
+  function sortValue(row, index) { return row instanceof DataRow ? row.sortValue(index) : cellValue(row, index); }
+
   var tableCount = 0;
 
   function DataTable(table) {
@@ -108,7 +191,7 @@
     if (!table.id) table.id = "data-table-" + (++tableCount);
     this.body = table.tBodies[0];
     this.headers = table.tHead ? Array.prototype.slice.call(table.tHead.rows[0].cells) : [];
-    this.rows = Array.prototype.slice.call(this.body.rows);
+    this.rows = dataRows(table) || Array.prototype.slice.call(this.body.rows);
     this.shown = this.rows;
     this.page = 0;
     this.paged = this.rows.length > PAGINATE_ABOVE;
@@ -148,7 +231,7 @@
       var dir = th.getAttribute("aria-sort") === "descending" ? 1 : -1;
       self.headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
       th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
-      var keyed = self.rows.map(function (row, i) { return [cellValue(row, index), i, row]; });
+      var keyed = self.rows.map(function (row, i) { return [sortValue(row, index), i, row]; });
       keyed.sort(function (a, b) {
         var x = a[0], y = b[0], c;
         if (typeof x === "number" && typeof y === "number") c = x - y;
@@ -162,7 +245,7 @@
 
   // Show the row with this id (a link's target): clear a filter that hides it, turn to its page.
   DataTable.prototype.reveal = function (id) {
-    var row = this.rows.filter(function (r) { return r.id === id; })[0];
+    var row = this.rows.filter(function (r) { return rowId(r) === id; })[0];
     if (!row) return;
     if (this.shown.indexOf(row) < 0) {
       var filter = document.querySelector("input[data-filter-table='" + this.table.id + "']");
@@ -178,10 +261,9 @@
     var keep = this.keep;
     this.needle = needle;
     this.shown = needle === "" && !keep ? this.rows : this.rows.filter(function (row) {
-      if (keep && !keep(row)) return false;
+      if (keep && !keep(rowElement(row))) return false;
       if (needle === "") return true;
-      if (row._text === undefined) row._text = row.textContent.toLowerCase();
-      return row._text.indexOf(needle) >= 0;
+      return rowText(row).indexOf(needle) >= 0;
     });
     this.page = 0;
     this.render();
@@ -204,7 +286,7 @@
       end = Math.min(rows.length, start + PAGE_SIZE);
     }
     var fragment = document.createDocumentFragment();
-    for (var i = start; i < end; i++) fragment.appendChild(rows[i]);
+    for (var i = start; i < end; i++) fragment.appendChild(rowElement(rows[i]));
     this.body.textContent = "";
     this.body.appendChild(fragment);
     var total = this.rows.length;
@@ -332,6 +414,7 @@
     });
     // Name cells are reachable by keyboard, so a long name can be opened without a mouse.
     this.rows.forEach(function (row) {
+      if (row instanceof DataRow) return;  // made with theirs (DataRow.element)
       Array.prototype.forEach.call(row.cells, function (cell) {
         if (cell.classList.contains("name") && !cell.querySelector("a, button, summary")) {
           cell.tabIndex = 0;
@@ -423,6 +506,8 @@
     // A row of a long table may be off its current page, out of the document: the table puts it back first.
     tables.forEach(function (t) { t.reveal(id); });
     var target = document.getElementById(id);
+    // A row shipped as data in a table still waiting (its panel hidden) has no element yet: its table stands in.
+    if (!target) target = waitingTables.filter(function (table) { return holdsRow(table, id); })[0];
     if (!target) return;
     var shownPanel = false;
     for (var el = target; el; el = el.parentElement) {  // the target may be a panel itself (memory pages)
@@ -436,6 +521,9 @@
       tables.forEach(function (t) { t.reveal(id); });
       target = document.getElementById(id) || target;
     }
+    // A row made after the navigation (rows as data) is not the document's :target: marked so instead.
+    document.querySelectorAll("tr.row-target").forEach(function (tr) { tr.classList.remove("row-target"); });
+    if (target.tagName === "TR") target.classList.add("row-target");
     target.scrollIntoView({ block: "center" });
   }
 

@@ -1,0 +1,48 @@
+"""Long tables ship their rows as data (output/table_cells.py: table_data), rendered a page at a time by
+reportgen.js: the block is safe inside <script>, the pages stay light, and the CSVs keep every row."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+
+from reportgen.output.table_cells import table_data
+from tests.conftest import needs_shared
+from tests.sharedsite import shared_site
+
+
+def _block(markup: str) -> dict:
+    match = re.fullmatch(r'<script type="application/json" id="t-rows">(.*)</script>', str(markup), re.S)
+    assert match, markup
+    return json.loads(match.group(1))
+
+
+def test_capture_text_cannot_end_the_block_and_numbers_stay_parseable():
+    hostile = "</script><script>alert(1)</script><!--&'"
+    markup = str(table_data("t", [[1.0, hostile, math.nan, 1 / 3, 7.0]], ["int", "name", "us", "pct", "us"],
+                            ["row-1"]))
+    body = markup[len('<script type="application/json" id="t-rows">'):-len("</script>")]
+    assert "<" not in body and ">" not in body and "&" not in body and "'" not in body
+    data = _block(markup)
+    # Text comes back whole; NaN is null (JSON.parse rejects NaN); counts are integers; 9 significant digits.
+    assert data == {"formats": ["int", "name", "us", "pct", "us"], "rows": [[1, hostile, None, 0.333333333, 7]],
+                    "ids": ["row-1"]}
+
+
+@needs_shared
+def test_the_longest_tables_have_no_rows_in_the_html_and_every_row_in_their_data_and_csv():
+    run = shared_site() / "gpu_multi_worker"
+    html = (run / "tf_stats.html").read_text(encoding="utf-8")
+    assert len(html.encode()) <= 1 << 20
+    assert "<tr id=\"tf-op-" not in html  # the rows are data, made by the page's script
+    blocks = dict(re.findall(r'<script type="application/json" id="([^"]+)-rows">(.*?)</script>', html, re.S))
+    with_idle = json.loads(blocks["ops-0-with"])
+    with open(run / "data" / "tf_stats" / "framework_op_stats.csv", newline="", encoding="utf-8") as handle:
+        csv_rows = list(csv.DictReader(handle))
+    assert len(with_idle["rows"]) == len(csv_rows) > 500  # the CSV holds the table's rows, IDLE included
+    assert with_idle["ids"][249] == "tf-op-250"
+    assert re.search(r'<tbody data-rows="ops-0-with-rows"></tbody>', html)
+    memory = (run / "memory_profile.html").read_text(encoding="utf-8")
+    assert len(memory.encode()) <= 1 << 20

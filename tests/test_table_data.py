@@ -46,3 +46,31 @@ def test_the_longest_tables_have_no_rows_in_the_html_and_every_row_in_their_data
     assert re.search(r'<tbody data-rows="ops-0-with-rows"></tbody>', html)
     memory = (run / "memory_profile.html").read_text(encoding="utf-8")
     assert len(memory.encode()) <= 1 << 20
+
+
+def test_units_follow_the_magnitude():
+    from reportgen.output.formatting import duration_unit_us, fmt_bytes, fmt_duration_us, fmt_gflops, size_unit
+
+    assert fmt_duration_us(155_546_431.463) == "155.55 s"
+    assert [fmt_duration_us(v) for v in (0.25, 12.5, 40_000)] == ["250.00 ns", "12.50 µs", "40.00 ms"]
+    assert fmt_bytes(512) == "512 B" and fmt_bytes(0.0005 * 2**20) == "524 B" and fmt_bytes(3 << 20) == "3.0 MiB"
+    assert fmt_gflops(1500) == "1.50 TFLOP/s"
+    # An axis takes the largest unit its top reaches: "600 s", not "640,000,000 µs"; "300 KiB", not "0.3 MiB".
+    assert duration_unit_us(640e6) == ("s", 1e6) and duration_unit_us(40_000) == ("ms", 1e3)
+    assert duration_unit_us(0.5) == ("ns", 1e-3) and duration_unit_us(0) == ("µs", 1.0)
+    assert size_unit(300 * 1024) == ("KiB", 1024.0) and size_unit(14.4 * 2**30) == ("GiB", 2.0**30)
+    assert size_unit(100) == ("B", 1.0) and size_unit(0) == ("B", 1.0)
+
+
+@needs_shared
+def test_shared_pages_speak_in_units_that_fit():
+    site = shared_site()
+    viewer = (site / "jax_mlp" / "memory_viewer.html").read_text(encoding="utf-8")
+    assert "0.00 MiB" not in viewer and "0 B</div>" in viewer  # no padding, as bytes
+    hlo = (site / "tpu_inference_2" / "hlo_stats.html").read_text(encoding="utf-8")
+    assert "Total self time (s)" in hlo and "(µs)" not in hlo
+    pods = (site / "gpu_multi_worker" / "pod_viewer.html").read_text(encoding="utf-8")
+    assert "Step time (ms)" in pods and "Step time (µs)" not in pods
+    # Numbers of six or more digits before the point in a time cell are gone ("155,546,431.463 µs").
+    roofline = (site / "tpu_inference_2" / "roofline_model.html").read_text(encoding="utf-8")
+    assert not re.search(r">\d{1,3}(,\d{3})+\.\d+<", roofline)

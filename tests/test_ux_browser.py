@@ -399,3 +399,34 @@ def test_sorting_a_table_of_data_orders_every_row_by_value(site, driver):
         ".map(r => r[arguments[1]]);", table, index)
     assert values[0] == max(everything)
     assert console_errors(driver) == []
+
+
+def test_page_scripts_write_units_as_the_pages_do(site, driver):
+    """reportgen.js's fmt follows output/formatting.py: the rows a table renders from data read as the cells the
+    server writes."""
+    from reportgen.output.formatting import fmt_bytes, fmt_duration_us, fmt_gflops
+
+    driver.get((site / "index.html").resolve().as_uri())
+    _wait(driver, READY)
+    durations = [0.25, 12.5, 999.99, 40_000, 155_546_431.463]
+    sizes = [512, 524.288, 3 << 20, 14.4 * 2**30]
+    shown = driver.execute_script(
+        "var f = window.reportgen.fmt; return [arguments[0].map(v => f.durationUs(v)), arguments[1].map(f.bytes),"
+        " f.flopRate(1500 * 1e9)];", durations, sizes)
+    assert shown == [[fmt_duration_us(v) for v in durations], [fmt_bytes(v) for v in sizes], fmt_gflops(1500)]
+
+
+def test_a_cut_name_keeps_its_tail_and_shows_whole_on_hover(site, driver):
+    driver.get((site / "tf_keras_input_bound" / "tf_stats.html").resolve().as_uri())
+    _wait(driver, READY)
+    cells = driver.execute_script(
+        "return Array.from(document.querySelectorAll('table.data-table tbody td.name')).filter(td =>"
+        " td.offsetParent !== null && td.querySelector('.mid') && td.scrollWidth > td.clientWidth - 1).map(td => {"
+        " var c = td.getBoundingClientRect(), t = td.querySelector('.tail').getBoundingClientRect();"
+        " return [td.title, td.textContent, td.querySelector('.tail').textContent,"
+        "         t.left >= c.left, t.right <= c.right + 1];"
+        "}).slice(0, 20);")
+    assert cells, "no long name was cut"
+    for title, text, tail, tail_starts_inside, tail_ends_inside in cells:
+        assert title == text and text.endswith(tail) and tail_starts_inside and tail_ends_inside
+    assert any(tail.startswith("/") for _, _, tail, _, _ in cells)  # whole path segments kept

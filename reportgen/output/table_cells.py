@@ -13,7 +13,7 @@ from numbers import Real
 import orjson
 from markupsafe import Markup, escape
 
-from reportgen.output.formatting import fmt_bytes, fmt_gflops, fmt_gib_per_s, fmt_int, fmt_num, fmt_pct
+from reportgen.output.formatting import fmt_bytes, fmt_duration_us, fmt_gflops, fmt_gib_per_s, fmt_int, fmt_num, fmt_pct
 
 # Text columns: the cell's opening tag (names are cut to one line by the style sheet).
 _NAME_FORMATS = {"name": '<td class="name">', "label": '<td class="name short">', "text": "<td>"}
@@ -28,7 +28,11 @@ def _shown(value, fmt: str) -> str:
         return fmt_gflops(value) if value else "0"
     if fmt == "gib_per_s":
         return fmt_gib_per_s(value) if value else "0"
-    return fmt_num(value, 3)  # us, ms and any other number
+    if fmt == "us":
+        return fmt_duration_us(value)
+    if fmt == "ms":
+        return fmt_duration_us(value * 1e3) if isinstance(value, Real) else fmt_num(value)
+    return fmt_num(value, 3)  # any other number
 
 
 def _cell_html(value, fmt: str) -> str:

@@ -20,6 +20,7 @@ from reportgen.core.tools.memory_profile import (
     host_memory_profile,
     memory_profile_summary,
 )
+from reportgen.output.formatting import size_unit
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import responsive, vega_spec, with_datasets
 
@@ -46,7 +47,7 @@ def _shows_free(profile: AllocatorProfile) -> bool:
 
 def _unit(profile: AllocatorProfile) -> tuple[str, float]:
     top = profile.memory_capacity if _shows_free(profile) else profile.peak_bytes
-    return ("GiB", GIB) if top >= GIB else ("MiB", MIB)
+    return size_unit(top)
 
 
 def timeline_chart(profile: AllocatorProfile) -> dict:

@@ -52,6 +52,10 @@
       if (a >= 1e9) return grouped(ps / 1e9, d) + " ms";
       if (a >= 1e6) return grouped(ps / 1e6, d) + " µs";
       return grouped(ps / 1e3, d) + " ns";
+    },
+    // A duration in µs (XProf's op tables), in the unit that reads best (formatting.py's fmt_duration_us alike).
+    durationUs: function (us, digits) {
+      return missing(us) ? "–" : fmt.durationPs(Number(us) * 1e6, digits === undefined ? 2 : digits);
     }
   };
 
@@ -100,6 +104,40 @@
     return raw !== "" && !isNaN(num) && /^[-+]?[\d,.]+(e[-+]?\d+)?\s*(%|ms|µs|s|B|KiB|MiB|GiB|TiB)?$/i.test(raw) ? num : raw.toLowerCase();
   }
 
+  // ---- long names ------------------------------------------------------------------------------------------------
+  /* A name cut to its cell keeps its tail, where names differ ("gradient_tape/small_cnn_1/…/conv2d_1_2/convolution"):
+     its last path segments (up to TAIL_CHARS) stay whole and the ellipsis goes in the middle, cutting the head. The
+     cell's text stays the whole name (filter, sort, copy), and its title shows it whole on hover. */
+  var TAIL_CHARS = 24, SHORT_TAIL_CHARS = 14;  // about 60% of a name column (20rem) and of a narrow one (12rem)
+  function nameTail(text, most) {
+    if (text.length <= most) return -1;
+    var start = text.length;
+    for (var cut = text.lastIndexOf("/", start - 2); cut > 0; cut = text.lastIndexOf("/", cut - 1)) {
+      if (text.length - cut > most) break;
+      start = cut;
+    }
+    if (start === text.length) start = text.length - most;  // one long segment: its last characters
+    return start;
+  }
+  function middleEllipsis(cell) {
+    if (cell.firstElementChild || cell.dataset.mid) return;
+    var text = cell.textContent, start = nameTail(text, cell.classList.contains("short") ? SHORT_TAIL_CHARS : TAIL_CHARS);
+    cell.dataset.mid = "1";
+    if (!cell.title) cell.title = text.trim();
+    if (start <= 0) return;
+    var wrap = document.createElement("span"), head = document.createElement("span"), tail = document.createElement("span");
+    wrap.className = "mid";
+    wrap.style.setProperty("--tail", (text.length - start + 1) + "ch");
+    head.className = "head";
+    tail.className = "tail";
+    head.textContent = text.slice(0, start);
+    tail.textContent = text.slice(start);
+    wrap.appendChild(head);
+    wrap.appendChild(tail);
+    cell.textContent = "";
+    cell.appendChild(wrap);
+  }
+
   // Rows shipped as data (output/table_cells.py: table_data): each cell written as table_cell writes it.
   var NAME_CELLS = { name: "name", label: "name short", text: "" };
   function shownValue(value, format) {
@@ -108,6 +146,8 @@
     if (format === "bytes") return fmt.bytes(value);
     if (format === "gflops") return value ? fmt.flopRate(value * 1e9) : "0";
     if (format === "gib_per_s") return value ? fmt.bandwidth(value * 1073741824) : "0";
+    if (format === "us") return fmt.durationUs(value);
+    if (format === "ms") return missing(value) ? "–" : fmt.durationUs(value * 1e3);
     return fmt.num(value, 3);
   }
   function cellText(value, format) {
@@ -134,7 +174,7 @@
         if (format !== "int") td.dataset.sort = missing(value) ? "" : String(value);
       }
       td.textContent = cellText(value, format);
-      if (format === "name" || format === "label") { td.tabIndex = 0; td.title = td.textContent; }
+      if (format === "name" || format === "label") { td.tabIndex = 0; middleEllipsis(td); }
       tr.appendChild(td);
     }
     tr.reportgenRow = this;
@@ -418,7 +458,7 @@
       Array.prototype.forEach.call(row.cells, function (cell) {
         if (cell.classList.contains("name") && !cell.querySelector("a, button, summary")) {
           cell.tabIndex = 0;
-          if (!cell.title) cell.title = cell.textContent.trim();
+          middleEllipsis(cell);
         }
       });
     });
@@ -558,6 +598,7 @@
     wiring = false;
     setUpShownTables();
     document.querySelectorAll("[data-run-switch]").forEach(wireRunSwitch);
+    document.querySelectorAll(".sinks td.name").forEach(middleEllipsis);
     embedCharts(document);
     // Charts inside a <details> that opens later are drawn then.
     document.addEventListener("toggle", function (e) { if (e.target.open) embedCharts(e.target); }, true);

@@ -27,7 +27,8 @@ def test_capture_text_cannot_end_the_block_and_numbers_stay_parseable():
     assert "<" not in body and ">" not in body and "&" not in body and "'" not in body
     data = _block(markup)
     # Text comes back whole; NaN is null (JSON.parse rejects NaN); counts are integers; 9 significant digits.
-    assert data == {"formats": ["int", "name", "us", "pct", "us"], "rows": [[1, hostile, None, 0.333333333, 7]],
+    assert data == {"block": "t-rows", "formats": ["int", "name", "us", "pct", "us"],
+                    "rows": [[1, hostile, None, 0.333333333, 7]],
                     "ids": ["row-1"]}
 
 

@@ -93,7 +93,10 @@ def table_data(table_id: str, rows, formats: list[str], anchors=None) -> Markup:
     `table_cell` writes it. A table of thousands of rows as `<tr>`s cost seconds of layout and megabytes of
     page; its values as JSON are a fifth of the bytes and only the rows shown become elements. The table's
     `<tbody>` stays empty (`data-rows` names this block)."""
-    payload = {"formats": list(formats), "rows": [[_compact(v, f) for v, f in zip(row, formats)] for row in rows]}
+    # `block`: the block's own id, so that the page's script can tell the prefix the single-file report puts on
+    # every id of a page (output/single_file.py) and give the rows' ids the same.
+    payload = {"block": f"{table_id}-rows", "formats": list(formats),
+               "rows": [[_compact(v, f) for v, f in zip(row, formats)] for row in rows]}
     if anchors:
         payload["ids"] = [str(a) for a in anchors]
     return Markup(f'<script type="application/json" id="{escape(table_id)}-rows">{script_json(payload)}</script>')

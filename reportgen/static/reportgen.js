@@ -11,8 +11,13 @@
 
   // ---- numbers -------------------------------------------------------------------------------------------------
   function missing(v) { return v === null || v === undefined || (typeof v === "number" && isNaN(v)); }
+  // One formatter per number of digits: toLocaleString builds one per call, which made rendering a page of rows
+  // from data spend most of its time there.
+  var formatters = {};
   function grouped(v, digits) {
-    return Number(v).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+    var f = formatters[digits] || (formatters[digits] = new Intl.NumberFormat("en-US", {
+      minimumFractionDigits: digits, maximumFractionDigits: digits }));
+    return f.format(Number(v));
   }
   function scaled(value, prefixes, base, unit, below) {
     for (var i = 0; i < prefixes.length; i++) {
@@ -72,27 +77,67 @@
     return el.closest("[data-host-panel][hidden]") !== null;
   }
 
+  /* A single-file report holds every page's charts (150 for the shared captures): drawing them all before the
+     document could be read took seconds. There each chart is drawn when it comes near the screen
+     (IntersectionObserver), and the others one at a time while the page is idle, so that every chart is drawn
+     without scrolling to it. A site's page draws its charts at once. */
+  var lazyCharts = null, idleQueue = [], idleWaiting = false;
+  function drawWhenSeen(el) {
+    if (el.dataset.waiting) return;
+    el.dataset.waiting = "1";
+    if (!lazyCharts) {
+      lazyCharts = new IntersectionObserver(function (entries) {
+        entries.forEach(function (entry) {
+          if (entry.isIntersecting) { lazyCharts.unobserve(entry.target); drawChart(entry.target); }
+        });
+      }, { rootMargin: "400px 0px" });
+    }
+    lazyCharts.observe(el);
+    idleQueue.push(el);
+    drawWhenIdle();
+  }
+  function drawWhenIdle() {
+    if (idleWaiting || !idleQueue.length) return;
+    idleWaiting = true;
+    var later = window.requestIdleCallback || function (fn) { return setTimeout(fn, 50); };
+    later(function () {
+      idleWaiting = false;
+      var el = idleQueue.shift();
+      if (el && !el.dataset.embedded) { lazyCharts.unobserve(el); drawChart(el); }
+      drawWhenIdle();
+    }, { timeout: 1000 });
+  }
+
   function embedCharts(root) {
+    var lazy = document.querySelector("main.single-file") !== null && "IntersectionObserver" in window;
     root.querySelectorAll("[data-vega-spec]").forEach(function (el) {
       if (el.dataset.embedded) return;
-      // A chart as wide as its container is drawn when its panel is shown (a hidden one measures 0 wide).
-      if (el.classList.contains("wide") && (inHiddenPanel(el) || el.offsetParent === null)) return;
-      var source = document.getElementById(el.dataset.vegaSpec);
-      if (!source || !window.vegaEmbed) return;
-      el.dataset.embedded = "1";
-      var spec = JSON.parse(source.textContent);
-      // Vega names the drawing (its svg) after the spec's description, for screen readers.
-      if (!spec.description && el.dataset.label) spec.description = el.dataset.label;
-      window.vegaEmbed(el, spec, {
-        renderer: "svg",
-        actions: { export: true, source: false, compiled: false, editor: false }
-      }).then(function (result) {
-        nameChartMenu(el);
-        el.vegaView = result.view;  // for page scripts that change a chart's variables (memory_profile.js)
-        el.dispatchEvent(new CustomEvent("reportgen:chart", { bubbles: true }));
-        return result;
-      }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
+      if (lazy) drawWhenSeen(el); else drawChart(el);
     });
+  }
+
+  function drawChart(el) {
+    if (el.dataset.embedded) return;
+    // A chart as wide as its container is drawn when its panel is shown (a hidden one measures 0 wide).
+    if (el.classList.contains("wide") && (inHiddenPanel(el) || el.offsetParent === null)) {
+      delete el.dataset.waiting;  // drawn when its panel is shown (embedCharts of the panel)
+      return;
+    }
+    var source = document.getElementById(el.dataset.vegaSpec);
+    if (!source || !window.vegaEmbed) return;
+    el.dataset.embedded = "1";
+    var spec = JSON.parse(source.textContent);
+    // Vega names the drawing (its svg) after the spec's description, for screen readers.
+    if (!spec.description && el.dataset.label) spec.description = el.dataset.label;
+    window.vegaEmbed(el, spec, {
+      renderer: "svg",
+      actions: { export: true, source: false, compiled: false, editor: false }
+    }).then(function (result) {
+      nameChartMenu(el);
+      el.vegaView = result.view;  // for page scripts that change a chart's variables (memory_profile.js)
+      el.dispatchEvent(new CustomEvent("reportgen:chart", { bubbles: true }));
+      return result;
+    }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
   }
 
   // ---- data tables ---------------------------------------------------------------------------------------------
@@ -196,21 +241,30 @@
     return String(v).toLowerCase();
   };
 
-  // The rows of a table whose <tbody data-rows> names its JSON block (null for a table of <tr>s).
-  function dataRows(table) {
+  // The JSON block of a table whose <tbody data-rows> names one, and its rows' ids (null for a table of <tr>s). The
+  // ids get the prefix the block's own id got: the single-file report prefixes every id of a page.
+  function rowData(table) {
     var body = table.tBodies[0];
     var source = body && body.dataset.rows ? document.getElementById(body.dataset.rows) : null;
     if (!source) return null;
-    var data = JSON.parse(source.textContent), ids = data.ids || [];
-    return data.rows.map(function (values, i) { return new DataRow(values, ids[i], data.formats); });
+    var data = JSON.parse(source.textContent);
+    var own = data.block || "", prefix = own && source.id.slice(-own.length) === own ? source.id.slice(0, -own.length) : "";
+    data.ids = (data.ids || []).map(function (id) { return prefix + id; });
+    return data;
+  }
+
+  function dataRows(table) {
+    var data = rowData(table);
+    if (!data) return null;
+    return data.rows.map(function (values, i) { return new DataRow(values, data.ids[i], data.formats); });
   }
 
   // Whether a table of rows as data holds a row with this id, without setting the table up.
   function holdsRow(table, id) {
-    var body = table.tBodies[0];
-    var source = body && body.dataset.rows ? document.getElementById(body.dataset.rows) : null;
-    if (!source) return false;
-    if (!table.reportgenIds) table.reportgenIds = JSON.parse(source.textContent).ids || [];
+    if (!table.reportgenIds) {
+      var data = rowData(table);
+      table.reportgenIds = data ? data.ids : [];
+    }
     return table.reportgenIds.indexOf(id) >= 0;
   }
 
@@ -413,20 +467,38 @@
   };
 
   // Sticky columns (marked data-sticky) stay in view when the table scrolls sideways; each sits right of the ones
-  // before it, so their offsets are measured once the table is laid out.
+  // before it, so their offsets are measured once the table is laid out: in the next frame, for every table that
+  // asked, together. Measuring each table as it rendered laid the document out once per table (0.75 s of a
+  // single-file report's opening).
+  var stickyPending = [];
   DataTable.prototype.updateSticky = function () {
+    if (stickyPending.indexOf(this) >= 0) return;
+    stickyPending.push(this);
+    if (stickyPending.length === 1) requestAnimationFrame(measureSticky);
+  };
+  function measureSticky() {
+    var pending = stickyPending;
+    stickyPending = [];
+    var measured = pending.map(function (t) { return t.stickyOffsets(); });  // reads first, then writes
+    pending.forEach(function (t, i) { t.applySticky(measured[i]); });
+  }
+  DataTable.prototype.stickyOffsets = function () {
     var self = this;
     var sticky = this.headers.filter(function (th, i) { return th.hasAttribute("data-sticky") && !self.hiddenColumns[i]; });
-    if (!sticky.length || !this.table.offsetParent) return;
+    if (!sticky.length || !this.table.offsetParent) return null;
+    return sticky.map(function (th) { return [self.headers.indexOf(th) + 1, th.getBoundingClientRect().width]; });
+  };
+  DataTable.prototype.applySticky = function (offsets) {
+    if (!offsets) return;
     var left = 0;
     var id = CSS.escape(this.table.id);
     var rules = [];
-    sticky.forEach(function (th) {
-      var n = self.headers.indexOf(th) + 1;
+    offsets.forEach(function (o) {
+      var n = o[0];
       rules.push("#" + id + " > * > tr > :nth-child(" + n + ") { position: sticky; left: " + left + "px; z-index: 1; }");
       // its header cell above the rows scrolling under it and the header cells scrolling sideways under it
       rules.push("#" + id + " > thead > tr > :nth-child(" + n + ") { z-index: 3; }");
-      left += th.getBoundingClientRect().width;
+      left += o[1];
     });
     if (!this.stickyStyle) {
       this.stickyStyle = document.createElement("style");
@@ -435,7 +507,6 @@
     this.stickyStyle.textContent = rules.join("\n");
     this.table.classList.add("has-sticky");
   };
-
   // Long names are cut to one line; a click (or Enter) on the cell shows the row whole.
   DataTable.prototype.wireExpand = function () {
     function toggle(cell) {

@@ -194,3 +194,22 @@ def test_capture_strings_stay_text_in_the_site_page(built, browser):
     text = browser.find_element("tag name", "main").text
     assert XSS_LINE.split(" onmouseover")[0] in text
     assert XSS_HOST in text
+
+
+def test_charts_are_drawn_as_they_come_into_view(built, tmp_path):
+    """The report draws the charts near the screen first; the rest wait for the page to be idle (here never: the
+    browser's idle callback is taken away before the page runs), and a chart scrolled to is drawn then."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with chromium(tmp_path / "profile", window="1280,800") as driver:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                               {"source": "window.requestIdleCallback = function () {};"})
+        driver.get(built.single_file.as_uri())
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+            "return document.readyState === 'complete' && document.querySelector('[data-vega-spec] svg') !== null"))
+        last = "var charts = document.querySelectorAll('[data-vega-spec]'); return charts[charts.length - 1];"
+        assert driver.execute_script(f"{last}").get_attribute("data-embedded") is None  # far below: not drawn
+        driver.execute_script(f"(function () {{ {last} }})().scrollIntoView();")
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+            f"return (function () {{ {last} }})().querySelector('svg') !== null"))
+        assert console_errors(driver) == []

@@ -769,6 +769,8 @@ def test_single_file_report_embeds_each_hosts_busiest_step(site, driver, tmp_pat
     driver.get(report.as_uri())
     from selenium.webdriver.support.ui import WebDriverWait
 
+    # A report's timelines start as they come into view.
+    driver.execute_script("document.querySelector('[data-timeline]').scrollIntoView();")
     WebDriverWait(driver, 30).until(lambda d: d.execute_script(
         "return [...document.querySelectorAll('[data-timeline]')].some(e => e.dataset.ready)"))
     driver.execute_script("return new Promise(r => setTimeout(r, 500))")
@@ -842,13 +844,24 @@ def test_a_small_hosts_timeline_is_one_file_and_opens_with_its_events_args_and_e
     report = tmp_path / "report.html"
     write_single_file(site, report)
     driver.get(report.as_uri())
-    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
-        "return [...document.querySelectorAll('[data-timeline]')].some(e => e.dataset.ready)"))
+    _scroll_to_each_timeline(driver)
     embedded = driver.execute_script(
         "return [...document.querySelectorAll('[data-timeline]')].filter(e => e.dataset.ready)"
         ".map(e => [e.dataset.host, +e.dataset.drawn, e.dataset.mode])")
     assert ["host0", index["events"], "detail"] in embedded
     assert console_errors(driver) == []
+
+
+def _scroll_to_each_timeline(driver) -> None:
+    """A single-file report starts each timeline as it comes into view: bring each there, and wait for it."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    shown = driver.execute_script("return [...document.querySelectorAll('[data-timeline]')]"
+                                  ".map((e, i) => e.offsetParent === null ? -1 : i).filter(i => i >= 0)")
+    for i in shown:  # those of host panels not shown start when their panel is
+        driver.execute_script("document.querySelectorAll('[data-timeline]')[arguments[0]].scrollIntoView();", i)
+        WebDriverWait(driver, 30).until(lambda d, i=i: d.execute_script(
+            "return !!document.querySelectorAll('[data-timeline]')[arguments[0]].dataset.ready", i))
 
 
 def test_single_file_report_keeps_two_runs_hosts_of_one_name_apart(driver, tmp_path):
@@ -866,6 +879,7 @@ def test_single_file_report_keeps_two_runs_hosts_of_one_name_apart(driver, tmp_p
     report = tmp_path / "report.html"
     write_single_file(site, report)
     driver.get(report.as_uri())
+    _scroll_to_each_timeline(driver)
     WebDriverWait(driver, 30).until(lambda d: d.execute_script(
         "return [...document.querySelectorAll('[data-timeline]')].filter(e => e.dataset.ready).length === 2"))
     for run, expected_us in (("runa", 0.500003), ("runb", 0.900003), ("runa", 0.500003)):

@@ -355,3 +355,77 @@ def test_every_run_of_a_long_module_table_answers(site, driver):
     assert 0 < held == len(shown) and all(start <= at <= end and visible for start, end, visible in shown)
     assert not root.find_element(By.CSS_SELECTOR, ".pager").is_displayed()  # they fit one page
     assert console_errors(driver) == []
+
+
+def test_a_link_from_another_page_lands_on_a_row_shipped_as_data(site, driver):
+    """TF stats rows are data until shown: a link from another page (the findings, the summary) to a row on the
+    third page of the table with IDLE, which waits in a hidden panel, renders that page, shows the panel and
+    marks the row."""
+    driver.get("about:blank")
+    driver.get((site / "gpu_multi_worker" / "tf_stats.html").resolve().as_uri() + "#tf-op-250")
+    _wait(driver, READY)
+    # Shown again once the charts above it are drawn (after the load event): waited for, not slept on.
+    _wait(driver, "var row = document.getElementById('tf-op-250'); if (!row) return false;"
+                  " var b = row.getBoundingClientRect(); return b.top >= 0 && b.bottom <= window.innerHeight;")
+    top, bottom, marked, idle, first, rows = driver.execute_script(
+        "var row = document.getElementById('tf-op-250'); var b = row.getBoundingClientRect();"
+        "return [b.top, b.bottom, row.classList.contains('row-target'),"
+        " document.querySelector(\"select[data-host-select='tfstats-idle-0']\").value,"
+        " row.cells[0].textContent, document.querySelectorAll('#ops-0-with tbody tr').length];")
+    assert idle == "with" and marked and first == "250" and rows == 100
+    assert 0 <= top and bottom <= driver.execute_script("return window.innerHeight")
+    assert console_errors(driver) == []
+
+
+def test_sorting_a_table_of_data_orders_every_row_by_value(site, driver):
+    from selenium.webdriver.common.by import By
+
+    driver.get((site / "gpu_multi_worker" / "tf_stats.html").resolve().as_uri())
+    _wait(driver, READY)
+    table = "ops-0-without"
+    heads = driver.find_elements(By.CSS_SELECTOR, f"#{table} thead th")
+    index = [h.text for h in heads].index("Occurrences")
+    button = heads[index].find_element(By.CSS_SELECTOR, "button.sort")
+    button.click()  # descending first
+    shown = driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map(r => r.cells[arguments[1]].textContent);",
+        f"#{table} tbody tr", index)
+    values = [float(v.replace(",", "")) for v in shown]
+    assert len(values) == 100 and values == sorted(values, reverse=True) and values[0] > values[-1]
+    # The largest of all rows, not of the first page's: the table sorted its data, every page of it.
+    everything = driver.execute_script(
+        "return JSON.parse(document.getElementById(arguments[0] + '-rows').textContent).rows"
+        ".map(r => r[arguments[1]]);", table, index)
+    assert values[0] == max(everything)
+    assert console_errors(driver) == []
+
+
+def test_page_scripts_write_units_as_the_pages_do(site, driver):
+    """reportgen.js's fmt follows output/formatting.py: the rows a table renders from data read as the cells the
+    server writes."""
+    from reportgen.output.formatting import fmt_bytes, fmt_duration_us, fmt_gflops
+
+    driver.get((site / "index.html").resolve().as_uri())
+    _wait(driver, READY)
+    durations = [0.25, 12.5, 999.99, 40_000, 155_546_431.463]
+    sizes = [512, 524.288, 3 << 20, 14.4 * 2**30]
+    shown = driver.execute_script(
+        "var f = window.reportgen.fmt; return [arguments[0].map(v => f.durationUs(v)), arguments[1].map(f.bytes),"
+        " f.flopRate(1500 * 1e9)];", durations, sizes)
+    assert shown == [[fmt_duration_us(v) for v in durations], [fmt_bytes(v) for v in sizes], fmt_gflops(1500)]
+
+
+def test_a_cut_name_keeps_its_tail_and_shows_whole_on_hover(site, driver):
+    driver.get((site / "tf_keras_input_bound" / "tf_stats.html").resolve().as_uri())
+    _wait(driver, READY)
+    cells = driver.execute_script(
+        "return Array.from(document.querySelectorAll('table.data-table tbody td.name')).filter(td =>"
+        " td.offsetParent !== null && td.querySelector('.mid') && td.scrollWidth > td.clientWidth - 1).map(td => {"
+        " var c = td.getBoundingClientRect(), t = td.querySelector('.tail').getBoundingClientRect();"
+        " return [td.title, td.textContent, td.querySelector('.tail').textContent,"
+        "         t.left >= c.left, t.right <= c.right + 1];"
+        "}).slice(0, 20);")
+    assert cells, "no long name was cut"
+    for title, text, tail, tail_starts_inside, tail_ends_inside in cells:
+        assert title == text and text.endswith(tail) and tail_starts_inside and tail_ends_inside
+    assert any(tail.startswith("/") for _, _, tail, _, _ in cells)  # whole path segments kept

@@ -7,7 +7,9 @@ footer (`UNITS_NOTE`) and used by `reportgen.js`'s `fmt` helper the same way:
   memory pages, XProf's roofline and HLO stats already speak GiB;
 - FLOP rates in decimal units (1 TFLOP/s = 10^12 FLOP/s), as peak rates are
   quoted;
-- times in the unit that reads best (ms in step times, µs in op tables).
+- times, sizes and rates in the unit that reads best for their magnitude (ns / µs / ms / s, B / KiB / MiB /
+  GiB, GFLOP/s / TFLOP/s), in tables, cards and tooltips alike; a chart's axis takes the unit its data's range
+  reads best in (`size_unit`, `duration_unit_us`). CSVs keep the raw numbers.
 """
 
 from __future__ import annotations
@@ -123,6 +125,41 @@ def fmt_duration_ps(value, digits: int = 1) -> str:
     return f"{value / 1e3:,.{digits}f} ns"
 
 
+def fmt_duration_us(value, digits: int = 2) -> str:
+    """A duration given in µs (XProf's unit in its op tables), in the unit that reads best: `155.55 s`, not
+    `155,546,431.463 µs`."""
+    return "–" if _missing(value) else fmt_duration_ps(float(value) * 1e6, digits)
+
+
+# The units a chart's axis may use, each with its size in the unit the data arrive in.
+_SIZE_UNITS = (("B", 1.0), ("KiB", 2.0**10), ("MiB", 2.0**20), ("GiB", 2.0**30), ("TiB", 2.0**40))
+_DURATION_UNITS_US = (("ns", 1e-3), ("µs", 1.0), ("ms", 1e3), ("s", 1e6))
+
+
+def size_unit(top_bytes) -> tuple[str, float]:
+    """The unit for an axis of sizes up to `top_bytes`, and the bytes in it: the largest that leaves the top at
+    1 or more (`("KiB", 1024.0)` for a chart of 300 KiB), so that ticks read "100 KiB", not "0.0005 MiB"."""
+    return _unit_for(top_bytes, _SIZE_UNITS, _SIZE_UNITS[0])
+
+
+def duration_unit_us(top_us) -> tuple[str, float]:
+    """The unit for an axis of durations given in µs up to `top_us`, and the µs in it: ns, µs, ms or s
+    (`("s", 1e6)` for 640 s, whose ticks read "600 s", not "640,000,000 µs")."""
+    return _unit_for(top_us, _DURATION_UNITS_US, _DURATION_UNITS_US[1])
+
+
+def _unit_for(top, units: tuple[tuple[str, float], ...], default: tuple[str, float]) -> tuple[str, float]:
+    """The largest of `units` (ascending) that `top` is at least one of; `default` for nothing to show."""
+    top = 0.0 if _missing(top) else abs(float(top))
+    if top == 0 or math.isinf(top):
+        return default
+    chosen = units[0]
+    for unit in units:
+        if top >= unit[1]:
+            chosen = unit
+    return chosen
+
+
 def fmt_value(value, unit: str = "") -> str:
     """A figure in its unit: ms, us, percent, bytes or count."""
     if _missing(value):
@@ -211,6 +248,7 @@ FILTERS = {
     "num": fmt_num,
     "bytes": fmt_bytes,
     "duration_ps": fmt_duration_ps,
+    "duration_us": fmt_duration_us,
     "value": fmt_value,
     "delta": fmt_delta,
     "step_delta": fmt_step_delta,

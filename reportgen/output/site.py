@@ -25,7 +25,7 @@ import pandas as pd
 
 from reportgen import __version__
 from reportgen.output.formatting import FILTERS, UNITS_NOTE
-from reportgen.output.table_cells import table_cell, table_rows
+from reportgen.output.table_cells import table_cell, table_data, table_rows
 from reportgen.user_cache import cache_subdir
 
 VEGA_LITE_VERSION = "6.4"  # the schema Altair 6 writes
@@ -46,7 +46,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.globals.update(runs_script=RUNS_SCRIPT, units_note=UNITS_NOTE, table_cell=table_cell,
-                       table_rows=table_rows)
+                       table_rows=table_rows, table_data=table_data)
     # `tojson` (chart specs, page data) through orjson: the standard encoder took
     # seconds on pages with large chart datasets. Jinja still escapes <, >, & and '
     # for HTML; NaN becomes null, which JSON.parse (unlike NaN) accepts.

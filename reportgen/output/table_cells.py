@@ -7,11 +7,13 @@ largest single cost of a small build (≈ 0.3 s of the bundled sample's 1.5 s).
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 
+import orjson
 from markupsafe import Markup, escape
 
-from reportgen.output.formatting import fmt_bytes, fmt_gflops, fmt_gib_per_s, fmt_int, fmt_num, fmt_pct
+from reportgen.output.formatting import fmt_bytes, fmt_duration_us, fmt_gflops, fmt_gib_per_s, fmt_int, fmt_num, fmt_pct
 
 # Text columns: the cell's opening tag (names are cut to one line by the style sheet).
 _NAME_FORMATS = {"name": '<td class="name">', "label": '<td class="name short">', "text": "<td>"}
@@ -26,7 +28,11 @@ def _shown(value, fmt: str) -> str:
         return fmt_gflops(value) if value else "0"
     if fmt == "gib_per_s":
         return fmt_gib_per_s(value) if value else "0"
-    return fmt_num(value, 3)  # us, ms and any other number
+    if fmt == "us":
+        return fmt_duration_us(value)
+    if fmt == "ms":
+        return fmt_duration_us(value * 1e3) if isinstance(value, Real) else fmt_num(value)
+    return fmt_num(value, 3)  # any other number
 
 
 def _cell_html(value, fmt: str) -> str:
@@ -56,3 +62,41 @@ def table_rows(rows, formats: list[str], anchors=None) -> Markup:
         cells = "".join(_cell_html(value, fmt) for value, fmt in zip(row, formats))
         lines.append(f"{opening}{cells}</tr>\n")
     return Markup("".join(lines))
+
+
+# What `</script>`, `<!--` and HTML entities could open inside a JSON script block, as Jinja's `tojson` escapes it.
+_SCRIPT_SAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", ord("'"): "\\u0027"}
+
+
+def script_json(value) -> str:
+    """`value` as JSON safe inside `<script type="application/json">`: NaN and infinities become null (which
+    JSON.parse accepts), and no text from a capture can end the block or start markup."""
+    text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+    return text.translate(_SCRIPT_SAFE)
+
+
+def _compact(value, fmt: str):
+    """A cell's value with no more digits than its shown text and sorting need (the CSV keeps them all): counts
+    as integers, other numbers to 9 significant digits."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return value
+    if value != value or value in (math.inf, -math.inf):
+        return None
+    if fmt == "int":
+        return int(value)
+    rounded = float(f"{value:.9g}")
+    return int(rounded) if rounded.is_integer() and abs(rounded) < 2**53 else rounded
+
+
+def table_data(table_id: str, rows, formats: list[str], anchors=None) -> Markup:
+    """A data table's rows as data: a JSON block that reportgen.js renders a page of rows from, each cell as
+    `table_cell` writes it. A table of thousands of rows as `<tr>`s cost seconds of layout and megabytes of
+    page; its values as JSON are a fifth of the bytes and only the rows shown become elements. The table's
+    `<tbody>` stays empty (`data-rows` names this block)."""
+    # `block`: the block's own id, so that the page's script can tell the prefix the single-file report puts on
+    # every id of a page (output/single_file.py) and give the rows' ids the same.
+    payload = {"block": f"{table_id}-rows", "formats": list(formats),
+               "rows": [[_compact(v, f) for v, f in zip(row, formats)] for row in rows]}
+    if anchors:
+        payload["ids"] = [str(a) for a in anchors]
+    return Markup(f'<script type="application/json" id="{escape(table_id)}-rows">{script_json(payload)}</script>')

@@ -15,6 +15,7 @@ from reportgen.core.ops.device_db import xla_gpu_costs_missing
 from reportgen.core.ops.device_run import DevicePart, device_part
 from reportgen.core.pages import HLO_STATS_CSV, hlo_op_anchor
 from reportgen.core.tools.hlo_stats import COLUMNS, HloStatsData, hlo_stats_data
+from reportgen.output.formatting import duration_unit_us
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import responsive, vega_spec
 
@@ -25,8 +26,8 @@ SHOWN = {
     "rank": ("Rank", True, True), "program_id": ("Program id", False, False),
     "category": ("Category", True, True), "hlo_op_name": ("HLO op", True, True),
     "tf_op_name": ("Framework op", False, False), "occurrences": ("Occurrences", True, True),
-    "total_time": ("Total time (µs)", False, False), "avg_time": ("Avg. time (µs)", False, False),
-    "total_self_time": ("Self time (µs)", True, True), "total_self_time_percent": ("Self time (%)", True, True),
+    "total_time": ("Total time", False, False), "avg_time": ("Avg. time", False, False),
+    "total_self_time": ("Self time", True, True), "total_self_time_percent": ("Self time (%)", True, True),
     "cumulative_total_self_time_percent": ("Cumulative (%)", True, False),
     "model_flop_rate": ("Model FLOP rate", False, False), "normalized_flop_rate": ("FLOP rate", True, False),
     "measured_memory_bw": ("Memory BW", True, False), "hbm_bw": ("HBM BW", False, False),
@@ -36,6 +37,7 @@ SHOWN = {
 }
 FLOP_RATE_COLUMNS = {"model_flop_rate", "normalized_flop_rate"}  # GFLOP/s
 BANDWIDTH_COLUMNS = {"measured_memory_bw", "hbm_bw"}  # GiB/s
+DURATION_COLUMNS = {"total_time", "avg_time", "total_self_time"}  # µs, shown in the unit that reads best
 
 
 def category_chart(table: pd.DataFrame) -> dict:
@@ -43,14 +45,17 @@ def category_chart(table: pd.DataFrame) -> dict:
                    .sort_values("total_self_time", ascending=False))
     total = by_category["total_self_time"].sum()
     by_category["percent"] = 100.0 * by_category["total_self_time"] / total if total > 0 else 0.0
+    # The axis in the unit its longest bar reads best in (seconds for a long run, not "640,000,000 µs").
+    unit, per = duration_unit_us(by_category["total_self_time"].max() if len(by_category) else 0)
+    by_category["self_time"] = by_category["total_self_time"] / per
     chart = (
         alt.Chart(by_category)
         .mark_bar()
         .encode(
-            x=alt.X("total_self_time:Q", title="Total self time (µs)"),
+            x=alt.X("self_time:Q", title=f"Total self time ({unit})"),
             y=alt.Y("category:N", sort="-x", title="HLO op category"),
             tooltip=[alt.Tooltip("category:N", title="Category"),
-                     alt.Tooltip("total_self_time:Q", title="Self time (µs)", format=",.3f"),
+                     alt.Tooltip("self_time:Q", title=f"Self time ({unit})", format=",.3f"),
                      alt.Tooltip("percent:Q", title="Share of op time (%)", format=".2f")],
         )
         .properties(height=alt.Step(18))
@@ -83,6 +88,7 @@ class HloStatsSection(Section):
             labels=COLUMNS,
             flop_rates=FLOP_RATE_COLUMNS,
             bandwidths=BANDWIDTH_COLUMNS,
+            durations=DURATION_COLUMNS,
             chart=category_chart(data.table) if len(data.table) else None,
             device_type=env.device_type,
             hardware_type=env.hardware_type,

@@ -3,6 +3,7 @@ runs, each of which zooms the host's timelines to its run (`static/memory_profil
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 import altair as alt
@@ -19,10 +20,13 @@ from reportgen.core.tools.memory_profile import (
     host_memory_profile,
     memory_profile_summary,
 )
+from reportgen.output.formatting import size_unit
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import responsive, vega_spec, with_datasets
 
 GIB = float(1 << 30)
+# The breakdown table's columns, in the page's order (its formats are in the template).
+BREAKDOWN_ROW = ["op", "allocation_bytes", "requested_bytes", "occurrences", "region_type", "data_type", "shape"]
 MIB = float(1 << 20)
 OOM_TOP_ROWS = 5
 FREE_SHOWN_UP_TO = 10  # × the peak in use
@@ -43,7 +47,7 @@ def _shows_free(profile: AllocatorProfile) -> bool:
 
 def _unit(profile: AllocatorProfile) -> tuple[str, float]:
     top = profile.memory_capacity if _shows_free(profile) else profile.peak_bytes
-    return ("GiB", GIB) if top >= GIB else ("MiB", MIB)
+    return size_unit(top)
 
 
 def timeline_chart(profile: AllocatorProfile) -> dict:
@@ -52,19 +56,21 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
     t = profile.timeline
     in_use = (t["stack_bytes"] + t["heap_bytes"]).to_numpy()
     sign = np.where(t["activity"].to_numpy() == ALLOCATION, 1, -1)
+    # Short field names and sizes to 6 significant digits: a chart holds up to 2,000 events and their names
+    # repeat on every one (the tooltips give each field its title); an allocator of 1,000 events was 0.45 MiB.
     points = pd.DataFrame(
         {
-            "time_ms": t["time_ps"].to_numpy() / 1e9,
-            "event": np.where(sign > 0, "allocation", "deallocation"),
-            "requested": sign * t["requested_bytes"].to_numpy() / scale,
-            "allocated": sign * t["allocation_bytes"].to_numpy() / scale,
-            "tf_op": t["tf_op"].to_numpy(),
-            "step": t["step"].to_numpy(),
-            "region_type": t["region_type"].to_numpy(),
-            "data_type": t["data_type"].to_numpy(),
-            "shape": t["shape"].to_numpy(),
-            "in_use": in_use / scale,
-            "fragmentation": 100.0 * t["fragmentation"].to_numpy(),
+            "t": t["time_ps"].to_numpy() / 1e9,
+            "s": sign,
+            "rq": _digits(sign * t["requested_bytes"].to_numpy() / scale),
+            "al": _digits(sign * t["allocation_bytes"].to_numpy() / scale),
+            "op": t["tf_op"].to_numpy(),
+            "st": t["step"].to_numpy(),
+            "rg": t["region_type"].to_numpy(),
+            "dt": t["data_type"].to_numpy(),
+            "sh": t["shape"].to_numpy(),
+            "u": _digits(in_use / scale),
+            "fr": _digits(100.0 * t["fragmentation"].to_numpy()),
         }
     )
     # The legend lists the series with memory in them (a CPU allocator reserves no stack).
@@ -73,18 +79,27 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
     if _shows_free(profile):
         series.append(("free", "free_bytes"))
     areas = pd.concat(
-        [pd.DataFrame({"time_ms": points["time_ms"], "kind": name, "order": i, "value": t[col].to_numpy() / scale})
+        [pd.DataFrame({"t": points["t"], "kind": name, "order": i, "v": _digits(t[col].to_numpy() / scale)})
          for i, (name, col) in enumerate(series)],
         ignore_index=True,
     )
     spec = _timeline_spec(unit, tuple(name for name, _ in series))
     # The time axis runs over the variable TIME_DOMAIN (ms), so that the page can zoom it to one HLO
     # module's run (static/memory_profile.js) and back: from 0 (as the axis started before) to the end.
-    times = points["time_ms"]
+    times = points["t"]
     start = min(0.0, float(times.min())) if len(times) else 0.0
     end = float(times.max()) if len(times) else 1.0
     spec = {**spec, "params": [{"name": TIME_DOMAIN, "value": [start, end if end > start else start + 1.0]}]}
     return with_datasets(spec, {"areas": areas, "points": points})
+
+
+def _digits(values: np.ndarray) -> np.ndarray:
+    """`values` to 6 significant digits (the tooltips show 4 decimals of a unit chosen for the peak)."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.where(values != 0, np.floor(np.log10(np.abs(values))), 0)
+    factor = 10.0 ** (5 - magnitude)
+    return np.round(values * factor) / factor
 
 
 SERIES_COLORS = {"stack": "#d62728", "heap": "#ff7f0e", "free": "#2ca02c"}
@@ -94,37 +109,39 @@ SERIES_COLORS = {"stack": "#d62728", "heap": "#ff7f0e", "free": "#2ca02c"}
 def _timeline_spec(unit: str, series: tuple[str, ...]) -> dict:
     """The timeline chart without its data: built by Altair once per unit and series set,
     not once per allocator (building the layered chart cost ≈ 0.1 s each)."""
-    x = alt.X("time_ms:Q", title="Time (ms, XProf's per-thread offset)",
+    x = alt.X("t:Q", title="Time (ms, XProf's per-thread offset)",
               scale=alt.Scale(domain=alt.ExprRef(expr=TIME_DOMAIN)))
     area = (
         alt.Chart(alt.Data(name="areas"))
         .mark_area(opacity=0.55, interpolate="step-after", clip=True)
         .encode(
             x=x,
-            y=alt.Y("value:Q", stack="zero", title=f"Memory ({unit})"),
+            y=alt.Y("v:Q", stack="zero", title=f"Memory ({unit})"),
             color=alt.Color("kind:N", title=None, sort=list(series),
                             scale=alt.Scale(domain=list(series), range=[SERIES_COLORS[name] for name in series])),
             order=alt.Order("order:Q"),
         )
     )
     tooltip = [
-        alt.Tooltip("time_ms:Q", title="Timestamp (ms)", format=",.3f"),
-        alt.Tooltip("event:N", title="Event"),
-        alt.Tooltip("requested:Q", title=f"Requested size ({unit})", format=",.4f"),
-        alt.Tooltip("allocated:Q", title=f"Allocation size ({unit})", format=",.4f"),
-        alt.Tooltip("tf_op:N", title="TF op"),
-        alt.Tooltip("step:Q", title="Step"),
-        alt.Tooltip("region_type:N", title="Region type"),
-        alt.Tooltip("data_type:N", title="Data type"),
-        alt.Tooltip("shape:N", title="Shape"),
-        alt.Tooltip("in_use:Q", title=f"Memory in use ({unit})", format=",.4f"),
+        alt.Tooltip("t:Q", title="Timestamp (ms)", format=",.3f"),
+        alt.Tooltip("ev:N", title="Event"),
+        alt.Tooltip("rq:Q", title=f"Requested size ({unit})", format=",.4f"),
+        alt.Tooltip("al:Q", title=f"Allocation size ({unit})", format=",.4f"),
+        alt.Tooltip("op:N", title="TF op"),
+        alt.Tooltip("st:Q", title="Step"),
+        alt.Tooltip("rg:N", title="Region type"),
+        alt.Tooltip("dt:N", title="Data type"),
+        alt.Tooltip("sh:N", title="Shape"),
+        alt.Tooltip("u:Q", title=f"Memory in use ({unit})", format=",.4f"),
     ]
     # Every mark has a legend entry: the points and the dashed line get theirs from a constant field.
     in_use_points = (
         alt.Chart(alt.Data(name="points"))
-        .transform_calculate(mark="'memory in use, at each event'")
+        # The event's kind from its sign (1: allocation), not its name repeated on every event.
+        .transform_calculate(mark="'memory in use, at each event'",
+                             ev="datum.s > 0 ? 'allocation' : 'deallocation'")
         .mark_point(size=18, filled=True, color="#444", opacity=0.6, clip=True)
-        .encode(x=x, y=alt.Y("in_use:Q"), tooltip=tooltip,
+        .encode(x=x, y=alt.Y("u:Q"), tooltip=tooltip,
                 shape=alt.Shape("mark:N", title=None, scale=alt.Scale(range=["circle"])))
     )
     fragmentation = (
@@ -133,10 +150,10 @@ def _timeline_spec(unit: str, series: tuple[str, ...]) -> dict:
         .mark_line(color="#6f42c1", interpolate="step-after", clip=True)
         .encode(
             x=x,
-            y=alt.Y("fragmentation:Q", title="Fragmentation (%)", scale=alt.Scale(domain=[0, 100])),
+            y=alt.Y("fr:Q", title="Fragmentation (%)", scale=alt.Scale(domain=[0, 100])),
             strokeDash=alt.StrokeDash("line:N", title=None, scale=alt.Scale(range=[[4, 4]])),
-            tooltip=[alt.Tooltip("time_ms:Q", title="Timestamp (ms)", format=",.3f"),
-                     alt.Tooltip("fragmentation:Q", title="Fragmentation (%)", format=".2f")],
+            tooltip=[alt.Tooltip("t:Q", title="Timestamp (ms)", format=",.3f"),
+                     alt.Tooltip("fr:Q", title="Fragmentation (%)", format=".2f")],
         )
     )
     chart = (alt.layer(alt.layer(area, in_use_points), fragmentation).resolve_scale(y="independent")
@@ -187,6 +204,8 @@ class MemoryProfileSection(Section):
 
     def render(self, data: dict, page) -> None:
         panels = []
+        charts: dict[str, int] = {}  # a chart's JSON: the first panel (1-based, the chart ids') that shows it
+        breakdowns: dict[str, int] = {}  # the same for the breakdown tables' rows
         alerts = []
         modules = []
         for host, part in data["hosts"].items():
@@ -205,10 +224,15 @@ class MemoryProfileSection(Section):
                 panel = {
                     "key": key, "host": host, "memory_id": memory_id, "profile": p, "csv": csv,
                     "anchor": memory_profile_anchor(host, memory_id),
-                    "unit": unit, "chart": timeline_chart(p), "rows": frame.to_dict("records"),
+                    "unit": unit, "chart": timeline_chart(p),
+                    "rows": frame[BREAKDOWN_ROW].to_numpy().tolist(),
                     "free_hidden": bool((p.timeline["free_bytes"] != 0).any()) and not _shows_free(p),
                     "peak_percent": 100.0 * p.peak_bytes / p.memory_capacity if p.memory_capacity else None,
                 }
+                # Allocators with the very same timeline (hosts of one job often record alike) share one spec.
+                key_text = json.dumps(panel["chart"], sort_keys=True, default=str)
+                panel["chart_of"] = charts.setdefault(key_text, len(panels) + 1)
+                panel["rows_of"] = breakdowns.setdefault(json.dumps(panel["rows"], default=str), len(panels) + 1)
                 panels.append(panel)
                 if p.out_of_memory:
                     alerts.append({**panel, "top": frame.head(OOM_TOP_ROWS).to_dict("records")})

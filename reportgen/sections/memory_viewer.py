@@ -19,6 +19,7 @@ from reportgen.core.tools.memory_viewer import (
     memory_viewer_summary,
     near_capacity,
 )
+from reportgen.output.formatting import fmt_bytes, size_unit
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
 
@@ -26,6 +27,8 @@ from reportgen.sections.vega import vega_spec
 # (the peak always survives), so a page stays light for huge modules.
 MAX_CURVE_POINTS = 4000
 SPACE_NAMES = {0: "default (HBM / device) memory", 1: "alternate memory (e.g. VMEM)", 5: "host memory"}
+
+MIB = float(1 << 20)  # the core's sizes are MiB, as XProf's memory viewer gives them
 
 
 def space_label(space: int) -> str:
@@ -60,6 +63,11 @@ def working_space_spec(view: MemorySpaceView) -> dict:
     lifetime of the buffer the reader points at.
     """
     curve = _curve(view)
+    # The memory axis in the unit the peak reads best in (KiB for a small module: not "0.0005 MiB" steps).
+    unit, per = size_unit(float(curve["size"].max()) * MIB if len(curve) else 0)
+    curve["size"] = curve["size"] * (MIB / per)
+    curve["unpadded"] = curve["unpadded"] * (MIB / per)
+    peak = view.peak_heap_mib * (MIB / per)
     long = pd.concat(
         [curve.assign(series="Without padding", value=curve["unpadded"]),
          curve.assign(series="Allocated (with padding)", value=curve["size"])],
@@ -69,7 +77,7 @@ def working_space_spec(view: MemorySpaceView) -> dict:
     domain = {"domain": [0, max(len(view.heap_bytes) - 2, 1)], "nice": False, "zero": False}
     x = {"field": "position", "type": "quantitative", "title": "Heap-simulator event (program order)",
          "scale": domain, "axis": {"tickMinStep": 1, "format": "d"}}
-    y = {"field": "value", "type": "quantitative", "title": "Memory allocated (MiB)"}
+    y = {"field": "value", "type": "quantitative", "title": f"Memory allocated ({unit})"}
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
         "width": 900,
@@ -106,13 +114,13 @@ def working_space_spec(view: MemorySpaceView) -> dict:
                     "y": {"field": "size", "type": "quantitative"},
                     "tooltip": [{"field": "position", "title": "After event"},
                                 {"field": "instruction", "title": "Instruction"},
-                                {"field": "size", "title": "Allocated (MiB)", "format": ",.4f"},
-                                {"field": "unpadded", "title": "Without padding (MiB)", "format": ",.4f"}],
+                                {"field": "size", "title": f"Allocated ({unit})", "format": ",.4f"},
+                                {"field": "unpadded", "title": f"Without padding ({unit})", "format": ",.4f"}],
                 },
             },
             {
-                "data": {"values": [{"position": view.peak_position, "size": view.peak_heap_mib,
-                                     "label": f"peak {view.peak_heap_mib:,.3f} MiB"}]},
+                "data": {"values": [{"position": view.peak_position, "size": peak,
+                                     "label": f"peak {fmt_bytes(view.peak_heap_mib * MIB)}"}]},
                 "layer": [
                     {"mark": {"type": "rule", "color": "#cf222e", "strokeDash": [4, 4]},
                      "encoding": {"x": {"field": "position", "type": "quantitative", "scale": domain}}},
@@ -130,19 +138,20 @@ def working_space_spec(view: MemorySpaceView) -> dict:
 def buffers_chart(view: MemorySpaceView, by_size: bool) -> dict:
     """The buffers live at the peak as bars, in program order or largest first."""
     order = view.by_size if by_size else list(range(len(view.max_heap)))
+    unit, per = size_unit(max((o.size_mib for o in view.max_heap), default=0) * MIB)
     rows = []
     for rank, i in enumerate(order):
         o = view.max_heap[i]
-        rows.append({"rank": rank, "mib": o.size_mib, "name": o.instruction_name or o.label,
+        rows.append({"rank": rank, "mib": o.size_mib * (MIB / per), "name": o.instruction_name or o.label,
                      "category": o.category or "small buffers", "shape": o.shape, "op": o.tf_op_name})
     chart = (
         alt.Chart(alt.Data(name="buffers"))
         .mark_bar()
         .encode(
             x=alt.X("rank:O", title="Largest first" if by_size else "Program order", axis=alt.Axis(labels=False)),
-            y=alt.Y("mib:Q", title="Size (MiB)"),
+            y=alt.Y("mib:Q", title=f"Size ({unit})"),
             color=alt.Color("category:N", title="Allocation type"),
-            tooltip=[alt.Tooltip("name:N", title="Buffer"), alt.Tooltip("mib:Q", title="Size (MiB)", format=",.4f"),
+            tooltip=[alt.Tooltip("name:N", title="Buffer"), alt.Tooltip("mib:Q", title=f"Size ({unit})", format=",.4f"),
                      alt.Tooltip("category:N", title="Allocation type"), alt.Tooltip("shape:N", title="Shape"),
                      alt.Tooltip("op:N", title="TF op name")],
         )

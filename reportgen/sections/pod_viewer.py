@@ -16,6 +16,7 @@ import pandas as pd
 
 from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.tools.pod_viewer import BREAKDOWN_NAMES, PodStats, PodViewerData, pod_viewer_data
+from reportgen.output.formatting import duration_unit_us
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import responsive, vega_spec
 
@@ -38,23 +39,26 @@ def pod_chart(data: PodViewerData) -> dict:
     step = alt.param(name="step", value=steps[0],
                      bind=alt.binding_select(options=steps, name="Step "))
     order = {name: i for i, name in enumerate(data.parts)}
-    breakdown = data.breakdown.assign(order=data.breakdown["part"].map(order))
+    # The step-time axis in the unit the longest column reads best in ("40 ms", not "40,000 µs").
+    unit, per = duration_unit_us(data.columns["total_us"].max() if len(data.columns) else 0)
+    breakdown = data.breakdown.assign(order=data.breakdown["part"].map(order), t=data.breakdown["us"] / per)
+    columns = data.columns.assign(total=data.columns["total_us"] / per)
     labels = data.columns.drop_duplicates("core").sort_values("core")["label"].tolist()
     named = names_columns(data)
     axis = alt.Axis(labelAngle=-40, labelLimit=260, labelOverlap=alt.Undefined if named else "greedy")
     x = alt.X("label:N", title="Worker / core", sort=labels, axis=axis)
     bars = alt.Chart(breakdown).mark_bar().encode(
         x=x,
-        y=alt.Y("us:Q", title="Step time (µs)", stack="zero"),
+        y=alt.Y("t:Q", title=f"Step time ({unit})", stack="zero"),
         color=alt.Color("part:N", title="Time in", sort=data.parts, scale=alt.Scale(scheme="tableau10")),
         order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("label:N", title="Worker / core"), alt.Tooltip("part:N", title="Time in"),
-                 alt.Tooltip("us:Q", title="µs", format=",.3f")],
+                 alt.Tooltip("t:Q", title=unit, format=",.3f")],
     ).add_params(step).transform_filter(alt.datum.step_num == step)
-    text = alt.Chart(data.columns).mark_text(dy=-8, fontSize=11, fontWeight="bold").encode(
-        x=x, y=alt.Y("total_us:Q"), text=alt.Text("bottleneck:N"),
+    text = alt.Chart(columns).mark_text(dy=-8, fontSize=11, fontWeight="bold").encode(
+        x=x, y=alt.Y("total:Q"), text=alt.Text("bottleneck:N"),
         tooltip=[alt.Tooltip("label:N", title="Worker / core"), alt.Tooltip("host:N", title="Host"),
-                 alt.Tooltip("total_us:Q", title="Step time (µs)", format=",.3f"),
+                 alt.Tooltip("total:Q", title=f"Step time ({unit})", format=",.3f"),
                  alt.Tooltip("bottleneck:N", title="Bottleneck")],
     ).transform_filter(alt.datum.step_num == step)
     layers = (bars, text) if named else (bars,)

@@ -24,7 +24,7 @@ CSV_PATH = "data/roofline_model/roofline_model.csv"
 # Columns the page offers (all of XProf's go to the CSV): label shown, shown by default, key column.
 TABLE_COLUMNS = {
     "rank": ("Rank", True, True), "category": ("Category", True, True), "operation": ("Operation", True, True),
-    "occurrences": ("Occurrences", True, True), "total_time": ("Total time (µs)", True, True),
+    "occurrences": ("Occurrences", True, True), "total_time": ("Total time", True, True),
     "total_self_time_percent": ("Self time (%)", True, True), "measured_flop_rate": ("FLOP rate", True, False),
     "model_flop_rate": ("Model FLOP rate", False, False), "measured_memory_bw": ("Memory BW", True, False),
     "hbm_bw": ("HBM BW", False, False), "operational_intensity": ("FLOP/byte", True, False),
@@ -33,10 +33,11 @@ TABLE_COLUMNS = {
     "compute_efficiency": ("FLOP rate / peak (%)", False, False),
     "max_mem_bw_utilization": ("Max memory BW utilization (%)", False, False),
     "optimal_flop_rate": ("Optimal FLOP rate", False, False),
-    "total_time_per_core": ("Time per core (µs)", False, False), "source_info": ("Source", False, False),
+    "total_time_per_core": ("Time per core", False, False), "source_info": ("Source", False, False),
 }
 FLOP_RATE_COLUMNS = {"measured_flop_rate", "model_flop_rate", "optimal_flop_rate"}  # GFLOP/s
 BANDWIDTH_COLUMNS = {"measured_memory_bw", "hbm_bw"}  # GiB/s
+DURATION_COLUMNS = {"total_time", "total_time_per_core"}  # µs, shown in the unit that reads best
 PERCENT_SHOWN = {"total_self_time_percent", "roofline_efficiency", "compute_efficiency", "max_mem_bw_utilization"}
 
 
@@ -137,6 +138,7 @@ class RooflineSection(Section):
             percent=PERCENT_SHOWN,
             flop_rates=FLOP_RATE_COLUMNS,
             bandwidths=BANDWIDTH_COLUMNS,
+            durations=DURATION_COLUMNS,
             unplotted=int(((model.ops["operational_intensity"] <= 0) | (model.ops["measured_flop_rate"] <= 0)).sum())
             if len(model.ops) else 0,
             per_step_omitted=model.per_step_omitted,

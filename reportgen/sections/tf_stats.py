@@ -18,6 +18,7 @@ from reportgen.core.ops.op_stats import HostOpStats
 from reportgen.core.ops.views import ALL_HOSTS, host_views_note
 from reportgen.core.pages import TF_STATS_CSV, tf_op_anchor
 from reportgen.core.tools.tf_stats import COLUMNS, PERCENT_COLUMNS, TfStatsView, tf_stats_summary, tf_stats_views
+from reportgen.output.formatting import fmt_duration_us
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec, with_datasets
 
@@ -36,6 +37,7 @@ def _pie(table: pd.DataFrame, side: str, by: str, title: str) -> dict | None:
     names = [n if n else "(no type)" for n in top.index.astype(str)]
     frame = pd.DataFrame({"name": names, "self_us": top.to_numpy()})
     frame["percent"] = 100 * frame["self_us"] / frame["self_us"].sum()
+    frame["self_time"] = [fmt_duration_us(v) for v in frame["self_us"]]  # the tooltip's text, in the unit that fits
     spec = copy.deepcopy(_pie_spec(title, by))
     spec["encoding"]["color"]["sort"] = names  # slices in size order, "(other)" last
     return with_datasets(spec, {"slices": frame})
@@ -52,7 +54,7 @@ def _pie_spec(title: str, by: str) -> dict:
             color=alt.Color("name:N", scale=alt.Scale(scheme="tableau20"),
                             legend=alt.Legend(title=None, labelLimit=200)),
             tooltip=[alt.Tooltip("name:N", title="Op" if by == "op" else "Type"),
-                     alt.Tooltip("self_us:Q", title="Self time (µs)", format=",.1f"),
+                     alt.Tooltip("self_time:N", title="Self time"),
                      alt.Tooltip("percent:Q", title="Share (%)", format=".1f")],
         )
         .properties(width=200, height=200)
@@ -82,12 +84,12 @@ PAGE_COLUMNS = [
     ("type", "Type", "label", True, True),
     ("host_or_device", "Host/device", "text", True, False),
     ("occurrences", "Occurrences", "int", True, True),
-    ("total_self_time", "Self time (µs)", "us", True, True),
+    ("total_self_time", "Self time", "us", True, True),
     ("self_percent", "Self time (%)", "pct", True, True),
     ("cumulative_percent", "Cumulative (%)", "pct", True, True),
-    ("total_time", "Total time (µs)", "us", True, False),
-    ("avg_time", "Avg. time (µs)", "us", False, False),
-    ("avg_self_time", "Avg. self-time (µs)", "us", False, False),
+    ("total_time", "Total time", "us", True, False),
+    ("avg_time", "Avg. time", "us", False, False),
+    ("avg_self_time", "Avg. self-time", "us", False, False),
     ("device_total_self_time_percent", "Self time on device (%)", "pct", False, False),
     ("device_cumulative_total_self_time_percent", "Cumulative on device (%)", "pct", False, False),
     ("host_total_self_time_percent", "Self time on host (%)", "pct", False, False),

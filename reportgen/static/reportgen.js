@@ -11,8 +11,13 @@
 
   // ---- numbers -------------------------------------------------------------------------------------------------
   function missing(v) { return v === null || v === undefined || (typeof v === "number" && isNaN(v)); }
+  // One formatter per number of digits: toLocaleString builds one per call, which made rendering a page of rows
+  // from data spend most of its time there.
+  var formatters = {};
   function grouped(v, digits) {
-    return Number(v).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+    var f = formatters[digits] || (formatters[digits] = new Intl.NumberFormat("en-US", {
+      minimumFractionDigits: digits, maximumFractionDigits: digits }));
+    return f.format(Number(v));
   }
   function scaled(value, prefixes, base, unit, below) {
     for (var i = 0; i < prefixes.length; i++) {
@@ -52,6 +57,10 @@
       if (a >= 1e9) return grouped(ps / 1e9, d) + " ms";
       if (a >= 1e6) return grouped(ps / 1e6, d) + " µs";
       return grouped(ps / 1e3, d) + " ns";
+    },
+    // A duration in µs (XProf's op tables), in the unit that reads best (formatting.py's fmt_duration_us alike).
+    durationUs: function (us, digits) {
+      return missing(us) ? "–" : fmt.durationPs(Number(us) * 1e6, digits === undefined ? 2 : digits);
     }
   };
 
@@ -68,27 +77,67 @@
     return el.closest("[data-host-panel][hidden]") !== null;
   }
 
+  /* A single-file report holds every page's charts (150 for the shared captures): drawing them all before the
+     document could be read took seconds. There each chart is drawn when it comes near the screen
+     (IntersectionObserver), and the others one at a time while the page is idle, so that every chart is drawn
+     without scrolling to it. A site's page draws its charts at once. */
+  var lazyCharts = null, idleQueue = [], idleWaiting = false;
+  function drawWhenSeen(el) {
+    if (el.dataset.waiting) return;
+    el.dataset.waiting = "1";
+    if (!lazyCharts) {
+      lazyCharts = new IntersectionObserver(function (entries) {
+        entries.forEach(function (entry) {
+          if (entry.isIntersecting) { lazyCharts.unobserve(entry.target); drawChart(entry.target); }
+        });
+      }, { rootMargin: "400px 0px" });
+    }
+    lazyCharts.observe(el);
+    idleQueue.push(el);
+    drawWhenIdle();
+  }
+  function drawWhenIdle() {
+    if (idleWaiting || !idleQueue.length) return;
+    idleWaiting = true;
+    var later = window.requestIdleCallback || function (fn) { return setTimeout(fn, 50); };
+    later(function () {
+      idleWaiting = false;
+      var el = idleQueue.shift();
+      if (el && !el.dataset.embedded) { lazyCharts.unobserve(el); drawChart(el); }
+      drawWhenIdle();
+    }, { timeout: 1000 });
+  }
+
   function embedCharts(root) {
+    var lazy = document.querySelector("main.single-file") !== null && "IntersectionObserver" in window;
     root.querySelectorAll("[data-vega-spec]").forEach(function (el) {
       if (el.dataset.embedded) return;
-      // A chart as wide as its container is drawn when its panel is shown (a hidden one measures 0 wide).
-      if (el.classList.contains("wide") && (inHiddenPanel(el) || el.offsetParent === null)) return;
-      var source = document.getElementById(el.dataset.vegaSpec);
-      if (!source || !window.vegaEmbed) return;
-      el.dataset.embedded = "1";
-      var spec = JSON.parse(source.textContent);
-      // Vega names the drawing (its svg) after the spec's description, for screen readers.
-      if (!spec.description && el.dataset.label) spec.description = el.dataset.label;
-      window.vegaEmbed(el, spec, {
-        renderer: "svg",
-        actions: { export: true, source: false, compiled: false, editor: false }
-      }).then(function (result) {
-        nameChartMenu(el);
-        el.vegaView = result.view;  // for page scripts that change a chart's variables (memory_profile.js)
-        el.dispatchEvent(new CustomEvent("reportgen:chart", { bubbles: true }));
-        return result;
-      }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
+      if (lazy) drawWhenSeen(el); else drawChart(el);
     });
+  }
+
+  function drawChart(el) {
+    if (el.dataset.embedded) return;
+    // A chart as wide as its container is drawn when its panel is shown (a hidden one measures 0 wide).
+    if (el.classList.contains("wide") && (inHiddenPanel(el) || el.offsetParent === null)) {
+      delete el.dataset.waiting;  // drawn when its panel is shown (embedCharts of the panel)
+      return;
+    }
+    var source = document.getElementById(el.dataset.vegaSpec);
+    if (!source || !window.vegaEmbed) return;
+    el.dataset.embedded = "1";
+    var spec = JSON.parse(source.textContent);
+    // Vega names the drawing (its svg) after the spec's description, for screen readers.
+    if (!spec.description && el.dataset.label) spec.description = el.dataset.label;
+    window.vegaEmbed(el, spec, {
+      renderer: "svg",
+      actions: { export: true, source: false, compiled: false, editor: false }
+    }).then(function (result) {
+      nameChartMenu(el);
+      el.vegaView = result.view;  // for page scripts that change a chart's variables (memory_profile.js)
+      el.dispatchEvent(new CustomEvent("reportgen:chart", { bubbles: true }));
+      return result;
+    }).catch(function (err) { console.error("chart " + el.id + ": " + err); });
   }
 
   // ---- data tables ---------------------------------------------------------------------------------------------
@@ -100,6 +149,134 @@
     return raw !== "" && !isNaN(num) && /^[-+]?[\d,.]+(e[-+]?\d+)?\s*(%|ms|µs|s|B|KiB|MiB|GiB|TiB)?$/i.test(raw) ? num : raw.toLowerCase();
   }
 
+  // ---- long names ------------------------------------------------------------------------------------------------
+  /* A name cut to its cell keeps its tail, where names differ ("gradient_tape/small_cnn_1/…/conv2d_1_2/convolution"):
+     its last path segments (up to TAIL_CHARS) stay whole and the ellipsis goes in the middle, cutting the head. The
+     cell's text stays the whole name (filter, sort, copy), and its title shows it whole on hover. */
+  var TAIL_CHARS = 24, SHORT_TAIL_CHARS = 14;  // about 60% of a name column (20rem) and of a narrow one (12rem)
+  function nameTail(text, most) {
+    if (text.length <= most) return -1;
+    var start = text.length;
+    for (var cut = text.lastIndexOf("/", start - 2); cut > 0; cut = text.lastIndexOf("/", cut - 1)) {
+      if (text.length - cut > most) break;
+      start = cut;
+    }
+    if (start === text.length) start = text.length - most;  // one long segment: its last characters
+    return start;
+  }
+  function middleEllipsis(cell) {
+    if (cell.firstElementChild || cell.dataset.mid) return;
+    var text = cell.textContent, start = nameTail(text, cell.classList.contains("short") ? SHORT_TAIL_CHARS : TAIL_CHARS);
+    cell.dataset.mid = "1";
+    if (!cell.title) cell.title = text.trim();
+    if (start <= 0) return;
+    var wrap = document.createElement("span"), head = document.createElement("span"), tail = document.createElement("span");
+    wrap.className = "mid";
+    wrap.style.setProperty("--tail", (text.length - start + 1) + "ch");
+    head.className = "head";
+    tail.className = "tail";
+    head.textContent = text.slice(0, start);
+    tail.textContent = text.slice(start);
+    wrap.appendChild(head);
+    wrap.appendChild(tail);
+    cell.textContent = "";
+    cell.appendChild(wrap);
+  }
+
+  // Rows shipped as data (output/table_cells.py: table_data): each cell written as table_cell writes it.
+  var NAME_CELLS = { name: "name", label: "name short", text: "" };
+  function shownValue(value, format) {
+    if (format === "int") return fmt.int(value);
+    if (format === "pct") return fmt.pct(value, 2);
+    if (format === "bytes") return fmt.bytes(value);
+    if (format === "gflops") return value ? fmt.flopRate(value * 1e9) : "0";
+    if (format === "gib_per_s") return value ? fmt.bandwidth(value * 1073741824) : "0";
+    if (format === "us") return fmt.durationUs(value);
+    if (format === "ms") return missing(value) ? "–" : fmt.durationUs(value * 1e3);
+    return fmt.num(value, 3);
+  }
+  function cellText(value, format) {
+    if (format in NAME_CELLS) return value === null || value === undefined ? "" : String(value);
+    return shownValue(value, format);
+  }
+  function DataRow(values, id, formats) {
+    this.values = values;
+    this.id = id || "";
+    this.formats = formats;
+    this.el = null;
+  }
+  // The row's element, made when first shown.
+  DataRow.prototype.element = function () {
+    if (this.el) return this.el;
+    var tr = document.createElement("tr");
+    if (this.id) tr.id = this.id;
+    for (var i = 0; i < this.formats.length; i++) {
+      var format = this.formats[i], value = this.values[i], td = document.createElement("td");
+      if (format in NAME_CELLS) {
+        if (NAME_CELLS[format]) td.className = NAME_CELLS[format];
+      } else {
+        td.className = "num";
+        if (format !== "int") td.dataset.sort = missing(value) ? "" : String(value);
+      }
+      td.textContent = cellText(value, format);
+      if (format === "name" || format === "label") { td.tabIndex = 0; middleEllipsis(td); }
+      tr.appendChild(td);
+    }
+    tr.reportgenRow = this;
+    this.el = tr;
+    return tr;
+  };
+  DataRow.prototype.text = function () {
+    if (this._text === undefined) {
+      var parts = [];
+      for (var i = 0; i < this.formats.length; i++) parts.push(cellText(this.values[i], this.formats[i]));
+      this._text = parts.join(" ").toLowerCase();
+    }
+    return this._text;
+  };
+  DataRow.prototype.sortValue = function (index) {
+    var v = this.values[index];
+    if (typeof v === "number") return v;
+    if (missing(v)) return this.formats[index] in NAME_CELLS ? "" : -Infinity;
+    return String(v).toLowerCase();
+  };
+
+  // The JSON block of a table whose <tbody data-rows> names one, and its rows' ids (null for a table of <tr>s). The
+  // ids get the prefix the block's own id got: the single-file report prefixes every id of a page.
+  function rowData(table) {
+    var body = table.tBodies[0];
+    var source = body && body.dataset.rows ? document.getElementById(body.dataset.rows) : null;
+    if (!source) return null;
+    var data = JSON.parse(source.textContent);
+    var own = data.block || "", prefix = own && source.id.slice(-own.length) === own ? source.id.slice(0, -own.length) : "";
+    data.ids = (data.ids || []).map(function (id) { return prefix + id; });
+    return data;
+  }
+
+  function dataRows(table) {
+    var data = rowData(table);
+    if (!data) return null;
+    return data.rows.map(function (values, i) { return new DataRow(values, data.ids[i], data.formats); });
+  }
+
+  // Whether a table of rows as data holds a row with this id, without setting the table up.
+  function holdsRow(table, id) {
+    if (!table.reportgenIds) {
+      var data = rowData(table);
+      table.reportgenIds = data ? data.ids : [];
+    }
+    return table.reportgenIds.indexOf(id) >= 0;
+  }
+
+  function rowId(row) { return row.id; }
+  function rowText(row) {
+    if (row instanceof DataRow) return row.text();
+    if (row._text === undefined) row._text = row.textContent.toLowerCase();
+    return row._text;
+  }
+  function rowElement(row) { return row instanceof DataRow ? row.element() : row; }
+  function sortValue(row, index) { return row instanceof DataRow ? row.sortValue(index) : cellValue(row, index); }
+
   var tableCount = 0;
 
   function DataTable(table) {
@@ -108,7 +285,7 @@
     if (!table.id) table.id = "data-table-" + (++tableCount);
     this.body = table.tBodies[0];
     this.headers = table.tHead ? Array.prototype.slice.call(table.tHead.rows[0].cells) : [];
-    this.rows = Array.prototype.slice.call(this.body.rows);
+    this.rows = dataRows(table) || Array.prototype.slice.call(this.body.rows);
     this.shown = this.rows;
     this.page = 0;
     this.paged = this.rows.length > PAGINATE_ABOVE;
@@ -148,7 +325,7 @@
       var dir = th.getAttribute("aria-sort") === "descending" ? 1 : -1;
       self.headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
       th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
-      var keyed = self.rows.map(function (row, i) { return [cellValue(row, index), i, row]; });
+      var keyed = self.rows.map(function (row, i) { return [sortValue(row, index), i, row]; });
       keyed.sort(function (a, b) {
         var x = a[0], y = b[0], c;
         if (typeof x === "number" && typeof y === "number") c = x - y;
@@ -162,7 +339,7 @@
 
   // Show the row with this id (a link's target): clear a filter that hides it, turn to its page.
   DataTable.prototype.reveal = function (id) {
-    var row = this.rows.filter(function (r) { return r.id === id; })[0];
+    var row = this.rows.filter(function (r) { return rowId(r) === id; })[0];
     if (!row) return;
     if (this.shown.indexOf(row) < 0) {
       var filter = document.querySelector("input[data-filter-table='" + this.table.id + "']");
@@ -178,10 +355,9 @@
     var keep = this.keep;
     this.needle = needle;
     this.shown = needle === "" && !keep ? this.rows : this.rows.filter(function (row) {
-      if (keep && !keep(row)) return false;
+      if (keep && !keep(rowElement(row))) return false;
       if (needle === "") return true;
-      if (row._text === undefined) row._text = row.textContent.toLowerCase();
-      return row._text.indexOf(needle) >= 0;
+      return rowText(row).indexOf(needle) >= 0;
     });
     this.page = 0;
     this.render();
@@ -204,7 +380,7 @@
       end = Math.min(rows.length, start + PAGE_SIZE);
     }
     var fragment = document.createDocumentFragment();
-    for (var i = start; i < end; i++) fragment.appendChild(rows[i]);
+    for (var i = start; i < end; i++) fragment.appendChild(rowElement(rows[i]));
     this.body.textContent = "";
     this.body.appendChild(fragment);
     var total = this.rows.length;
@@ -291,20 +467,38 @@
   };
 
   // Sticky columns (marked data-sticky) stay in view when the table scrolls sideways; each sits right of the ones
-  // before it, so their offsets are measured once the table is laid out.
+  // before it, so their offsets are measured once the table is laid out: in the next frame, for every table that
+  // asked, together. Measuring each table as it rendered laid the document out once per table (0.75 s of a
+  // single-file report's opening).
+  var stickyPending = [];
   DataTable.prototype.updateSticky = function () {
+    if (stickyPending.indexOf(this) >= 0) return;
+    stickyPending.push(this);
+    if (stickyPending.length === 1) requestAnimationFrame(measureSticky);
+  };
+  function measureSticky() {
+    var pending = stickyPending;
+    stickyPending = [];
+    var measured = pending.map(function (t) { return t.stickyOffsets(); });  // reads first, then writes
+    pending.forEach(function (t, i) { t.applySticky(measured[i]); });
+  }
+  DataTable.prototype.stickyOffsets = function () {
     var self = this;
     var sticky = this.headers.filter(function (th, i) { return th.hasAttribute("data-sticky") && !self.hiddenColumns[i]; });
-    if (!sticky.length || !this.table.offsetParent) return;
+    if (!sticky.length || !this.table.offsetParent) return null;
+    return sticky.map(function (th) { return [self.headers.indexOf(th) + 1, th.getBoundingClientRect().width]; });
+  };
+  DataTable.prototype.applySticky = function (offsets) {
+    if (!offsets) return;
     var left = 0;
     var id = CSS.escape(this.table.id);
     var rules = [];
-    sticky.forEach(function (th) {
-      var n = self.headers.indexOf(th) + 1;
+    offsets.forEach(function (o) {
+      var n = o[0];
       rules.push("#" + id + " > * > tr > :nth-child(" + n + ") { position: sticky; left: " + left + "px; z-index: 1; }");
       // its header cell above the rows scrolling under it and the header cells scrolling sideways under it
       rules.push("#" + id + " > thead > tr > :nth-child(" + n + ") { z-index: 3; }");
-      left += th.getBoundingClientRect().width;
+      left += o[1];
     });
     if (!this.stickyStyle) {
       this.stickyStyle = document.createElement("style");
@@ -313,7 +507,6 @@
     this.stickyStyle.textContent = rules.join("\n");
     this.table.classList.add("has-sticky");
   };
-
   // Long names are cut to one line; a click (or Enter) on the cell shows the row whole.
   DataTable.prototype.wireExpand = function () {
     function toggle(cell) {
@@ -332,10 +525,11 @@
     });
     // Name cells are reachable by keyboard, so a long name can be opened without a mouse.
     this.rows.forEach(function (row) {
+      if (row instanceof DataRow) return;  // made with theirs (DataRow.element)
       Array.prototype.forEach.call(row.cells, function (cell) {
         if (cell.classList.contains("name") && !cell.querySelector("a, button, summary")) {
           cell.tabIndex = 0;
-          if (!cell.title) cell.title = cell.textContent.trim();
+          middleEllipsis(cell);
         }
       });
     });
@@ -423,6 +617,8 @@
     // A row of a long table may be off its current page, out of the document: the table puts it back first.
     tables.forEach(function (t) { t.reveal(id); });
     var target = document.getElementById(id);
+    // A row shipped as data in a table still waiting (its panel hidden) has no element yet: its table stands in.
+    if (!target) target = waitingTables.filter(function (table) { return holdsRow(table, id); })[0];
     if (!target) return;
     var shownPanel = false;
     for (var el = target; el; el = el.parentElement) {  // the target may be a panel itself (memory pages)
@@ -436,6 +632,9 @@
       tables.forEach(function (t) { t.reveal(id); });
       target = document.getElementById(id) || target;
     }
+    // A row made after the navigation (rows as data) is not the document's :target: marked so instead.
+    document.querySelectorAll("tr.row-target").forEach(function (tr) { tr.classList.remove("row-target"); });
+    if (target.tagName === "TR") target.classList.add("row-target");
     target.scrollIntoView({ block: "center" });
   }
 
@@ -470,6 +669,7 @@
     wiring = false;
     setUpShownTables();
     document.querySelectorAll("[data-run-switch]").forEach(wireRunSwitch);
+    document.querySelectorAll(".sinks td.name").forEach(middleEllipsis);
     embedCharts(document);
     // Charts inside a <details> that opens later are drawn then.
     document.addEventListener("toggle", function (e) { if (e.target.open) embedCharts(e.target); }, true);

@@ -46,6 +46,8 @@
        starts loading before the page's charts take the main thread on DOMContentLoaded. */
     boot: function (root) {
       var wanted = parseHash().host;
+      // A single-file report's timelines start when they come into view (init), not while the report is parsed.
+      if (!wanted && document.querySelector("main.single-file")) return;
       if (!fc || (wanted ? wanted !== root.dataset.host : document.querySelector("[data-timeline]") !== root)) return;
       timelineOf(root).start();
     }
@@ -1832,8 +1834,22 @@
       select.value = params.host;
       select.dispatchEvent(new Event("change"));
     }
+    // A single-file report holds every run's timeline: each starts when it comes near the screen, not all of
+    // them before the report can be read (they took a second of its opening).
+    var lazy = document.querySelector("main.single-file") !== null && "IntersectionObserver" in window;
     timelines.forEach(function (tl) {
       function maybeStart() {
+        // Asked after the observer (a hidden timeline never comes into view): offsetParent lays the page out.
+        if (lazy && !tl.seen && !params.host) {
+          var seen = new IntersectionObserver(function (entries) {
+            if (!entries.some(function (e) { return e.isIntersecting; })) return;
+            seen.disconnect();
+            tl.seen = true;
+            maybeStart();
+          }, { rootMargin: "400px 0px" });
+          seen.observe(tl.root);
+          return;
+        }
         if (tl.root.offsetParent === null) return;
         tl.start().then(function () {
           if (params.host === tl.host || (!params.host && (params.t0 || params.q || params.step || params.sel))) {

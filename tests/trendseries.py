@@ -13,11 +13,12 @@ import copy
 import csv
 import io
 import json
-import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
+
+from reportgen.output.transaction import write_marker
 
 START = datetime(2026, 1, 1, 2, 0, 0, tzinfo=timezone.utc)
 COPIED = ("index.html", "data/overview/steps.csv", "data/tf_stats/framework_op_stats.csv",
@@ -100,9 +101,8 @@ def make_series(source_site: Path, source_run: str, dest: Path, count: int, *, c
     dest.mkdir(parents=True, exist_ok=True)
     summary = {**src_summary, "runs": runs, "errors": []}
     (dest / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    # The source's index stands in for the site's own (its links are the source's): pages link to it.
+    (dest / "index.html").write_bytes((source_site / "index.html").read_bytes())
+    write_marker(dest)  # a site as reportgen writes one: pages may be added to it
     return averages
 
-
-def copy_series(src: Path, dest: Path) -> Path:
-    shutil.copytree(src, dest)
-    return dest

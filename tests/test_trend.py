@@ -1,0 +1,159 @@
+"""`reportgen trend`: histories made from the sample's built run with injected step-time changes of known size at
+known runs (tests/trendseries.py), read back from local folders and from gs:// through the GCS emulator."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from reportgen.cli.main import main
+from reportgen.compare.sources import BuiltSite
+from reportgen.compare.trend import build_history, ledger_causes
+from tests.browser import chromium, console_errors, needs_browser, screenshot
+from tests.builtsite import built_site
+from tests.conftest import GCS_BUCKET
+from tests.sitecheck import page_links
+from tests.trendseries import make_series, moved_op, run_name
+
+SOURCE_RUN = "tf_keras_fast"
+NOISE_MS = 0.5
+CHANGES = {20: 4.0, 40: -2.5}  # run index → ms per step from that run on
+
+
+@pytest.fixture(scope="module")
+def source() -> Path:
+    return built_site().site
+
+
+@pytest.fixture(scope="module")
+def stepped(source, tmp_path_factory) -> Path:
+    """60 nightly runs, σ = 0.5 ms of noise, +4 ms from run 20 and −2.5 ms from run 40; run 30 has two hosts."""
+
+    def two_hosts(index: int, block: dict) -> None:
+        if index == 30:
+            block["overview"]["host_count"], block["hosts"] = 2, ["vm", "vm-2"]
+
+    site = tmp_path_factory.mktemp("stepped") / "site"
+    make_series(source, SOURCE_RUN, site, 60, changes=CHANGES, noise_ms=NOISE_MS, seed=3, edit=two_hosts)
+    return site
+
+
+def test_change_points_are_the_injected_ones_with_their_sizes(stepped, source):
+    history = build_history([BuiltSite.open(str(stepped))])
+    found = [(c.before.name, c.after.name) for c in history.change_points]
+    assert found == [(run_name(at - 1), run_name(at)) for at in CHANGES]
+    for point, injected in zip(history.change_points, CHANGES.values()):
+        assert abs(point.size_ms - injected) <= NOISE_MS
+        assert point.test.ci_low <= injected <= point.test.ci_high
+        # The op the change was put on moved most, by about the change.
+        top = point.movers[0]
+        assert (top.kind, top.name) == ("op", moved_op(source, SOURCE_RUN))
+        assert abs(top.delta_ms - injected) <= 2 * NOISE_MS
+    assert history.noise_ms == pytest.approx(NOISE_MS, rel=0.5)
+
+
+def test_a_flat_noisy_series_has_no_change_point(source, tmp_path):
+    for seed in range(3):
+        make_series(source, SOURCE_RUN, tmp_path / f"flat-{seed}", 60, noise_ms=NOISE_MS, seed=seed)
+        assert build_history([BuiltSite.open(str(tmp_path / f"flat-{seed}"))]).change_points == []
+
+
+def test_a_run_of_another_program_is_flagged_and_left_out(stepped):
+    history = build_history([BuiltSite.open(str(stepped))])
+    odd = [(r.name, r.not_comparable_because) for r in history.not_comparable]
+    assert odd == [(run_name(30), "2 hosts where the series has 1")]
+    for point in history.change_points:
+        assert run_name(30) not in [r.name for r in point.segment_before + point.segment_after]
+
+
+def test_runs_are_ordered_by_capture_time_across_sites(source, tmp_path):
+    # Two sites given newest first, each holding part of the series: the history is in capture order.
+    make_series(source, SOURCE_RUN, tmp_path / "late", 10, first=10)
+    make_series(source, SOURCE_RUN, tmp_path / "early", 10)
+    history = build_history([BuiltSite.open(str(tmp_path / p)) for p in ("late", "early")])
+    assert [r.name for r in history.runs] == [run_name(i) for i in range(20)]
+    assert build_history([BuiltSite.open(str(tmp_path / "late"))], "*_01_1[3-5]_*").runs[0].name == run_name(12)
+
+
+def test_causes_come_from_the_step_ledger_when_a_run_has_one(stepped):
+    block = {"step_ledger": {"steps": [{"causes_ms": {"compute": 3.0, "input wait": 1.0}},
+                                       {"causes_ms": {"compute": 5.0}}]}}
+    assert ledger_causes(block) == {"compute": 4.0, "input wait": 0.5}
+    assert ledger_causes({"step_ledger": {"causes_ms": {"compute": 2.0}}}) == {"compute": 2.0}
+    assert ledger_causes({}) is None and ledger_causes({"step_ledger": {"steps": "?"}}) is None
+    run = build_history([BuiltSite.open(str(stepped))]).runs[0]
+    kind, causes = run.causes
+    assert kind == "breakdown" and causes["Host compute"] == pytest.approx(
+        run.block["overview"]["breakdown_ms"]["host_compute"])
+
+
+def test_command_writes_the_page_into_the_site_with_every_link_resolving(stepped, tmp_path):
+    site = shutil.copytree(stepped, tmp_path / "site")
+    assert main(["trend", str(site), "-q"]) == 0
+    page = site / "trends" / "index.html"
+    html = page.read_text(encoding="utf-8")
+    assert f'href="../{run_name(20)}/index.html"' in html
+    # Every link of the page (assets at the site root, the runs' pages, its downloads) resolves.
+    targets = [unquote(value.split("#")[0]) for _tag, _attr, value in page_links(page)
+               if "://" not in value and not value.startswith(("#", "data:"))]
+    assert targets and [t for t in targets if not (page.parent / t).exists()] == []
+    data = json.loads((site / "trends" / "trend.json").read_text(encoding="utf-8"))
+    assert [c["after"] for c in data["change_points"]] == [run_name(at) for at in CHANGES]
+    assert len(data["runs"]) == 60 and data["runs"][30]["comparable"] is False
+
+
+def test_capture_text_on_the_page_stays_text(source, tmp_path):
+    prefix = '<img src=x onerror=alert(1)>"&'
+    make_series(source, SOURCE_RUN, tmp_path / "site", 8, prefix=prefix)
+    assert main(["trend", str(tmp_path / "site"), "-o", str(tmp_path / "out"), "-q"]) == 0
+    html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+@pytest.fixture
+def gcs_env(gcs_emulator, monkeypatch):
+    pytest.importorskip("gcsfs")
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator)
+    return gcs_emulator
+
+
+def test_history_from_gcs_equals_the_local_one(stepped, gcs_env, tmp_path):
+    from reportgen.output.publish import gcs_filesystem, publish_site
+
+    publish_site(stepped, f"gs://{GCS_BUCKET}/nightly", fs=gcs_filesystem(gcs_env), jobs=2)
+    remote = build_history([BuiltSite.open(f"gs://{GCS_BUCKET}/nightly")]).as_dict()
+    local = build_history([BuiltSite.open(str(stepped))]).as_dict()
+    for run in remote["runs"] + local["runs"]:
+        run.pop("site")
+    assert remote == local and remote["change_points"]
+    assert main(["trend", f"gs://{GCS_BUCKET}/nightly", "-o", str(tmp_path / "out"), "-q"]) == 0
+    html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert f"https://storage.googleapis.com/{GCS_BUCKET}/nightly/{run_name(0)}/index.html" in html
+
+
+@needs_browser
+def test_page_draws_and_a_run_opens_from_the_chart(stepped, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    site = shutil.copytree(stepped, tmp_path / "site")
+    assert main(["trend", str(site), "-q"]) == 0
+    with chromium(tmp_path / "profile", window="1280,800") as driver:
+        driver.get((site / "trends" / "index.html").as_uri())
+        WebDriverWait(driver, 30).until(
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#trend-steps svg .mark-symbol.role-mark path")) == 60)
+        screenshot(driver, "trend.png")
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#trend-causes svg .mark-area path")) >= 1
+        assert len(driver.find_elements(By.CSS_SELECTOR, "section.change-point")) == 2
+        assert console_errors(driver) == []
+        first = driver.find_elements(By.CSS_SELECTOR, "#trend-steps svg .mark-symbol.role-mark path")[0]
+        driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", first)
+        WebDriverWait(driver, 10).until(lambda d: len(d.window_handles) > 1 or "trends" not in d.current_url)
+        if len(driver.window_handles) > 1:
+            driver.switch_to.window(driver.window_handles[-1])
+        # The synthetic runs' pages are copies (their site has no runs.js): only where the click went counts.
+        assert driver.current_url.endswith(f"{run_name(0)}/index.html")

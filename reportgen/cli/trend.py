@@ -66,11 +66,12 @@ def expand(locations: list[str]) -> list[str]:
 def open_sites(locations: list[str], output: str, jobs: int) -> list[BuiltSite]:
     """The sites at `locations`; those that are not sites are built, together, into `output`."""
     from reportgen.compare.sources import BuiltSite
-    from reportgen.pipeline.build import BuildOptions, build_site
 
     sites = {loc: BuiltSite.open(loc) for loc in locations}
     unbuilt = [loc for loc, site in sites.items() if site is None]
     if unbuilt:
+        from reportgen.pipeline.build import BuildOptions, build_site  # the build's modules only when building
+
         report = build_site(unbuilt, BuildOptions(output=output, jobs=jobs))
         for error in report.errors:
             warn(error.get("local_message", error["message"]))

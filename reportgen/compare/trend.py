@@ -5,7 +5,8 @@ tf.data tables of the few runs beside a change point), never from captures: a ni
 and the history never needs the old captures again. Memory grows with the runs (a few figures each), not with
 their events.
 
-Change points are found in the runs' average step times with `ruptures` (PELT over a change-in-mean cost).
+Change points are found in the runs' average step times with `ruptures` (PELT over the change-in-mean cost:
+its kernel search with the linear kernel).
 The penalty is chosen from the series' own noise: σ is estimated from the median absolute difference between
 neighbouring runs (a level shift moves one difference, not the median), and a change is accepted only where
 it costs less than `PENALTY_FACTOR · σ² · ln n` (the BIC penalty of a change in mean with known variance,
@@ -367,8 +368,10 @@ def change_indices(values: list[float], sigma: float, penalty_factor: float = PE
     scale = sigma if sigma > 0 else max(1e-9, 1e-6 * abs(statistics.fmean(values)))
     penalty = penalty_factor * scale * scale * math.log(n)
     signal = np.asarray(values, dtype=float).reshape(-1, 1)
-    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(signal).predict(pen=penalty)
-    return [e for e in ends if e < n], penalty
+    # PELT over the change-in-mean (L2) cost: ruptures' kernel change-point search with the linear kernel is
+    # that search with that cost, in C (its Pelt(model="l2") gives the same segments in Python: 7 s for 1,000 runs).
+    ends = ruptures.KernelCPD(kernel="linear", min_size=min_size, jump=1).fit(signal).predict(pen=penalty)
+    return [int(e) for e in ends if e < n], penalty
 
 
 def _scaled(run: TrendRun, relative: str, columns: list[str]) -> pd.DataFrame | None:

@@ -25,6 +25,13 @@ FOLDER_IN_SITE = "trends"  # where the page goes when the output folder is a bui
 MANIFEST = "trend.json"
 COMPARABLE, NOT_COMPARABLE = "#0b57d0", "#cf222e"
 GCS_PUBLIC = "https://storage.googleapis.com/"
+# Past this many runs the charts draw on a canvas: SVG's thousands of mark elements took a 1,000-run page
+# about 2 s to load in headless Chromium, a canvas a fraction of that (bench/trend.py).
+CANVAS_FROM_RUNS = 300
+
+
+def _drawn(spec: dict, runs: int) -> dict:
+    return {**spec, "usermeta": {"renderer": "canvas"}} if runs >= CANVAS_FROM_RUNS else spec
 
 
 @dataclass
@@ -75,6 +82,10 @@ def runs_frame(history: History, page_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# What every chart's points carry: a chart holds its own copy of the rows, so each keeps only the columns it draws.
+POINT_COLUMNS = ["index", "Run", "Captured", "Verdict", "href"]
+
+
 def _tooltip(extra: list) -> list:
     return [alt.Tooltip("Run:N"), alt.Tooltip("Captured:N"), *extra, alt.Tooltip("Verdict:N")]
 
@@ -82,7 +93,8 @@ def _tooltip(extra: list) -> list:
 def step_chart(frame: pd.DataFrame, history: History) -> dict | None:
     """Each run's average step (●), its σ band (bar) and its fastest and slowest step (thin rule); change points
     as dashed rules between the runs they separate."""
-    measured = frame[frame["step_ms"].notna()]
+    measured = frame.loc[frame["step_ms"].notna(), [*POINT_COLUMNS, "Program", "steps", "step_ms", "min_ms", "max_ms",
+                                                    "low_ms", "high_ms", "sd_ms"]]
     if measured.empty:
         return None
     like = float(measured["step_ms"].max())
@@ -118,7 +130,7 @@ def step_chart(frame: pd.DataFrame, history: History) -> dict | None:
             x="x:Q", tooltip=[alt.Tooltip("Change:N"), alt.Tooltip("size:Q", title=f"Size ({unit})", format="+,.3f"),
                               alt.Tooltip("low:Q", title="95% CI from", format="+,.3f"),
                               alt.Tooltip("high:Q", title="95% CI to", format="+,.3f")]))
-    return responsive(vega_spec(alt.layer(*layers).properties(height=260)))
+    return _drawn(responsive(vega_spec(alt.layer(*layers).properties(height=260))), len(frame))
 
 
 def _segments(history: History, scale: float) -> pd.DataFrame | None:
@@ -139,16 +151,17 @@ def _segments(history: History, scale: float) -> pd.DataFrame | None:
 
 
 def series_chart(frame: pd.DataFrame, column: str, title: str, fmt: str) -> dict | None:
-    data = frame[frame[column].notna()]
+    # The verdict travels with the step-time chart only (it would be a fourth copy of the longest column).
+    data = frame.loc[frame[column].notna(), ["index", "Run", "Captured", "href", column]]
     if data.empty:
         return None
     chart = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=24, cursor="pointer")).encode(
         x=alt.X("index:Q", title="Run (capture order)", scale=alt.Scale(nice=False, zero=False),
                 axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y(f"{column}:Q", title=title),
-        tooltip=_tooltip([alt.Tooltip(f"{column}:Q", title=title, format=fmt)]),
+        tooltip=[alt.Tooltip("Run:N"), alt.Tooltip("Captured:N"), alt.Tooltip(f"{column}:Q", title=title, format=fmt)],
         href="href:N", color=alt.value(COMPARABLE))
-    return responsive(vega_spec(chart.properties(height=140)))
+    return _drawn(responsive(vega_spec(chart.properties(height=140))), len(frame))
 
 
 def causes_chart(history: History) -> tuple[dict | None, str]:
@@ -179,7 +192,7 @@ def causes_chart(history: History) -> tuple[dict | None, str]:
         tooltip=[alt.Tooltip("Run:N"), alt.Tooltip("Category:N", title="Cause"),
                  alt.Tooltip("ms:Q", title="ms per step", format=",.3f")],
     ).transform_calculate(order=f"indexof({shown!r}, datum.Category)")
-    return responsive(vega_spec(chart.properties(height=200))), source
+    return _drawn(responsive(vega_spec(chart.properties(height=200))), len(history.runs)), source
 
 
 def _context(history: History, frame: pd.DataFrame, folder: str) -> dict:

@@ -157,3 +157,28 @@ def test_page_draws_and_a_run_opens_from_the_chart(stepped, tmp_path):
             driver.switch_to.window(driver.window_handles[-1])
         # The synthetic runs' pages are copies (their site has no runs.js): only where the click went counts.
         assert driver.current_url.endswith(f"{run_name(0)}/index.html")
+
+
+@pytest.fixture(scope="module")
+def flat_history(source, tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("history") / "site"
+    make_series(source, SOURCE_RUN, site, 30, noise_ms=NOISE_MS, seed=2)
+    return site
+
+
+@pytest.mark.parametrize("change, code", [(4.0, 3), (0.0, 0)])
+def test_check_judges_a_run_against_its_history(source, flat_history, tmp_path, capsys, change, code):
+    make_series(source, SOURCE_RUN, tmp_path / "candidate", 1, changes={30: change}, first=30, seed=5)
+    assert main(["check", str(tmp_path / "candidate"), "--max-regression", "5%", "--history",
+                 str(flat_history)]) == code
+    out = capsys.readouterr().out
+    assert "against the median" in out and "of the last 30 comparable runs" in out
+    assert ("over the 5% regression budget; beyond the runs' noise" in out) == (code == 3)
+
+
+def test_summary_places_the_run_in_its_history(source, flat_history, tmp_path, capsys):
+    make_series(source, SOURCE_RUN, tmp_path / "candidate", 1, changes={30: 4.0}, first=30, seed=5)
+    assert main(["summary", str(tmp_path / "candidate"), "--history", str(flat_history)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("- "))
+    assert "slower than 30 of the last 30 runs; +" in line and "against their median" in line
+    assert "beyond their noise" in line and "Conv2DBackpropFilter</code> +" in line

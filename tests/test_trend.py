@@ -79,12 +79,21 @@ def test_runs_are_ordered_by_capture_time_across_sites(source, tmp_path):
     assert build_history([BuiltSite.open(str(tmp_path / "late"))], "*_01_1[3-5]_*").runs[0].name == run_name(12)
 
 
-def test_causes_come_from_the_step_ledger_when_a_run_has_one(stepped):
-    block = {"step_ledger": {"steps": [{"causes_ms": {"compute": 3.0, "input wait": 1.0}},
-                                       {"causes_ms": {"compute": 5.0}}]}}
-    assert ledger_causes(block) == {"compute": 4.0, "input wait": 0.5}
-    assert ledger_causes({"step_ledger": {"causes_ms": {"compute": 2.0}}}) == {"compute": 2.0}
-    assert ledger_causes({}) is None and ledger_causes({"step_ledger": {"steps": "?"}}) is None
+def test_causes_come_from_the_step_ledger_when_a_run_has_one(stepped, source, tmp_path):
+    # The block as the run pages' step ledger writes it: causes by key, named by `labels`, in `precedence` order.
+    block = {"step_ledger": {"steps": 2, "precedence": ["device_compute", "input", "python"],
+                             "labels": {"device_compute": "Device compute", "input": "Input", "python": "Python"},
+                             "average_ms": {"python": 0.5, "input": 1.0, "device_compute": 3.0}}}
+    assert list(ledger_causes(block).items()) == [("Device compute", 3.0), ("Input", 1.0), ("Python", 0.5)]
+    per_step = {"step_ledger": {"steps": 2, "per_step": [{"ms": {"compute": 3.0, "input": 1.0}},
+                                                         {"ms": {"compute": 5.0}}]}}
+    assert ledger_causes(per_step) == {"compute": 4.0, "input": 0.5}
+    assert ledger_causes({}) is None and ledger_causes({"step_ledger": {"steps": 4}}) is None
+    make_series(source, SOURCE_RUN, tmp_path / "ledger", 6, edit=lambda i, b: b.update(block))
+    assert main(["trend", str(tmp_path / "ledger"), "-q"]) == 0
+    html = (tmp_path / "ledger" / "trends" / "index.html").read_text(encoding="utf-8")
+    assert "Each run's step ledger" in html and '"Device compute"' in html
+    # Without the block (runs built before the ledger): the overview's breakdown.
     run = build_history([BuiltSite.open(str(stepped))]).runs[0]
     kind, causes = run.causes
     assert kind == "breakdown" and causes["Host compute"] == pytest.approx(

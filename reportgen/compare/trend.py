@@ -78,8 +78,9 @@ def _number(value) -> float | None:
 def ledger_causes(block: dict) -> dict[str, float] | None:
     """Milliseconds per step by cause from a run's `step_ledger` block, or None when the run has none.
 
-    Read tolerantly: a block is accepted with its per-step average causes (`causes_ms` or `causes`, cause →
-    ms), or with its steps (`steps`: each a `causes` / `causes_ms` mapping), averaged here."""
+    The block's `average_ms` (cause key → ms per step, adding up to the step time) names its causes by
+    `labels`, in the order of `precedence`. Read tolerantly, as other ledgers may come: per-step causes
+    (`per_step` or `steps`, each a `ms`, `causes_ms` or `causes` mapping) are averaged here."""
     ledger = block.get("step_ledger")
     if not isinstance(ledger, dict):
         return None
@@ -90,17 +91,23 @@ def ledger_causes(block: dict) -> dict[str, float] | None:
         values = {str(k): _number(v.get("ms") if isinstance(v, dict) else v) for k, v in mapping.items()}
         return {k: v for k, v in values.items() if v is not None}
 
-    for key in ("causes_ms", "causes", "average_ms"):
+    causes = {}
+    for key in ("average_ms", "causes_ms", "causes"):
         causes = numeric(ledger.get(key))
         if causes:
-            return causes
-    steps = [numeric(s.get("causes_ms") or s.get("causes")) for s in ledger.get("steps") or []
-             if isinstance(s, dict)]
-    steps = [s for s in steps if s]
-    if not steps:
-        return None
-    names = list(dict.fromkeys(k for s in steps for k in s))
-    return {k: math.fsum(s.get(k, 0.0) for s in steps) / len(steps) for k in names}
+            break
+    if not causes:
+        listed = ledger.get("per_step") if isinstance(ledger.get("per_step"), list) else ledger.get("steps")
+        steps = [numeric(s.get("ms") or s.get("causes_ms") or s.get("causes")) for s in
+                 (listed if isinstance(listed, list) else []) if isinstance(s, dict)]
+        steps = [s for s in steps if s]
+        if not steps:
+            return None
+        names = list(dict.fromkeys(k for s in steps for k in s))
+        causes = {k: math.fsum(s.get(k, 0.0) for s in steps) / len(steps) for k in names}
+    order = [str(k) for k in ledger.get("precedence") or [] if str(k) in causes]
+    labels = ledger.get("labels") if isinstance(ledger.get("labels"), dict) else {}
+    return {str(labels.get(k, k)): causes[k] for k in [*order, *(k for k in causes if k not in order)]}
 
 
 @dataclass

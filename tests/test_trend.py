@@ -71,12 +71,15 @@ def test_a_run_of_another_program_is_flagged_and_left_out(stepped):
 
 
 def test_runs_are_ordered_by_capture_time_across_sites(source, tmp_path):
-    # Two sites given newest first, each holding part of the series: the history is in capture order.
-    make_series(source, SOURCE_RUN, tmp_path / "late", 10, first=10)
-    make_series(source, SOURCE_RUN, tmp_path / "early", 10)
+    # Two sites given newest first, each holding part of the series, their names in the other order than their
+    # capture times: the history is in capture order.
+    make_series(source, SOURCE_RUN, tmp_path / "late", 10, first=10, prefix="a_")
+    make_series(source, SOURCE_RUN, tmp_path / "early", 10, prefix="b_")
     history = build_history([BuiltSite.open(str(tmp_path / p)) for p in ("late", "early")])
-    assert [r.name for r in history.runs] == [run_name(i) for i in range(20)]
-    assert build_history([BuiltSite.open(str(tmp_path / "late"))], "*_01_1[3-5]_*").runs[0].name == run_name(12)
+    assert [r.name for r in history.runs] == [run_name(i, "b_") for i in range(10)] + [
+        run_name(i, "a_") for i in range(10, 20)]
+    late = BuiltSite.open(str(tmp_path / "late"))
+    assert [r.name for r in build_history([late], "*_01_1[3-5]_*").runs] == [run_name(i, "a_") for i in (12, 13, 14)]
 
 
 def test_causes_come_from_the_step_ledger_when_a_run_has_one(stepped, source, tmp_path):

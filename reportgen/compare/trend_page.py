@@ -15,7 +15,7 @@ import altair as alt
 import pandas as pd
 
 from reportgen.compare.sources import BuiltSite
-from reportgen.compare.trend import History, TrendRun
+from reportgen.compare.trend import MIN_SEGMENT, History, TrendRun
 from reportgen.output.formatting import step_time_axis
 from reportgen.output.site import PageWriter, write_assets
 from reportgen.output.transaction import OutputNotASiteError, is_site_or_empty
@@ -201,6 +201,7 @@ def _context(history: History, frame: pd.DataFrame, folder: str) -> dict:
     like = max((r.step_ms for r in history.runs if r.step_ms is not None), default=0.0)
     return {
         "h": history, "hrefs": hrefs, "step_like": like,
+        "measured_runs": sum(1 for r in history.comparable if r.step_ms is not None), "min_runs": 2 * MIN_SEGMENT,
         "step_chart": step_chart(frame, history),
         "input_chart": series_chart(frame, "input_percent", "Input share (%)", ",.2f"),
         "device_chart": series_chart(frame, "device_utilization_percent", "Device utilisation (%)", ",.1f"),

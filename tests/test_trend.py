@@ -194,3 +194,11 @@ def test_summary_places_the_run_in_its_history(source, flat_history, tmp_path, c
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("- "))
     assert "slower than 30 of the last 30 runs; +" in line and "against their median" in line
     assert "beyond their noise" in line and "Conv2DBackpropFilter</code> +" in line
+
+
+def test_trend_charts_are_valid_vega_lite(stepped, tmp_path):
+    from tests.test_vega_specs import _assert_valid
+
+    site = shutil.copytree(stepped, tmp_path / "site")
+    assert main(["trend", str(site), "-q"]) == 0
+    _assert_valid(site / "trends", minimum=4)  # step time, input share, memory peak, causes

@@ -103,8 +103,11 @@ def step_chart(frame: pd.DataFrame, history: History) -> dict | None:
                                                                "sd_ms")})
     x = alt.X("index:Q", title="Run (capture order)", scale=alt.Scale(nice=False, zero=False),
               axis=alt.Axis(tickMinStep=1, format="d"))
+    # Legends above the plots, so that every chart of the page spans the same width and a run sits at the
+    # same x on each of them.
     color = alt.Color("Program:N", title=None, scale=alt.Scale(domain=["comparable", "not comparable"],
-                                                                range=[COMPARABLE, NOT_COMPARABLE]))
+                                                                range=[COMPARABLE, NOT_COMPARABLE]),
+                      legend=alt.Legend(orient="top"))
     tip = _tooltip([alt.Tooltip("step_ms:Q", title=f"Average step ({unit})", format=",.3f"),
                     alt.Tooltip("sd_ms:Q", title=f"σ ({unit})", format=",.3f"),
                     alt.Tooltip("min_ms:Q", title=f"Fastest step ({unit})", format=",.3f"),
@@ -187,7 +190,8 @@ def causes_chart(history: History) -> tuple[dict | None, str]:
                 axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("ms:Q", stack="zero", title="Average step (ms)"),
         color=alt.Color("Category:N", sort=shown, title="Cause",
-                        scale=alt.Scale(domain=shown, range=(CATEGORY_COLORS * 4)[:len(shown)])),
+                        scale=alt.Scale(domain=shown, range=(CATEGORY_COLORS * 4)[:len(shown)]),
+                        legend=alt.Legend(orient="top", labelLimit=300)),
         order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("Run:N"), alt.Tooltip("Category:N", title="Cause"),
                  alt.Tooltip("ms:Q", title="ms per step", format=",.3f")],

@@ -58,7 +58,7 @@ def test_change_points_are_the_injected_ones_with_their_sizes(stepped, source):
 
 def test_a_flat_noisy_series_has_no_change_point(source, tmp_path):
     for seed in range(3):
-        make_series(source, SOURCE_RUN, tmp_path / f"flat-{seed}", 60, noise_ms=NOISE_MS, seed=seed)
+        make_series(source, SOURCE_RUN, tmp_path / f"flat-{seed}", 40, noise_ms=NOISE_MS, seed=seed)
         assert build_history([BuiltSite.open(str(tmp_path / f"flat-{seed}"))]).change_points == []
 
 
@@ -133,18 +133,27 @@ def gcs_env(gcs_emulator, monkeypatch):
     return gcs_emulator
 
 
-def test_history_from_gcs_equals_the_local_one(stepped, gcs_env, tmp_path):
+def test_history_from_gcs_equals_the_local_one(source, gcs_env, tmp_path):
     from reportgen.output.publish import gcs_filesystem, publish_site
 
-    publish_site(stepped, f"gs://{GCS_BUCKET}/nightly", fs=gcs_filesystem(gcs_env), jobs=2)
-    remote = build_history([BuiltSite.open(f"gs://{GCS_BUCKET}/nightly")]).as_dict()
-    local = build_history([BuiltSite.open(str(stepped))]).as_dict()
+    # Two nightly sites (a change at run 6), published as a nightly job publishes them: one folder each.
+    fs = gcs_filesystem(gcs_env)
+    local_sites = []
+    for part, first in (("a", 0), ("b", 6)):
+        make_series(source, SOURCE_RUN, tmp_path / part, 6, changes={6: 4.0}, noise_ms=NOISE_MS, seed=7, first=first)
+        publish_site(tmp_path / part, f"gs://{GCS_BUCKET}/nightly/{part}", fs=fs, jobs=2)
+        local_sites.append(BuiltSite.open(str(tmp_path / part)))
+    remote = build_history([BuiltSite.open(f"gs://{GCS_BUCKET}/nightly/{p}") for p in "ab"]).as_dict()
+    local = build_history(local_sites).as_dict()
     for run in remote["runs"] + local["runs"]:
         run.pop("site")
-    assert remote == local and remote["change_points"]
-    assert main(["trend", f"gs://{GCS_BUCKET}/nightly", "-o", str(tmp_path / "out"), "-q"]) == 0
+    assert remote == local and [c["after"] for c in remote["change_points"]] == [run_name(6)]
+    # The command lists the sites of a gs:// pattern itself (no shell expands it).
+    assert main(["trend", f"gs://{GCS_BUCKET}/nightly/*", "-o", str(tmp_path / "out"), "-q"]) == 0
+    assert json.loads((tmp_path / "out" / "trend.json").read_text(encoding="utf-8"))["change_points"][0][
+        "movers"] == remote["change_points"][0]["movers"]
     html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
-    assert f"https://storage.googleapis.com/{GCS_BUCKET}/nightly/{run_name(0)}/index.html" in html
+    assert f"https://storage.googleapis.com/{GCS_BUCKET}/nightly/b/{run_name(6)}/index.html" in html
 
 
 @needs_browser

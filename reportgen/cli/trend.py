@@ -49,15 +49,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def expand(locations: list[str]) -> list[str]:
-    """Locations with glob patterns (a shell does not expand gs:// ones) replaced by what they match."""
+    """Locations with glob patterns in a URL (a shell does not expand gs:// ones) replaced by the sites they
+    match: the folders holding a summary.json, in name order."""
     import fsspec
 
     out = []
     for location in locations:
         if any(c in location for c in "*?[") and "://" in location:
-            fs, _, paths = fsspec.get_fs_token_paths(location)
+            fs, path = fsspec.core.url_to_fs(location)
+            fs.invalidate_cache()  # a nightly job may have published a site since this process last listed
             protocol = location.split("://", 1)[0]
-            out += sorted(f"{protocol}://{p}" for p in paths if fs.isdir(p))
+            out += sorted(f"{protocol}://{p}" for p in fs.glob(path) if fs.exists(p.rstrip("/") + "/summary.json"))
         else:
             out.append(location)
     return out

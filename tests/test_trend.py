@@ -14,7 +14,7 @@ from reportgen.cli.main import main
 from reportgen.compare.sources import BuiltSite
 from reportgen.compare.trend import build_history, ledger_causes
 from tests.browser import chromium, console_errors, needs_browser, screenshot
-from tests.builtsite import built_site
+from tests.builtsite import built_site, xss_xspace
 from tests.conftest import GCS_BUCKET
 from tests.sitecheck import page_links
 from tests.trendseries import make_series, moved_op, run_name
@@ -211,3 +211,19 @@ def test_trend_charts_are_valid_vega_lite(stepped, tmp_path):
     site = shutil.copytree(stepped, tmp_path / "site")
     assert main(["trend", str(site), "-q"]) == 0
     _assert_valid(site / "trends", minimum=4)  # step time, input share, memory peak, causes
+
+
+def test_a_built_logdir_of_nightly_runs_gets_its_trends_page(tmp_path):
+    # Tiny captures (a line of 20 events each): what is under test is the series, not the runs.
+    capture = xss_xspace()
+    for i in range(6):
+        run = tmp_path / "logs/plugins/profile" / run_name(i, "")
+        run.mkdir(parents=True)
+        (run / "vm.xplane.pb").write_bytes(capture)
+    site = tmp_path / "site"
+    for _ in range(2):  # the second build replaces the first one's Trends page with its own
+        assert main(["build", str(tmp_path / "logs"), "-o", str(site), "-q", "--jobs", "1"]) == 0
+        assert '<a href="trends/index.html">Trends across these 6 runs</a>' in (site / "index.html").read_text()
+        assert len(json.loads((site / "trends/trend.json").read_text())["runs"]) == 6
+    # Runs not named after their capture time (the session's site) are no series: no Trends page.
+    assert not (built_site().site / "trends").exists()

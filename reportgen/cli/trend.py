@@ -132,3 +132,24 @@ def trend_command(locations: list[str], output: str | None, series: str | None =
     if not quiet:
         print(f"reportgen: trend: {describe(history)} → {written.page}", file=sys.stderr)
     return EXIT_OK
+
+
+SERIES_MIN_RUNS = 6  # the fewest runs a change point can be found in (3 on each side)
+
+
+def trend_of_built_site(site_dir: Path) -> Path | None:
+    """`build`: a site whose logdir holds a series (6 runs or more named after their capture time, as
+    TensorBoard names them) gets its Trends page; the page written, or None."""
+    from reportgen.compare.sources import BuiltSite
+    from reportgen.compare.trend import capture_time
+
+    site = BuiltSite.open(str(site_dir))
+    if site is None:
+        return None
+    dated = [name for name in site.run_names if capture_time(site.run(name).folder) or capture_time(name)]
+    if len(dated) < SERIES_MIN_RUNS:
+        return None
+    from reportgen.compare.trend import build_history
+    from reportgen.compare.trend_page import write_trend
+
+    return write_trend(build_history([site]), site_dir).page

@@ -7,6 +7,7 @@ page (a relative link for a local site, the bucket's public URL for a `gs://` on
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -243,7 +244,32 @@ def write_trend(history: History, output: Path) -> WrittenTrend:
         "Runs after"]))
     writer.write_json(MANIFEST, history.as_dict())
     writer.write_html("index.html", "trend.html", **_context(history, frame, folder))
+    if folder:
+        _link_from_index(output, history)
     return WrittenTrend(page=page_dir / "index.html", json=page_dir / MANIFEST)
+
+
+# The site index's place for the link to its Trends page: between two inert, empty <template> elements.
+INDEX_BLOCK = re.compile(r'(<template id="trends-start"></template>).*?(<template id="trends-end"></template>)', re.S)
+
+
+def _link_from_index(output: Path, history: History) -> bool:
+    """Link the Trends page from the site's index (only that block of index.html changes); False when the
+    index has no such block (a site of an older reportgen)."""
+    index = output / "index.html"
+    try:
+        html = index.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    if not INDEX_BLOCK.search(html):
+        return False
+    n, points = len(history.runs), len(history.change_points)
+    block = (f'<p class="trends-link"><a href="{FOLDER_IN_SITE}/index.html">Trends across these {n:,} runs</a>: '
+             f'{points} change point{"s" if points != 1 else ""} in step time.</p>')
+    tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")
+    tmp.write_text(INDEX_BLOCK.sub(lambda m: m.group(1) + block + m.group(2), html, count=1), encoding="utf-8")
+    os.replace(tmp, index)
+    return True
 
 
 __all__ = ["WrittenTrend", "run_href", "write_trend"]

@@ -22,6 +22,7 @@ from tests.trendseries import make_series, moved_op, run_name
 SOURCE_RUN = "tf_keras_fast"
 NOISE_MS = 0.5
 CHANGES = {20: 4.0, 40: -2.5}  # run index → ms per step from that run on
+SLOW_FINDING = {"id": "steps.host_compute_bound", "severity": "medium", "title": "<b>Host compute</b> & more"}
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +34,14 @@ def source() -> Path:
 def stepped(source, tmp_path_factory) -> Path:
     """60 nightly runs, σ = 0.5 ms of noise, +4 ms from run 20 and −2.5 ms from run 40; run 30 has two hosts."""
 
-    def two_hosts(index: int, block: dict) -> None:
+    def edit(index: int, block: dict) -> None:
         if index == 30:
             block["overview"]["host_count"], block["hosts"] = 2, ["vm", "vm-2"]
+        if 20 <= index < 40:  # a finding that comes with the slowdown and goes with it
+            block["findings"]["items"] = [SLOW_FINDING]
 
     site = tmp_path_factory.mktemp("stepped") / "site"
-    make_series(source, SOURCE_RUN, site, 60, changes=CHANGES, noise_ms=NOISE_MS, seed=3, edit=two_hosts)
+    make_series(source, SOURCE_RUN, site, 60, changes=CHANGES, noise_ms=NOISE_MS, seed=3, edit=edit)
     return site
 
 
@@ -54,6 +57,12 @@ def test_change_points_are_the_injected_ones_with_their_sizes(stepped, source):
         assert (top.kind, top.name) == ("op", moved_op(source, SOURCE_RUN))
         assert abs(top.delta_ms - injected) <= 2 * NOISE_MS
     assert history.noise_ms == pytest.approx(NOISE_MS, rel=0.5)
+    first, second = history.change_points
+    assert [f["id"] for f in first.findings_appeared] == [SLOW_FINDING["id"]] and first.findings_gone == []
+    assert [f["id"] for f in second.findings_gone] == [SLOW_FINDING["id"]] and second.findings_appeared == []
+    # Run by run, among the comparable runs (run 30 is not one).
+    assert [(e.run.name, [f["id"] for f in e.appeared], [f["id"] for f in e.gone]) for e in history.finding_events] \
+        == [(run_name(20), [SLOW_FINDING["id"]], []), (run_name(40), [], [SLOW_FINDING["id"]])]
 
 
 def test_a_flat_noisy_series_has_no_change_point(source, tmp_path):
@@ -116,6 +125,7 @@ def test_command_writes_the_page_into_the_site_with_every_link_resolving(stepped
     data = json.loads((site / "trends" / "trend.json").read_text(encoding="utf-8"))
     assert [c["after"] for c in data["change_points"]] == [run_name(at) for at in CHANGES]
     assert len(data["runs"]) == 60 and data["runs"][30]["comparable"] is False
+    assert "&lt;b&gt;Host compute&lt;/b&gt; &amp; more" in html and "<b>Host compute" not in html
 
 
 def test_capture_text_on_the_page_stays_text(source, tmp_path):

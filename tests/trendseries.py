@@ -98,6 +98,9 @@ def make_series(source_site: Path, source_run: str, dest: Path, count: int, *, c
             target = folder / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+        # The tool pages as stand-ins (the real ones weigh 600 KiB a run): links to them must resolve.
+        for tool in run_block["tools"].values():
+            (dest / tool["page"]).write_text(f"<!doctype html><title>{tool['page']}</title>", encoding="utf-8")
     dest.mkdir(parents=True, exist_ok=True)
     summary = {**src_summary, "runs": runs, "errors": []}
     (dest / "summary.json").write_text(json.dumps(summary), encoding="utf-8")

@@ -200,12 +200,24 @@ def causes_chart(history: History) -> tuple[dict | None, str]:
     return _drawn(responsive(vega_spec(chart.properties(height=200))), len(history.runs)), source
 
 
+# The tool page whose table a mover's time comes from.
+MOVER_TOOLS = {"op": "tf_stats", "kernel": "kernel_stats", "tf.data": "input_pipeline"}
+
+
 def _context(history: History, frame: pd.DataFrame, folder: str) -> dict:
     hrefs = dict(zip(frame["Run"], frame["href"]))
+
+    def tool_href(run: TrendRun, kind: str) -> str | None:
+        """The run's page of the tool a mover of `kind` comes from, when the run has that page."""
+        slug = MOVER_TOOLS.get(kind, "")
+        page = str((run.block.get("tools") or {}).get(slug, {}).get("page", ""))
+        if not page:
+            return None
+        return hrefs[run.name].rsplit("/", 1)[0] + "/" + quote(page.rsplit("/", 1)[-1])
     causes, causes_source = causes_chart(history)
     like = max((r.step_ms for r in history.runs if r.step_ms is not None), default=0.0)
     return {
-        "h": history, "hrefs": hrefs, "step_like": like,
+        "h": history, "hrefs": hrefs, "tool_href": tool_href, "step_like": like,
         "measured_runs": sum(1 for r in history.comparable if r.step_ms is not None), "min_runs": 2 * MIN_SEGMENT,
         "step_chart": step_chart(frame, history),
         "input_chart": series_chart(frame, "input_percent", "Input share (%)", ",.2f"),

@@ -29,6 +29,7 @@ GCS_PUBLIC = "https://storage.googleapis.com/"
 # Past this many runs the charts draw on a canvas: SVG's thousands of mark elements took a 1,000-run page
 # about 2 s to load in headless Chromium, a canvas a fraction of that (bench/trend.py).
 CANVAS_FROM_RUNS = 300
+TABLE_ROWS = 200  # the latest runs listed in the page's table (all of them are in data/runs.csv)
 
 
 def _drawn(spec: dict, runs: int) -> dict:
@@ -217,7 +218,7 @@ def _context(history: History, frame: pd.DataFrame, folder: str) -> dict:
     causes, causes_source = causes_chart(history)
     like = max((r.step_ms for r in history.runs if r.step_ms is not None), default=0.0)
     return {
-        "h": history, "hrefs": hrefs, "tool_href": tool_href, "step_like": like,
+        "h": history, "hrefs": hrefs, "tool_href": tool_href, "step_like": like, "table_rows": TABLE_ROWS,
         "measured_runs": sum(1 for r in history.comparable if r.step_ms is not None), "min_runs": 2 * MIN_SEGMENT,
         "step_chart": step_chart(frame, history),
         "input_chart": series_chart(frame, "input_percent", "Input share (%)", ",.2f"),

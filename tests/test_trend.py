@@ -37,6 +37,10 @@ def stepped(source, tmp_path_factory) -> Path:
     def edit(index: int, block: dict) -> None:
         if index == 30:
             block["overview"]["host_count"], block["hosts"] = 2, ["vm", "vm-2"]
+        if index == 45:  # another program: other top ops, and an HLO module the others lack
+            block["tf_stats"]["top_ops"] = [{**op, "name": f"other_model/op_{i}"}
+                                            for i, op in enumerate(block["tf_stats"]["top_ops"])]
+            block["graph_viewer"] = {"modules": {"jit_other_model": {}}}
         if 20 <= index < 40:  # a finding that comes with the slowdown and goes with it
             block["findings"]["items"] = [SLOW_FINDING]
 
@@ -74,9 +78,11 @@ def test_a_flat_noisy_series_has_no_change_point(source, tmp_path):
 def test_a_run_of_another_program_is_flagged_and_left_out(stepped):
     history = build_history([BuiltSite.open(str(stepped))])
     odd = [(r.name, r.not_comparable_because) for r in history.not_comparable]
-    assert odd == [(run_name(30), "2 hosts where the series has 1")]
+    assert odd == [(run_name(30), "2 hosts where the series has 1"),
+                   (run_name(45), "other HLO modules (added jit_other_model); only 0 of its 5 top ops are among "
+                                  "the series' usual ones")]
     for point in history.change_points:
-        assert run_name(30) not in [r.name for r in point.segment_before + point.segment_after]
+        assert {run_name(30), run_name(45)}.isdisjoint(r.name for r in point.segment_before + point.segment_after)
 
 
 def test_runs_are_ordered_by_capture_time_across_sites(source, tmp_path):
@@ -124,7 +130,7 @@ def test_command_writes_the_page_into_the_site_with_every_link_resolving(stepped
     assert targets and [t for t in targets if not (page.parent / t).exists()] == []
     data = json.loads((site / "trends" / "trend.json").read_text(encoding="utf-8"))
     assert [c["after"] for c in data["change_points"]] == [run_name(at) for at in CHANGES]
-    assert len(data["runs"]) == 60 and data["runs"][30]["comparable"] is False
+    assert len(data["runs"]) == 60 and [r["index"] for r in data["runs"] if not r["comparable"]] == [30, 45]
     assert "&lt;b&gt;Host compute&lt;/b&gt; &amp; more" in html and "<b>Host compute" not in html
 
 

@@ -24,7 +24,7 @@ their folder's name holds (TensorBoard's YYYY_MM_DD_HH_MM_SS); runs whose progra
 series' (host count, device, HLO modules, top ops) are flagged and left out of the change points.
 
 examples:
-  reportgen trend gs://bucket/nightly/2026_* -o history/        (each night's site, one run each)
+  reportgen trend 'gs://bucket/nightly/*' -o history/          (each night's site, one run each)
   reportgen trend site/ --series 'nightly_*'                     writes site/trends/index.html
   reportgen trend ~/logs -o site/                                 build the logdir, then its Trends page
 """

@@ -167,6 +167,12 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
 
             over_budget = check_built_site(report.output, budget, jobs=options.jobs)
         timings = {"start-up": startup, **report.timings}
+        from reportgen.cli.trend import trend_of_built_site
+
+        try:  # a logdir of nightly runs gets its Trends page, published with the rest
+            trend_of_built_site(report.output)
+        except OSError as exc:
+            return fail(f"cannot write the Trends page: {exc}")
         written = [str(report.output)] if local else []
         if args.single_file:
             from reportgen.output.single_file import write_single_file

@@ -14,6 +14,7 @@ from reportgen.cli.common import BUILD_FIRST_JOBS, fail, warn
 if TYPE_CHECKING:
     from reportgen.compare.budget import Budget, CheckResult
     from reportgen.compare.sources import BuiltSite, RunResolver
+    from reportgen.compare.trend import History
 
 EXAMPLES = """\
 Exit status: 0 every run is within budget, 3 a budget is exceeded (each violation is
@@ -68,6 +69,9 @@ def add_budget_arguments(parser: argparse.ArgumentParser, title: str | None = No
                        help="largest step-time increase over --baseline: 5%% or 12ms (off: none)")
     group.add_argument("--baseline", metavar="RUN_OR_SITE",
                        help="the run to measure regressions against: a run of SITE, or SITE:RUN, LOGDIR:RUN, a folder")
+    group.add_argument("--history", metavar="SITE",
+                       help="judge --max-regression against the median of this history's last 30 comparable runs "
+                       "(a site or gs:// site of many runs; a gs:// pattern such as gs://b/nightly/* lists several)")
     group.add_argument("--fail-on-finding", action="append", metavar="SEVERITY|ID",
                        help="over budget when a run has a finding of this severity or worse (high, medium, low, "
                             "info), or with this id (`*` matches any text); repeat or separate with commas (off: none)")
@@ -79,7 +83,8 @@ def budget_of(args: argparse.Namespace) -> Budget:
 
     return budget_from_options(args.budget, max_step_ms=args.max_step_ms, max_input_percent=args.max_input_percent,
                                max_regression=args.max_regression, baseline=args.baseline,
-                               runs=getattr(args, "runs", None), fail_on_finding=args.fail_on_finding)
+                               runs=getattr(args, "runs", None), fail_on_finding=args.fail_on_finding,
+                               history=args.history)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,7 +105,22 @@ def checked(site: BuiltSite, budget: Budget, resolver: RunResolver) -> CheckResu
     """The budget check of `site` (`check`, and the budgets `summary` shows)."""
     from reportgen.compare.budget import check_site, resolve_baseline
 
-    return check_site(site, budget.validate(), resolve_baseline(site, budget, resolver))
+    history = load_history(budget.history) if budget.history and budget.max_regression is not None else None
+    baseline = None if history is not None else resolve_baseline(site, budget, resolver)
+    return check_site(site, budget.validate(), baseline, history)
+
+
+def load_history(location: str) -> History:
+    """The history of the site(s) at `location` (a gs:// pattern lists several); RunNotFoundError when it is no
+    reportgen site."""
+    from reportgen.cli.trend import expand
+    from reportgen.compare.sources import BuiltSite, RunNotFoundError
+    from reportgen.compare.trend import build_history
+
+    sites = [BuiltSite.open(loc) for loc in expand([location])]
+    if not sites or any(site is None for site in sites):
+        raise RunNotFoundError(f"history {location}: not a reportgen site (build or publish its runs first)")
+    return build_history(sites)
 
 
 def check_command(location: str, budget: Budget, jobs: int = 1, *, fmt: str = "text", junit: str | None = None,

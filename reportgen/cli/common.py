@@ -27,6 +27,7 @@ examples:
   reportgen compare site:before site:after                     compare two runs of a built site
   reportgen summary site/ --compare before after -o pr.md      a pull-request comment, charts beside it
   reportgen check site/ --max-step-ms 150 --max-input-percent 20    exit 3 when over budget
+  reportgen trend 'gs://my-bucket/nightly/*' -o history/     the runs' history: change points, what moved
 """
 
 # `--jobs` of the commands that build runs first when they are not built yet.

@@ -8,12 +8,12 @@ import sys
 from typing import NoReturn
 
 from reportgen import __version__
-from reportgen.cli import build, check, compare, publish, serve, summary
+from reportgen.cli import build, check, compare, publish, serve, summary, trend
 from reportgen.cli.common import EXAMPLES, EXIT_FAILED, Parser
 
 # In the order `--help` lists them.
 COMMANDS = {"build": build, "publish": publish, "serve": serve, "compare": compare, "summary": summary,
-            "check": check}
+            "check": check, "trend": trend}
 
 
 def parser() -> argparse.ArgumentParser:

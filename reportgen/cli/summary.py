@@ -82,6 +82,16 @@ def _runs_in(site: BuiltSite, resolver: RunResolver, names: list[str]) -> list[B
     return [site.run(n) if n in site.run_names else resolver.resolve([RunRef.parse(n)])[0] for n in names]
 
 
+def _placements(site: BuiltSite, location: str) -> list:
+    """Each run of `site` (with steps) placed in the history at `location` (`--history`)."""
+    from reportgen.cli.check import load_history
+    from reportgen.compare.trend import place
+
+    history = load_history(location)
+    placed = [place(site.run(name), history) for name in site.run_names]
+    return [p for p in placed if p is not None]
+
+
 def summary_command(location: str, compare: list[str] | None, fmt: str = "markdown", site_url: str | None = None,
                     output: str | None = None, jobs: int = 1, *, chart_url: str | None = None,
                     budget: Budget | None = None, sticky: str | None = None, links: list[str] | None = None,
@@ -104,12 +114,13 @@ def summary_command(location: str, compare: list[str] | None, fmt: str = "markdo
             site = resolver.site(location)
             comparison = compare_runs(*_runs_in(site, resolver, compare)) if compare else None
             checks = checked(site, budget, resolver) if budget is not None and not budget.empty else None
+            history = _placements(site, budget.history) if budget is not None and budget.history else None
         except (RunNotFoundError, BudgetError) as exc:
             return fail(str(exc))
         target = Path(output) if output else None
         stem = target.stem if target is not None else "summary"
         common = {"site_url": site_url, "chart_stem": stem, "chart_url": chart_url, "checks": checks,
-                  "links": parsed_links}
+                  "links": parsed_links, "history": history}
         document = build_summary(site, comparison, with_charts=target is not None, marker=comment_marker, **common)
         text = document.markdown if fmt == "markdown" else json.dumps(document.data, indent=1) + "\n"
         charts = []

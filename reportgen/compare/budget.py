@@ -14,6 +14,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reportgen.compare.model import compare_runs, findings_of
 from reportgen.compare.sources import BuiltRun, BuiltSite, RunNotFoundError, RunRef, RunResolver
@@ -25,6 +26,9 @@ from reportgen.output.formatting import (
     fmt_value,
     terminal_text,
 )
+
+if TYPE_CHECKING:  # a history is read (and ruptures imported) only when a check asks for one
+    from reportgen.compare.trend import History
 
 try:
     import tomllib
@@ -82,6 +86,7 @@ class Budget:
     from_file: frozenset[str] = frozenset()  # the budgets whose limit is the file's (not overridden)
     turned_off: frozenset[str] = frozenset()  # budgets given as `off` on the command line
     fail_on_finding: list[str] | None = None  # severities (that one and worse) or finding ids (`*` allowed)
+    history: str | None = None  # a history's site(s): the regression budget judges against its recent median
 
     @property
     def empty(self) -> bool:
@@ -109,8 +114,9 @@ class Budget:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
                 raise BudgetError(f"{name} must be a non-negative number, not {value!r}")
-        if need_baseline and self.max_regression is not None and self.baseline is None:
-            raise BudgetError("a regression budget needs a baseline run (--baseline, or baseline = \"…\")")
+        if need_baseline and self.max_regression is not None and self.baseline is None and self.history is None:
+            raise BudgetError("a regression budget needs a baseline run (--baseline, or baseline = \"…\") or a "
+                              "history (--history SITE)")
         for value in self.fail_on_finding or []:
             if not re.fullmatch(r"[A-Za-z0-9_.*?-]+", value):
                 raise BudgetError(f"fail on finding {value!r}: give a severity ({', '.join(FINDING_SEVERITIES)}) "
@@ -181,7 +187,7 @@ def load_budget(path: str | Path, need_baseline: bool = True) -> Budget:
 def budget_from_options(file: str | None = None, *, max_step_ms: float | str | None = None,
                         max_input_percent: float | str | None = None, max_regression: str | None = None,
                         baseline: str | None = None, runs: str | None = None,
-                        fail_on_finding: list[str] | None = None) -> Budget:
+                        fail_on_finding: list[str] | None = None, history: str | None = None) -> Budget:
     """A budget from a file (if any) and command-line options, which override it.
 
     Each limit may be `off`, which drops that budget of the file (a workflow
@@ -215,6 +221,7 @@ def budget_from_options(file: str | None = None, *, max_step_ms: float | str | N
     budget.turned_off = frozenset(turned_off)
     if baseline is not None:
         budget.baseline, budget.base_dir = baseline, None
+    budget.history = history
     if runs:
         budget.runs = [r.strip() for r in runs.split(",") if r.strip()]
     return budget
@@ -275,7 +282,8 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result: CheckResult) -> None:
+def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result: CheckResult,
+               history: History | None = None) -> None:
     overview = run.block.get("overview") or {}
     step = (overview.get("step_time_ms") or {}).get("average") if overview.get("steps") else None
     name = run.name
@@ -302,7 +310,9 @@ def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result:
         else:
             record("max_input_percent", WITHIN,
                    f"input {fmt_value(share, 'percent')} ≤ {budget.max_input_percent:g}%")
-    if budget.max_regression is not None and baseline is not None:
+    if budget.max_regression is not None and history is not None:
+        _check_history_regression(run, history, budget.max_regression, result)
+    elif budget.max_regression is not None and baseline is not None:
         _check_regression(run, baseline, budget.max_regression, result)
     if budget.fail_on_finding:
         _check_findings(run, budget, result)
@@ -355,6 +365,39 @@ def _check_regression(run: BuiltRun, baseline: BuiltRun, limit: Regression, resu
         record(WITHIN, f"{what} ≤ {limit} regression{noise}")
 
 
+def _check_history_regression(run: BuiltRun, history: History, limit: Regression, result: CheckResult) -> None:
+    """The run's average step against the median of its history's recent comparable runs: over the budget when
+    the increase is over the limit, with Welch's verdict on whether it stands out of the runs' noise (as
+    `_check_regression` gives it against one baseline)."""
+    from reportgen.compare.trend import place
+
+    subject = f"{run.name} against its history"
+
+    def record(status: str, detail: str) -> None:
+        result.outcomes.append(Outcome(run.name, "max_regression", status, subject, detail))
+
+    placement = place(run, history)
+    if placement is None:
+        record(NOT_CHECKED, "regression (the run, or every comparable run of the history, has no steps)")
+        return
+    amount = placement.delta_percent if limit.unit == "percent" else placement.delta_ms
+    if amount is None:
+        record(NOT_CHECKED, "regression (the history's median step time is 0)")
+        return
+    like = placement.median_ms
+    what = (f"step time {fmt_step_time(placement.candidate.step_ms, 2, like)} against the median "
+            f"{fmt_step_time(placement.median_ms, 2, like)} of the last {len(placement.recent)} comparable runs "
+            f"({fmt_step_delta(placement.delta_ms, 2, like)}, {fmt_change_pct(placement.delta_percent)}; slower than "
+            f"{placement.slower_than} of them)")
+    test = placement.test
+    noise = (f"; {'beyond' if test.significant else 'within'} the runs' noise ({fmt_p_value(test.p_value)})"
+             if test is not None else "")
+    if amount > limit.limit:
+        record(OVER, f"{what}, over the {limit} regression budget{noise}")
+    else:
+        record(WITHIN, f"{what} ≤ {limit} regression{noise}")
+
+
 def resolve_baseline(site: BuiltSite, budget: Budget, resolver: RunResolver) -> BuiltRun | None:
     """The baseline: a run of the checked site, or a run reference resolved elsewhere."""
     if budget.baseline is None:
@@ -368,8 +411,10 @@ def resolve_baseline(site: BuiltSite, budget: Budget, resolver: RunResolver) -> 
     return resolver.resolve([ref])[0]
 
 
-def check_site(site: BuiltSite, budget: Budget, baseline: BuiltRun | None = None) -> CheckResult:
-    """Check every run of `site` (or the budget's runs), the baseline itself excepted."""
+def check_site(site: BuiltSite, budget: Budget, baseline: BuiltRun | None = None,
+               history: History | None = None) -> CheckResult:
+    """Check every run of `site` (or the budget's runs), the baseline itself excepted; with a `history`, the
+    regression budget is judged against it."""
     names = budget.runs if budget.runs is not None else site.run_names
     missing = [n for n in names if n not in site.run_names]
     if missing:
@@ -380,7 +425,7 @@ def check_site(site: BuiltSite, budget: Budget, baseline: BuiltRun | None = None
         runs = [r for r in runs if r.name != baseline.name]
     result = CheckResult(checked=[r.name for r in runs])
     for run in runs:
-        _check_run(run, budget, baseline, result)
+        _check_run(run, budget, baseline, result, history)
         result.findings[run.name] = findings_of(run) or []
     return result
 

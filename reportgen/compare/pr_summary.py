@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import altair as alt
@@ -41,6 +42,9 @@ from reportgen.output.formatting import (
     step_time_axis,
 )
 from reportgen.sections.vega import vega_spec
+
+if TYPE_CHECKING:  # a history is read (and ruptures imported) only with `summary --history`
+    from reportgen.compare.trend import Placement
 
 MAX_CHARS = 65_000  # under GitHub's limit for a comment body (65,536), counted in UTF-8 bytes
 NAME_CHARS = 100  # capture names are cut to this length in tables
@@ -326,10 +330,34 @@ def _runs_markdown(runs: list[BuiltRun], headlines: dict[str, dict], site_url: s
                     "Top op by self time"], list("lrrrlll"), rows), ""]
 
 
+def _history_markdown(placements: list[Placement]) -> list[str]:
+    """Each run placed in its history: its rank among the recent runs, its change against their median (± the
+    half width of Welch's 95% interval), and what moved most against the last of them."""
+    lines = ["### In its history", ""]
+    for p in placements:
+        like = p.median_ms
+        spread = ""
+        if p.test is not None:
+            spread = f" ± {_per_step((p.test.ci_high - p.test.ci_low) / 2, like)}"
+        # What moved by a tenth of the change or more: smaller moves are the runs' noise.
+        moved = [m for m in sorted(p.movers, key=lambda m: -abs(m.delta_ms))[:2]
+                 if abs(m.delta_ms) >= abs(p.delta_ms) / 10]
+        text = (f"- {md_code(p.candidate.name)}: slower than {p.slower_than} of the last {len(p.recent)} runs; "
+                f"{_per_step(p.delta_ms, like, delta=True)}{spread} against their median "
+                f"({_per_step(p.median_ms, like)}, {fmt_change_pct(p.delta_percent)})")
+        if p.test is not None:
+            text += f", {'beyond' if p.test.significant else 'within'} their noise"
+        if moved:
+            text += "; " + ", ".join(f"{md_code(m.name, 60)} {_per_step(m.delta_ms, like, delta=True)}"
+                                     for m in moved)
+        lines.append(text)
+    return [*lines, ""]
+
+
 def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_url: str | None = None,
                   chart_stem: str = "summary", with_charts: bool = True, *, chart_url: str | None = None,
                   checks: CheckResult | None = None, links: list[Link] | tuple[Link, ...] = (),
-                  marker: str | None = None) -> SummaryDocument:
+                  marker: str | None = None, history: list[Placement] | None = None) -> SummaryDocument:
     """The Markdown, its JSON twin and its charts (not written yet; without charts, the
     Markdown refers to none). Charts are linked by file name, or under `chart_url`
     (where a workflow publishes them); `checks` puts the budget verdict first,
@@ -369,6 +397,8 @@ def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_ur
         parts += [title, ""]
         if checks is not None:
             parts += _budget_markdown(checks)
+        if history:
+            parts += _history_markdown(history)
         if comparison is not None:
             parts += _comparison_markdown(comparison, top, compare_url, site_url)
         if charts:
@@ -399,6 +429,7 @@ def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_ur
         "comparison": comparison.as_dict(top=TOP_OPS) if comparison is not None else None,
         "links": {"site": _url(site_url, "index.html") if site_url else None, "comparison": compare_url},
         "charts": [chart.file for chart in charts],
+        "history": None if history is None else [p.as_dict() for p in history],
         "budgets": None if checks is None else [
             {"run": o.run, "budget": o.budget, "status": o.status, "message": o.message} for o in checks.outcomes],
     }

@@ -40,7 +40,8 @@ except ImportError:  # pragma: no cover - Windows: no lock (builds into one fold
 
 MARKER = ".reportgen-site"
 MARKER_FORMAT = 1
-ALSO_OURS = frozenset({MARKER, "compare"})  # `reportgen compare` writes its pages into a site's compare/
+# `reportgen compare` writes its pages into a site's compare/, `reportgen trend` its page into trends/
+ALSO_OURS = frozenset({MARKER, "compare", "trends"})
 
 
 class OutputError(Exception):

@@ -130,7 +130,8 @@
     // Vega names the drawing (its svg) after the spec's description, for screen readers.
     if (!spec.description && el.dataset.label) spec.description = el.dataset.label;
     window.vegaEmbed(el, spec, {
-      renderer: "svg",
+      // SVG, unless a chart of thousands of marks asks for a canvas (usermeta.renderer), which draws them faster.
+      renderer: (spec.usermeta && spec.usermeta.renderer) || "svg",
       actions: { export: true, source: false, compiled: false, editor: false }
     }).then(function (result) {
       nameChartMenu(el);

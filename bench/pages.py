@@ -12,8 +12,8 @@ which hides text-heavy tables), and the Navigation Timing figures
 DOMContentLoaded and load (ms from the navigation's start). It prints one
 table of all pages, the 10 worst by DOMContentLoaded, and the pages past the
 page budget (DOMContentLoaded ≤ 1.5 s, load ≤ 2.5 s, ≤ 15,000 nodes,
-≤ 1 MiB); `--json` writes the same figures. `--budget` exits 1 when a page
-is past it.
+≤ 1 MiB; a single-file report's DOMContentLoaded ≤ 5 s); `--json` writes
+the same figures. `--budget` exits 1 when a page is past it.
 
 The machine is shared: a page's times move by tens of percent from run to
 run; the bytes and nodes do not.
@@ -36,6 +36,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 BUDGET = {"dom_content_loaded_ms": 1500.0, "load_ms": 2500.0, "nodes": 15_000, "bytes": 1 << 20}
+SINGLE_FILE_BUDGET = {"dom_content_loaded_ms": 5000.0}  # the single-file report: opens (DOMContentLoaded) in 5 s
 
 # Every node of the document, text and comments included, after the page's scripts ran.
 COUNT_NODES = """
@@ -57,9 +58,11 @@ class PageFigures:
     nodes: int
     dom_content_loaded_ms: float
     load_ms: float
+    single_file: bool = False
 
     def over_budget(self) -> list[str]:
-        return [key for key, limit in BUDGET.items() if getattr(self, key) > limit]
+        budget = SINGLE_FILE_BUDGET if self.single_file else BUDGET
+        return [key for key, limit in budget.items() if getattr(self, key) > limit]
 
 
 def start_browser(window: str):
@@ -123,20 +126,23 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rows = [measure(driver, p, site) for p in files]
             if args.single_file:
-                rows.append(measure(driver, args.single_file, args.single_file.parent))
+                report = measure(driver, args.single_file, args.single_file.parent)
+                report.single_file = True
+                rows.append(report)
         finally:
             driver.quit()
 
     print(table(rows))
     worst = sorted(rows, key=lambda r: r.dom_content_loaded_ms, reverse=True)[:10]
     print("\nThe 10 worst by DOMContentLoaded\n" + table(worst))
-    over = [r for r in rows if r.over_budget() and r.page != (args.single_file.name if args.single_file else None)]
+    over = [r for r in rows if r.over_budget()]
     print(f"\n{len(rows)} pages; {len(over)} past the budget "
           f"(DOMContentLoaded ≤ {BUDGET['dom_content_loaded_ms']:,.0f} ms, load ≤ {BUDGET['load_ms']:,.0f} ms, "
-          f"≤ {BUDGET['nodes']:,} nodes, ≤ 1 MiB)")
+          f"≤ {BUDGET['nodes']:,} nodes, ≤ 1 MiB; a single-file report DOMContentLoaded ≤ 5,000 ms)")
     if args.json:
-        args.json.write_text(json.dumps({"budget": BUDGET, "pages": [asdict(r) for r in rows],
-                                         "worst": [r.page for r in worst]}, indent=1))
+        args.json.write_text(json.dumps({"budget": BUDGET, "single_file_budget": SINGLE_FILE_BUDGET,
+                                         "pages": [asdict(r) for r in rows], "worst": [r.page for r in worst]},
+                                        indent=1))
     return 1 if args.budget and over else 0
 
 

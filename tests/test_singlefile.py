@@ -16,6 +16,7 @@ from reportgen.output.single_file import MAX_INLINE_FILE, compose, page_order
 from reportgen.output.site import Assets, PageWriter, _environment
 from tests.browser import chromium, console_errors
 from tests.builtsite import XSS_HOST, XSS_LINE, XSS_RUN, built_site
+from tests.conftest import needs_shared
 from tests.htmlscan import scan_html
 
 
@@ -213,3 +214,27 @@ def test_charts_are_drawn_as_they_come_into_view(built, tmp_path):
         WebDriverWait(driver, 30).until(lambda d: d.execute_script(
             f"return (function () {{ {last} }})().querySelector('svg') !== null"))
         assert console_errors(driver) == []
+
+
+@needs_shared
+def test_a_link_to_a_row_shipped_as_data_lands_on_it_in_the_report(browser, tmp_path):
+    """Rows as data take the prefix the report gives their page's ids, so a link to a TF stats row (an in-page
+    anchor here) finds the row, rendered from the data."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from reportgen.output.single_file import write_single_file
+    from tests.sharedsite import shared_site
+
+    report = tmp_path / "report.html"
+    write_single_file(shared_site(), report)
+    document = report.read_text(encoding="utf-8")
+    # The anchor a link to TF stats row 250 (the table with IDLE: a hidden panel, its third page) takes here.
+    block = re.search(r'id="(p-gpu_multi_worker-tf_stats--)ops-0-with-rows">', document)
+    assert block and '"tf-op-250"' in document
+    row = block.group(1) + "tf-op-250"
+    assert f'id="{row}"' not in document  # not an element until the report renders it
+    browser.get("about:blank")
+    browser.get(report.as_uri() + "#" + row)
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script(
+        "var r = document.getElementById(arguments[0]); return !!r && r.tagName === 'TR' && r.offsetParent !== null;",
+        row))

@@ -73,5 +73,9 @@ def test_shared_pages_speak_in_units_that_fit():
     pods = (site / "gpu_multi_worker" / "pod_viewer.html").read_text(encoding="utf-8")
     assert "Step time (ms)" in pods and "Step time (µs)" not in pods
     # Numbers of six or more digits before the point in a time cell are gone ("155,546,431.463 µs").
+    # Pie legends cut long op names in the middle, as the tables do.
+    tf_stats = (site / "gpu_multi_worker" / "tf_stats.html").read_text(encoding="utf-8")
+    pie = json.loads(re.search(r'id="pie-0-without-Host-op-spec">(.*?)</script>', tf_stats, re.S).group(1))
+    assert "slice(datum.label, -23)" in pie["encoding"]["color"]["legend"]["labelExpr"]
     roofline = (site / "tpu_inference_2" / "roofline_model.html").read_text(encoding="utf-8")
     assert not re.search(r">\d{1,3}(,\d{3})+\.\d+<", roofline)

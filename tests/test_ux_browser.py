@@ -429,3 +429,21 @@ def test_a_cut_name_keeps_its_tail_and_shows_whole_on_hover(site, driver):
     for title, text, tail, tail_starts_inside, tail_ends_inside in cells:
         assert title == text and text.endswith(tail) and tail_starts_inside and tail_ends_inside
     assert any(tail.startswith("/") for _, _, tail, _, _ in cells)  # whole path segments kept
+
+
+def test_charts_of_panels_not_shown_wait_for_their_panel(site, driver):
+    """A JAX run's memory viewer holds every module's charts: only the shown module's are drawn as it opens, and
+    another module's when it is picked."""
+    from selenium.webdriver.support.ui import Select
+
+    driver.get((site / "jax_mlp" / "memory_viewer.html").resolve().as_uri())
+    _wait(driver, READY)
+    count = ("return [Array.from(document.querySelectorAll('[data-host-panel][hidden] :is([data-vega-spec], "
+             "[data-mv-chart])')).filter(el => el.querySelector('svg')).length,"
+             " document.querySelectorAll('[data-host-panel][hidden] [data-vega-spec]').length];")
+    drawn_hidden, hidden = driver.execute_script(count)
+    assert hidden > 10 and drawn_hidden == 0
+    picker = Select(driver.find_element("css selector", "select[data-host-select]"))
+    picker.select_by_index(len(picker.options) - 1)
+    _wait(driver, READY)  # the module now shown has its charts drawn
+    assert console_errors(driver) == []

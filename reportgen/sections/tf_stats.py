@@ -23,6 +23,8 @@ from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec, with_datasets
 
 PIE_SLICES = 10
+MIDDLE_ELLIPSIS = ("length(datum.label) > 34 ? slice(datum.label, 0, 10) + '…' + slice(datum.label, -23)"
+                   " : datum.label")
 
 
 def _pie(table: pd.DataFrame, side: str, by: str, title: str) -> dict | None:
@@ -52,7 +54,8 @@ def _pie_spec(title: str, by: str) -> dict:
         .encode(
             theta=alt.Theta("self_us:Q"),
             color=alt.Color("name:N", scale=alt.Scale(scheme="tableau20"),
-                            legend=alt.Legend(title=None, labelLimit=200)),
+                            # Long names keep their tail, where ops differ (the tables' cut names alike).
+                            legend=alt.Legend(title=None, labelLimit=240, labelExpr=MIDDLE_ELLIPSIS)),
             tooltip=[alt.Tooltip("name:N", title="Op" if by == "op" else "Type"),
                      alt.Tooltip("self_time:N", title="Self time"),
                      alt.Tooltip("percent:Q", title="Share (%)", format=".1f")],

@@ -112,7 +112,10 @@
     var lazy = document.querySelector("main.single-file") !== null && "IntersectionObserver" in window;
     root.querySelectorAll("[data-vega-spec]").forEach(function (el) {
       if (el.dataset.embedded) return;
-      if (lazy) drawWhenSeen(el); else drawChart(el);
+      if (lazy) drawWhenSeen(el);
+      // A chart of a host panel not shown is drawn when its panel is (wireHostSelect): a JAX run's memory viewer
+      // drew the 40 charts of every module before it opened.
+      else if (!inHiddenPanel(el)) drawChart(el);
     });
   }
 

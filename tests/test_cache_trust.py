@@ -46,13 +46,15 @@ def _rehash(entry: Path, rel: str) -> None:
 
 def test_planted_scripts_in_cached_pages_never_reach_the_site(built: tuple[Path, Path], tmp_path: Path) -> None:
     logdir, cache = built
-    pages = sorted(cache.glob("runs/*/files/index.html"))
-    assert len(pages) == 2
-    pages[0].write_bytes(pages[0].read_bytes().replace(b"</body>", PLANTED + b"</body>"))
-    _rehash(pages[0].parents[1], "files/index.html")
-    pages[1].write_bytes(pages[1].read_bytes().replace(b"</body>", PLANTED + b"</body>"))  # hash left as it was
-    (pages[1].parent / "planted.html").write_bytes(PLANTED)  # a file the entry does not list
-    host_file = next(p for p in cache.glob("hosts/*/*/files/**/*") if p.is_file())
+    # By run, not by the entries' (hashed, code-dependent) folder names: run a's host is spoiled, so run a is
+    # rebuilt and its run entry never read; run b's entry is read, and its page was rehashed without the key.
+    pages = {("a" if b"Run a<" in p.read_bytes() else "b"): p for p in cache.glob("runs/*/files/index.html")}
+    assert sorted(pages) == ["a", "b"]
+    pages["b"].write_bytes(pages["b"].read_bytes().replace(b"</body>", PLANTED + b"</body>"))
+    _rehash(pages["b"].parents[1], "files/index.html")
+    pages["a"].write_bytes(pages["a"].read_bytes().replace(b"</body>", PLANTED + b"</body>"))  # hash left as it was
+    (pages["a"].parent / "planted.html").write_bytes(PLANTED)  # a file the entry does not list
+    host_file = next(p for p in sorted(cache.glob("hosts/*/*/files/a/**/*")) if p.is_file())
     host_file.write_bytes(host_file.read_bytes() + PLANTED)
     report, lines = _build(logdir, tmp_path / "site")
     assert report.exit_code == 0 and report.warnings == []

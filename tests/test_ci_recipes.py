@@ -203,10 +203,14 @@ def test_pull_request_gets_one_sticky_comment_and_fails_over_budget(tmp_path, to
             "::warning title=pr-42%3A high finding input.tf_data_bottleneck::The step waits for input 73.6%25 of "
             "the time; the tf.data bottleneck is MapAndBatch (Iterator::Root::MapAndBatch). What to do: Run the map "
             "function in parallel (the trace recorded parallelism=1): pass num_parallel_calls to map. "
-            "(`dataset.map(f, num_parallel_calls=tf.data.AUTOTUNE)`) Consider adding cache after this "
-            "transformation if the data fits in memory and nothing upstream is random (e.g. shuffle). (`dataset = "
-            "dataset.cache()`) This pipeline has no prefetch: add one as the last transformation so that input "
-            "preparation overlaps the training step. (`dataset = dataset.prefetch(tf.data.AUTOTUNE)`)",
+            "(`dataset.map(f, num_parallel_calls=tf.data.AUTOTUNE)`) Upstream of MapAndBatch is ShuffleAndRepeat: "
+            "the elements it sees are shuffled and never repeat exactly, so a cache after it would hold nothing "
+            "reusable. Cache the deterministic part instead: move the map before the shuffle and repeat and cache "
+            "right after it (source → map → cache → shuffle → repeat → batch → prefetch); keep any random "
+            "augmentation after the cache. (`dataset = source.map(f, num_parallel_calls=tf.data.AUTOTUNE).cache()"
+            ".shuffle(n).repeat().batch(b).prefetch(tf.data.AUTOTUNE)`) This pipeline has no prefetch: add one as "
+            "the last transformation so that input preparation overlaps the training step. (`dataset = "
+            "dataset.prefetch(tf.data.AUTOTUNE)`)",
         ]
         assert re.search(r"^::stop-commands::[0-9a-f]{32}$", check, re.M)  # the plain report runs no command
         # The job summary: the same report, no marker, no charts (nothing published to link them from).

@@ -59,13 +59,23 @@ def tensor_cores_unused(inputs: RunInputs) -> list[Finding]:
     if share < TENSOR_CORE_PERCENT:
         return []
     tf32 = any("tf32" in name.lower() for name in table["kernel_name"].tolist())
+    # Severity by what it costs the step: a share of kernel time is a share of the step only as far as the GPU
+    # computes in the step (the step ledger's device compute).
+    ledger = inputs.ledger if inputs.ledger is not None and inputs.ledger.step_count else None
+    severity = severity_for(share)
+    at_stake_note = ""
+    if ledger is not None and ledger.has_device:
+        of_step = share * ledger.percent("device_compute") / 100.0
+        severity = severity_for(of_step)
+        at_stake_note = (f" The GPU computes {ledger.percent('device_compute'):.1f}% of the step (the step ledger), "
+                         f"so these kernels are about {of_step:.1f}% of the step time.")
     return [Finding(
-        id="gpu.tensor_cores_unused", severity=severity_for(share),
+        id="gpu.tensor_cores_unused", severity=severity,
         title=f"{share:.1f}% of GPU kernel time is in matmul/convolution ops whose kernels do not use TensorCores",
         estimate="The kernel stats' time in kernels of TensorCore-eligible ops that do not use TensorCores, as a "
                  "share of all kernel time; TensorCores run such math several times faster. Kernels that the "
                  "kernel stats' column (XProf's list) misses but whose names say they use TensorCores "
-                 "(sm80_xmma_…, sm90_xmma_…, nvjet_…, CUTLASS tensorop) count as using them.",
+                 "(sm80_xmma_…, sm90_xmma_…, nvjet_…, CUTLASS tensorop) count as using them." + at_stake_note,
         action=(pick(inputs.framework,
                      "TensorCores need 16-bit inputs (or TF32 on Ampere and later): use "
                      "`tf.keras.mixed_precision.set_global_policy('mixed_float16')`, and make batch, channel and "

@@ -484,9 +484,11 @@ def compilation(inputs: RunInputs) -> list[Finding]:
         pick(inputs.framework,
              "Stop retracing: give the `tf.function` an `input_signature` (or `reduce_retracing=True`), pass "
              "tensors rather than Python numbers, and keep batch shapes fixed (`drop_remainder=True`).",
-             "Stop recompiling: keep shapes and dtypes fixed (pad the last batch), mark Python configuration as "
-             "`static_argnums` only when it does not change, and find the cause with "
-             "`jax.config.update('jax_explain_cache_misses', True)` / `jax_log_compiles`."),
+             "Stop recompiling: keep shapes, dtypes and shardings fixed (pad the last batch; feed a jitted function "
+             "arrays placed as in its first call — an output fed back with another sharding than the warm-up's "
+             "input is a new signature), mark Python configuration as `static_argnums` only when it does not "
+             "change, and find the cause with `jax.config.update('jax_explain_cache_misses', True)` / "
+             "`jax_log_compiles`."),
         COMPILE_PERCENT)
 
 

@@ -16,18 +16,19 @@ priorities do the same, with fewer causes):
  3. `device_copies`       memcpy / memset on a device
  4. `compiled_program`    hosts without a device only: the XLA:CPU executable running (ThunkExecutor,
                           the CPU executable's Execute, ops on the XLA threads `tf_XLA…`)
- 5. `kernel_launch`       dispatch and launch: launch and copy API calls (host events with a correlation id),
+ 5. `compilation`         XLA / JAX compilation on a host thread (a compile inside a dispatch, a jit cache
+                          miss, is the compile's)
+ 6. `kernel_launch`       dispatch and launch: launch and copy API calls (host events with a correlation id),
                           the framework ops whose host part launches device work (a launch nested in the op),
                           and JAX / PJRT's dispatch of a compiled program (PjitFunction, PjRt…Execute). A device
                           idle while a launch is under way waits for that launch, whatever else runs beside it
- 6. `input`               the consumer waiting for the next batch: tf.data's GetNext ops
+ 7. `input`               the consumer waiting for the next batch: tf.data's GetNext ops
                           (IteratorGetNext*, MultiDeviceIteratorGetNextFromShard), the functions a
                           GeneratorDataset calls through RemoteCall, input-pipeline stages (`_ipl_stage_name`),
                           trace annotations the program named as data loading (`data_loading`, `get_batch`,
                           `load_batch`, …), Python functions that make a batch (`batch`, `next_batch`, a
                           dataset or data loader's `__next__`) and JAX's transfers of it (`device_put`,
                           `jnp.asarray`)
- 7. `compilation`         XLA / JAX compilation on a host thread
  8. `synchronization`     a host thread in cuda/cu/hip…Synchronize
  9. `host_compute`        framework ops that run on the host (no device work launched from them)
 10. `python`              Python functions (the Python tracer's `$file:line name` events)
@@ -55,8 +56,8 @@ from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import TENSORFLOW
 
 LEDGER_KEYS: tuple[str, ...] = (
-    "device_compute", "device_collectives", "device_copies", "compiled_program", "kernel_launch", "input",
-    "compilation", "synchronization", "host_compute", "python", "other",
+    "device_compute", "device_collectives", "device_copies", "compiled_program", "compilation", "kernel_launch",
+    "input", "synchronization", "host_compute", "python", "other",
 )
 LEDGER_LABELS: dict[str, str] = {
     "device_compute": "Device compute",

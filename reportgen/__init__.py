@@ -8,4 +8,11 @@ holds older profilers' formats from file to page. `capture.py` is the decoded ca
 See ARCHITECTURE.md.
 """
 
+import time as _time
+
 __version__ = "0.1.0"
+
+# When the command began, as far as it can know: the package is the first thing its entry point imports, so this
+# leaves out only the interpreter's own start (tens of ms). The process's start time is no measure: `bash -c
+# "pip install . && reportgen build"` execs reportgen in the shell's process, whose clock began with pip.
+STARTED_AT = _time.time()

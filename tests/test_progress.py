@@ -45,3 +45,15 @@ def test_each_runner_says_which_host_it_starts_before_it_is_done(tmp_path):
     runners.run_serial(work, lambda task, _outcome: events.append(("done", task.run)),
                        lambda task: events.append(("started", task.run)))
     assert events == [("started", "run0"), ("done", "run0"), ("started", "run1"), ("done", "run1")]
+
+
+def test_the_clock_starts_with_the_command_not_with_the_shell_that_execs_it():
+    # `bash -c "pip install . && reportgen build"` runs reportgen in the shell's own process (bash execs the last
+    # command): that process's start is the shell's, and pip's time is no part of the build's.
+    import subprocess
+    import sys
+
+    code = "from reportgen.pipeline.progress import command_seconds; print(command_seconds())"
+    proc = subprocess.run(["bash", "-c", f"sleep 5; exec {sys.executable} -c '{code}'"], capture_output=True,
+                          text=True, check=True)
+    assert float(proc.stdout) < 5.0  # with the shell's clock it would be 5 s or more

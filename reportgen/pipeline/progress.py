@@ -10,33 +10,20 @@ host) runs. Elsewhere, with `-v`: one line per stage, for logs. One-off notes
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
 from collections.abc import Callable
 
+from reportgen import STARTED_AT
+
 TICK_S = 0.5  # how often the bar's clock is redrawn while nothing advances
 SHOWN_IN_PROGRESS = 2  # work in progress named on the bar; more are counted ("+3 more")
 
 
-def _process_age_s() -> float | None:
-    """Seconds since this process started, from Linux's /proc (the kernel's clock ticks since boot), or
-    None elsewhere."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            # The command name (field 2) may hold spaces and parentheses: the fields after its last ")".
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime", encoding="ascii") as f:
-            uptime = float(f.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-# When this process started, on the wall clock (tqdm's clock): the interpreter's start-up and imports
-# count in the command's time. Without /proc, when this module was imported.
-PROCESS_STARTED = time.time() - (_process_age_s() or 0.0)
+# When this command began (reportgen's import, the entry point's first step): the imports and a first build's
+# compile count in the command's time.
+PROCESS_STARTED = STARTED_AT
 
 
 def command_seconds() -> float:

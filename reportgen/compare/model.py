@@ -29,7 +29,8 @@ INPUT_STAGES = {
 }
 
 
-def _number(value) -> float | None:
+def finite_number(value) -> float | None:
+    """A summary.json value as a finite float, or None (missing, text, a boolean, NaN, infinite)."""
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -224,7 +225,7 @@ def _get(block: dict, *path: str) -> float | None:
         if not isinstance(value, dict):
             return None
         value = value.get(key)
-    return _number(value)
+    return finite_number(value)
 
 
 def _idle_percent(run: BuiltRun, side: str) -> float | None:
@@ -312,7 +313,7 @@ def _memory(baseline: BuiltRun, candidate: BuiltRun) -> list[Change]:
 
 
 def _largest_stage(host_ms: dict) -> str | None:
-    stages = {k: _number(v) or 0.0 for k, v in host_ms.items() if k in INPUT_STAGES}
+    stages = {k: finite_number(v) or 0.0 for k, v in host_ms.items() if k in INPUT_STAGES}
     if not stages or max(stages.values()) <= 0:
         return None
     return INPUT_STAGES[max(stages, key=lambda k: stages[k])]
@@ -384,4 +385,4 @@ def compare_runs(baseline: BuiltRun, candidate: BuiltRun) -> Comparison:
 
 
 __all__ = ["Change", "Comparison", "FindingsChange", "InputPipelineChange", "StepTimeTest", "compare_runs",
-           "findings_change", "findings_of", "kernel_changes", "op_changes"]
+           "findings_change", "findings_of", "finite_number", "kernel_changes", "op_changes"]

@@ -34,6 +34,7 @@ from reportgen.compare.model import (
     KERNEL_STATS_CSV,
     TF_STATS_CSV,
     findings_of,
+    finite_number,
     kernel_changes,
     op_changes,
 )
@@ -65,16 +66,6 @@ def _natural_key(text: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
-def _number(value) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def ledger_causes(block: dict) -> dict[str, float] | None:
     """Milliseconds per step by cause from a run's `step_ledger` block, or None when the run has none.
 
@@ -88,7 +79,7 @@ def ledger_causes(block: dict) -> dict[str, float] | None:
     def numeric(mapping) -> dict[str, float]:
         if not isinstance(mapping, dict):
             return {}
-        values = {str(k): _number(v.get("ms") if isinstance(v, dict) else v) for k, v in mapping.items()}
+        values = {str(k): finite_number(v.get("ms") if isinstance(v, dict) else v) for k, v in mapping.items()}
         return {k: v for k, v in values.items() if v is not None}
 
     causes = {}
@@ -135,10 +126,10 @@ class TrendRun:
 
     @property
     def steps(self) -> int:
-        return int(_number(self.overview.get("steps")) or 0)
+        return int(finite_number(self.overview.get("steps")) or 0)
 
     def step_figure(self, key: str) -> float | None:
-        return _number((self.overview.get("step_time_ms") or {}).get(key)) if self.steps else None
+        return finite_number((self.overview.get("step_time_ms") or {}).get(key)) if self.steps else None
 
     @property
     def step_ms(self) -> float | None:
@@ -146,20 +137,20 @@ class TrendRun:
 
     @property
     def input_percent(self) -> float | None:
-        return _number(self.overview.get("input_percent")) if self.steps else None
+        return finite_number(self.overview.get("input_percent")) if self.steps else None
 
     @property
     def device_utilization_percent(self) -> float | None:
         """100 − XProf's device idle share, for runs with a device (a CPU-only run has none)."""
         if str(self.overview.get("device_type", "CPU")).upper() in ("", "CPU") or not self.steps:
             return None
-        idle = _number(self.overview.get("device_idle_percent"))
+        idle = finite_number(self.overview.get("device_idle_percent"))
         return None if idle is None else 100.0 - idle
 
     @property
     def memory_peak_bytes(self) -> float | None:
         profiles = (self.block.get("memory") or {}).get("profiles") or {}
-        peaks = [_number(p.get("peak_bytes")) for p in profiles.values() if isinstance(p, dict)]
+        peaks = [finite_number(p.get("peak_bytes")) for p in profiles.values() if isinstance(p, dict)]
         peaks = [p for p in peaks if p is not None]
         return max(peaks) if peaks else None
 
@@ -171,11 +162,11 @@ class TrendRun:
         if ledger:
             return "ledger", ledger
         breakdown = self.overview.get("breakdown_ms") or {}
-        return "breakdown", {label: _number(breakdown.get(key)) or 0.0 for key, label in CATEGORY_LABELS.items()}
+        return "breakdown", {label: finite_number(breakdown.get(key)) or 0.0 for key, label in CATEGORY_LABELS.items()}
 
     @property
     def host_count(self) -> int:
-        return int(_number(self.overview.get("host_count")) or len(self.block.get("hosts") or []))
+        return int(finite_number(self.overview.get("host_count")) or len(self.block.get("hosts") or []))
 
     @property
     def modules(self) -> frozenset[str]:
@@ -453,7 +444,7 @@ def _stages(runs: list[TrendRun]) -> dict[str, float]:
             continue
         counted += 1
         for key, value in host_ms.items():
-            totals[key] = totals.get(key, 0.0) + (_number(value) or 0.0) / run.steps
+            totals[key] = totals.get(key, 0.0) + (finite_number(value) or 0.0) / run.steps
     return {k: v / counted for k, v in totals.items()} if counted else {}
 
 

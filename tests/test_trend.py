@@ -97,6 +97,18 @@ def test_runs_are_ordered_by_capture_time_across_sites(source, tmp_path):
     assert [r.name for r in build_history([late], "*_01_1[3-5]_*").runs] == [run_name(i, "a_") for i in (12, 13, 14)]
 
 
+def test_runs_without_a_timestamp_name_are_ordered_by_the_profilers_start(source):
+    # The bundled sample's runs carry no timestamp in their names; their captures' Task Environment plane says
+    # tf_keras_input_bound was profiled 6.6 s before tf_keras_fast, which natural name order would put first.
+    site = BuiltSite.open(str(source))
+    sample = ("tf_keras_input_bound", "tf_keras_fast")
+    starts = {name: site.run(name).block["inventory"]["profile_start"] for name in sample}
+    assert starts == {"tf_keras_input_bound": "2026-11-21T17:53:50.907Z", "tf_keras_fast": "2026-11-21T17:53:57.546Z"}
+    assert [r.name for r in build_history([site]).runs if r.name in sample] == list(sample)
+    # A run whose capture does not say (the site's hand-made run) comes after the dated ones.
+    assert build_history([site]).runs[-1].name not in sample
+
+
 def test_causes_come_from_the_step_ledger_when_a_run_has_one(stepped, source, tmp_path):
     # The block as the run pages' step ledger writes it: causes by key, named by `labels`, in `precedence` order.
     block = {"step_ledger": {"steps": 2, "precedence": ["device_compute", "input", "python"],

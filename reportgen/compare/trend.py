@@ -51,6 +51,16 @@ TF_DATA_CSV = "input_pipeline/tf_data_iterators.csv"
 _TIMESTAMP = re.compile(r"(\d{4})[_-](\d{2})[_-](\d{2})[_T-](\d{2})[_:-]?(\d{2})[_:-]?(\d{2})")
 
 
+def run_time(run) -> datetime | None:
+    """When a built run was captured: the timestamp its folder's (or its) name holds, else the profiler's own start
+    time that the run's `inventory` block of summary.json records (sites built before it have none)."""
+    named = capture_time(run.folder) or capture_time(run.name)
+    if named is not None:
+        return named
+    start = finite_number(((run.block or {}).get("inventory") or {}).get("profile_start_ns"))
+    return datetime.fromtimestamp(start / 1e9, tz=timezone.utc) if start and start > 0 else None
+
+
 def capture_time(name: str) -> datetime | None:
     """The capture time a run folder's name holds (UTC), or None."""
     match = _TIMESTAMP.search(name)
@@ -299,14 +309,15 @@ class History:
 
 
 def series_runs(sites: list[BuiltSite], pattern: str | None = None) -> list[TrendRun]:
-    """Every run of `sites` (those whose name matches the glob `pattern`), in capture order: the run folder's
-    timestamp name, then runs without one in natural name order after them, each input's order kept for ties."""
+    """Every run of `sites` (those whose name matches the glob `pattern`), in capture order (`run_time`: the run
+    folder's timestamp name, else the profiler's start time), then runs with neither in natural name order after
+    them, each input's order kept for ties."""
     runs = []
     for site in sites:
         for name in site.run_names:
             if pattern is None or fnmatch.fnmatchcase(name, pattern):
                 run = site.run(name)
-                runs.append(TrendRun(run, capture_time(run.folder) or capture_time(name)))
+                runs.append(TrendRun(run, run_time(run)))
     order = sorted(range(len(runs)), key=lambda i: (runs[i].time is None, runs[i].time or datetime.min.replace(
         tzinfo=timezone.utc), _natural_key(runs[i].name) if runs[i].time is None else [], i))
     ordered = [runs[i] for i in order]
@@ -547,7 +558,7 @@ def place(candidate: BuiltRun, history: History, recent: int = RECENT_RUNS) -> P
     them). The noise-aware test is Welch's, as `check --baseline`'s, here between the candidate's steps and the
     recent runs' averages: the history's run-to-run spread is the noise a nightly change must stand out of.
     None when the candidate has no steps or the history no comparable run with steps."""
-    run = TrendRun(candidate, capture_time(candidate.folder))
+    run = TrendRun(candidate, run_time(candidate))
     if run.step_ms is None:
         return None
     same = (candidate.site.location, candidate.name)
@@ -566,4 +577,4 @@ def place(candidate: BuiltRun, history: History, recent: int = RECENT_RUNS) -> P
 
 __all__ = ["ChangePoint", "FindingEvent", "History", "Mover", "PENALTY_FACTOR", "Placement", "RECENT_RUNS",
            "TrendRun", "build_history", "capture_time", "change_indices", "flag_not_comparable", "ledger_causes",
-           "movers", "noise_sigma", "place", "series_runs"]
+           "movers", "noise_sigma", "place", "run_time", "series_runs"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from datetime import datetime, timezone
 from functools import lru_cache
 from urllib.parse import quote
 
@@ -68,6 +69,15 @@ class InventorySection(Section):
 
     def combine(self, run: RunContext, parts: dict[str, HostInventory]) -> dict:
         return {"run": run, "hosts": parts}
+
+    def summary(self, data: dict) -> dict | None:
+        """When the run was captured: its earliest host's profile start (histories order runs by it)."""
+        starts = [p.profile_start_ns for p in data["hosts"].values() if p.profile_start_ns]
+        if not starts:
+            return None
+        first = min(starts)
+        when = datetime.fromtimestamp(first / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
+        return {"profile_start_ns": first, "profile_start": when.replace("+00:00", "Z")}
 
     def render(self, data: dict, page) -> None:
         run: RunContext = data["run"]

@@ -13,6 +13,7 @@ import pandas as pd
 
 from reportgen.capture import HostCapture
 from reportgen.core.events.intervals import covered_per_bin, run_starts, time_bins, union_intervals
+from reportgen.core.ops.perf_env import plane_stats
 
 
 def _timed_events(capture: HostCapture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -122,6 +123,12 @@ class HostInventory:
     empty_planes: list[str]
     csv: str = ""  # this host's line table, written by the host stage (relative to the run folder)
     dropped: dict = field(default_factory=dict)  # events the loader left out, {reason: count}
+    # When the profiler started, ns since the epoch (the `Task Environment` plane's profile_start_time); None when
+    # the capture does not say. Event times are relative to the session, so this is the capture's only date.
+    profile_start_ns: int | None = None
+
+
+TASK_ENVIRONMENT = "Task Environment"
 
 
 def host_inventory(capture: HostCapture) -> HostInventory:
@@ -133,4 +140,14 @@ def host_inventory(capture: HostCapture) -> HostInventory:
     activity = line_activity(capture, ACTIVITY_BINS, labels)
     planes_with_lines = set(lines["plane"])
     empty = [p for p in capture.planes["name"] if p not in planes_with_lines]
-    return HostInventory(lines=lines, activity=activity, empty_planes=empty, dropped=dict(capture.dropped))
+    return HostInventory(lines=lines, activity=activity, empty_planes=empty, dropped=dict(capture.dropped),
+                         profile_start_ns=profile_start_ns(capture))
+
+
+def profile_start_ns(capture: HostCapture) -> int | None:
+    """The capture's profile_start_time (ns since the epoch) from its `Task Environment` plane, else None."""
+    names = capture.planes["name"].tolist()
+    if TASK_ENVIRONMENT not in names:
+        return None
+    value = plane_stats(capture, names.index(TASK_ENVIRONMENT)).get("profile_start_time")
+    return int(value) if isinstance(value, int) and value > 0 else None

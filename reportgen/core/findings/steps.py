@@ -212,9 +212,11 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
                                  "percent", summary_source("step_ledger", "input_python_percent"), LEDGER_HREF))
         title += f"; a Python function inside tf.data runs {python_share:.0f}% of the wait"
         action = (f"A Python function inside the pipeline (`tf.py_function` / `tf.numpy_function`: EagerPyFunc or "
-                  f"PyFunc ops) runs during {python_share:.0f}% of the wait. It holds the GIL, so more map parallelism "
-                  "cannot speed it up: rewrite it with TensorFlow ops (tf.image, tf.strings, tf.io), or do that "
-                  "work offline and store its result. " + action)
+                  f"PyFunc ops) runs during {python_share:.0f}% of the wait. While it computes in Python it holds the "
+                  "GIL, so parallel map calls overlap only its waiting (I/O, sleeps, NumPy that releases the GIL), "
+                  "not its Python work: rewrite it with TensorFlow ops (tf.image, tf.strings, tf.io) or do that work "
+                  "offline and store its result; until then, the parallelism below helps only as far as it waits. "
+                  + action)
     busy_threads = ledger.producer_threads_busy if ledger is not None else None
     if busy_threads is not None and busy_threads >= SATURATED_THREADS:
         evidence.append(Evidence("tf.data's threads busy while the step waited (threads, on average)",

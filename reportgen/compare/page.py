@@ -201,16 +201,21 @@ def _write_index(output: Path, assets: dict, entries: list[dict], in_site: bool)
         return True
     if not in_site:
         return False
-    index = output / "index.html"
+    block = _environment().get_template("compare_links.html").render(
+        comparisons=_links([e for e in entries if e.get("in_site")]))
+    return replace_index_block(output / "index.html", INDEX_BLOCK, block)
+
+
+def replace_index_block(index: Path, marks: re.Pattern, block: str) -> bool:
+    """Put `block` between the two marker elements `marks` matches in a site's index.html (only that part of the
+    page changes, written atomically); False when the page cannot be read or lacks the markers (an older site)."""
     try:
         html = index.read_text(encoding="utf-8")
     except OSError:
         return False
-    if not INDEX_BLOCK.search(html):
+    if not marks.search(html):
         return False
-    block = _environment().get_template("compare_links.html").render(
-        comparisons=_links([e for e in entries if e.get("in_site")]))
-    _atomic_write(index, INDEX_BLOCK.sub(lambda m: m.group(1) + block + m.group(2), html, count=1))
+    _atomic_write(index, marks.sub(lambda m: m.group(1) + block + m.group(2), html, count=1))
     return True
 
 
@@ -224,4 +229,4 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["WrittenComparison", "page_stem", "write_comparison"]
+__all__ = ["WrittenComparison", "page_stem", "replace_index_block", "write_comparison"]

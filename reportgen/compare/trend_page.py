@@ -15,6 +15,7 @@ from urllib.parse import quote
 import altair as alt
 import pandas as pd
 
+from reportgen.compare.page import replace_index_block
 from reportgen.compare.sources import BuiltSite
 from reportgen.compare.trend import MIN_SEGMENT, History, TrendRun
 from reportgen.output.formatting import step_time_axis
@@ -277,20 +278,10 @@ INDEX_BLOCK = re.compile(r'(<template id="trends-start"></template>).*?(<templat
 def _link_from_index(output: Path, history: History) -> bool:
     """Link the Trends page from the site's index (only that block of index.html changes); False when the
     index has no such block (a site of an older reportgen)."""
-    index = output / "index.html"
-    try:
-        html = index.read_text(encoding="utf-8")
-    except OSError:
-        return False
-    if not INDEX_BLOCK.search(html):
-        return False
     n, points = len(history.runs), len(history.change_points)
     block = (f'<p class="trends-link"><a href="{FOLDER_IN_SITE}/index.html">Trends across these {n:,} runs</a>: '
              f'{points} change point{"s" if points != 1 else ""} in step time.</p>')
-    tmp = index.with_name(f".{index.name}.{os.getpid()}.tmp")
-    tmp.write_text(INDEX_BLOCK.sub(lambda m: m.group(1) + block + m.group(2), html, count=1), encoding="utf-8")
-    os.replace(tmp, index)
-    return True
+    return replace_index_block(output / "index.html", INDEX_BLOCK, block)
 
 
 __all__ = ["WrittenTrend", "run_href", "write_trend"]

@@ -24,14 +24,11 @@ from reportgen.core.events import schema
 from reportgen.core.events.intervals import intersection_length, merged, overlap_length, overlapping
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import TENSORFLOW, TF_DATA
-from reportgen.core.steps.ledger import step_windows
+from reportgen.core.steps.ledger import COMPILE_NAMES, SYNC_API_NAMES, step_windows
 
 GAP_MIN_PS = 1_000_000_000  # 1 ms: an idle stretch of a GPU worth showing
 TOP_EVENTS = 3  # longest gaps, copies, synchronisation calls kept as evidence
 WINDOWS_WITHOUT_STEPS = 10  # a GPU's active span cut into this many windows when the capture has no steps
-_SYNC_API = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
-# Compilation on host threads: XLA's compilers (JAX's backend_compile, PJRT, TF's XlaCompile op).
-_COMPILE = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$")
 _DETAIL = re.compile(r"(\w+):(\S+)")
 
 
@@ -99,9 +96,6 @@ class StepShare:
     count: int = 0
     busy_ps: int = 0
     longest: list[TimedEvent] = field(default_factory=list)
-    # Of busy_ps, the time nothing more important ran: no GPU work (and, for host ops, no launch call), as
-    # XProf's step breakdown gives each moment to the highest-priority activity.
-    exposed_ps: int = 0
 
 
 @dataclass
@@ -195,11 +189,8 @@ class HostFacts:
     sync_calls: StepShare = field(default_factory=lambda: StepShare())  # host threads in *Synchronize calls
     module_runs: list[ModuleRuns] = field(default_factory=list)  # most executed first
     programs: list[ProgramActivity] = field(default_factory=list)  # one per device plane with program runs
-    launches: StepShare = field(default_factory=StepShare)  # kernel launch and copy API calls (GPU hosts)
-    compilation: StepShare = field(default_factory=StepShare)  # XLA compilation on host threads
     # Compilation between two analysed steps (a jitted function first called mid-training): once, not per step.
     compilation_between: StepShare = field(default_factory=StepShare)
-    host_ops: StepShare = field(default_factory=StepShare)  # framework ops on host threads (GPU hosts)
     gpu_mix: GpuMix = field(default_factory=lambda: GpuMix())  # what the GPUs ran, by op type and kernel kind
 
 
@@ -322,7 +313,7 @@ def _sync_calls(table: EventTable, steps) -> StepShare:
     if table.host_plane is None:
         return StepShare()
     rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
-    matching = np.array([bool(_SYNC_API.match(str(n))) for n in table.md_names], dtype=bool)
+    matching = np.array([bool(SYNC_API_NAMES.match(str(n))) for n in table.md_names], dtype=bool)
     rows = rows[matching[table.md[rows]] & (table.duration[rows] > 0)]
     if len(rows) == 0:
         return StepShare()
@@ -374,9 +365,8 @@ def _clipped(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int,
     return np.concatenate(out_s), np.concatenate(out_e)
 
 
-def _step_share(table: EventTable, rows: np.ndarray, steps, cover=None) -> StepShare:
-    """The host-thread events `rows` inside the steps (see StepShare); `cover`: sorted disjoint intervals of
-    higher-priority activity."""
+def _step_share(table: EventTable, rows: np.ndarray, steps) -> StepShare:
+    """The host-thread events `rows` inside the steps (see StepShare)."""
     if len(rows) == 0 or not steps:
         return StepShare()
     begins = np.array([b for _, b, _ in steps], np.int64)
@@ -386,35 +376,11 @@ def _step_share(table: EventTable, rows: np.ndarray, steps, cover=None) -> StepS
         return StepShare()
     busy = _clipped(*merged(table.start[rows], table.end[rows]), steps)
     busy_ps = int((busy[1] - busy[0]).sum())
-    exposed = busy_ps - intersection_length(busy, cover) if cover is not None else busy_ps
     order = np.lexsort((table.start[rows], -table.duration[rows]))[:TOP_EVENTS]
     host_plane = table.plane_names[table.host_plane]
-    return StepShare(count=len(rows), busy_ps=busy_ps, exposed_ps=int(exposed),
+    return StepShare(count=len(rows), busy_ps=busy_ps,
                      longest=[TimedEvent(host_plane, _shown_name(table, rows[i]), int(table.start[rows[i]]),
                                          int(table.duration[rows[i]])) for i in order])
-
-
-def _host_work(table: EventTable, steps, gpu: list[int]) -> tuple[StepShare, StepShare, StepShare]:
-    """Launch calls, compilation and framework ops on the host threads, inside the steps."""
-    if table.host_plane is None or not steps:
-        return StepShare(), StepShare(), StepShare()
-    rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
-    rows = rows[table.duration[rows] > 0]
-    compile_md = np.array([bool(_COMPILE.search(str(n))) for n in table.md_names], dtype=bool)
-    compiling = compile_md[table.md[rows]]
-    if not gpu:
-        return StepShare(), _step_share(table, rows[compiling], steps), StepShare()
-    # XProf: a host event with a correlation id is a kernel launch (or a copy's API call).
-    launching = table.stat_present("correlation_id")[rows]
-    op_md = np.array([op.category == TENSORFLOW for op in table.md_tf_op], dtype=bool)
-    ops = op_md[table.md[rows]] & ~launching & ~compiling
-    device_rows = np.flatnonzero(np.isin(table.plane, gpu) & ~table.derived_lines[table.line] & (table.duration > 0))
-    gpu_busy = _clipped(*merged(table.start[device_rows], table.end[device_rows]), steps)
-    launch_rows = rows[launching]
-    launch_busy = merged(table.start[launch_rows], table.end[launch_rows])
-    busier = merged(np.concatenate([gpu_busy[0], launch_busy[0]]), np.concatenate([gpu_busy[1], launch_busy[1]]))
-    return (_step_share(table, launch_rows, steps, gpu_busy), _step_share(table, rows[compiling], steps),
-            _step_share(table, rows[ops], steps, busier))
 
 
 def _compilation_between(table: EventTable, steps) -> StepShare:
@@ -423,7 +389,7 @@ def _compilation_between(table: EventTable, steps) -> StepShare:
     if table.host_plane is None or not gaps:
         return StepShare()
     rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
-    compile_md = np.array([bool(_COMPILE.search(str(n))) for n in table.md_names], dtype=bool)
+    compile_md = np.array([bool(COMPILE_NAMES.search(str(n))) for n in table.md_names], dtype=bool)
     rows = rows[compile_md[table.md[rows]] & (table.duration[rows] > 0)]
     return _step_share(table, rows, gaps)
 
@@ -434,7 +400,6 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
     gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
     sync, pageable = _copies(table, gpu)
     runs, programs = _module_runs(table)
-    launches, compilation, host_ops = _host_work(table, steps, gpu)
     between = _compilation_between(table, steps)
     return HostFacts(
         host=host,
@@ -446,10 +411,7 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
         sync_calls=_sync_calls(table, steps),
         module_runs=runs,
         programs=programs,
-        launches=launches,
-        compilation=compilation,
         compilation_between=between,
-        host_ops=host_ops,
         gpu_mix=_gpu_mix(table, gpu),
     )
 

@@ -75,8 +75,8 @@ LEDGER_LABELS: dict[str, str] = {
 DEVICE_KEYS = ("device_compute", "device_collectives", "device_copies")
 TOP_NAMES = 5  # contributors kept per cause
 
-_COMPILE = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$")
-_SYNC_API = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
+COMPILE_NAMES = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$")
+SYNC_API_NAMES = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
 _PROGRAM = re.compile(r"^ThunkExecutor::Execute|CpuExecutable::Execute|PjRtCpuExecutable::Execute|"
                       r"TfrtCpuExecutable::Execute")
 # JAX / PJRT dispatching a compiled program to a device (the host's part of running it).
@@ -253,7 +253,8 @@ def _names(table: EventTable) -> _Names:
         flags[i] = (op.lower().startswith(_COLLECTIVE_PREFIX),
                     op.startswith(("Memcpy", "Memset", "copy-start", "copy-done")),
                     bool(_INPUT_EVENT.search(n) or _INPUT_NAME.search(n) or _INPUT_FUNCTION.search(n)),
-                    bool(_COMPILE.search(n)), bool(_SYNC_API.match(n)), bool(_PROGRAM.search(n)), n.startswith("$"),
+                    bool(COMPILE_NAMES.search(n)), bool(SYNC_API_NAMES.match(n)), bool(_PROGRAM.search(n)),
+                    n.startswith("$"),
                     n.endswith("::Generator"),
                     bool(_DISPATCH.search(n)))
     return _Names(*(flags[:, k] for k in range(9)))
@@ -673,5 +674,6 @@ def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None)
     return RunLedger(out)
 
 
-__all__ = ["DEVICE_KEYS", "LEDGER_KEYS", "LEDGER_LABELS", "Contributor", "HostLedger", "LedgerStep", "RunLedger",
-           "covered_before", "host_ledger", "inferred_steps", "run_ledger", "step_windows"]
+__all__ = ["COMPILE_NAMES", "DEVICE_KEYS", "LEDGER_KEYS", "LEDGER_LABELS", "SYNC_API_NAMES", "Contributor",
+           "HostLedger", "LedgerStep", "RunLedger", "covered_before", "host_ledger", "inferred_steps", "run_ledger",
+           "step_windows"]

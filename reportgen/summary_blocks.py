@@ -618,6 +618,10 @@ class RunSummary:
         return self._typed("memory", MemoryBlock)
 
     @property
+    def graph_viewer(self) -> GraphViewerBlock | None:
+        return self._typed("graph_viewer", GraphViewerBlock)
+
+    @property
     def trace(self) -> TraceBlock | None:
         return self._typed("trace", TraceBlock)
 

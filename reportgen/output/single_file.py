@@ -40,6 +40,7 @@ from urllib.parse import unquote, urlsplit
 from reportgen import __version__
 from reportgen.output.site import RUNS_SCRIPT
 from reportgen.output.web_types import content_type
+from reportgen.summary_blocks import SiteSummary
 
 # Downloads inlined as data: URLs (base64: +33%) stay within these budgets;
 # a larger table is left out with a note, keeping the file easy to share.
@@ -105,18 +106,13 @@ def page_order(site_dir: Path) -> list[str]:
 
     add("index.html")
     try:
-        summary = json.loads((site_dir / "summary.json").read_text(encoding="utf-8"))
-        runs = summary.get("runs", {}) if isinstance(summary, dict) else {}
+        summary = SiteSummary.from_json(json.loads((site_dir / "summary.json").read_text(encoding="utf-8")))
     except (OSError, ValueError):
-        runs = {}
-    for run, block in runs.items():
+        summary = SiteSummary()
+    for run, block in summary.runs.items():
         add(f"{run}/index.html")
-        tools = block.get("tools", {}) if isinstance(block, dict) else {}
-        slugs = sorted(tools, key=lambda slug: slug != "overview")  # stable: overview first
-        for slug in slugs:
-            page = tools[slug].get("page") if isinstance(tools[slug], dict) else None
-            if isinstance(page, str):
-                add(page)
+        for slug in sorted(block.tools, key=lambda slug: slug != "overview"):  # stable: overview first
+            add(block.tools[slug].page)
         for page in pages:
             if page.startswith(f"{run}/"):
                 add(page)

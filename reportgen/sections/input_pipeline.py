@@ -45,6 +45,7 @@ from reportgen.sections.input_pipeline_charts import (
     steps_csv,
 )
 from reportgen.sections.vega import responsive, vega_spec
+from reportgen.summary_blocks import InputPipelineBlock
 
 
 class InputPipelineSection(Section):
@@ -57,7 +58,7 @@ class InputPipelineSection(Section):
     def combine(self, run: RunContext, parts: dict[str, HostInputPart]) -> InputPipelineData:
         return input_pipeline_data(run.name, run.host_names, parts)
 
-    def summary(self, data: InputPipelineData) -> dict:
+    def summary(self, data: InputPipelineData) -> InputPipelineBlock:
         return input_pipeline_summary(data)
 
     def render(self, data: InputPipelineData, page) -> None:

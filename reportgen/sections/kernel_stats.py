@@ -26,6 +26,7 @@ from reportgen.core.tools.kernel_stats import (
 )
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
+from reportgen.summary_blocks import KernelStatsBlock
 
 CSV_PATH = KERNEL_STATS_CSV
 PIE_SLICES = 10
@@ -170,7 +171,7 @@ class KernelStatsSection(Section):
     def combine(self, run: RunContext, parts: dict[str, HostKernelStats]) -> KernelStatsData | None:
         return kernel_stats_data(run.host_names, parts)
 
-    def summary(self, data: KernelStatsData) -> dict:
+    def summary(self, data: KernelStatsData) -> KernelStatsBlock:
         return kernel_stats_summary(data)
 
     def render(self, data: KernelStatsData, page) -> None:

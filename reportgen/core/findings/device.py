@@ -38,7 +38,7 @@ def _categories(inputs: RunInputs) -> dict[str, float]:
     """Category → share of the device time (%), as summary.json's op_profile block rounds it."""
     if inputs.op_profile is None:
         return {}
-    return {c["name"]: c["time_percent"] for c in op_profile_summary(inputs.op_profile)["categories"]}
+    return {c.name: c.time_percent for c in op_profile_summary(inputs.op_profile).categories}
 
 
 def _category_evidence(inputs: RunInputs, name: str, share: float) -> Evidence:
@@ -205,7 +205,7 @@ def tpu_non_matrix(inputs: RunInputs) -> list[Finding]:
                                                                 "time_percent") for k in matrix_names]},
                              inputs.page("op_profile")))
     if inputs.op_profile is not None:
-        flops = op_profile_summary(inputs.op_profile)["flops_utilization_percent"]
+        flops = op_profile_summary(inputs.op_profile).flops_utilization_percent
         evidence.append(Evidence("FLOPS utilization", flops, "percent",
                                  summary_source("op_profile", "flops_utilization_percent"), inputs.page("op_profile")))
     evidence += _top_ops(inputs, [name for name, _ in top])

@@ -209,7 +209,7 @@ class OverviewBlock(Block):
     device_op_time_outside_compilation_percent: float | None = None
     device_compute_16bit_percent: float | None = None
     device_compute_32bit_percent: float | None = None
-    statement: str | None = ""  # XProf's input-bound statement ("" without steps)
+    statement: str = ""  # XProf's input-bound statement ("" without steps)
     bottleneck: StepCategory | None = None
     top_ops_on_device: bool = False
     top_ops: tuple[OverviewOp, ...] = ()
@@ -702,21 +702,60 @@ class SiteSummary:
                    schema=schema if isinstance(schema, int) and not isinstance(schema, bool) else SCHEMA_VERSION)
 
 
-def contract() -> Iterator[tuple[str, str]]:
-    """Every block's key path and its type, as README.md's summary.json section lists them: ("overview.steps",
-    "int"), ...; nested blocks' keys under their parent's (`[]` a list's items, `*` a map's values)."""
-    def walk(prefix: str, cls: type) -> Iterator[tuple[str, str]]:
+def contract() -> Iterator[tuple[str, str, str]]:
+    """Every block's key path, its type and when the file holds it, as docs/summary-json.md lists them:
+    ("overview.steps", "int", "always"), ...; nested blocks' keys under their parent's (`[]` a list's items, `*` a
+    map's values)."""
+
+    def walk(prefix: str, cls: type) -> Iterator[tuple[str, str, str]]:
         hints = _hints(cls)
         for f in dataclasses.fields(cls):
             hint = hints[f.name]
-            yield f"{prefix}{f.name}", _type_name(hint)
+            yield f"{prefix}{f.name}", _type_name(hint), _presence(f)
             for suffix, inner in _nested(hint):
                 yield from walk(f"{prefix}{f.name}{suffix}.", inner)
 
     for key, cls in BLOCKS.items():
         yield from walk(f"{key}.", cls)
-    for key, (_, cls) in RECORDED_BLOCKS.items():
-        yield from walk(f"{key} (recorded).", cls)
+    for key, (page, cls) in RECORDED_BLOCKS.items():
+        yield from walk(f"{key} ({page}).", cls)
+
+
+def _presence(f: dataclasses.Field) -> str:
+    rule = f.metadata.get("omit")
+    if rule == "none":
+        return "when it has a value"
+    if rule == "empty":
+        return "when not empty"
+    if isinstance(rule, tuple):
+        return f"with `{rule[1]}`"
+    return "always"
+
+
+def contract_markdown() -> str:
+    """docs/summary-json.md: every key of every block (`scripts/summary_contract.py` writes it)."""
+    lines = [
+        "# summary.json, key by key",
+        "",
+        "Generated from `reportgen/summary_blocks.py` by `python scripts/summary_contract.py`; "
+        "`tests/test_summary_blocks.py` fails when the two differ. README.md (\"Outputs and exit status\") says "
+        "what the blocks mean.",
+        "",
+        f"Schema version: {SCHEMA_VERSION}. A site's `summary.json` holds `schema`, `generator`, `runs` (per run: "
+        "`hosts`, `errors` (`path`, `message`), `tools` (per tool page: `page`) and the blocks below, each where "
+        "the run has that tool), `hosts` and `errors` (`run`, `path`, `message`).",
+        "",
+        "A block named with a page in brackets is the same key written for a run of older profilers' files "
+        "(the run has that page): its keys are the recorded tool's.",
+        "",
+        "`[]`: each item of a list; `*`: each value of a map (keyed by host, allocator, module, cause or tool); "
+        "`object`: the keys listed under it; `any`: a value whose shape the named code owns.",
+        "",
+        "| key | type | written |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{path}` | {kind} | {presence} |" for path, kind, presence in contract()]
+    return "\n".join(lines) + "\n"
 
 
 def _nested(hint: Any) -> Iterator[tuple[str, type]]:
@@ -737,7 +776,7 @@ def _type_name(hint: Any) -> str:
     if hint is Any:
         return "any"
     if origin in (Union, types.UnionType):
-        return " | ".join(_type_name(a) for a in typing.get_args(hint))
+        return " or ".join(_type_name(a) for a in typing.get_args(hint))  # a Markdown table cell holds no |
     if origin is tuple:
         return f"list[{_type_name(typing.get_args(hint)[0])}]"
     if origin is dict:
@@ -756,6 +795,7 @@ __all__ = [
     "OpProfile", "OpProfileBlock", "Overview", "OverviewBlock", "OverviewOp", "ProgramMemory", "RECORDED_BLOCKS",
     "RecordedInputPipelineBlock", "RecordedOpProfileBlock", "RecordedOverviewBlock", "RecordedPodViewerBlock",
     "RecordedTimelineBlock", "RunError", "RunSummary", "SCHEMA_VERSION", "SiteError", "SiteSummary", "StepCategory",
-    "StepLedgerBlock", "StepTime", "TfStatsBlock", "TfStatsOp", "ToolPage", "TraceBlock", "contract", "finite",
+    "StepLedgerBlock", "StepTime", "TfStatsBlock", "TfStatsOp", "ToolPage", "TraceBlock", "contract",
+    "contract_markdown", "finite",
     "omitted_if_empty", "omitted_if_none", "omitted_with",
 ]

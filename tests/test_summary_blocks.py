@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.core.findings.model import SEVERITIES
+from reportgen.core.findings.model import SEVERITIES, Evidence, Finding, Link
 from reportgen.core.steps.ledger import LEDGER_KEYS
 from reportgen.pipeline.build import BuildOptions, build_site
 from reportgen.summary_blocks import (
     SCHEMA_VERSION,
+    FindingEvidence,
+    FindingItem,
+    FindingLink,
     MemoryBlock,
     OverviewBlock,
     ProgramMemory,
@@ -116,3 +119,13 @@ def test_the_readme_names_only_keys_the_types_hold():
     words = {"summary.json", "profile_start_time", "tf.py_function", "numpy_function"}  # not summary.json keys
     unknown = sorted(n for n in named - values - words if not set(n.split(".")) <= keys)
     assert unknown == [], f"README.md names summary.json keys the types do not hold: {unknown}"
+
+
+def test_a_finding_item_holds_every_field_a_finding_writes():
+    # The findings block holds each finding as Finding.as_dict writes it: a field added there needs its twin here
+    # (from_json would drop it from summary.json otherwise).
+    for written, typed in ((Finding, FindingItem), (Evidence, FindingEvidence), (Link, FindingLink)):
+        assert [f.name for f in dataclasses.fields(written)] == [f.name for f in dataclasses.fields(typed)]
+    finding = Finding("input.x", "high", "t", "e", "a", [Evidence("l", 1.5, "ms", {"summary": ["overview"]})],
+                      [Link("l", "overview.html")], ms_per_step=float("nan"), claims=["input"])
+    assert FindingItem.from_json(finding.as_dict()).to_json() == finding.as_dict()

@@ -1,6 +1,6 @@
 """summary.json as types: every block a frozen dataclass, written by `to_json` and read back by `from_json`.
 
-The sections build these values (`Section.summary`), the build writes them once (`SiteSummary.to_json`), and
+The sections build these values (`Section.summary`), the build writes each run's once (`RunSummary.to_json`), and
 everything that reads a built site (the run page's answer, `compare`, the budgets, the pull-request summary, the
 trends) reads them through `SiteSummary.from_json`. A block's fields are its summary.json keys, in the order the
 file holds them; `to_json` writes the values as given, so the file is what it was when the sections wrote dicts.
@@ -10,8 +10,8 @@ file holds them; `to_json` writes the values as given, so the file is what it wa
 before these types. NaN stays a float (the readers that need a finite number ask `finite`).
 
 `SCHEMA_VERSION` is summary.json's `schema`: raise it when a key changes meaning or goes; a new key needs no new
-version (older files read it as its default). README.md's "summary.json" section lists every block and key;
-`tests/test_summary_blocks.py` checks that list against these types.
+version (older files read it as its default). docs/summary-json.md lists every key, generated from these types
+(`scripts/summary_contract.py`); `tests/test_summary_blocks.py` checks it, and the keys README.md names, against them.
 
 Nothing here imports the rest of reportgen: the core's converters, the sections, `compare/` and `ci/` all use it.
 """

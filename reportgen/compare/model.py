@@ -30,9 +30,6 @@ INPUT_STAGES = {
 }
 
 
-finite_number = finite  # the comparisons' name for summary_blocks.finite
-
-
 @dataclass(frozen=True)
 class Change:
     """One figure of both runs. `unit` is ms, us, percent, bytes or count; for
@@ -303,7 +300,7 @@ def _memory(baseline: BuiltRun, candidate: BuiltRun) -> list[Change]:
 
 
 def _largest_stage(host_ms: dict[str, float | None]) -> str | None:
-    stages = {k: finite_number(v) or 0.0 for k, v in host_ms.items() if k in INPUT_STAGES}
+    stages = {k: finite(v) or 0.0 for k, v in host_ms.items() if k in INPUT_STAGES}
     if not stages or max(stages.values()) <= 0:
         return None
     return INPUT_STAGES[max(stages, key=lambda k: stages[k])]
@@ -379,4 +376,4 @@ def compare_runs(baseline: BuiltRun, candidate: BuiltRun) -> Comparison:
 
 
 __all__ = ["Change", "Comparison", "FindingsChange", "InputPipelineChange", "StepTimeTest", "compare_runs",
-           "findings_change", "findings_of", "finite_number", "kernel_changes", "op_changes"]
+           "findings_change", "findings_of", "kernel_changes", "op_changes"]

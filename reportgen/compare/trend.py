@@ -34,14 +34,13 @@ from reportgen.compare.model import (
     KERNEL_STATS_CSV,
     TF_STATS_CSV,
     findings_of,
-    finite_number,
     kernel_changes,
     op_changes,
 )
 from reportgen.compare.sources import BuiltRun, BuiltSite
 from reportgen.compare.welch import ALPHA, WelchResult, welch_t_test
 from reportgen.core.steps.categories import CATEGORY_LABELS
-from reportgen.summary_blocks import FindingItem, Overview, OverviewBlock, RunSummary
+from reportgen.summary_blocks import FindingItem, Overview, OverviewBlock, RunSummary, finite
 
 PENALTY_FACTOR = 4.0  # × σ² ln n: twice the BIC penalty of a change in mean
 MIN_SEGMENT = 3  # runs on each side of a change point: fewer cannot show a noise of their own
@@ -59,7 +58,7 @@ def run_time(run) -> datetime | None:
     if named is not None:
         return named
     inventory = run.summary.inventory
-    start = finite_number(inventory.profile_start_ns) if inventory else None
+    start = finite(inventory.profile_start_ns) if inventory else None
     return datetime.fromtimestamp(start / 1e9, tz=timezone.utc) if start and start > 0 else None
 
 
@@ -88,7 +87,7 @@ def ledger_causes(summary: RunSummary) -> dict[str, float] | None:
         return None
 
     def numeric(mapping: dict[str, float | None]) -> dict[str, float]:
-        values = {k: finite_number(v) for k, v in mapping.items()}
+        values = {k: finite(v) for k, v in mapping.items()}
         return {k: v for k, v in values.items() if v is not None}
 
     causes = numeric(ledger.average_ms)
@@ -127,10 +126,10 @@ class TrendRun:
 
     @property
     def steps(self) -> int:
-        return int(finite_number(self.overview.steps) or 0)
+        return int(finite(self.overview.steps) or 0)
 
     def step_figure(self, key: str) -> float | None:
-        return finite_number(getattr(self.overview.step_time_ms, key, None)) if self.steps else None
+        return finite(getattr(self.overview.step_time_ms, key, None)) if self.steps else None
 
     @property
     def step_ms(self) -> float | None:
@@ -138,7 +137,7 @@ class TrendRun:
 
     @property
     def input_percent(self) -> float | None:
-        return finite_number(self.overview.input_percent) if self.steps else None
+        return finite(self.overview.input_percent) if self.steps else None
 
     @property
     def device_type(self) -> str:
@@ -149,13 +148,13 @@ class TrendRun:
         """100 − XProf's device idle share, for runs with a device (a CPU-only run has none)."""
         if self.device_type.upper() in ("", "CPU") or not self.steps:
             return None
-        idle = finite_number(self.overview.device_idle_percent)
+        idle = finite(self.overview.device_idle_percent)
         return None if idle is None else 100.0 - idle
 
     @property
     def memory_peak_bytes(self) -> float | None:
         memory = self.summary.memory
-        peaks = [finite_number(p.peak_bytes) for p in ((memory.profiles if memory else None) or {}).values()]
+        peaks = [finite(p.peak_bytes) for p in ((memory.profiles if memory else None) or {}).values()]
         peaks = [p for p in peaks if p is not None]
         return max(peaks) if peaks else None
 
@@ -167,11 +166,11 @@ class TrendRun:
         if ledger:
             return "ledger", ledger
         breakdown = self.overview.breakdown_ms or {}
-        return "breakdown", {label: finite_number(breakdown.get(key)) or 0.0 for key, label in CATEGORY_LABELS.items()}
+        return "breakdown", {label: finite(breakdown.get(key)) or 0.0 for key, label in CATEGORY_LABELS.items()}
 
     @property
     def host_count(self) -> int:
-        return int(finite_number(self.overview.host_count) or len(self.summary.hosts))
+        return int(finite(self.overview.host_count) or len(self.summary.hosts))
 
     @property
     def modules(self) -> frozenset[str]:
@@ -452,7 +451,7 @@ def _stages(runs: list[TrendRun]) -> dict[str, float]:
             continue
         counted += 1
         for key, value in host_ms.items():
-            totals[key] = totals.get(key, 0.0) + (finite_number(value) or 0.0) / run.steps
+            totals[key] = totals.get(key, 0.0) + (finite(value) or 0.0) / run.steps
     return {k: v / counted for k, v in totals.items()} if counted else {}
 
 

@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlsplit
 
 from reportgen import __version__
 from reportgen.output.site import RUNS_SCRIPT
+from reportgen.output.table_cells import script_json
 from reportgen.output.web_types import content_type
 
 # Downloads inlined as data: URLs (base64: +33%) stay within these budgets;
@@ -188,6 +189,7 @@ class _PageRewriter(HTMLParser):
         self.omitted: list[str] = []
         self.left_out: list[str] = []  # links to pages left out of the single file
         self.charts = 0
+        self.rows_block: list[str] | None = None  # the text of a data table's rows block being read
 
     # -- helpers -------------------------------------------------------------
     def _ns(self, value: str) -> str:
@@ -221,6 +223,34 @@ class _PageRewriter(HTMLParser):
         return None, None
 
     def _rewrite_tag(self, tag: str, attrs: list[tuple[str, str | None]]) -> str:
+        out = self._rewrite_attrs(tag, attrs)
+        if out is None:
+            return self.get_starttag_text() or ""
+        rendered = "".join(
+            f" {n}" if v is None else f' {n}="{html.escape(v, quote=True)}"' for n, v in out
+        )
+        return f"<{tag}{rendered}>"
+
+    def _rewrite_link(self, link: dict) -> dict:
+        """A link of a data table's rows (`table_cells.link_attrs`: an <a>'s attributes) rewritten as the page's
+        own links are."""
+        out = self._rewrite_attrs("a", list(link.items()))
+        return link if out is None else {name: value or "" for name, value in out}
+
+    def _rewrite_rows(self, text: str) -> str:
+        """A data table's rows block (`table_cells.table_data`) with the links in its cells rewritten."""
+        data = json.loads(text)
+        for row in data.get("rows", []):
+            for i, cell in enumerate(row):
+                if isinstance(cell, dict):
+                    row[i] = self._rewrite_link(cell)
+                elif isinstance(cell, list) and len(cell) > 1 and isinstance(cell[1], dict):
+                    cell[1] = self._rewrite_link(cell[1])
+        return script_json(data)
+
+    def _rewrite_attrs(self, tag: str, attrs: list[tuple[str, str | None]]) -> list[tuple[str, str | None]] | None:
+        """A tag's attributes with ids, id references and links rewritten for the single file; None when none
+        changes."""
         changed = drop_title = False
         out: list[tuple[str, str | None]] = []
         extra: list[tuple[str, str | None]] = []
@@ -259,7 +289,7 @@ class _PageRewriter(HTMLParser):
             changed |= new != value
             out.append((name, new))
         if not changed and not extra:
-            return self.get_starttag_text() or ""
+            return None
         if drop_title:
             out = [(n, v) for n, v in out if n != "title"]
         names = {n for n, _ in out}
@@ -268,10 +298,7 @@ class _PageRewriter(HTMLParser):
                 out = [(n, f"{v} omitted" if n == "class" else v) for n, v in out]
             elif name not in names:
                 out.append((name, value))
-        rendered = "".join(
-            f" {n}" if v is None else f' {n}="{html.escape(v, quote=True)}"' for n, v in out
-        )
-        return f"<{tag}{rendered}>"
+        return out
 
     # -- parser callbacks ----------------------------------------------------
     def _emit(self, text: str) -> None:
@@ -297,6 +324,8 @@ class _PageRewriter(HTMLParser):
         if tag == ("header" if self.region == "header" else "main"):
             self.depth += 1
         self._emit(self._rewrite_tag(tag, attrs))
+        if tag == "script" and values.get("type") == "application/json" and (values.get("id") or "").endswith("-rows"):
+            self.rows_block = []
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self.region in self.parts:
@@ -305,6 +334,9 @@ class _PageRewriter(HTMLParser):
             self.handle_starttag(tag, attrs)
 
     def handle_endtag(self, tag: str) -> None:
+        if self.rows_block is not None and tag == "script":
+            self._emit(self._rewrite_rows("".join(self.rows_block)))
+            self.rows_block = None
         if self.region == "head" and tag == "head":
             self.region = None
             return
@@ -316,6 +348,9 @@ class _PageRewriter(HTMLParser):
         self._emit(f"</{tag}>")
 
     def handle_data(self, data: str) -> None:
+        if self.rows_block is not None:
+            self.rows_block.append(data)
+            return
         self._emit(data)
 
     def handle_entityref(self, name: str) -> None:

@@ -81,13 +81,16 @@ def memory_viewer_anchor(module: str) -> str:
     return "module-" + safe_file_part(module)
 
 
-def timeline_href(host: str | None, t0_ps: int | None = None, t1_ps: int | None = None, q: str | None = None) -> str:
-    """The trace page's timeline at a host (None: the page's first) and time range (ms on the trace's clock),
-    with the first event named like `q` selected: `trace.html#host=H&t0=MS&t1=MS&q=NAME`, as the trace page reads
-    it."""
+def timeline_href(host: str | None, t0_ps: int | None = None, t1_ps: int | None = None, q: str | None = None,
+                  step: str | None = None) -> str:
+    """The trace page's timeline at a host (None: the page's first) and time range (ms on the trace's clock) or
+    step (a number, or a name ending in one), with the first event named like `q` selected:
+    `trace.html#host=H&t0=MS&t1=MS&step=S&q=NAME`, as the trace page reads it."""
     parts = [("host", host)] if host is not None else []
     if t0_ps is not None and t1_ps is not None:
         parts += [("t0", _ms(t0_ps)), ("t1", _ms(t1_ps))]
+    if step is not None:
+        parts.append(("step", step))
     if q:
         parts.append(("q", q))
     return "trace.html#" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in parts)

@@ -13,7 +13,16 @@ from numbers import Real
 import orjson
 from markupsafe import Markup, escape
 
-from reportgen.output.formatting import fmt_bytes, fmt_duration_us, fmt_gflops, fmt_gib_per_s, fmt_int, fmt_num, fmt_pct
+from reportgen.output.formatting import (
+    fmt_bytes,
+    fmt_duration_us,
+    fmt_gflops,
+    fmt_gib_per_s,
+    fmt_int,
+    fmt_ms,
+    fmt_num,
+    fmt_pct,
+)
 
 # Text columns: the cell's opening tag (names are cut to one line by the style sheet).
 _NAME_FORMATS = {"name": '<td class="name">', "label": '<td class="name short">', "text": "<td>"}
@@ -32,6 +41,8 @@ def _shown(value, fmt: str) -> str:
         return fmt_duration_us(value)
     if fmt == "ms":
         return fmt_duration_us(value * 1e3) if isinstance(value, Real) else fmt_num(value)
+    if fmt.startswith("ms:"):  # in ms with that many decimals, for a column of step times read side by side
+        return fmt_ms(value, int(fmt[3:]))
     return fmt_num(value, int(fmt[4:]) if fmt.startswith("num:") else 3)  # any other number ("num:2": 2 decimals)
 
 

@@ -200,6 +200,7 @@
     if (format === "gib_per_s") return value ? fmt.bandwidth(value * 1073741824) : "0";
     if (format === "us") return fmt.durationUs(value);
     if (format === "ms") return missing(value) ? "–" : fmt.durationUs(value * 1e3);
+    if (format.slice(0, 3) === "ms:") return fmt.ms(value, +format.slice(3));
     return fmt.num(value, format.slice(0, 4) === "num:" ? +format.slice(4) : 3);
   }
   function cellText(value, format) {

@@ -248,10 +248,12 @@ def read_rules(markdown: str, modules: Iterable[str]) -> Rules:
                 else:
                     raise TableError(f"{where}: {clause!r} cannot be read")
                 continue
-            # `a.py` also / only / never NAMES: the names before the keyword are the package's modules.
-            head = clause.split(split, 1)[0]
-            subjects = _NAME.findall(head)
-            objects = _NAME.findall(clause.split(split, 1)[1])
+            # `a.py` also / only / never NAMES: the names before the keyword are the package's modules (the
+            # keyword is found outside the backticks, where a name could hold it).
+            masked = _NAME.sub(lambda m: "`" + "_" * (len(m.group(0)) - 2) + "`", clause)
+            at = re.search(rf"\b{split}\b", masked)
+            assert at is not None  # `split` is one of the clause's words
+            subjects, objects = _NAME.findall(clause[:at.start()]), _NAME.findall(clause[at.end():])
             if split == "never":
                 local = {n for n in objects if n.endswith(("/", ".py"))}
                 outside = set(objects) - local

@@ -10,11 +10,19 @@ import sys
 import pytest
 
 from tests.conftest import REPO
-from tests.import_rules import Import, TableError, check, loaded_on_import, read_imports, read_rules, with_packages
+from tests.import_rules import (
+    Import,
+    Rules,
+    TableError,
+    check,
+    loaded_on_import,
+    read_imports,
+    read_rules,
+    with_packages,
+)
 
 PACKAGE = REPO / "reportgen"
 TOP_LEVEL_LIMIT = 8  # modules directly in reportgen/ besides __init__ and __main__
-
 
 GRAPH = read_imports(REPO)  # every module of reportgen and its imports (the packages' __init__ included)
 GENERATED = {name for name in GRAPH if name.endswith("_pb2")}
@@ -22,6 +30,12 @@ GENERATED = {name for name in GRAPH if name.endswith("_pb2")}
 # are left out: a docstring's module imports nothing, so no circle closes through them).
 IMPORTS = {name: {i.target for i in imports if i.line and i.target in GRAPH}
            for name, imports in GRAPH.items() if name not in GENERATED}
+
+
+@pytest.fixture(scope="module")
+def rules() -> Rules:
+    """ARCHITECTURE.md's table of packages, read as rules (a table the grammar cannot read fails each test)."""
+    return read_rules((REPO / "ARCHITECTURE.md").read_text(), GRAPH)
 
 
 def test_few_modules_sit_directly_in_the_package():
@@ -37,17 +51,15 @@ def test_every_package_says_what_it_owns():
         assert doc and len(doc) > 80 and "TODO" not in doc, f"{init.relative_to(REPO)} has no docstring of its own"
 
 
-def test_imports_keep_to_the_table_of_packages():
+def test_imports_keep_to_the_table_of_packages(rules):
     """ARCHITECTURE.md's "may import" column, read as rules (tests/import_rules.py), over every chain of imports."""
-    rules = read_rules((REPO / "ARCHITECTURE.md").read_text(), GRAPH)
     breaches = check(rules, GRAPH)
     assert breaches == [], "imports against ARCHITECTURE.md's table:\n" + "\n".join(breaches)
 
 
-def test_the_table_rules_out_the_data_model_loading_the_decoder():
+def test_the_table_rules_out_the_data_model_loading_the_decoder(rules):
     """The breach the table was written against, planted back: `capture.py` taking its constants from the
     decoder, which every package that reads a capture would then load."""
-    rules = read_rules((REPO / "ARCHITECTURE.md").read_text(), GRAPH)
     graph = {**GRAPH, "reportgen.capture": [*GRAPH["reportgen.capture"], Import("reportgen.loaders.wire", 23)]}
     breaches = check(rules, graph)
     assert "reportgen/ may not reach loaders.wire, but capture → loaders.wire" in breaches
@@ -57,18 +69,16 @@ def test_the_table_rules_out_the_data_model_loading_the_decoder():
     assert "sections/ may not reach loaders.wire, but sections.base → core.host → capture → loaders.wire" in breaches
 
 
-def test_rows_run_bottom_up():
+def test_rows_run_bottom_up(rules):
     """Each row's rule names rows above it only, but compare/'s PR summary reading ci/'s sticky-comment marker
     (the table's other exceptions are one module's own clause: `__main__.py`, `sections/registry.py`)."""
-    rules = read_rules((REPO / "ARCHITECTURE.md").read_text(), GRAPH)
     order = {row: i for i, row in enumerate(rules.rows)}
     below = {(row, rules.row_of[m]) for row in rules.rows for m in rules.package[row].may
              if order[rules.row_of[m]] > order[row]}
     assert sorted(below) == [("reportgen.compare", "reportgen.ci")]
 
 
-def test_every_package_has_its_row():
-    rules = read_rules((REPO / "ARCHITECTURE.md").read_text(), GRAPH)
+def test_every_package_has_its_row(rules):
     packages = {f"reportgen.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")}
     assert sorted(packages - set(rules.rows)) == []
 
@@ -77,10 +87,9 @@ def test_every_package_has_its_row():
 # discovery and the command line's dispatch.
 @pytest.mark.parametrize("module", ["reportgen.capture", "reportgen.output.single_file", "reportgen.core.host",
                                     "reportgen.loaders.logdir", "reportgen.cli.main"])
-def test_the_import_graph_is_what_python_loads(module):
+def test_the_import_graph_is_what_python_loads(module, rules):
     """The checker's graph is Python's: importing a module loads exactly the modules of reportgen its imports that
     run on import reach, and none of the packages its `never` clauses rule out."""
-    rules = read_rules((REPO / "ARCHITECTURE.md").read_text(), GRAPH)
     code = (f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))")
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True,
                                            text=True).stdout))

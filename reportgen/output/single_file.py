@@ -11,7 +11,9 @@ so every tool page a section writes is included with nothing to register:
 - links between pages become in-page anchors; small downloads (CSV tables,
   images) are inlined as data: URLs within a size budget; anything else, the
   trace in particular, is left out and a note on the page says where it is; the trace
-  page's timeline keeps each host's busiest step (reportgen/export/timeline_embed.py);
+  page's timeline keeps each host's busiest step, embedded by the function the caller hands in
+  (`reportgen.export.timeline_embed.embed_timelines`, which knows the timeline's files: this package
+  does not import the trace export, whose modules load numba);
 - the graph viewer page is left out: it explores data that grows with the
   model (each HLO module's graph and text, loaded per module) and lays it out
   with a 797 KiB Graphviz library; a note at the top says where it is, and
@@ -47,6 +49,7 @@ from reportgen.output.web_types import content_type
 MAX_INLINE_FILE = 1 * 2**20
 MAX_INLINE_TOTAL = 4 * 2**20
 INLINE_SUFFIXES = (".csv", ".png", ".svg", ".md", ".txt")
+MAX_EMBEDDED_BYTES = 6 * 2**20  # every embedded timeline of one report together
 TRACE_DIR = "trace"
 # Run pages left out of the single file (file name → what the note calls them). The graph viewer
 # loads each module's graph and text as a script of its own (0.36 MB for the 24 small modules of
@@ -70,6 +73,12 @@ section.page + section.page { border-top: 4px solid var(--line, #d1d9e0); margin
 .page-main { padding: 1rem 1.5rem 3rem; max-width: 1400px; }
 a.omitted { color: inherit; text-decoration: underline dotted; cursor: help; }
 """
+
+
+# How a trace page's timelines go into the file: (site folder, page path, the page's `<main>` HTML, bytes of the
+# budget left, the data element maker (text, base attribute) → element) → (the `<main>` HTML with the timelines'
+# data blocks, bytes used). `reportgen.export.timeline_embed.embed_timelines` is the one the command hands in.
+EmbedTimelines = Callable[[Path, str, str, int, Callable[[str, str], str]], tuple[str, int]]
 
 
 @dataclass
@@ -435,9 +444,11 @@ def _trace_runs(site_dir: Path, pages: list[str]) -> list[str]:
     return sorted(r for r in runs if (site_dir / r / TRACE_DIR).is_dir())
 
 
-def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -> tuple[str, SingleFileReport]:
+def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None,
+            timelines: EmbedTimelines | None = None) -> tuple[str, SingleFileReport]:
     """The single-file document for a built site, and what went into it. `on_page(page, pages)` is called as
-    each page starts being composed (for a progress bar: `pages` in all)."""
+    each page starts being composed (for a progress bar: `pages` in all). `timelines` embeds the trace pages'
+    timelines (see `EmbedTimelines`); without it they come without data, as the trace does."""
     site_dir = Path(site_dir)
     if not (site_dir / "index.html").is_file():
         raise FileNotFoundError(f"{site_dir}: not a built site (no index.html)")
@@ -468,19 +479,17 @@ def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -
         head.append(f"<style>\n{_inline_style(code)}\n</style>" if kind == "css"
                     else f"<script>\n{_inline_script(code)}\n</script>")
 
-    # (Imported here: the trace export's modules load numba, which a report without a trace never needs.)
-    from reportgen.export.timeline_embed import MAX_EMBEDDED_BYTES, embed_timelines
-
     body: list[str] = []
     omitted: list[str] = []
     timeline_bytes = 0
     for page in composed:
         # The trace page's timeline: each host's busiest step, embedded (the whole trace stays in the site).
-        page.main, used = embed_timelines(
-            site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
-            lambda data, base: (f'<script type="application/json" data-timeline-data data-base="{base}">'
-                                f'{data}</script>\n'))
-        timeline_bytes += used
+        if timelines is not None:
+            page.main, used = timelines(
+                site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
+                lambda data, base: (f'<script type="application/json" data-timeline-data data-base="{base}">'
+                                    f'{data}</script>\n'))
+            timeline_bytes += used
         note = _omitted_note(page.omitted) if page.omitted else ""
         omitted.extend(t for t in page.omitted if t not in omitted)
         header = f'<header class="top">{page.header}</header>\n' if page.header.strip() else ""
@@ -492,9 +501,10 @@ def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -
     top_notes = ""
     if trace_runs:
         where = ", ".join(f"<code>{html.escape(r)}/{TRACE_DIR}/</code>" for r in trace_runs)
+        embedded = (f": each trace page's timeline holds the busiest step of each host (at most "
+                    f"{MAX_EMBEDDED_BYTES // 2**20} MiB for them all). " if timelines is not None else ". ")
         top_notes = (
-            f'<p class="note">The timeline trace is not included in this file: each trace page\'s timeline '
-            f"holds the busiest step of each host (at most {MAX_EMBEDDED_BYTES // 2**20} MiB for them all). "
+            f'<p class="note">The timeline trace is not included in this file{embedded}'
             f"The whole trace is in the site that <code>reportgen build LOGDIR -o site/</code> writes, under {where}; "
             "open its trace pages for every event, or serve the site with <code>reportgen serve site</code> to "
             "open the files in Perfetto UI.</p>\n"
@@ -529,9 +539,11 @@ def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -
 
 
 def write_single_file(site_dir: Path | str, output: Path | str,
-                      on_page: Callable[[str, int], None] | None = None) -> SingleFileReport:
-    """Write the single-file report of a built site to `output` (atomically); `on_page`: see `compose`."""
-    document, report = compose(Path(site_dir), on_page)
+                      on_page: Callable[[str, int], None] | None = None,
+                      timelines: EmbedTimelines | None = None) -> SingleFileReport:
+    """Write the single-file report of a built site to `output` (atomically); `on_page`, `timelines`: see
+    `compose`."""
+    document, report = compose(Path(site_dir), on_page, timelines)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
@@ -544,4 +556,4 @@ def write_single_file(site_dir: Path | str, output: Path | str,
     return report
 
 
-__all__ = ["SingleFileReport", "compose", "page_order", "write_single_file"]
+__all__ = ["MAX_EMBEDDED_BYTES", "EmbedTimelines", "SingleFileReport", "compose", "page_order", "write_single_file"]

@@ -649,8 +649,8 @@ class RunSummary:
     def from_json(cls, data: Any) -> RunSummary:
         if not isinstance(data, dict):
             data = {}
-        hosts = tuple(h for h in data.get("hosts") or () if isinstance(h, str))
-        errors = tuple(RunError.from_json(e) for e in data.get("errors") or () if isinstance(e, dict))
+        hosts = tuple(h for h in _list(data.get("hosts")) if isinstance(h, str))
+        errors = tuple(RunError.from_json(e) for e in _list(data.get("errors")) if isinstance(e, dict))
         tools = _load(dict[str, ToolPage], data.get("tools"))
         blocks: dict[str, Block] = {}
         for key, value in data.items():
@@ -658,6 +658,10 @@ class RunSummary:
             if kind is not None and isinstance(value, dict):
                 blocks[key] = kind.from_json(value)
         return cls(hosts, errors, tools if isinstance(tools, dict) else {}, blocks)
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _block_type(key: str, tools: dict[str, ToolPage]) -> type[Block] | None:
@@ -698,7 +702,7 @@ class SiteSummary:
         return cls(generator=str(data.get("generator", "")),
                    runs={str(name): RunSummary.from_json(run) for name, run in runs.items()},
                    hosts=data["hosts"] if isinstance(data.get("hosts"), int) else 0,
-                   errors=tuple(SiteError.from_json(e) for e in data.get("errors") or () if isinstance(e, dict)),
+                   errors=tuple(SiteError.from_json(e) for e in _list(data.get("errors")) if isinstance(e, dict)),
                    schema=schema if isinstance(schema, int) and not isinstance(schema, bool) else SCHEMA_VERSION)
 
 

@@ -84,6 +84,7 @@ def test_a_file_of_an_older_build_reads_with_defaults_where_keys_are_missing_or_
     assert run.memory.profiles["h/gpu"].capacity_bytes is None and run.memory.modules is None
     assert "future_block" not in run.blocks  # a key this version does not know is not read
     assert RunSummary.from_json("not a run") == RunSummary() and SiteSummary.from_json([]).runs == {}
+    assert RunSummary.from_json({"hosts": "vm", "errors": {"path": "x"}}) == RunSummary()
     assert [finite(v) for v in (1, 2.5, "3", True, None, float("nan"), float("inf"))] == [1.0, 2.5, 3.0, None,
                                                                                          None, None, None]
 

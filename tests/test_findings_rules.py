@@ -599,3 +599,86 @@ def test_compilation_between_steps_is_a_one_off(tmp_path):
         line.event("train", k * 4000 * US, 1000 * US, _r=1, step_num=k + 1)
         line.event("dense/MatMul:MatMul", k * 4000 * US + US, 990 * US)
     assert "host.compilation_between_steps" not in findings(tmp_path / "b", quiet)
+
+
+# --- start-up, a positive finding, one cause said once ---------------------------------------------------------
+
+def _first_step_compiles(first_us: int = 300, compile_us: int = 200, steps: int = 5) -> Space:
+    """A CPU capture whose first step compiles (`compile_us`) then runs as the others: 100 µs of an op each."""
+    space = Space(("cpu",))
+    line = space.plane("/host:CPU", 0).line(1, "python")
+    t = 0
+    for k in range(steps):
+        step = (first_us if k == 0 else 100) * US
+        line.event("train", t, step, _r=1, step_num=k + 1)
+        at = t + US
+        if k == 0:
+            line.event("PjitFunction(step)", at, compile_us * US + US)
+            line.event("backend_compile", at + US // 2, compile_us * US)
+            at += compile_us * US + 2 * US
+        line.event("dense/MatMul:MatMul", at, min(98 * US, t + step - at))
+        t += step + 10 * US
+    return space
+
+
+def test_startup_step_is_reported_once_and_left_out_of_the_shares(tmp_path):
+    found, ctx = run_findings(tmp_path, {"cpu": _first_step_compiles()})
+    f = by_id(found)["steps.startup"]
+    ledger = ctx.sections["step_ledger"]
+    # The first step (300 µs, 200 µs of it compiling) is set aside: the shares are over the 4 steps after it.
+    assert ledger.step_count == 4 and len(ledger.startup) == 1 and ledger.percent("compilation") == 0.0
+    assert f.severity == "info" and f.percent_of_step is None and f.claims == []
+    assert "(train 1) is start-up: 0.3 ms against 0.1 ms for a steady step; of it compilation 0.2 ms" in f.title
+    assert evidence(f, "Start-up step (train 1)").value == pytest.approx(0.300)
+    assert evidence(f, "Compilation in the start-up step").value == pytest.approx(0.200)
+    assert evidence(f, "backend_compile: longer in the start-up step").value == pytest.approx(0.200)
+    assert "recompile" in f.action or "compiled in the first step" in f.action
+    ids = {x.id for x in found}
+    assert "host.compilation_in_steps" not in ids and "steps.variance" not in ids
+    # A first step like the others is no start-up.
+    assert "steps.startup" not in findings(tmp_path / "b", _first_step_compiles(first_us=100, compile_us=0))
+    # Without two steady steps after it, a slow first step cannot be told from variation: kept as a step.
+    short, ctx = run_findings(tmp_path / "c", {"cpu": _first_step_compiles(steps=2)})
+    assert "steps.startup" not in by_id(short) and ctx.sections["step_ledger"].step_count == 2
+
+
+def test_compute_bound_is_said_and_silent_when_input_waits(tmp_path):
+    f = findings(tmp_path, cpu_steps(compute_us=95))["steps.compute_bound"]
+    assert f.severity == "info" and f.percent_of_step is None and f.claims == []
+    assert "95.0% of the step" in f.title and "nothing to fix on the input side" in f.title
+    assert "steps.compute_bound" not in findings(tmp_path / "b", cpu_steps(input_us=10, compute_us=85))
+    assert "steps.compute_bound" not in findings(tmp_path / "c", cpu_steps(compute_us=60))
+
+
+def _jax_loop(transfer: str = "$array_constructors.py:374 asarray") -> Space:
+    """A JAX loop on a GPU. XProf's GPU steps span the step's device work, so per step the GPU runs two kernels
+    (400 µs each) and in the gap between them, with the GPU idle, the host transfers a batch (60 µs) and dispatches
+    the next program (60 µs, its launch inside)."""
+    space = Space(("gpuhost",))
+    py = space.plane("/host:CPU", plane_id=0).line(1, "python")
+    stream = space.gpu(0).line(7, "Stream #7(Compute)")
+    correlation = 0
+    for k in range(4):
+        base = k * 1_100 * US
+        py.event("train", base, 1_000 * US, _r=1, step_num=k)
+        for offset in (100, 580):
+            correlation += 1
+            launch_at = base + (offset - 2 if offset == 100 else 565) * US
+            py.event("cudaLaunchKernel", launch_at, US, correlation_id=correlation)
+            stream.event("sm90_xmma_gemm", base + offset * US, 400 * US, correlation_id=correlation)
+        py.event(transfer, base + 501 * US, 60 * US)
+        py.event("PjitFunction(train_step)", base + 510 * US + 52 * US, 16 * US)
+    return space
+
+
+def test_a_blocking_jax_loop_is_one_finding(tmp_path):
+    found = findings(tmp_path, _jax_loop())
+    f = found["host.blocking_loop"]
+    assert sorted(f.claims) == ["input", "kernel_launch"]
+    assert f.percent_of_step == pytest.approx(100 * 79 / 880, abs=1.0) and f.severity == "low"
+    assert "asarray (array_constructors.py:374)" in f.title and "PjitFunction(train_step)" in f.title
+    assert "block_until_ready" in f.action
+    assert "gpu.kernel_launch_bound" not in found and "input.bound" not in found
+    # A batch made in Python inside the step is input of its own: the two findings stay apart.
+    apart = findings(tmp_path / "b", _jax_loop(transfer="$capture.py:45 batch"))
+    assert "host.blocking_loop" not in apart and "input.bound" in apart

@@ -682,3 +682,34 @@ def test_a_blocking_jax_loop_is_one_finding(tmp_path):
     # A batch made in Python inside the step is input of its own: the two findings stay apart.
     apart = findings(tmp_path / "b", _jax_loop(transfer="$capture.py:45 batch"))
     assert "host.blocking_loop" not in apart and "input.bound" in apart
+
+
+def _concurrent_map() -> Space:
+    """Steps that wait 80 µs for tf.data: the consumer takes three elements of a parallel map at once (each
+    `ParallelMapConsume` matched to the `ParallelMapProduce` of its element), which three threads computed at the
+    same time (74 µs each). XProf sums the map function's self time over the calls: about three times the
+    execution's wall time."""
+    space = cpu_steps(input_us=80, compute_us=15)
+    plane = space.host_plane()
+    consumer = plane.line(2, "tf_data_iterator_get_next")
+    workers = [plane.line(3 + k, f"tf_data_private_threadpool/{k}") for k in range(3)]
+    element = 0
+    for k in range(5):
+        t = k * 110 * US
+        consumer.event("Iterator::Root", t + 2 * US, 78 * US, id=1)
+        consumer.event("Iterator::Root::ParallelMapV2", t + 3 * US, 77 * US, id=2, parent_id=1)
+        for n, w in enumerate(workers):
+            element += 1
+            consumer.event("ParallelMapConsume", t + (77 + n) * US, US // 2, element_id=element)
+            w.event("ParallelMapProduce", t + 3 * US, 75 * US, element_id=element)
+            w.event("Iterator::Root::ParallelMapV2::TensorSlice", t + 4 * US, 74 * US, id=3, parent_id=2)
+    return space
+
+
+def test_a_tf_data_share_of_calls_at_once_is_stated_as_busy_threads(tmp_path):
+    f = findings(tmp_path, _concurrent_map())["input.tf_data_bottleneck"]
+    assert "TensorSlice" in f.title
+    busy = evidence(f, "TensorSlice: threads its calls kept busy on average")
+    assert busy.value == pytest.approx(3 * 74 / 78, abs=0.01)
+    # No share of the execution past 100% is cited.
+    assert not any(e.unit == "percent" and e.value > 100 for e in f.evidence)

@@ -186,11 +186,17 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
                      summary_source("input_pipeline", "bottleneck", "max_latency_ms"), inputs.page("input_pipeline",
                                                                                                      "tf-data")),
         ]
-        if position is not None:
-            evidence.append(Evidence(f"{short} share of that execution",
-                                     float(focus.tree["self_percent"].iloc[position]), "percent",
+        self_percent = float(focus.tree["self_percent"].iloc[position]) if position is not None else None
+        if self_percent is not None and self_percent <= 100.0:
+            evidence.append(Evidence(f"{short} share of that execution", self_percent, "percent",
                                      csv_source(TF_DATA_ITERATORS_CSV, {"Iterator": name},
                                                 "Self time (% of execution)"), href))
+        elif self_percent is not None:
+            # XProf sums an iterator's self time over its calls; calls that run at once on several threads add up
+            # past the execution's wall time. What that says is how many threads its work kept busy on average.
+            evidence.append(Evidence(f"{short}: threads its calls kept busy on average during that execution (self "
+                                     "time summed over its concurrent calls ÷ the execution's wall time)",
+                                     round(self_percent / 100.0, 2), "", None, href))
         links.insert(0, Link(f"tf.data bottleneck: {short}", href))
         finding_id = "input.tf_data_bottleneck"
         title = (f"The step waits for input {percent:.1f}% of the time; the tf.data bottleneck is {short} "

@@ -713,3 +713,31 @@ def test_a_tf_data_share_of_calls_at_once_is_stated_as_busy_threads(tmp_path):
     assert busy.value == pytest.approx(3 * 74 / 78, abs=0.01)
     # No share of the execution past 100% is cited.
     assert not any(e.unit == "percent" and e.value > 100 for e in f.evidence)
+
+
+def _placed(name: str, devices: int, sharded_parameter: bool):
+    from reportgen.core.hlo.model import HloModule
+    from reportgen.loaders.hlo import plain_hlo
+
+    proto = sample_module(name)
+    module = proto.hlo_module
+    module.device_assignment.replica_count = 1
+    module.device_assignment.computation_count = devices
+    for d in range(devices):
+        module.device_assignment.computation_devices.add().replica_device_ids.append(d)
+    for k in range(2):  # two parameters: replicated (type 0), or the second tiled over the devices (type 2)
+        sharding = module.spmd_parameters_shardings.add()
+        if sharded_parameter and k == 1:
+            sharding.type = 2
+            sharding.tile_assignment_dimensions.extend([devices, 1])
+    return HloModule(7, name, plain_hlo(proto))
+
+
+def test_programs_replicated_over_their_devices_are_told_from_sharded_ones():
+    from reportgen.core.findings.facts import _program_placement
+
+    devices, replicated = _program_placement([_placed("jit_f", 8, False), _placed("jit_g", 8, True),
+                                              _placed("jit_h", 1, False)])
+    f, g = _placed("jit_f", 8, False).display_name, _placed("jit_g", 8, True).display_name
+    # One device is no placement to judge; a tiled parameter makes the program sharded.
+    assert devices == {f: 8, g: 8} and replicated == [f]

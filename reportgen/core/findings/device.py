@@ -129,6 +129,16 @@ def tpu_async_copies(inputs: RunInputs) -> list[Finding]:
         title += (f": {per_call / 2**30:.1f} GiB per run of the program per chip "
                   f"({per_call / 2**30 / (call_ms / 1e3):.0f} GiB/s)")
         jax += fit
+        devices = max((f.program_devices.get(program, 0) for f in inputs.facts.values()), default=0)
+        if devices > 1 and any(program in f.replicated_programs for f in inputs.facts.values()):
+            title += f", the same arrays on each of the {devices} devices it runs on (replicated, not sharded)"
+            evidence.append(Evidence(f"Devices {program} runs on (its HLO module's device assignment)", devices,
+                                     "count", None, inputs.page("hlo_stats")))
+            jax += (f" Every parameter and output of {program} is replicated over its {devices} devices (the HLO "
+                    "module's SPMD shardings): each chip holds and copies the whole arrays, so every chip moves the "
+                    "same bytes. Sharded over the devices (`jax.device_put(x, NamedSharding(mesh, P('x')))` on a "
+                    "dimension the computation splits along, or `in_shardings` of the `jax.jit`), each chip would "
+                    f"hold and move about 1/{devices} of them, which may also let them stay in HBM.")
     return [Finding(
         id="tpu.async_copies_dominate", severity=severity_for(total), title=title,
         estimate="The op profile's time in copy-start and copy-done over the whole capture, as a share of the "

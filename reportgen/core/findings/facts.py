@@ -24,6 +24,7 @@ from reportgen.core.events import schema
 from reportgen.core.events.intervals import intersection_length, merged, overlap_length, overlapping
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import TENSORFLOW, TF_DATA
+from reportgen.core.hlo.model import HloModule
 from reportgen.core.steps.ledger import COMPILE_NAMES, SYNC_API_NAMES, step_windows
 
 GAP_MIN_PS = 1_000_000_000  # 1 ms: an idle stretch of a GPU worth showing
@@ -192,6 +193,10 @@ class HostFacts:
     # Compilation between two analysed steps (a jitted function first called mid-training): once, not per step.
     compilation_between: StepShare = field(default_factory=StepShare)
     gpu_mix: GpuMix = field(default_factory=lambda: GpuMix())  # what the GPUs ran, by op type and kernel kind
+    # Per program spanning several devices (its display name, `name(program id)`): how many, and whether every
+    # parameter and output is replicated over them (each device holds and moves the whole arrays).
+    program_devices: dict[str, int] = field(default_factory=dict)
+    replicated_programs: list[str] = field(default_factory=list)
 
 
 def _framework(table: EventTable, module_names: list[str]) -> str:
@@ -394,8 +399,40 @@ def _compilation_between(table: EventTable, steps) -> StepShare:
     return _step_share(table, rows, gaps)
 
 
-def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -> HostFacts:
-    """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names)."""
+_REPLICATED = 0  # xla.OpSharding.Type.REPLICATED
+
+
+def _all_replicated(sharding) -> bool:
+    if sharding is None:
+        return True
+    if sharding.tuple_shardings:
+        return all(_all_replicated(t) for t in sharding.tuple_shardings)
+    return sharding.type == _REPLICATED
+
+
+def _program_placement(modules: list[HloModule]) -> tuple[dict[str, int], list[str]]:
+    """(devices per program that spans several, the programs whose parameters and outputs are all replicated),
+    from each module's device assignment and SPMD shardings."""
+    devices: dict[str, int] = {}
+    replicated: list[str] = []
+    for m in modules:
+        module = m.hlo.hlo_module
+        assignment = module.device_assignment
+        count = (assignment.computation_count or 1) * (assignment.replica_count or 1) if assignment else 1
+        if count <= 1:
+            continue
+        devices[m.display_name] = count
+        params = module.spmd_parameters_shardings
+        if params and all(_all_replicated(p) for p in params) and _all_replicated(module.spmd_output_sharding):
+            replicated.append(m.display_name)
+    return devices, replicated
+
+
+def host_facts(host: str, table: EventTable, step_db, module_names: list[str],
+               modules: list[HloModule] | None = None) -> HostFacts:
+    """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names,
+    `modules`: the modules themselves)."""
+    devices, replicated = _program_placement(modules or [])
     steps = step_windows(step_db)
     gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
     sync, pageable = _copies(table, gpu)
@@ -413,6 +450,8 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
         programs=programs,
         compilation_between=between,
         gpu_mix=_gpu_mix(table, gpu),
+        program_devices=devices,
+        replicated_programs=replicated,
     )
 
 

@@ -741,3 +741,14 @@ def test_programs_replicated_over_their_devices_are_told_from_sharded_ones():
     f, g = _placed("jit_f", 8, False).display_name, _placed("jit_g", 8, True).display_name
     # One device is no placement to judge; a tiled parameter makes the program sharded.
     assert devices == {f: 8, g: 8} and replicated == [f]
+
+
+def test_copy_kernels_inside_the_program(tmp_path):
+    # Per step, 20 copy kernels of 5 µs each and nothing else: all of the kernel time, every launch small.
+    space = gpu_steps(kernels=((100, 5),), kernel="memcpy128", kernel_repeat=20)
+    f = findings(tmp_path, space)["gpu.copy_kernels"]
+    assert f.title.startswith("Copy kernels inside the program take 100.0% of GPU kernel time (memcpy128): 60 "
+                              "launches, 60 of them under 10 µs")
+    assert f.percent_of_device_time == pytest.approx(100.0) and f.claims == []
+    assert "donate_argnums" in f.action or "jit_compile=True" in f.action
+    assert "gpu.copy_kernels" not in findings(tmp_path / "b", gpu_steps())

@@ -197,6 +197,8 @@ class HostFacts:
     # parameter and output is replicated over them (each device holds and moves the whole arrays).
     program_devices: dict[str, int] = field(default_factory=dict)
     replicated_programs: list[str] = field(default_factory=list)
+    # Programs that reuse some argument's buffer for an output (input/output aliasing: `donate_argnums` in effect).
+    aliased_programs: list[str] = field(default_factory=list)
 
 
 def _framework(table: EventTable, module_names: list[str]) -> str:
@@ -452,6 +454,7 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str],
         gpu_mix=_gpu_mix(table, gpu),
         program_devices=devices,
         replicated_programs=replicated,
+        aliased_programs=[m.display_name for m in modules or [] if m.hlo.hlo_module.input_output_alias.entries],
     )
 
 

@@ -49,6 +49,7 @@ RULES: list[Rule] = [
     # GPU kernels and timelines.
     Rule(("gpu.tensor_cores_unused",), gpu.tensor_cores_unused),
     Rule(("gpu.tiny_kernels",), gpu.tiny_kernels),
+    Rule(("gpu.copy_kernels",), gpu.copy_kernels),
     Rule(("gpu.unfused_elementwise",), gpu.unfused_elementwise),
     Rule(("gpu.synchronous_copies",), gpu.sync_copies),
     Rule(("gpu.pageable_copies",), gpu.pageable_copies),

@@ -509,6 +509,12 @@ def all_others(inputs: RunInputs) -> list[Finding]:
         "The step time in which no thread ran a compiled program, a framework op, an input wait, a compilation or "
         "a traced Python function (the step ledger's 'Nothing identified').",
         pick(inputs.framework,
+             "Keras 3 runs Python around each call of its train function (`multi_step_on_iterator`): callbacks, "
+             "logs and the progress bar, which the profiler records only with its Python tracer "
+             "(`tf.profiler.experimental.ProfilerOptions(python_tracer_level=1)`). "
+             "`model.compile(..., steps_per_execution=N)` runs N batches per call, so that Python runs once per N; "
+             "fewer per-batch callbacks and `verbose=2` cut it too."
+             if "Profiled batch" in (inputs.ledger.inferred_from if inputs.ledger is not None else "") else
              "Look at the host threads on the timeline in these stretches: eager Python between ops (run the step "
              "as one `tf.function`, Keras `steps_per_execution`), logging and metrics in the per-step path, or "
              "another process holding the CPU.",

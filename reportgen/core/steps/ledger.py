@@ -495,6 +495,10 @@ def _one_off_events(table: EventTable, windows: np.ndarray) -> list[tuple[str, i
             j != k and table.start[j] <= table.start[k] and table.end[k] <= table.end[j] for j, _ in inner)]
         if sum(outermost) < ONE_OFF_EXPLAINED * more:
             kept.append((row, more))
+    # Of the events kept, one inside another is part of it: the outer one is named (its extra holds the inner's).
+    kept = [(row, more) for row, more in kept if not any(
+        k != row and table.line[k] == table.line[row] and table.start[k] <= table.start[row] and
+        table.end[row] <= table.end[k] for k, _ in kept)]
     kept.sort(key=lambda c: -c[1])
     out: list[tuple[str, int]] = []
     for row, more in kept:

@@ -272,8 +272,11 @@ def compute_bound(inputs: RunInputs) -> list[Finding]:
     if share < COMPUTE_BOUND_PERCENT or waiting >= MODERATELY_INPUT_BOUND:
         return []
     held = [k for k in keys if ledger.percent(k) > 0]
-    named = [(name, ms) for k in held for name, _, ms in ledger.top(k)][:3]
-    where = ", ".join(f"`{_shown(n)}`" for n, _ in named)
+    # The compiled program's contributors are the runtime's events (ThunkExecutor…), not ops: its ops are on the
+    # HLO pages. Framework ops and device kernels are named.
+    named = [(name, ms) for k in held if k != "compiled_program" for name, _, ms in ledger.top(k)][:3]
+    where = ", ".join(f"`{_shown(n)}`" for n, _ in named) or \
+        ("the compiled XLA program's HLO ops" if "compiled_program" in held else "")
     device = "the device" if ledger.has_device else "the CPU"
     return [Finding(
         id="steps.compute_bound", severity="info",

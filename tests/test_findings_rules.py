@@ -752,3 +752,39 @@ def test_copy_kernels_inside_the_program(tmp_path):
     assert f.percent_of_device_time == pytest.approx(100.0) and f.claims == []
     assert "donate_argnums" in f.action or "jit_compile=True" in f.action
     assert "gpu.copy_kernels" not in findings(tmp_path / "b", gpu_steps())
+
+
+def _gemm_module(trip_count: int | None, convolve: bool = False):
+    """A module whose entry runs a while loop whose body holds one dot of [64,128]·[128,32]."""
+    import json
+
+    from reportgen.core.hlo.model import HloModule
+    from reportgen.loaders.hlo import plain_hlo
+    from tests.hlo_builder import hlo_pb2
+
+    proto = hlo_pb2.HloProto()
+    module = proto.hlo_module
+    module.name, module.entry_computation_id = "jit_step", 1
+    entry, body = module.computations.add(id=1, name="main"), module.computations.add(id=2, name="body")
+    loop = entry.instructions.add(id=10, name="while.1", opcode="while")
+    loop.called_computation_ids.append(2)
+    if trip_count is not None:
+        loop.backend_config = json.dumps({"known_trip_count": {"n": str(trip_count)}}).encode()
+    lhs = body.instructions.add(id=20, name="p", opcode="parameter")
+    array(lhs.shape, F32, [64, 128])
+    dot = body.instructions.add(id=21, name="dot.1", opcode="dot")
+    array(dot.shape, F32, [64, 32])
+    dot.operand_ids.extend([20, 20])
+    dot.dot_dimension_numbers.lhs_contracting_dimensions.append(1)
+    if convolve:
+        body.instructions.add(id=22, name="conv.1", opcode="convolution")
+    return HloModule(3, "jit_step", plain_hlo(proto))
+
+
+def test_matmul_flops_count_loops_and_stay_unknown_where_they_cannot():
+    from reportgen.core.findings.facts import _matmul_flops
+
+    # 2·M·N·K = 2·64·32·128 per iteration, 4 iterations.
+    assert _matmul_flops(_gemm_module(4)) == pytest.approx(4 * 2 * 64 * 32 * 128)
+    assert _matmul_flops(_gemm_module(None)) is None  # a loop of unknown length: no number
+    assert _matmul_flops(_gemm_module(4, convolve=True)) is None  # convolutions are not counted: no number

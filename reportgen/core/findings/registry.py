@@ -44,6 +44,7 @@ RULES: list[Rule] = [
     Rule(("tpu.layout_padding",), device.tpu_layout_padding),
     Rule(("device.idle",), device.tpu_device_idle),
     Rule(("device.fp32_compute",), device.fp32_compute),
+    Rule(("device.model_flops_utilization",), device.model_flops_utilization),
     Rule(("device.outside_compilation",), device.outside_compilation),
     Rule(("host.eager_ops",), device.eager_ops),
     # GPU kernels and timelines.

@@ -214,7 +214,7 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         action = _input_action(inputs, ledger)
     python_share = ledger.input_python_percent if ledger is not None else None
     if python_share is not None and python_share >= PY_FUNCTION_SHARE:
-        evidence.append(Evidence("Share of the input wait with a tf.py_function running", round(python_share, 1),
+        evidence.append(Evidence("Share of the input wait with a tf.py_function running", python_share,
                                  "percent", summary_source("step_ledger", "input_python_percent"), LEDGER_HREF))
         title += f"; a Python function inside tf.data runs {python_share:.0f}% of the wait"
         action = (f"A Python function inside the pipeline (`tf.py_function` / `tf.numpy_function`: EagerPyFunc or "
@@ -226,7 +226,7 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
     busy_threads = ledger.producer_threads_busy if ledger is not None else None
     if busy_threads is not None and busy_threads >= SATURATED_THREADS:
         evidence.append(Evidence("tf.data's threads busy while the step waited (threads, on average)",
-                                 round(busy_threads, 2), "", summary_source("step_ledger", "tf_data_threads_busy"),
+                                 busy_threads, "", summary_source("step_ledger", "tf_data_threads_busy"),
                                  LEDGER_HREF))
         action += (f" While the step waited, tf.data's own threads were already busy: {busy_threads:.1f} of them "
                    "on average. If the host has no more idle cores than that, more parallelism cannot shorten the "

@@ -89,6 +89,7 @@ _PROGRAM = re.compile(r"^ThunkExecutor::Execute|CpuExecutable::Execute|PjRtCpuEx
 # JAX / PJRT dispatching a compiled program to a device (the host's part of running it).
 _DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_Execute|ExecuteHelper|"
                        r"LoadedExecutable::Execute")
+DISPATCH_NAMES = _DISPATCH  # for the findings: a contributor to `kernel_launch` that is a program's dispatch
 _PROGRAM_LINE = "tf_XLA"  # XLA:CPU's thread pools: tf_XLAEigen, tf_XLAPjRtCpuClient, …
 _TF_DATA_THREADS = ("tf_data_private_threadpool", "tf_data_iterator_resource")
 # tf.data's consumer side: the GetNext ops (by op type) and their kernels' own events.
@@ -768,6 +769,6 @@ def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None)
     return RunLedger(out)
 
 
-__all__ = ["COMPILE_NAMES", "DEVICE_KEYS", "LEDGER_KEYS", "LEDGER_LABELS", "SYNC_API_NAMES", "Contributor",
-           "HostLedger", "LedgerStep", "RunLedger", "covered_before", "host_ledger", "inferred_steps", "run_ledger",
-           "step_windows"]
+__all__ = ["COMPILE_NAMES", "DEVICE_KEYS", "DISPATCH_NAMES", "LEDGER_KEYS", "LEDGER_LABELS", "SYNC_API_NAMES",
+           "Contributor", "HostLedger", "LedgerStep", "RunLedger", "covered_before", "host_ledger", "inferred_steps",
+           "run_ledger", "step_windows"]

@@ -413,7 +413,7 @@ def test_tiny_kernels(tmp_path):
     assert evidence(f, "Tiny kernel launches per step").value == pytest.approx(150)
     # 0.75 ms of launches at best, but the GPU waited on them only 74.5 µs per step (the other launches ran while
     # it was busy): that exposed time is the kernel-launch finding's, so this one points there.
-    assert "0.75 ms per step" in f.estimate and "waited on launches 0.0745 ms" in f.estimate
+    assert "0.75 ms per step" in f.estimate and "waited on kernel launches 0.0745 ms" in f.estimate
     assert f.ms_per_step is None and f.severity == "info" and "counted under gpu.kernel_launch_bound" in f.estimate
     assert findings(tmp_path / "c", tiny)["gpu.kernel_launch_bound"].ms_per_step == pytest.approx(0.0745)
     few = gpu_steps(kernels=((100, 2),), kernel_repeat=20, kernel="elementwise_kernel", tf_op="model/add:AddV2")

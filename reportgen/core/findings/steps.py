@@ -115,11 +115,16 @@ def _input_action(inputs: RunInputs, ledger: RunLedger | None) -> str:
                 "generators read in parallel with `interleave`; a larger prefetch cannot help while the generator is "
                 "slower than the step.")
     if ledger is not None and ledger.distributed_iterator and framework == "tensorflow":
+        focus = inputs.input_pipeline.focus if inputs.input_pipeline is not None else None
+        unseen = focus is None or focus.is_device_pipeline  # XProf's analysis found only the per-device pipelines
         return ("The step waits on tf.distribute's multi-device iterator: each replica's prefetch buffer runs dry "
                 "because the dataset feeding it produces batches more slowly than the replicas take them. Speed up "
                 "that dataset (parallel `map`, `cache()` of the deterministic part, `prefetch(tf.data.AUTOTUNE)` "
-                "before `experimental_distribute_dataset`), or build it per worker with "
-                "`distribute_datasets_from_function` so that each worker reads its own shard.")
+                "before `experimental_distribute_dataset` or inside the `distribute_datasets_from_function` "
+                "input function)." + (" The capture holds the replicas' side of the iterator only (its per-device "
+                                      "prefetch and the RemoteCalls to the worker), not that dataset's own "
+                                      "iterators: profile the worker's input pipeline itself to see which of its "
+                                      "stages is slow." if unseen else ""))
     named = [name for name, _, _ in ledger.top("input")] if ledger is not None else []
     if framework == "jax" or (named and not any("Iterator" in n for n in named)):
         where = f" (the trace shows {', '.join(f'`{_shown(n)}`' for n in named[:2])} inside each step)" if named else ""

@@ -475,6 +475,37 @@ class LedgerStep(Block):
 
 
 @dataclass(frozen=True)
+class LedgerSteady(Block):
+    """The listed steps' spread, the start-up step left out (ms)."""
+
+    steps: int = 0
+    average_ms: float = 0.0
+    standard_deviation_ms: float = 0.0
+    minimum_ms: float = 0.0
+    maximum_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class LedgerOneOff(Block):
+    """An event of a start-up step that ran longer than in any later step."""
+
+    name: str = ""
+    ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class LedgerStartup(Block):
+    """A host's first step, set aside as start-up: its time once, by cause, and the one-off events in it."""
+
+    host: str = ""
+    step: str = ""
+    begin_ps: int = 0
+    duration_ms: float = 0.0
+    ms: dict[str, float] = field(default_factory=dict)  # per cause
+    one_off: tuple[LedgerOneOff, ...] = ()
+
+
+@dataclass(frozen=True)
 class StepLedgerBlock(Block):
     """`step_ledger`: each step's time given to one cause (`core/steps/ledger.py`)."""
 
@@ -494,6 +525,8 @@ class StepLedgerBlock(Block):
     distributed_iterator: bool = False
     tf_data_threads_busy: float | None = None
     input_python_percent: float | None = None
+    steady: LedgerSteady = field(default_factory=LedgerSteady)  # the steps' spread, start-up left out
+    startup: tuple[LedgerStartup, ...] = ()  # each host's first step, when set aside as start-up
 
 
 # ---- findings ---------------------------------------------------------------------------------------------------

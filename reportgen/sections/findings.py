@@ -73,8 +73,8 @@ class FindingsSection(Section):
     listed = False
 
     def host_part(self, host: HostContext) -> HostFacts:
-        return host_facts(host.host, host.events, host.op_stats.step_db,
-                          [m.name for m in host.hlo_modules.values()])
+        modules = list(host.hlo_modules.values())
+        return host_facts(host.host, host.events, host.op_stats.step_db, [m.name for m in modules], modules)
 
     def combine(self, run: RunContext, parts: dict[str, HostFacts]) -> FindingsData:
         return FindingsData(findings=evaluate(run_inputs(run, parts)))

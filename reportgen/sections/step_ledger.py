@@ -20,7 +20,7 @@ from reportgen.core.steps.ledger import (
     step_windows,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
-from reportgen.summary_blocks import LedgerEvent, LedgerStep, StepLedgerBlock
+from reportgen.summary_blocks import LedgerEvent, LedgerOneOff, LedgerStartup, LedgerSteady, LedgerStep, StepLedgerBlock
 
 CSV_PATH = "data/step_ledger/steps.csv"
 PRECEDENCE = " > ".join(LEDGER_KEYS)
@@ -60,6 +60,13 @@ def ledger_block(ledger: RunLedger) -> StepLedgerBlock:
         distributed_iterator=ledger.distributed_iterator,
         tf_data_threads_busy=ledger.producer_threads_busy,
         input_python_percent=ledger.input_python_percent,
+        # The steps above, start-up left out: their spread (steps.variance reads it).
+        steady=LedgerSteady(**ledger.steady_stats()),
+        # A host's first step set aside as start-up: its time once, by cause, and the one-off events in it.
+        startup=tuple(LedgerStartup(host=h.host, step=s.name, begin_ps=s.begin_ps, duration_ms=s.duration_ps / 1e9,
+                                    ms={k: s.ps[k] / 1e9 for k in LEDGER_KEYS},
+                                    one_off=tuple(LedgerOneOff(name=name, ms=ps / 1e9) for name, ps in h.one_off))
+                      for h, s in ledger.startup),
     )
 
 

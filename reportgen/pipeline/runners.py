@@ -384,26 +384,27 @@ def _as_finished(client, futures: dict, scheduler: str, no_workers_timeout_s: fl
 
     A worker lost mid-build is survived by the scheduler, which hands its tasks to the others; with none
     left, the tasks would wait for a worker forever."""
-    from distributed import wait
-
-    pending = set(futures)
+    finished: queue.Queue = queue.Queue()
+    for future in futures:
+        future.add_done_callback(finished.put)  # called on a thread of distributed's
+    waiting = dict(futures)  # not back yet
     alone_since: float | None = None
-    while pending:
+    while waiting:
         try:
-            finished = wait(list(pending), timeout=WORKERS_POLL_S, return_when="FIRST_COMPLETED").done
-        except TimeoutError:
-            finished = set()
-        if finished:
+            future = finished.get(timeout=WORKERS_POLL_S)
+        except queue.Empty:
+            future = None
+        if future is not None:
             alone_since = None
-            pending -= finished
-            yield from sorted(finished, key=lambda f: futures[f][0].index)
+            del waiting[future]
+            yield future
             continue
         if _has_workers(client):
             alone_since = None
             continue
         alone_since = alone_since if alone_since is not None else time.monotonic()
         if time.monotonic() - alone_since >= no_workers_timeout_s:
-            left = sorted((futures[f][0] for f in pending), key=lambda t: t.index)
+            left = sorted((task for task, _ in waiting.values()), key=lambda t: t.index)
             named = ", ".join(t.shown_path for t in left[:NAMED_HOSTS])
             more = f" and {len(left) - NAMED_HOSTS} more" if len(left) > NAMED_HOSTS else ""
             raise SchedulerError(f"the Dask cluster {scheduler} has had no worker for {no_workers_timeout_s:g} s; "

@@ -335,27 +335,7 @@ def render_site(plan: Plan, outcomes: list[HostOutcome], site_dir: Path, staging
         staging.place([i for i, o in enumerate(outcomes) if o.error is None and o.files])
     with timings.stage("assets"):
         write_asset_files(site_dir, plan.asset_contents)
-    progress.stage("pages", len(plan.runs), "run")
-    summary: dict[str, dict] = {}
-    rows, all_errors, rendered = [], [], []
-    for run in plan.runs:
-        progress.begin(run.name)
-        host_outcomes = [outcomes[t.index] for t in run.hosts]
-        errors = _run_errors(run, host_outcomes)
-        all_errors.extend({"run": run.name, **e} for e in errors)
-        shown_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in errors]
-        if run.restored is not None:
-            shutil.rmtree(site_dir / run.name, ignore_errors=True)  # its hosts' files: the restored pages hold them
-            os.replace(run.restored, site_dir / run.name)
-            run_summary, row = run.summary, run.row
-            log(f"{run.name}: pages from the rebuild cache")
-        else:
-            run_summary, row = render_run(run.name, host_outcomes, shown_errors, site_dir, plan.assets, timings, heap)
-            rendered.append(RenderedRun(run, host_outcomes, run_summary, row))
-        summary[run.name] = run_summary
-        rows.append(row)
-        progress.step(run.name)
-    shutil.rmtree(site_dir / RESTORED_RUNS, ignore_errors=True)
+    summary, rows, all_errors, rendered = _render_runs(plan, outcomes, site_dir, timings, progress, heap, log)
     with timings.stage("assets (pages)"):
         shown = {slug for block in summary.values() for slug in block.get("tools", {})}
         write_page_assets(site_dir, plan.assets, {key for s in SECTIONS if s.slug in shown for key in s.assets})
@@ -376,6 +356,35 @@ def render_site(plan: Plan, outcomes: list[HostOutcome], site_dir: Path, staging
     with timings.stage("summary.json"):
         root.write_json("summary.json", document)
     return document, rendered, all_errors
+
+
+def _render_runs(plan: Plan, outcomes: list[HostOutcome], site_dir: Path, timings: Timings,
+                 progress: BuildProgress, heap: LongLived, log: Callable[[str], None],
+                 ) -> tuple[dict[str, dict], list[dict], list[dict], list[RenderedRun]]:
+    """Each run's pages, in the site's order (restored from the cache, or rendered): the runs' summary blocks,
+    their index rows, every error, and the runs rendered."""
+    progress.stage("pages", len(plan.runs), "run")
+    summary: dict[str, dict] = {}
+    rows, all_errors, rendered = [], [], []
+    for run in plan.runs:
+        progress.begin(run.name)
+        host_outcomes = [outcomes[t.index] for t in run.hosts]
+        errors = _run_errors(run, host_outcomes)
+        all_errors.extend({"run": run.name, **e} for e in errors)
+        if run.restored is not None:
+            shutil.rmtree(site_dir / run.name, ignore_errors=True)  # its hosts' files: the restored pages hold them
+            os.replace(run.restored, site_dir / run.name)
+            run_summary, row = run.summary, run.row
+            log(f"{run.name}: pages from the rebuild cache")
+        else:
+            shown_errors = [{k: v for k, v in e.items() if k != "local_message"} for e in errors]
+            run_summary, row = render_run(run.name, host_outcomes, shown_errors, site_dir, plan.assets, timings, heap)
+            rendered.append(RenderedRun(run, host_outcomes, run_summary, row))
+        summary[run.name] = run_summary
+        rows.append(row)
+        progress.step(run.name)
+    shutil.rmtree(site_dir / RESTORED_RUNS, ignore_errors=True)
+    return summary, rows, all_errors, rendered
 
 
 def _run_errors(run: RunTask, host_outcomes: list[HostOutcome]) -> list[dict]:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import sys
 import threading
 import time
 import uuid
@@ -171,7 +172,15 @@ def run_serial(work: Work, done: Done, started: Started = _nothing) -> None:
         done(task, process_host(task, str(out_dir), hash_content))
 
 
+# After a build killed outright (SIGKILL) or ended by a signal it does not handle, multiprocessing's resource
+# tracker removes the pool's semaphores, as it should, and warns of each as "leaked" on the build's stderr
+# once the build is gone. The tracker is a process of its own started with this process's warning options.
+QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
 def pool_context() -> multiprocessing.context.BaseContext:
+    if QUIET_TRACKER not in sys.warnoptions:
+        sys.warnoptions.append(QUIET_TRACKER)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context

@@ -139,9 +139,9 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
         check_scheduler_address(options.scheduler)
     plain_pages()
     timings = Timings()
-    progress = BuildProgress(bar=options.progress, log=options.log, notes=options.notes)
     runs, tasks, budget = discover_runs(locations, options, timings)
-    transaction = SiteTransaction(Path(options.output), shown=options.output)
+    transaction = SiteTransaction(Path(options.output), shown=options.output)  # takes the output folder's lock
+    progress = BuildProgress(bar=options.progress, log=options.log, notes=options.notes)
     try:
         with ExitStack() as guards:
             guards.callback(progress.close)

@@ -11,15 +11,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from reportgen.cli.main import main
+from reportgen.errors import SchedulerError
+from reportgen.pipeline import runners
 from reportgen.pipeline.build import BuildOptions, build_site
 from tests.conftest import GCS_BUCKET as BUCKET
-from tests.logdirs import assert_same_site, make_logdir, pod_runs, site_bytes
+from tests.logdirs import FAST, INPUT_BOUND, assert_same_site, make_logdir, pod_runs, site_bytes
 
 distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (the test extra has it)")
 
@@ -37,15 +42,12 @@ def _dask_command(*args: str) -> list[str]:
     return [sys.executable, "-m", *args]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory, request):
-    folder = tmp_path_factory.mktemp("dask")
+@contextmanager
+def _cluster(folder: Path, workers: int, env: dict[str, str]) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """A scheduler and `workers` workers (no nanny: a killed worker stays dead), each its own process on
+    loopback: (the scheduler's address, the workers' processes)."""
+    folder.mkdir(parents=True, exist_ok=True)
     scheduler_file = folder / "scheduler.json"
-    try:  # workers that can read gs:// from the emulator, when it is installed
-        gcs = _gcs_env(request.getfixturevalue("gcs_emulator"))
-    except pytest.skip.Exception:
-        gcs = {}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **gcs}
     logs = []
     processes = []
 
@@ -62,19 +64,20 @@ def cluster(tmp_path_factory, request):
             assert processes[0].poll() is None, (folder / "scheduler.log").read_text()
             assert time.monotonic() < deadline, "the Dask scheduler did not start"
             time.sleep(0.1)
-        for n in range(2):
+        for n in range(workers):
             start(f"worker{n}", _dask_command("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
                                              "--no-nanny", "--nthreads", "1", "--no-dashboard",
                                              "--host", "127.0.0.1", "--name", f"w{n}"))
         with distributed.Client(scheduler_file=str(scheduler_file), timeout=60) as client:
-            client.wait_for_workers(2, timeout=60)
+            client.wait_for_workers(workers, timeout=60)
             address = client.scheduler.address
-        yield address
+        yield address, processes[1:]
     finally:
         # Workers first, while the scheduler can take their goodbye; then the scheduler.
         for group in (processes[1:], processes[:1]):
             for process in group:
-                process.terminate()
+                if process.poll() is None:
+                    process.terminate()
             for process in group:
                 try:
                     process.wait(timeout=5)
@@ -83,6 +86,20 @@ def cluster(tmp_path_factory, request):
                     process.wait()
         for log in logs:
             log.close()
+
+
+def _worker_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, request):
+    try:  # workers that can read gs:// from the emulator, when it is installed
+        gcs = _gcs_env(request.getfixturevalue("gcs_emulator"))
+    except pytest.skip.Exception:
+        gcs = {}
+    with _cluster(tmp_path_factory.mktemp("dask"), 2, {**_worker_env(), **gcs}) as (address, _workers):
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +167,66 @@ def test_an_address_dask_cannot_dial_is_one_line_before_anything_is_built(tmp_pa
     (line,) = err.strip().splitlines()
     assert line.startswith(f"reportgen: --scheduler {address}: not a Dask scheduler address (")
     assert not (tmp_path / "site").exists()
+
+
+# Enough hosts that most are still to do when the first one is back: the workers are killed then.
+LOST_HOSTS = {f"h{i}": (FAST if i % 2 else INPUT_BOUND) for i in range(8)}
+# How long a test waits for a build that should end on its own; the build waiting forever is the failure.
+BUILD_ENDS_S = 300
+
+
+def _build_killing_workers(logdir: Path, out: Path, address: str, workers: list[subprocess.Popen],
+                           **options) -> tuple[dict, list[str]]:
+    """A Dask build (on a thread of its own) that kills `workers` as its first host is back:
+    {"report" or "error": …}, and the hosts back before the build ended."""
+    decoded: list[str] = []
+    ended: dict = {}
+
+    def log(line: str) -> None:
+        if ": decoded, " in line:
+            if not decoded:
+                for worker in workers:
+                    worker.kill()
+            decoded.append(line.split(": decoded, ")[0])
+
+    def build() -> None:
+        try:
+            ended["report"] = build_site([str(logdir)], BuildOptions(output=str(out), scheduler=address, cache=False,
+                                                                     log=log, **options))
+        except Exception as exc:  # noqa: BLE001 (the test reads it)
+            ended["error"] = exc
+
+    thread = threading.Thread(target=build, daemon=True)
+    thread.start()
+    thread.join(BUILD_ENDS_S)
+    assert not thread.is_alive(), "the build is still waiting for the workers it lost"
+    return ended, decoded
+
+
+def test_a_killed_worker_hands_its_hosts_to_the_other(tmp_path):
+    logdir = make_logdir(tmp_path / "logs", {"lost": LOST_HOSTS})
+    local = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "local"), jobs=1, cache=False))
+    with _cluster(tmp_path / "dask", 2, _worker_env()) as (address, workers):
+        ended, decoded = _build_killing_workers(logdir, tmp_path / "site", address, workers[:1])
+    assert "error" not in ended, ended
+    report = ended["report"]
+    assert report.runner == "dask" and report.hosts == len(LOST_HOSTS) and decoded
+    assert_same_site(local.output, tmp_path / "site")
+
+
+def test_with_no_worker_left_the_build_fails_in_time_naming_the_hosts_not_built(tmp_path, monkeypatch):
+    monkeypatch.setattr(runners, "NO_WORKERS_TIMEOUT_S", 5.0)
+    logdir = make_logdir(tmp_path / "logs", {"lost": LOST_HOSTS})
+    previous = build_site([str(logdir)], BuildOptions(output=str(tmp_path / "site"), jobs=1, cache=False))
+    before = site_bytes(previous.output)
+    with _cluster(tmp_path / "dask", 2, _worker_env()) as (address, workers):
+        ended, decoded = _build_killing_workers(logdir, tmp_path / "site", address, workers)
+    error = ended.get("error")
+    assert isinstance(error, SchedulerError), ended
+    message = str(error)
+    assert message.startswith(f"the Dask cluster {address} has had no worker for 5 s; "), message
+    not_built = [f"lost/{host}.xplane.pb" for host in LOST_HOSTS if f"lost/{host}.xplane.pb" not in decoded]
+    assert not_built and f"{len(not_built)} host{'s' if len(not_built) > 1 else ''} not built: " in message
+    assert all(path in message for path in not_built), message
+    assert not any(path in message for path in decoded), message
+    assert site_bytes(tmp_path / "site") == before  # the previous site is as it was

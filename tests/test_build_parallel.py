@@ -12,7 +12,16 @@ from reportgen.loaders.logdir import HostFile
 from reportgen.loaders.xspace import decode_xspace
 from reportgen.pipeline.build import EXIT_PARTIAL, BuildOptions, build_site
 from reportgen.pipeline.host_stage import HostTask, host_context
-from reportgen.pipeline.runners import _Handout, worth_a_pool
+from reportgen.pipeline.runners import (
+    NO_WORKERS_TIMEOUT_S,
+    PARALLEL_MIN_BYTES,
+    DaskCluster,
+    ProcessPool,
+    Serial,
+    _Handout,
+    choose_executor,
+    worth_a_pool,
+)
 from tests.logdirs import FAST, assert_same_site, make_logdir, pod_runs, site_bytes
 
 
@@ -124,3 +133,14 @@ def test_a_worker_keeps_a_second_light_host_queued_and_heavy_ones_go_one_at_a_ti
     assert hosts.for_workers()[0].index == 4
     assert hosts.for_workers()[0].index == 5  # light: it may wait behind the heavy one
     assert hosts.for_workers() is None and hosts.for_this_process() is None
+
+
+def test_one_executor_is_chosen_for_the_work_left_after_the_cache():
+    tiny, heavy = 300, 64 * 2**20
+    assert choose_executor([], scheduler="tcp://127.0.0.1:8786", jobs=4) is None  # every host from the cache
+    assert choose_executor(_work(heavy, heavy), scheduler=None, jobs=1) == Serial()
+    assert choose_executor(_work(tiny, tiny), scheduler=None, jobs=4, min_bytes=PARALLEL_MIN_BYTES) == Serial()
+    assert choose_executor(_work(heavy, heavy), scheduler=None, jobs=4, min_bytes=PARALLEL_MIN_BYTES) == ProcessPool(4)
+    dask = choose_executor(_work(tiny), scheduler="tcp://127.0.0.1:8786", jobs=4)
+    assert dask == DaskCluster("tcp://127.0.0.1:8786", NO_WORKERS_TIMEOUT_S)
+    assert [e.name for e in (Serial(), ProcessPool(2), dask)] == ["serial", "processes", "dask"]

@@ -345,3 +345,22 @@ def test_a_stop_signal_while_the_build_starts_is_one_line_too(tmp_path):
     assert done.returncode == 128 + signal.SIGTERM, (done.returncode, done.stderr)
     assert done.stderr == "reportgen: build stopped (SIGTERM); the output folder is as it was\n"
     assert not (tmp_path / "site").exists()
+
+
+def test_a_killed_multi_process_build_leaves_no_process_and_no_leak_warning(tmp_path, logdir):
+    # multiprocessing's resource tracker outlives a build killed outright, removes its pool's semaphores and
+    # warned of each as "leaked" on the build's stderr, after the build was gone.
+    site = tmp_path / "site"
+    code = ("from reportgen.pipeline.build import BuildOptions, build_site; "
+            f"build_site([{str(logdir)!r}], BuildOptions(output={str(site)!r}, jobs=3, cache=False, "
+            "parallel_min_bytes=0))")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=_env(), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    reached = _wait_until(lambda: KILL_POINTS["hosts"](site) or proc.poll() is not None)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert reached and proc.returncode == -signal.SIGKILL, "the build ended before its hosts ran"
+    assert _no_processes_left(proc.pid), f"processes outlived the build: {_session_processes(proc.pid)}"
+    err = proc.stderr.read()  # every process of the build has ended: all they wrote is there
+    proc.stderr.close()
+    assert "leaked" not in err and "Traceback" not in err, err

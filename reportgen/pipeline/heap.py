@@ -11,8 +11,8 @@ was running), and at 3,000 hosts the eleven full collections freed 0-217 objects
 `LongLived` moves what the build keeps into the collector's permanent generation (`gc.freeze`), which
 collections skip: after a young collection (so that reference cycles that are garbage at that moment are
 collected, not kept), once every `EVERY` hosts and after each run's combine. `release` at the end of
-the build gives them back to the collector (`gc.unfreeze`), so that a program calling the build keeps a
-normal collector afterwards.
+the build (the end of its `with` block) gives them back to the collector (`gc.unfreeze`), so that a
+program calling the build keeps a normal collector afterwards.
 """
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ class LongLived:
         self.every = every
         self._kept = 0
         self._frozen = False
+
+    def __enter__(self) -> LongLived:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.release()
 
     def kept(self) -> None:
         """One more host's result is kept: every `every` of them, freeze what is alive."""

@@ -315,107 +315,31 @@ def process_host(task: HostTask, out_dir: str, hash_content: bool = False) -> Ho
         return _process_host(task, out_dir, hash_content)
 
 
+class _Clock:
+    """The stage's timings: each `lap` adds the seconds since the last one to its stage."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
+        self.last = now
+
+
 def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutcome:
     host = task.host
     shown = task.shown_path
     outcome = HostOutcome(run=task.run, host=host.host, path=shown)
-    timings = outcome.timings
-
-    def timed(stage: str, started: float) -> float:
-        now = time.perf_counter()
-        timings[stage] = timings.get(stage, 0.0) + now - started
-        return now
-
+    clock = _Clock(outcome.timings)
     try:
-        clock = time.perf_counter()
         if host.legacy:
-            # Per-tool files of older profilers: no XSpace to decode; their
-            # timeline files are exported into the host's output folder.
-            summary, parts, bad = process_legacy_host(host, shown, task.run, out_dir, task.trace_format)
-            timed("host.legacy", clock)
-            if len(bad) == len(host.legacy):  # not one of its files could be read: the host failed
-                outcome.file_errors = [_file_error(e, host, shown) for e in bad[1:]]
-                raise bad[0]
-            outcome.summary, outcome.parts = summary, parts
-            outcome.file_errors = [_file_error(e, host, shown) for e in bad]
-            if os.path.isdir(out_dir):
-                outcome.files = list_files(out_dir)
-            outcome.peak_rss = peak_rss_bytes()
-            return outcome
-        try:
-            data, snapshot = read_host_file(host.path, read=lambda path: limits.read_input(path, host.size or None),
-                                            expected_size=host.size if host.size else None,
-                                            expected_inode=host.inode)
-        except FileChangedError as exc:
-            raise CaptureError(host.path, str(exc)) from exc
-        except (OSError, ValueError) as exc:
-            raise CaptureError(host.path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from exc
-        clock = timed("host.read", clock)
-        hashing = None
-        try:
-            hashing = _BackgroundHash(data) if hash_content else None
-            capture = decode_xspace(host.path, data, host=host.host)
-            if snapshot is not None:  # what was decoded must be the file that was found, whole
-                try:
-                    snapshot.check()
-                except FileChangedError as exc:
-                    raise CaptureError(host.path, str(exc)) from exc
-            if len(capture.planes) == 0:
-                raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
-            clock = timed("host.decode", clock)
-            if hashing is not None:
-                outcome.content_hash = hashing.result()
-                clock = timed("host.hash (beyond decode)", clock)
-        finally:
-            if hashing is not None:
-                hashing.wait()
-            _close(data)
-        del data
+            return _legacy_host(task, out_dir, outcome, clock)
+        capture = _decode(task, outcome, clock, hash_content)
         # On a machine's first build the analyses' kernels may compile in a child process meanwhile.
         ensure_compiled("analysis")
-        ctx = host_context(task.run, capture, out_dir, task.trace_format)
-        with stops_held():  # a stop signal waits for the end of a section: see pipeline/stopping.py
-            beside = _CaptureOnly(ctx, timings)
-            try:
-                # The shared core (HLO modules, event table, step grouping, OpStats)
-                # that every tool reads: timed on its own so that it does not hide in
-                # the first section to ask for it.
-                ctx.op_stats  # noqa: B018
-                ctx.forget_stat_columns()
-                clock = timed("host.core", clock)
-                stop_point()
-                outcome.summary = summarize_host(ctx, shown)
-                clock = timed("host.summary", clock)
-                # The sections on the thread are waited for last: the main thread runs the ones after them
-                # meanwhile (the findings, behind the trace export). An error is raised as in sequence:
-                # the first section's in section order.
-                done: dict[str, tuple[object, Exception | None]] = {}
-                for section in SECTIONS:
-                    if section.slug in beside:
-                        continue
-                    stop_point()
-                    try:
-                        done[section.slug] = (section.host_part(ctx), None)
-                    except Exception as exc:
-                        done[section.slug] = (None, exc)
-                        break  # no later section's part is wanted: this error or an earlier one is raised
-                    finally:
-                        ctx.forget_stat_columns()
-                        clock = timed(f"host.{section.slug}", clock)
-                for section in SECTIONS:
-                    if section.slug in beside:
-                        part = beside.result(section.slug)
-                        clock = timed(f"host.{section.slug} (waited for)", clock)
-                    else:  # every section before the first error ran (`done`), and that error is raised
-                        part, error = done[section.slug]
-                        if error is not None:
-                            raise error
-                    if part is not None:
-                        outcome.parts[section.slug] = part
-            except BaseException as exc:
-                beside.close(stopped=not isinstance(exc, Exception))
-                raise
-            beside.close()
+        _run_sections(host_context(task.run, capture, out_dir, task.trace_format), outcome, clock)
     except OSError as exc:  # reading the capture raises CaptureError: this is writing the host's outputs
         outcome.write_error = (exc.errno or 0, exc.strerror or str(exc), str(exc.filename or ""))
         return outcome
@@ -434,6 +358,111 @@ def _process_host(task: HostTask, out_dir: str, hash_content: bool) -> HostOutco
         outcome.files = list_files(out_dir)
     outcome.peak_rss = peak_rss_bytes()
     return outcome
+
+
+def _legacy_host(task: HostTask, out_dir: str, outcome: HostOutcome, clock: _Clock) -> HostOutcome:
+    """Per-tool files of older profilers: no XSpace to decode; their timeline files are exported into the
+    host's output folder."""
+    host, shown = task.host, task.shown_path
+    summary, parts, bad = process_legacy_host(host, shown, task.run, out_dir, task.trace_format)
+    clock.lap("host.legacy")
+    if len(bad) == len(host.legacy):  # not one of its files could be read: the host failed
+        outcome.file_errors = [_file_error(e, host, shown) for e in bad[1:]]
+        raise bad[0]
+    outcome.summary, outcome.parts = summary, parts
+    outcome.file_errors = [_file_error(e, host, shown) for e in bad]
+    if os.path.isdir(out_dir):
+        outcome.files = list_files(out_dir)
+    outcome.peak_rss = peak_rss_bytes()
+    return outcome
+
+
+def _decode(task: HostTask, outcome: HostOutcome, clock: _Clock, hash_content: bool) -> HostCapture:
+    """Read the host file within the task's budget and decode it, hashing its bytes meanwhile when asked to;
+    what was decoded must be the file that was found, whole."""
+    host = task.host
+    try:
+        data, snapshot = read_host_file(host.path, read=lambda path: limits.read_input(path, host.size or None),
+                                        expected_size=host.size if host.size else None,
+                                        expected_inode=host.inode)
+    except FileChangedError as exc:
+        raise CaptureError(host.path, str(exc)) from exc
+    except (OSError, ValueError) as exc:
+        raise CaptureError(host.path, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from exc
+    clock.lap("host.read")
+    hashing = None
+    try:
+        hashing = _BackgroundHash(data) if hash_content else None
+        capture = decode_xspace(host.path, data, host=host.host)
+        if snapshot is not None:
+            try:
+                snapshot.check()
+            except FileChangedError as exc:
+                raise CaptureError(host.path, str(exc)) from exc
+        if len(capture.planes) == 0:
+            raise CaptureError(host.path, "holds no planes (not an XSpace capture?)")
+        clock.lap("host.decode")
+        if hashing is not None:
+            outcome.content_hash = hashing.result()
+            clock.lap("host.hash (beyond decode)")
+    finally:
+        if hashing is not None:
+            hashing.wait()
+        _close(data)
+    return capture
+
+
+def _run_sections(ctx: HostContext, outcome: HostOutcome, clock: _Clock) -> None:
+    """The shared analyses, the host's summary, then every section's part, in section order (those that read
+    the capture alone on a thread beside the others, `_CaptureOnly`). A stop signal waits for the end of a
+    section (see pipeline/stopping.py)."""
+    with stops_held():
+        beside = _CaptureOnly(ctx, clock.timings)
+        try:
+            # The shared core (HLO modules, event table, step grouping, OpStats) that every tool reads: timed
+            # on its own so that it does not hide in the first section to ask for it.
+            ctx.op_stats  # noqa: B018
+            ctx.forget_stat_columns()
+            clock.lap("host.core")
+            stop_point()
+            outcome.summary = summarize_host(ctx, outcome.path)
+            clock.lap("host.summary")
+            done = _parts_here(ctx, beside, clock)
+            # The sections on the thread are waited for last: the main thread ran the ones after them meanwhile
+            # (the findings, behind the trace export). An error is raised as in sequence: the first section's
+            # in section order.
+            for section in SECTIONS:
+                if section.slug in beside:
+                    part = beside.result(section.slug)
+                    clock.lap(f"host.{section.slug} (waited for)")
+                else:  # every section before the first error ran (`done`), and that error is raised
+                    part, error = done[section.slug]
+                    if error is not None:
+                        raise error
+                if part is not None:
+                    outcome.parts[section.slug] = part
+        except BaseException as exc:
+            beside.close(stopped=not isinstance(exc, Exception))
+            raise
+        beside.close()
+
+
+def _parts_here(ctx: HostContext, beside: _CaptureOnly, clock: _Clock) -> dict[str, tuple[object, Exception | None]]:
+    """The parts of the sections not on the thread, in section order, up to the first that raises."""
+    done: dict[str, tuple[object, Exception | None]] = {}
+    for section in SECTIONS:
+        if section.slug in beside:
+            continue
+        stop_point()
+        try:
+            done[section.slug] = (section.host_part(ctx), None)
+        except Exception as exc:
+            done[section.slug] = (None, exc)
+            break  # no later section's part is wanted: this error or an earlier one is raised
+        finally:
+            ctx.forget_stat_columns()
+            clock.lap(f"host.{section.slug}")
+    return done
 
 
 def process_host_remote(task: HostTask, hash_content: bool = False) -> HostOutcome:

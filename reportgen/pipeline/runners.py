@@ -1,9 +1,14 @@
-"""Where the per-host stage runs: in this process, in worker processes, or on Dask.
+"""Where the per-host stage runs: one `Executor` interface, with three behind it.
 
-Every runner takes the same work list, `(task, out_dir, hash_content)` per
-host, calls `done(task, outcome)` as each host finishes (in any order) and
-leaves the host's output files in `out_dir`. The build then merges in task
-order, so the site does not depend on the runner or on timing.
+`Serial` (this process), `ProcessPool` (worker processes beside this one) and `DaskCluster` (the workers of
+a Dask scheduler); `choose_executor` picks one for a build's work. Each takes the same work list,
+`(task, out_dir, hash_content)` per host, calls `started(task)` as a host starts and `done(task, outcome)`
+as it finishes (in any order, always on the calling thread), and leaves the host's output files in
+`out_dir`. The build then merges in task order, so the site does not depend on the executor or on timing.
+
+On Dask, a worker lost mid-build hands its hosts to the others (the scheduler reschedules them); when none
+is left for `NO_WORKERS_TIMEOUT_S`, the build fails naming the hosts not built, instead of waiting for
+workers that may never come.
 
 Worker processes are started with the `forkserver` method: a fresh
 interpreter imports reportgen and warms the compiled decoder once
@@ -38,12 +43,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import sys
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Protocol
 
 from reportgen.errors import SchedulerError
 from reportgen.pipeline.host_stage import HostOutcome, HostTask, code_fingerprint, process_host, process_host_remote
@@ -58,6 +67,61 @@ Started = Callable[[HostTask], None]
 def _nothing(_task: HostTask) -> None:
     pass
 
+
+class Executor(Protocol):
+    """Runs the host stage of every host of `work` (see the module notes)."""
+
+    name: ClassVar[str]  # as `BuildReport.runner` says it
+
+    def run(self, work: Work, done: Done, started: Started = _nothing) -> None: ...
+
+
+@dataclass(frozen=True)
+class Serial:
+    """Every host in this process, one after the other."""
+
+    name: ClassVar[str] = "serial"
+
+    def run(self, work: Work, done: Done, started: Started = _nothing) -> None:
+        run_serial(work, done, started)
+
+
+@dataclass(frozen=True)
+class ProcessPool:
+    """`jobs - 1` worker processes and this one (`run_pool`)."""
+
+    jobs: int
+    name: ClassVar[str] = "processes"
+
+    def run(self, work: Work, done: Done, started: Started = _nothing) -> None:
+        run_pool(work, self.jobs, done, started)
+
+
+@dataclass(frozen=True)
+class DaskCluster:
+    """Each host one task on the workers of the Dask scheduler at `scheduler` (`run_dask`)."""
+
+    scheduler: str
+    no_workers_timeout_s: float
+    name: ClassVar[str] = "dask"
+
+    def run(self, work: Work, done: Done, started: Started = _nothing) -> None:
+        run_dask(work, self.scheduler, done, started, self.no_workers_timeout_s)
+
+
+def choose_executor(work: Work, scheduler: str | None, jobs: int,
+                    min_bytes: int = 0) -> Executor | None:
+    """Where `work` runs: on Dask when given a scheduler, in a pool when it is worth one, else here;
+    None when there is nothing to run (every host came from the cache)."""
+    if not work:
+        return None
+    if scheduler:
+        return DaskCluster(scheduler, NO_WORKERS_TIMEOUT_S)
+    if jobs > 1 and worth_a_pool(work, min_bytes):
+        return ProcessPool(jobs)
+    return Serial()
+
+
 PRELOAD = ["reportgen.pipeline.preload"]
 CONNECT_TIMEOUT_S = 20
 # Host-file bytes below which worker processes cost more than they save (see the module notes);
@@ -68,6 +132,13 @@ HOST_FIXED_BYTES = 2**20
 # Hosts that weigh at most this (files of 1 MiB or less: tens of ms of work) are handed to a worker two
 # at a time (`_feed_pool`); a heavier host queued behind another could leave this process idle at the end.
 PREFETCH_WEIGHT = 2 * HOST_FIXED_BYTES
+# A Dask build whose cluster has had no worker for this long fails, naming the hosts it did not build: workers
+# killed or gone, none coming back (a cluster scaling from zero starts one well within it).
+NO_WORKERS_TIMEOUT_S = 60.0
+# How often a Dask build with no host finished meanwhile asks the scheduler how many workers it has.
+WORKERS_POLL_S = 1.0
+# Hosts named by the message of a build that ran out of workers; the rest are counted.
+NAMED_HOSTS = 10
 
 
 def worth_a_pool(work: Work, min_bytes: int = PARALLEL_MIN_BYTES) -> bool:
@@ -101,7 +172,15 @@ def run_serial(work: Work, done: Done, started: Started = _nothing) -> None:
         done(task, process_host(task, str(out_dir), hash_content))
 
 
+# After a build killed outright (SIGKILL) or ended by a signal it does not handle, multiprocessing's resource
+# tracker removes the pool's semaphores, as it should, and warns of each as "leaked" on the build's stderr
+# once the build is gone. The tracker is a process of its own started with this process's warning options.
+QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
 def pool_context() -> multiprocessing.context.BaseContext:
+    if QUIET_TRACKER not in sys.warnoptions:
+        sys.warnoptions.append(QUIET_TRACKER)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     return context
@@ -268,11 +347,11 @@ def check_scheduler_address(scheduler: str) -> None:
                              ) from None
 
 
-def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing) -> None:
+def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing,
+             no_workers_timeout_s: float = NO_WORKERS_TIMEOUT_S) -> None:
     """Each host is one Dask task; the workers read the host files from their URLs."""
     try:
         from distributed import Client
-        from distributed import as_completed as dask_completed
     except ImportError as exc:
         raise SchedulerError(
             "--scheduler needs Dask distributed: pip install 'reportgen[dask]'"
@@ -291,7 +370,7 @@ def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing
             future = client.submit(process_host_remote, task, hash_content, pure=False,
                                    key=f"reportgen-host-{build}-{task.index}")
             futures[future] = (task, out_dir)
-        for future in dask_completed(list(futures), loop=client.loop):
+        for future in _as_finished(client, futures, scheduler, no_workers_timeout_s):
             task, out_dir = futures[future]
             try:
                 outcome = future.result()
@@ -303,13 +382,57 @@ def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing
                     f"the Dask workers of {scheduler} run other reportgen code than this build "
                     "(install the same reportgen version on the client and the workers)"
                 )
-            for rel, content in outcome.payload or []:
-                if rel.startswith("/") or any(part in ("", ".", "..") for part in rel.split("/")):
-                    raise SchedulerError(f"a Dask worker returned an output path outside the site: {rel!r}")
-                target = out_dir / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)
-            outcome.payload = None
+            _write_payload(outcome, out_dir)
             done(task, outcome)
     finally:
         client.close()
+
+
+def _as_finished(client, futures: dict, scheduler: str, no_workers_timeout_s: float):
+    """The futures as they finish; SchedulerError once the cluster has had no worker for the timeout.
+
+    A worker lost mid-build is survived by the scheduler, which hands its tasks to the others; with none
+    left, the tasks would wait for a worker forever."""
+    finished: queue.Queue = queue.Queue()
+    for future in futures:
+        future.add_done_callback(finished.put)  # called on a thread of distributed's
+    waiting = dict(futures)  # not back yet
+    alone_since: float | None = None
+    while waiting:
+        try:
+            future = finished.get(timeout=WORKERS_POLL_S)
+        except queue.Empty:
+            future = None
+        if future is not None:
+            alone_since = None
+            del waiting[future]
+            yield future
+            continue
+        if _has_workers(client):
+            alone_since = None
+            continue
+        alone_since = alone_since if alone_since is not None else time.monotonic()
+        if time.monotonic() - alone_since >= no_workers_timeout_s:
+            left = sorted((task for task, _ in waiting.values()), key=lambda t: t.index)
+            named = ", ".join(t.shown_path for t in left[:NAMED_HOSTS])
+            more = f" and {len(left) - NAMED_HOSTS} more" if len(left) > NAMED_HOSTS else ""
+            raise SchedulerError(f"the Dask cluster {scheduler} has had no worker for {no_workers_timeout_s:g} s; "
+                                 f"{len(left)} host{'s' if len(left) != 1 else ''} not built: {named}{more}")
+
+
+def _has_workers(client) -> bool:
+    try:
+        return bool(client.nthreads())
+    except Exception:  # noqa: BLE001 (a scheduler that cannot answer has no worker for this build either)
+        return False
+
+
+def _write_payload(outcome: HostOutcome, out_dir: Path) -> None:
+    """The files a Dask worker wrote, as they travelled back with its outcome, into the host's folder here."""
+    for rel, content in outcome.payload or []:
+        if rel.startswith("/") or any(part in ("", ".", "..") for part in rel.split("/")):
+            raise SchedulerError(f"a Dask worker returned an output path outside the site: {rel!r}")
+        target = out_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    outcome.payload = None

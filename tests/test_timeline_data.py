@@ -169,6 +169,10 @@ def test_windows_levels_pools_and_detail_tiles(tmp_path, monkeypatch):
     depth = {name: set(cols.level[[i for i, n in enumerate(cols.name) if n == name]]) for name in set(cols.name)}
     assert depth["train 0"] == {0} and depth["outer"] == {1} and depth["inner"] == {2}
 
+    # The page's events per pixel: every event's start counted once in the density histogram.
+    assert index["format"] == timeline.FORMAT
+    density = index["density"]
+    assert len(density["counts"]) == density["bins"] and sum(density["counts"]) == index["events"]
     # Level of detail: every event counted once per level, short neighbours merged at coarse levels.
     assert index["lod"]
     total = index["events"]

@@ -22,7 +22,7 @@ from tests.browser import console_errors, needs_browser, start_chromium
 from tests.chrome_json import read_chunk
 from tests.conftest import LOGDIR, needs_shared
 from tests.firefox import needs_firefox
-from tests.timeline_files import read_index
+from tests.timeline_files import events_in_slice, read_index
 
 pytestmark = [needs_shared, needs_browser]
 
@@ -62,7 +62,8 @@ def _open(driver, page: Path, fragment: str = "") -> dict:
       var tl = root.timeline, v = tl.view();
       return {host: root.dataset.host, events: +root.dataset.events, tracks: +root.dataset.tracks,
               drawnTracks: tl.tracks.length, status: root.querySelector('[data-timeline-status]').textContent,
-              mode: root.dataset.mode, drawn: +root.dataset.drawn, view: v, selected: root.dataset.selected || null};
+              mode: root.dataset.mode, drawn: +root.dataset.drawn, view: v, selected: root.dataset.selected || null,
+              slice: (root.dataset.slice || "").split(",").map(Number)};
     """)
 
 
@@ -137,7 +138,9 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     assert state["tracks"] == len(index["tracks"]) == state["drawnTracks"]
     assert f"{manifest_events[host] - index['counter_samples']:,} events in {len(index['tracks'])} tracks" in \
         state["status"]
-    assert state["mode"] == "detail" and state["drawn"] == index["events"]  # 20,631 events: one window, all drawn
+    # 20,631 events in one window: at the step's zoom every event of the view and half a view each side is drawn.
+    assert state["mode"] == "detail"
+    assert 0 < state["drawn"] == events_in_slice(folder, index, *state["slice"]) < index["events"]
     _shot(driver, tmp_path, "timeline-gpu.png")
 
     clicked = _click_event(driver, "Stream #134(Compute)")
@@ -825,7 +828,8 @@ def test_a_small_hosts_timeline_is_one_file_and_opens_with_its_events_args_and_e
     assert (folder / "index.js").stat().st_size <= timeline.SMALL_TIMELINE_BYTES + 4096
 
     state = _open(driver, (site / "pod" / "trace.html").resolve())
-    assert state["host"] == "host0" and state["mode"] == "detail" and state["drawn"] == index["events"] > 0
+    assert state["host"] == "host0" and state["mode"] == "detail"
+    assert state["drawn"] == events_in_slice(folder, index, *state["slice"]) > 0
     clicked = _click_event(driver, index["tracks"][0]["title"])
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -911,10 +915,12 @@ def test_firefox_opens_the_timeline_from_file(site, tmp_path):
         state = Wait(ff, timeout=30).until(lambda m: m.execute_script(
             "var r = document.querySelector('[data-timeline]');"
             "return r.dataset.ready ? {host: r.dataset.host, drawn: +r.dataset.drawn, mode: r.dataset.mode,"
+            " slice: r.dataset.slice.split(',').map(Number),"
             " status: r.querySelector('[data-timeline-status]').textContent} : null;", sandbox=None),
             message="the timeline did not draw in Firefox")
-        index = read_index(site / run / "trace" / state["host"] / "timeline")
-        assert state["mode"] == "detail" and state["drawn"] == index["events"]
+        folder = site / run / "trace" / state["host"] / "timeline"
+        index = read_index(folder)
+        assert state["mode"] == "detail" and state["drawn"] == events_in_slice(folder, index, *state["slice"]) > 0
         # Search selects an event, whose arguments come from the window's args file.
         ff.execute_script("document.querySelector('[data-timeline]').timeline.search('MemcpyH2D');", sandbox=None)
         details = Wait(ff, timeout=10).until(lambda m: m.execute_script(

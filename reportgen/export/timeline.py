@@ -17,8 +17,9 @@ chunks, into `<out_dir>/timeline/`:
   tiles, each drawn at about LOD_BINS blocks per lane: events shorter than a
   block that follow each other on one lane merge into one block that counts
   them; longer events stay whole. The page shows the coarsest level fine
-  enough for its zoom, and full-detail windows only once the visible ones hold
-  few enough events: it never loads the whole trace.
+  enough for its zoom where its view holds many events per pixel (counted from
+  the index's `density`, event starts per 1/1024 of the span), and full-detail
+  windows where it holds few: it never loads the whole trace.
 
 A host whose parts take at most SMALL_TIMELINE_BYTES has `index.js` alone: it
 carries every part's call before the index's own.
@@ -60,8 +61,15 @@ from reportgen.export.timeline_kernel import block_capacity, detail_blocks, nest
 
 WINDOW_EVENTS = 100_000  # events per full-detail window (cut on step starts where possible)
 LOD_BINS = 2000  # blocks per lane across one level-of-detail tile
-LOD_MIN_EVENTS = 150_000  # below this the page loads every window at once: no tiles
+# Below this many events a host has no tiles: the page draws every event at any zoom. Above it the page picks
+# the detail from the events per pixel in its view (the index's `density`), so a host of a few tens of thousands
+# of events crowded into a few pixels (a TPU core's ops at the whole capture's zoom) is drawn from tiles too.
+LOD_MIN_EVENTS = 20_000
 MAX_LOD_LEVELS = 8
+# A level whose blocks are at least this share of the host's events merges too little to need a finer one.
+LOD_STOP_SHARE = 0.5
+DENSITY_BINS = 1024  # the index's histogram of event starts over the host's span, for the page's events per pixel
+FORMAT = 2  # the index's `format`: 2 added `density` and (with LOD_MIN_EVENTS lowered) tiles for smaller hosts
 # A host's timeline whose parts (windows, excerpt, tiles) take at most this many bytes is one file: its index.js
 # carries every part's call before its own. A pod's run has hundreds of hosts with a few events each: four files
 # fewer per host (creating a file costs 0.1–0.7 ms on ext4; a published object, a request). The page finds the
@@ -459,6 +467,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     lod = _write_lod(tables, host, start, end, track, level, rows, t_first, t_last, windows, write)
     marks = tables.steps
     index = {
+        "format": FORMAT,
         "host": host,
         "start": t_first,
         "end": t_last,
@@ -468,6 +477,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         "steps": [[int(n), int(s), int(e)] for n, s, e in zip(marks.number, marks.start_ps, marks.end_ps)],
         "windows": windows,
         "lod": lod,
+        "density": _density(start, t_first, t_last),
         "excerpt": excerpt,
     }
     index_call = REGISTER.encode() + b"(" + _js_text({"host": host, "key": "index"}) + b"," + _js_text(index) + b");\n"
@@ -557,6 +567,14 @@ def _window_members(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray,
     return member, member_carried, cuts, window_bounds
 
 
+def _density(start: np.ndarray, t_first: int, t_last: int) -> dict:
+    """{bins, counts}: how many events start in each of DENSITY_BINS equal slices of [t_first, t_last], so that
+    the page counts the events in its view (and so per pixel) without reading them."""
+    span = max(t_last - t_first, 1)
+    slot = np.minimum((start - t_first) * DENSITY_BINS // span, DENSITY_BINS - 1)
+    return {"bins": DENSITY_BINS, "counts": np.bincount(slot, minlength=DENSITY_BINS).tolist()}
+
+
 def _excerpt_range(start: np.ndarray, steps, t_first: int, t_last: int) -> dict:
     """{start, end, step}: the busiest step's time range, cut to EXCERPT_EVENTS events."""
     by_time = np.sort(start)
@@ -630,6 +648,9 @@ def _write_lod(tables: TraceTables, host: str, start: np.ndarray, end: np.ndarra
                 b_start[a:b], b_end[a:b] - b_start[a:b], name_index, b_track[a:b], b_level[a:b], count[a:b]))))
             tiles[str(t)] = [key, int(b - a)]
         levels.append({"tile": int(tile_span), "resolution": int(resolution), "tiles": tiles})
-        if tile_span <= window_span:
+        # Finer levels are not needed once a tile is about a window long, holds on average no more events than a
+        # host without tiles, or merges little: the page draws full detail there.
+        if ((len(windows) > 1 and tile_span <= window_span) or len(start) <= LOD_MIN_EVENTS * 4 ** lod_level
+                or len(event) >= LOD_STOP_SHARE * len(start)):
             break
     return levels

@@ -12,7 +12,10 @@
 (function () {
   "use strict";
 
-  var DETAIL_MAX_EVENTS = 250000;   // full detail when the visible windows hold at most this many events
+  // Full detail when the view holds at most this many events per pixel of its width (an index of format 2 counts
+  // them; format 1: when the visible windows hold at most DETAIL_MAX_EVENTS). Past it, tiles of merged blocks.
+  var DETAIL_EVENTS_PER_PX = 4;
+  var DETAIL_MAX_EVENTS = 250000;
   var PS_PER_MS = 1e9;
   var BLOCK = 16;                   // flame-chart-js block height (px); a level is BLOCK + 1 px
   var MERGED_COLOR = "#aab3bf";
@@ -488,42 +491,79 @@
     this.chart.setZoom(t0, t1);
   };
 
+  var RESLICE_MS = 120;  // while a zoom or pan goes on, the tracks' events follow the view at most this often
+
   Timeline.prototype.viewChanged = function () {
     var self = this;
     clearTimeout(this.updateTimer);
     this.updateTimer = setTimeout(function () { self.update(); }, 80);
+    // A view that left the events the tracks hold (zoomed out, panned past half a view) is not left blank until
+    // the zoom or pan ends: the data follows it, throttled, not only once it rests.
+    if (this.mode && !this.resliceTimer && !this.sliceServes(true)) {
+      this.resliceTimer = setTimeout(function () { self.resliceTimer = null; self.update(); }, RESLICE_MS);
+    }
     clearTimeout(this.hashTimer);
     this.hashTimer = setTimeout(function () { self.writeHash(); }, 400);
   };
 
-  /* The files the current view needs: full-detail windows when the visible ones hold few enough
-     events (or the host has no tiles), else the coarsest tile level fine enough for one pixel. */
+  /* The events that start in [p0, p1] ps, from the index's density (event starts per slice of the host's span,
+     a slice cut by the range counted by its share in it); null for an index without it (format 1). */
+  Timeline.prototype.eventsIn = function (p0, p1) {
+    var index = this.index, d = index.density;
+    if (!d || index.whole) return null;  // a single-file report's excerpt: its windows count its events
+    var span = Math.max(index.end - index.start, 1), bin = span / d.bins, total = 0;
+    var a = Math.max(0, (p0 - index.start) / bin), b = Math.min(d.bins, (p1 - index.start) / bin);
+    for (var k = Math.floor(a); k < b; k++) total += d.counts[k] * (Math.min(b, k + 1) - Math.max(a, k));
+    return total;
+  };
+
+  /* The files the current view needs, chosen from the events per pixel in the view: full-detail windows when
+     the view holds at most DETAIL_EVENTS_PER_PX events per pixel (or the host has no tiles), else the coarsest
+     tile level fine enough for one pixel. `slice`: the time range whose events the tracks are given (the view
+     and half a view each side): flame-chart-js goes over every node it holds on each frame. */
   Timeline.prototype.wanted = function () {
     var index = this.index, v = this.view();
-    var p0 = v[0] * PS_PER_MS, p1 = v[1] * PS_PER_MS;
-    var windows = index.windows.filter(function (w) { return w.end >= p0 && w.start <= p1; });
+    var p0 = v[0] * PS_PER_MS, p1 = v[1] * PS_PER_MS, width = Math.max(this.canvas.width, 1);
+    var margin = (p1 - p0) / 2, slice = [p0 - margin, p1 + margin];
+    var windows = index.windows.filter(function (w) { return w.end >= slice[0] && w.start <= slice[1]; });
     if (!windows.length) windows = index.windows.slice(0, 1);
-    var events = windows.reduce(function (a, w) { return a + w.events; }, 0);
-    if (!index.lod.length || events <= DETAIL_MAX_EVENTS) {
-      return { kind: "detail", keys: windows.map(function (w) { return w.key; }), events: events };
-    }
-    var pixel = (p1 - p0) / Math.max(this.canvas.width, 1);
-    var chosen = index.lod.length - 1;
+    var windowEvents = windows.reduce(function (a, w) { return a + w.events; }, 0);
+    var inView = this.eventsIn(p0, p1), events = inView === null ? windowEvents : inView;
+    var pixel = (p1 - p0) / width, chosen = -1;
     for (var L = 0; L < index.lod.length; L++) { if (index.lod[L].resolution <= pixel) { chosen = L; break; } }
+    // Full detail where the view is sparse, and where no level is fine enough for its pixels (zoomed in past the
+    // finest tiles, which the build stops at about a window's length: the view then holds few windows' events).
+    var detail = inView === null ? windowEvents <= DETAIL_MAX_EVENTS : inView <= DETAIL_EVENTS_PER_PX * width;
+    if (!index.lod.length || detail || (inView !== null && chosen < 0)) {
+      return { kind: "detail", keys: windows.map(function (w) { return w.key; }), events: events, slice: slice,
+               perPixel: events / width };
+    }
+    if (chosen < 0) chosen = index.lod.length - 1;
     var level = index.lod[chosen], keys = [], blocks = 0;
-    var first = Math.floor((p0 - index.start) / level.tile), last = Math.floor((p1 - index.start) / level.tile);
+    var first = Math.floor((slice[0] - index.start) / level.tile), last = Math.floor((slice[1] - index.start) / level.tile);
     for (var t = Math.max(first, 0); t <= last; t++) {
       var tile = level.tiles[String(t)];
       if (tile) { keys.push(tile[0]); blocks += tile[1]; }
     }
-    return { kind: "lod", level: chosen, keys: keys, events: events, blocks: blocks, resolution: level.resolution };
+    return { kind: "lod", level: chosen, keys: keys, events: events, blocks: blocks, resolution: level.resolution,
+             slice: slice, perPixel: events / width };
+  };
+
+  /* Whether the events handed to the tracks still serve the view: it lies inside their slice, and (unless only
+     `covered` is asked, as while a zoom goes on) the slice is not so much wider than the view (zoomed in since)
+     that the tracks go over many nodes off screen. */
+  Timeline.prototype.sliceServes = function (covered) {
+    var s = this.mode && this.mode.slice;
+    if (!s) return true;
+    var v = this.view(), p0 = v[0] * PS_PER_MS, p1 = v[1] * PS_PER_MS;
+    return p0 >= s[0] && p1 <= s[1] && (covered || (s[1] - s[0]) <= 4 * (p1 - p0));
   };
 
   Timeline.prototype.update = function () {
     var self = this;
     var want = this.wanted();
-    var id = want.keys.join(",");
-    if (id === this.shown || id === this.loading) return Promise.resolve();
+    var id = want.kind + ":" + want.keys.join(",");
+    if ((id === this.shown && this.sliceServes()) || id === this.loading) return Promise.resolve();
     this.loading = id;
     if (want.keys.length > 1 || !hostStore(this.host, this.base).files[want.keys[0]]) {
       this.say("Loading " + want.keys.length + " file" + (want.keys.length === 1 ? "" : "s") + "…");
@@ -561,24 +601,30 @@
       while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (windowStarts[mid] <= ps) lo = mid; else hi = mid - 1; }
       return windowKeys[lo];
     };
-    var drawn = 0;
+    var drawn = 0, slice = want.slice || [-Infinity, Infinity], s0 = slice[0], s1 = slice[1];
     sets.forEach(function (set) {
       var skip = {};
       if (!lod) set.carried.forEach(function (i) { if (loaded[owner(set.start[i])]) skip[i] = true; });
       for (var i = 0; i < set.n; i++) {
-        if (skip[i]) continue;
+        if (set.start[i] > s1 || set.start[i] + set.dur[i] < s0 || skip[i]) continue;
         if (lod && set.count[i] === 1 && loaded[owner(set.start[i])] && owner(set.start[i]) !== set.key) continue;
-        var merged = lod && set.count[i] > 1;
-        var name = set.name[i] >= 0 ? set.names[set.name[i]] : "";
-        var startMs = set.start[i] / PS_PER_MS, durMs = set.dur[i] / PS_PER_MS;
-        var source = {
-          name: merged ? fmtInt(set.count[i]) + " events" : name,
-          start: startMs, duration: durMs,
-          color: merged ? MERGED_COLOR : colorOf(name),
-          ps: set.start[i], dps: set.dur[i], file: set.key, row: i,
-          count: lod ? set.count[i] : 1, lod: lod
-        };
-        perTrack[set.track[i]].push({ source: source, end: startMs + durMs, parent: null, level: set.level[i], index: 0 });
+        // A row's node is made once, when first handed to a track, and kept with its decoded file: a zoom or pan
+        // hands most of the same rows again.
+        var nodes = set.nodes || (set.nodes = new Array(set.n)), node = nodes[i];
+        if (!node) {
+          var merged = lod && set.count[i] > 1;
+          var name = set.name[i] >= 0 ? set.names[set.name[i]] : "";
+          var startMs = set.start[i] / PS_PER_MS, durMs = set.dur[i] / PS_PER_MS;
+          var source = {
+            name: merged ? fmtInt(set.count[i]) + " events" : name,
+            start: startMs, duration: durMs,
+            color: merged ? MERGED_COLOR : colorOf(name),
+            ps: set.start[i], dps: set.dur[i], file: set.key, row: i,
+            count: lod ? set.count[i] : 1, lod: lod
+          };
+          node = nodes[i] = { source: source, end: startMs + durMs, parent: null, level: set.level[i], index: 0 };
+        }
+        perTrack[set.track[i]].push(node);
         drawn++;
       }
     });
@@ -608,7 +654,9 @@
       " tracks; drawn now: " + fmtInt(drawn) + (lod ? " blocks" : " events") + ". " + where;
     this.say(this.shownStatus);
     this.root.dataset.mode = want.kind;
-    this.root.dataset.drawn = String(drawn);
+    this.root.dataset.drawn = String(drawn);  // the events (or blocks) of the slice, handed to the tracks
+    this.root.dataset.slice = want.slice ? want.slice.join(",") : "";
+    this.root.dataset.perPixel = String(want.perPixel);
   };
 
   /* Memory stays bounded while the user roams (or a search reads window after window): files not

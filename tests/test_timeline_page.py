@@ -943,3 +943,75 @@ def test_firefox_opens_the_timeline_from_file(site, tmp_path):
         assert after[1] - after[0] < before[1] - before[0]
         (tmp_path / "timeline-firefox.png").write_bytes(base64.b64decode(ff.screenshot()))
     assert firefox_errors(profile) == []
+
+
+def _show_every_host(driver, page: Path) -> list[dict]:
+    """Open a run's trace page, choose "All hosts" in its host switch, and return each host's timeline there once
+    every one is ready."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "return document.readyState === 'complete' && document.querySelector(\"select[data-host-select='trace']\")"))
+    driver.execute_script("var s = document.querySelector(\"select[data-host-select='trace']\");"
+                          "s.value = '*'; s.dispatchEvent(new Event('change'));")
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "var all = [...document.querySelectorAll('[data-timeline-group] [data-timeline]')];"
+        "return all.length > 1 && all.every(e => e.dataset.ready && e.offsetParent !== null);"))
+    return driver.execute_script("""
+      return [...document.querySelectorAll('[data-timeline-group] [data-timeline]')].map(e => {
+        var tl = e.timeline;
+        return {host: e.dataset.host, offset: tl.offsetMs, view: tl.view(), drawn: +e.dataset.drawn,
+                processes: tl.processes.map(p => p.process), tracks: tl.tracks.length,
+                names: [...new Set(tl.tracks.flatMap(p => p.flatTree.map(n => n.source.name)))],
+                header: e.closest('details').querySelector('summary').textContent};
+      });""")
+
+
+def test_every_host_of_a_run_in_one_timeline(site, driver, tmp_path):
+    """A multi-host run's trace page shows every host's tracks, each under its host, on one time axis: placed by
+    each profiler's start where the captures record it, and said to be not comparable where they do not."""
+    from tests.logdirs import make_logdir
+    from tests.xspace import gpu_space
+
+    # The shared two-host GPU run: its captures do not record when their profilers started.
+    run = "gpu_multi_worker"
+    shown = _show_every_host(driver, site / run / "trace.html")
+    hosts = sorted(_manifest_events(site, run))
+    assert [s["host"] for s in shown] == hosts and len(hosts) == 2
+    for entry in shown:
+        index = read_index(site / run / "trace" / entry["host"] / "timeline")
+        assert entry["header"] == f"Host {entry['host']}" and entry["tracks"] == len(index["tracks"])
+        assert entry["processes"] and all(p.startswith(entry["host"] + " ") for p in entry["processes"])
+        assert entry["drawn"] > 0 and entry["offset"] == 0
+    assert shown[0]["view"] == shown[1]["view"]
+    note = driver.find_element("css selector", "[data-timeline-alignment]").text
+    assert "times of different hosts are not comparable" in note
+    _shot(driver, tmp_path, "timeline-all-hosts.png")
+
+    # Two hosts whose profilers started 2 µs apart, each with an event of its own at 1 µs on its own clock.
+    captures = {}
+    for i, name in enumerate(("hostA", "hostB")):
+        space = gpu_space(name)
+        space.plane("Task Environment", profile_start_time=1_700_000_000_000_000_000 + 2_000 * i)
+        space.host_plane().line(2, "worker").event(f"work_of_{name}", 1_000_000, 500_000)
+        captures[name] = space.serialize()
+    logdir = make_logdir(tmp_path / "logs", {"pod": captures})
+    built = tmp_path / "site"
+    assert main(["build", str(logdir), "-o", str(built), "-q", "--jobs", "1", "--no-cache"]) == 0
+    shown = _show_every_host(driver, built / "pod" / "trace.html")
+    assert [s["host"] for s in shown] == ["hostA", "hostB"]
+    assert shown[0]["offset"] == 0 and shown[1]["offset"] == pytest.approx(2e-3)  # ms: 2 µs later
+    assert "work_of_hostA" in shown[0]["names"] and "work_of_hostB" in shown[1]["names"]
+    assert "work_of_hostB" not in shown[0]["names"]
+    # One instant is one x: hostB's view is hostA's, 2 µs earlier on hostB's clock; and it follows hostA's zoom.
+    assert shown[1]["view"] == pytest.approx([t - 2e-3 for t in shown[0]["view"]])
+    views = driver.execute_script("""
+      var all = [...document.querySelectorAll('[data-timeline-group] [data-timeline]')].map(e => e.timeline);
+      all[0].root.dispatchEvent(new MouseEvent('mousedown', {bubbles: true}));  // the host touched leads
+      all[0].setView(0.0005, 0.0025);
+      return all.map(t => t.view());""")
+    assert views[0] == pytest.approx([0.0005, 0.0025]) and views[1] == pytest.approx([-0.0015, 0.0005])
+    note = driver.find_element("css selector", "[data-timeline-alignment]").text
+    assert "hostB starts 2.000 µs after the first" in note
+    assert console_errors(driver) == []

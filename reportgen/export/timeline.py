@@ -116,6 +116,8 @@ class TimelineFiles:
     seconds: float
     counter_samples: int = 0
     files_written: list[str] = field(default_factory=list)
+    start_ps: int = 0  # the index's span, in the host's own time: the page lays several hosts on one axis with it
+    end_ps: int = 0
 
 
 @dataclass
@@ -488,7 +490,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         index=f"{DIR}/index.js", events=int(len(rows)), tracks=len(entries), windows=len(windows),
         lod_levels=len(lod), files=len(written), bytes=sum(size for _, size in written),
         seconds=time.perf_counter() - started, counter_samples=counter_samples,
-        files_written=[f"{DIR}/{name}" for name, _ in written],
+        files_written=[f"{DIR}/{name}" for name, _ in written], start_ps=t_first, end_ps=t_last,
     )
 
 

@@ -15,6 +15,7 @@ import altair as alt
 
 from reportgen import __version__
 from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor_core_planes
+from reportgen.core.tools.inventory import profile_start_ns
 from reportgen.export.host_export import HostExport, export_host
 from reportgen.export.tables import AddedRows
 from reportgen.names import host_folder
@@ -43,6 +44,9 @@ class TraceHostPart:
     # Files the requested format would have had but the host cannot give:
     # {"host", "format", "reason"}, listed in the manifest and the summary block.
     not_produced: list[dict] = field(default_factory=list)
+    # When the host's profiler started (ns since the epoch, its `Task Environment` plane), None when the capture
+    # does not say: the timeline of every host lays the hosts on one axis by it.
+    profile_start_ns: int | None = None
 
 
 @dataclass
@@ -75,6 +79,30 @@ def overview_chart(part: TraceHostPart) -> tuple[dict, int]:
                             for k, c in enumerate(export.cuts_us)]
     spec = _overview_spec(len(labels), bool(steps), bool(export.cuts_us))
     return with_datasets(_with_row_order(spec, list(labels)), datasets), pooled
+
+
+def combined_timeline(parts: list[TraceHostPart]) -> dict | None:
+    """The timeline of every host of a multi-host run: each host's offset on one time axis (ps, added to its own
+    times) and what that axis means; None for a run of one host with a timeline.
+
+    A capture's times count from its own profiler's start (XProf's trace viewer shows each host at those times).
+    Where every host records that start (`Task Environment`'s profile_start_time, ns since the epoch), hosts are
+    placed by it, so that one instant is one x; where one does not, each host keeps its own times and the page
+    says that times of two hosts are not comparable.
+    """
+    members = [p for p in parts if p.export.timeline is not None]
+    if len(members) < 2:
+        return None
+    starts = [p.profile_start_ns for p in members]
+    aligned = all(s is not None for s in starts)
+    first = min(s for s in starts if s is not None) if aligned else 0
+    hosts = []
+    for part, start in zip(members, starts):
+        timeline = part.export.timeline
+        offset = (start - first) * 1000 if aligned and start is not None else 0
+        hosts.append({"host": part.export.host, "folder": host_folder(part.export.host), "timeline": timeline,
+                      "offset_ps": offset, "span": [timeline.start_ps + offset, timeline.end_ps + offset]})
+    return {"hosts": hosts, "aligned": aligned}
 
 
 def _with_row_order(spec: dict, labels: list[str]) -> dict:
@@ -128,7 +156,7 @@ class TraceSection(Section):
                              generator=f"reportgen {__version__}", added=derived_rows(host))
         if export.events == 0:
             return None
-        return TraceHostPart(export=export)
+        return TraceHostPart(export=export, profile_start_ns=profile_start_ns(host.capture))
 
     def combine(self, run: RunContext, parts: dict[str, TraceHostPart]) -> TraceData | None:
         hosts = [parts[h] for h in run.host_names if h in parts]
@@ -173,5 +201,10 @@ class TraceSection(Section):
                 "notes": part.notes,
                 "timeline": export.timeline,
             })
+        combined = combined_timeline(data.hosts)
+        if combined:  # every member's span on the common axis, for each to share it (timeline.js)
+            lo = min(m["span"][0] for m in combined["hosts"])
+            hi = max(m["span"][1] for m in combined["hosts"])
+            combined["span"] = [lo, hi]
         page.write_html("trace.html", "trace.html", hosts=hosts, errors=data.run.errors,
-                        total=self.summary(data))
+                        total=self.summary(data), combined=combined)

@@ -248,8 +248,53 @@
     this.pendingSelect = null;
     this.ready = false;
     this.held = {};
+    // One host's timeline among every host's (the trace page's "All hosts"): its times plus offsetMs are the
+    // shared axis's; the one the user last touched leads, and the others follow its view.
+    this.groupName = root.dataset.group || null;
+    this.offsetMs = (+root.dataset.offsetPs || 0) / PS_PER_MS;
+    if (this.groupName) {
+      var group = groupOf(this.groupName);
+      group.members.push(this);
+      var box = root.closest("[data-timeline-group]"), span = box && (box.dataset.spanPs || "").split(",").map(Number);
+      if (span && span.length === 2 && isFinite(span[0]) && isFinite(span[1])) group.spanMs = [span[0] / PS_PER_MS, span[1] / PS_PER_MS];
+      var self = this;
+      ["mousedown", "wheel", "keydown", "focusin"].forEach(function (type) {
+        root.addEventListener(type, function () { group.leader = self; }, true);
+      });
+    }
     window.reportgenTimeline.instances.push(this);
   }
+
+  var groups = {};
+  function groupOf(name) {
+    return groups[name] || (groups[name] = { members: [], leader: null, spanMs: null });
+  }
+
+  /* Every host of the group shows the leader's view (the same instants, on each host's own clock), and counts its
+     ruler from the same origin. */
+  Timeline.prototype.syncGroup = function () {
+    if (!this.groupName) return;
+    var group = groupOf(this.groupName);
+    if (!group.leader) group.leader = this;
+    if (group.leader !== this || group.syncing) return;
+    group.syncing = true;
+    var v = this.view(), self = this;
+    try {
+      group.members.forEach(function (other) {
+        if (other === self || !other.ready || !other.chart) return;
+        var shift = self.offsetMs - other.offsetMs;
+        other.origin = self.origin ? { step: self.origin.step, ms: self.origin.ms + shift, host: self.host } : null;
+        var o = other.view();
+        if (Math.abs(o[0] - (v[0] + shift)) > 1e-9 || Math.abs(o[1] - (v[1] + shift)) > 1e-9) {
+          other.setView(v[0] + shift, v[1] + shift);
+        } else {
+          other.drawRuler();
+        }
+      });
+    } finally {
+      group.syncing = false;
+    }
+  };
 
   Timeline.prototype.start = function () {
     var self = this;
@@ -275,6 +320,11 @@
       });
     }).then(function () {
       self.ready = true;
+      if (self.groupName) {  // a host that comes ready after the leader takes its view
+        var group = groupOf(self.groupName);
+        if (group.leader && group.leader !== self && group.leader.ready) group.leader.syncGroup();
+        else group.leader = self;
+      }
       self.root.dataset.ready = "1";
       if (window.performance && performance.mark) performance.mark("timeline-first-paint");
     }).catch(function (err) {
@@ -310,6 +360,8 @@
   Timeline.prototype.build = function () {
     var self = this, index = this.index;
     var span = [index.start / PS_PER_MS, index.end / PS_PER_MS];
+    var shared = this.groupName && groupOf(this.groupName).spanMs;
+    if (shared) span = [Math.min(span[0], shared[0] - this.offsetMs), Math.max(span[1], shared[1] - this.offsetMs)];
     this.span = span;
     var plugins = [];
     // Steps: one block per step above the tracks (a mark line per step would hide the events).
@@ -390,6 +442,7 @@
       self.viewChanged();
       self.drawRuler();
       self.drawOverlay();
+      self.syncGroup();
     };
     // The grid lines in the tracks fall on the ruler's ticks (flame-chart-js's own fall on powers of two of the span).
     engine.timeGrid.forEachTime = function (callback) {
@@ -681,7 +734,8 @@
 
   Timeline.prototype.originMs = function () { return this.origin ? this.origin.ms : this.span[0]; };
   Timeline.prototype.originLabel = function () {
-    return this.origin ? "step " + this.origin.step + " start" : "the capture start";
+    if (!this.origin) return this.groupName ? "the first host's capture start" : "the capture start";
+    return (this.origin.host ? this.origin.host + "'s " : "") + "step " + this.origin.step + " start";
   };
 
   Timeline.prototype.timeAt = function (clientX) {
@@ -1776,6 +1830,10 @@
   };
 
   Timeline.prototype.active = function () {
+    if (this.groupName) {  // of every host's timelines only the leader takes keys (the others follow it)
+      var group = groupOf(this.groupName);
+      if (group.leader && group.leader !== this && group.leader.root.offsetParent !== null) return false;
+    }
     return this.ready && this.root.offsetParent !== null;
   };
 

@@ -20,7 +20,7 @@ import pytest
 from reportgen.cli.main import main
 from tests.browser import console_errors, needs_browser, start_chromium
 from tests.chrome_json import read_chunk
-from tests.conftest import LOGDIR, needs_shared
+from tests.conftest import LOGDIR, ORACLE, needs_shared
 from tests.firefox import needs_firefox
 from tests.timeline_files import events_in_slice, read_index
 
@@ -1014,4 +1014,49 @@ def test_every_host_of_a_run_in_one_timeline(site, driver, tmp_path):
     assert views[0] == pytest.approx([0.0005, 0.0025]) and views[1] == pytest.approx([-0.0015, 0.0005])
     note = driver.find_element("css selector", "[data-timeline-alignment]").text
     assert "hostB starts 2.000 µs after the first" in note
+    assert console_errors(driver) == []
+
+
+def test_the_memory_in_use_per_allocator_is_a_counter_track_under_the_host(site, driver):
+    """The memory profile's memory in use (stack + heap) of the CPU run's allocator is a counter track under the
+    host's threads: its peak is XProf's, the page holds the file's samples and draws them."""
+    import numpy as np
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.timeline_files import read_script
+
+    run = "tf_keras_input_bound"
+    folder = site / run / "trace" / "vm" / "timeline"
+    index = read_index(folder)
+    oracle = json.loads((ORACLE / run / "memory_profile.json").read_text())
+    allocators = oracle["memoryProfilePerAllocator"]
+    memory = [c for c in index["counters"] if c["unit"] == "bytes"]
+    assert [c["name"] for c in memory] == [f"Memory in use · {a}" for a in sorted(allocators)]
+    for c in memory:
+        assert c["process"] == "vm /host:CPU"
+        peak = int(allocators[c["name"].split(" · ")[1]]["profileSummary"]["peakStats"]["peakBytesInUse"])
+        assert c["max"] == peak
+    header, raw = read_script(folder / f"{memory[0]['key']}.js")
+    n = header["n"]
+    times, values = np.cumsum(np.frombuffer(raw, "<f8", n)), np.frombuffer(raw, "<f8", n, 8 * n)
+
+    _open(driver, site / run / "trace.html")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script(f"return {tl}.root.dataset.countersLoaded"))
+    held = driver.execute_script(f"""
+      var tl = {tl}, d = tl.counterData[arguments[0]];
+      tl.setView(tl.span[0], tl.span[1]);
+      var p = tl.counterPlugins.find(p => p.counter.key === arguments[0]);
+      tl.scroller.scrollTop = Math.max(0, p.renderEngine.position - 100);
+      return {{time: Array.from(d.time), value: Array.from(d.value)}};""", memory[0]["key"])
+    assert held["time"] == times.tolist() and held["value"] == values.tolist()
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(f"return {tl}.root.dataset.countersDrawn") == "1")
+    # The step line's ink (its green) lies in the counter's room on the overlay.
+    green = driver.execute_script(f"""
+      var tl = {tl}, p = tl.counterPlugins[0], e = p.renderEngine, c = tl.overlay;
+      var y = e.position - tl.scroller.scrollTop, px = c.getContext('2d').getImageData(0, y, c.width, e.height).data;
+      var n = 0;
+      for (var i = 0; i < px.length; i += 4) if (px[i + 1] > px[i] + 40 && px[i + 3] > 0) n++;
+      return n;""")
+    assert green > 100
     assert console_errors(driver) == []

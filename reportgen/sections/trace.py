@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import altair as alt
+import numpy as np
 
 from reportgen import __version__
+from reportgen.capture import NO_STRING
 from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor_core_planes
 from reportgen.core.tools.inventory import profile_start_ns
+from reportgen.core.tools.memory_profile import ALLOCATION_EVENT, DEALLOCATION_EVENT, _memory_events, snapshot_table
 from reportgen.export.host_export import HostExport, export_host
 from reportgen.export.tables import AddedRows
+from reportgen.export.timeline import CounterSeries
 from reportgen.names import host_folder
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads, short_label
@@ -34,6 +38,28 @@ def derived_rows(host: HostContext) -> AddedRows | None:
     derived = derived_tpu_lines(host.events, host.grouping)
     return AddedRows(lines=derived.lines, line=derived.line, start_ps=derived.start_ps,
                      duration_ps=derived.duration_ps, name=derived.name)
+
+
+def has_memory_events(host: HostContext) -> bool:
+    """Whether the capture names an allocator's memory events (read from its strings, not its analyses)."""
+    capture = host.capture
+    return any(capture.string_id(name) != NO_STRING for name in (ALLOCATION_EVENT, DEALLOCATION_EVENT))
+
+
+def memory_counters(host: HostContext) -> list[CounterSeries]:
+    """The memory profile's memory in use (stack + heap, as XProf's memory profile counts it) per allocator, at
+    each of its memory events, for the timeline's counter tracks under the host's threads."""
+    if not has_memory_events(host):
+        return []
+    snapshots = snapshot_table(host.events)
+    if snapshots.empty:
+        return []
+    # The trace's times of the same rows (snapshot_table's time_ps counts from each line's start).
+    times = host.events.start[_memory_events(host.events)]
+    in_use = (snapshots["stack_bytes"] + snapshots["heap_bytes"]).to_numpy(np.float64)
+    ids = snapshots["memory_id"].to_numpy()
+    return [CounterSeries("", f"Memory in use · {memory_id or 'allocator'}", "bytes", times[ids == memory_id],
+                          in_use[ids == memory_id]) for memory_id in sorted(set(ids.tolist()))]
 
 
 @dataclass
@@ -147,13 +173,15 @@ class TraceSection(Section):
 
     def reads_capture_only(self, host: HostContext) -> bool:
         # On TPU cores the export also takes the rows derived from the host's shared event table and
-        # step grouping (`derived_rows`): computed by the analyses, so not on a thread beside them.
-        return not has_tensor_core_planes(host.capture)
+        # step grouping (`derived_rows`), and with memory events the memory in use from that table
+        # (`memory_counters`): computed by the analyses, so not on a thread beside them.
+        return not has_tensor_core_planes(host.capture) and not has_memory_events(host)
 
     def host_part(self, host: HostContext) -> TraceHostPart | None:
         out_dir = f"{host.site_dir}/{host.run}/trace/{host_folder(host.host)}"
         export = export_host(host.capture, host.run, out_dir, host.trace_format,
-                             generator=f"reportgen {__version__}", added=derived_rows(host))
+                             generator=f"reportgen {__version__}", added=derived_rows(host),
+                             counters=memory_counters(host))
         if export.events == 0:
             return None
         return TraceHostPart(export=export, profile_start_ns=profile_start_ns(host.capture))

@@ -119,6 +119,20 @@
     return entry.decoded;
   }
 
+  /* A counter track's file: float64 time deltas (ps), then float64 values. */
+  function decodeCounter(entry) {
+    if (!entry.decoded) {
+      var n = entry.header.n;
+      entry.decoded = inflate(entry.payload).then(function (buf) {
+        var delta = new Float64Array(buf, 0, n), value = new Float64Array(buf, 8 * n, n), time = new Float64Array(n), acc = 0;
+        for (var i = 0; i < n; i++) { acc += delta[i]; time[i] = acc; }
+        entry.payload = null;
+        return { time: time, value: value };
+      });
+    }
+    return entry.decoded;
+  }
+
   function decodeArgs(entry) {
     if (!entry.decoded) {
       entry.decoded = inflate(entry.payload).then(function (buf) {
@@ -140,6 +154,9 @@
     var a = Math.abs(ps), unit = a >= 1e12 ? 1e12 : a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : 1e3;
     var digits = Math.min(6, Math.max(0, Math.ceil(Math.log10(unit / Math.max(resolutionPs, 1e3)) - 1e-9)));
     return (ps < 0 ? "−" : "+") + window.reportgen.fmt.durationPs(a, digits);
+  }
+  function fmtCounter(value, unit) {
+    return unit === "bytes" ? window.reportgen.fmt.bytes(value) : window.reportgen.fmt.num(value, 2);
   }
   function fmtDuration(ps) { return window.reportgen.fmt.durationPs(ps, 3); }  // the pages' one format (reportgen.js)
   function fmtInt(n) {  // toLocaleString is too slow for thousands of labels
@@ -312,6 +329,7 @@
       self.build();
       performance.mark("timeline-built");
       self.openDefault();
+      self.loadCounters();
       return self.update();
     }).then(function () {
       // The chart draws on the next animation frame: mark the first paint after it.
@@ -353,6 +371,18 @@
   Timeline.prototype.openDefault = function () {
     var step = this.representativeStep();
     if (step) this.zoomToStep(step[0]);
+  };
+
+  /* The counter tracks' samples, read once (after the first view's data is asked for), then drawn. */
+  Timeline.prototype.loadCounters = function () {
+    var self = this, list = this.index.counters || [];
+    this.counterData = this.counterData || {};
+    return Promise.all(list.map(function (c) {
+      return loadScript(self.host, self.base, c.key).then(decodeCounter).then(function (d) { self.counterData[c.key] = d; });
+    })).then(function () {
+      self.root.dataset.countersLoaded = String(list.length);
+      self.drawOverlay();
+    }).catch(function (err) { console.error(err); });
   };
 
   Timeline.prototype.say = function (text) { if (this.status) this.status.textContent = text; };
@@ -407,6 +437,15 @@
       var rest = group.tracks.filter(function (k) { return pinned.indexOf(k) < 0; });
       if (rest.length) groups.push({ process: group.process, tracks: rest });
     });
+    // Counter tracks go under their process, after its tracks; a process of counters only gets a group of its own.
+    var counters = index.counters || [], hiddenNames = this.hidden.map(function (i) { return processes[i] && processes[i].process; });
+    counters.forEach(function (c) {
+      if (hiddenNames.indexOf(c.process) >= 0) return;
+      var group = groups.filter(function (g) { return g.process === c.process; })[0];
+      if (!group) groups.push(group = { process: c.process, tracks: [] });
+      (group.counters = group.counters || []).push(c);
+    });
+    this.counterPlugins = [];
     var byProcess = groups;
     groups.forEach(function (group) {
       var members = [];
@@ -419,6 +458,15 @@
                                          "  ·  " + fmtInt(track.events) + " events");
         members.push(toggle, plugin);
         plugins.push(toggle, plugin);
+      });
+      (group.counters || []).forEach(function (c) {
+        // An empty track keeps the counter's room in the chart; the overlay draws its samples (drawCounters).
+        var plugin = new TrackPlugin({ levels: 2, threads: [], title: c.name }, span);
+        plugin.counter = c;
+        var toggle = new fc.TogglePlugin(c.name + "  ·  counter, max " + fmtCounter(c.max, c.unit));
+        members.push(toggle, plugin);
+        plugins.push(toggle, plugin);
+        self.counterPlugins.push(plugin);
       });
     });
     this.plugins = plugins;
@@ -835,10 +883,58 @@
     }
     ctx.fillStyle = "rgba(9,105,218,0.8)";
     this.marks.forEach(function (ms) { ctx.fillRect(Math.round(self.xOf(ms)), 0, 1, h); });
+    this.drawCounters(ctx, h);
     var area = this.area || this.dragArea;
     if (area) this.drawArea(ctx, area, h);
     if (this.allFlows) this.drawAllFlows(ctx);
     if (this.flow) this.drawFlow(ctx);
+  };
+
+  /* Each counter track on screen as a step line over its room in the chart (a sample holds until the next), its
+     scale from 0 to the counter's maximum, with the value at the view's end. */
+  Timeline.prototype.drawCounters = function (ctx, h) {
+    var plugins = this.counterPlugins || [], data = this.counterData || {}, top = this.scroller.scrollTop;
+    var v = this.view(), width = this.canvas.width, drawn = 0, self = this;
+    plugins.forEach(function (plugin) {
+      var c = plugin.counter, d = data[c.key], e = plugin.renderEngine;
+      if (!d || !e || e.collapsed || self.plugins.indexOf(plugin) < 0) return;
+      var y0 = e.position - top + 2, room = e.height - 6;
+      if (y0 + room < 0 || y0 > h) return;
+      var scale = c.max > 0 ? room / c.max : 0, t = d.time, val = d.value, n = t.length;
+      var p0 = v[0] * PS_PER_MS, lo = 0, hi = n - 1;
+      while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (t[mid] <= p0) lo = mid; else hi = mid - 1; }
+      ctx.beginPath();
+      ctx.moveTo(0, y0 + room);
+      var x = 0, y = t[lo] <= p0 ? y0 + room - val[lo] * scale : y0 + room, last = t[lo] <= p0 ? val[lo] : 0;
+      ctx.lineTo(0, y);
+      for (var i = lo; i < n; i++) {
+        if (t[i] < p0) continue;
+        var xi = self.xOf(t[i] / PS_PER_MS);
+        if (xi > width) break;
+        ctx.lineTo(xi, y);
+        y = y0 + room - val[i] * scale;
+        last = val[i];
+        ctx.lineTo(xi, y);
+        x = xi;
+      }
+      ctx.lineTo(width, y);
+      ctx.lineTo(width, y0 + room);
+      ctx.closePath();
+      ctx.fillStyle = "rgba(26,127,55,0.18)";
+      ctx.fill();
+      ctx.strokeStyle = "rgba(26,127,55,0.9)";
+      ctx.lineWidth = 1;
+      ctx.stroke();
+      ctx.font = "11px sans-serif";
+      ctx.textBaseline = "top";
+      var label = fmtCounter(last, c.unit), lw = ctx.measureText(label).width, lx = Math.max(4, width - lw - 24);
+      ctx.fillStyle = "rgba(255,255,255,0.85)";  // the value at the view's end, readable over the line
+      ctx.fillRect(lx - 2, y0, lw + 4, 13);
+      ctx.fillStyle = "#1a7f37";
+      ctx.fillText(label, lx, y0 + 1);
+      drawn++;
+    });
+    this.root.dataset.countersDrawn = String(drawn);
   };
 
   /* The span between the last two marks, in time order, or null. */

@@ -63,7 +63,7 @@ def _open(driver, page: Path, fragment: str = "") -> dict:
       return {host: root.dataset.host, events: +root.dataset.events, tracks: +root.dataset.tracks,
               drawnTracks: tl.tracks.length, status: root.querySelector('[data-timeline-status]').textContent,
               mode: root.dataset.mode, drawn: +root.dataset.drawn, view: v, selected: root.dataset.selected || null,
-              slice: (root.dataset.slice || "").split(",").map(Number)};
+              slice: (root.dataset.slice || "").split(",").filter(Boolean).map(Number)};
     """)
 
 
@@ -138,9 +138,8 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     assert state["tracks"] == len(index["tracks"]) == state["drawnTracks"]
     assert f"{manifest_events[host] - index['counter_samples']:,} events in {len(index['tracks'])} tracks" in \
         state["status"]
-    # 20,631 events in one window: at the step's zoom every event of the view and half a view each side is drawn.
-    assert state["mode"] == "detail"
-    assert 0 < state["drawn"] == events_in_slice(folder, index, *state["slice"]) < index["events"]
+    # 20,631 events in one window: every one handed to the tracks (no slice of the view below 25,000 rows).
+    assert state["mode"] == "detail" and state["slice"] == [] and state["drawn"] == index["events"]
     _shot(driver, tmp_path, "timeline-gpu.png")
 
     clicked = _click_event(driver, "Stream #134(Compute)")
@@ -628,6 +627,24 @@ def test_tracks_off_screen_are_drawn_once_scrolled_to(tpu_site, driver):
     driver.execute_script(f"var tl = {tl}; tl.scroller.scrollTop = arguments[0] - 50;", state["position"])
     WebDriverWait(driver, 10).until(lambda d: d.execute_script(
         f"return {tl}.tracks[arguments[0]].interactionsEngine.hitRegions.length", state["k"]) > 0)
+
+    # 29,869 events: at the whole capture's zoom the view holds more than 8 per pixel, so tiles are drawn; zoomed in
+    # to a sparse tenth of it, every event, but only of the view and half a view each side.
+    folder = tpu_site / run / "trace" / run / "timeline"
+    index = read_index(folder)
+    assert index["lod"] and driver.execute_script(f"var tl = {tl}; tl.setView(tl.span[0], tl.span[1]);"
+                                                  "return tl.update().then(() => tl.root.dataset.mode)") == "lod"
+    # Around the busiest 1/1024 of the span that holds at most 2,000 event starts (the index's density).
+    driver.execute_script(f"""
+      var tl = {tl}, d = tl.index.density, best = 0;
+      d.counts.forEach((c, k) => {{ if (c <= 2000 && c > d.counts[best]) best = k; }});
+      var bin = (tl.index.end - tl.index.start) / d.bins / 1e9, t = tl.index.start / 1e9 + best * bin;
+      tl.setView(t - bin, t + 2 * bin);""")
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+        f"var r = {tl}.root; return r.dataset.mode === 'detail' && r.dataset.slice"))
+    sliced = driver.execute_script(f"var r = {tl}.root; return [+r.dataset.drawn,"
+                                   " r.dataset.slice.split(',').map(Number)]")
+    assert 0 < sliced[0] == events_in_slice(folder, index, *sliced[1]) < index["events"]
     assert console_errors(driver) == []
 
 
@@ -915,7 +932,7 @@ def test_firefox_opens_the_timeline_from_file(site, tmp_path):
         state = Wait(ff, timeout=30).until(lambda m: m.execute_script(
             "var r = document.querySelector('[data-timeline]');"
             "return r.dataset.ready ? {host: r.dataset.host, drawn: +r.dataset.drawn, mode: r.dataset.mode,"
-            " slice: r.dataset.slice.split(',').map(Number),"
+            " slice: r.dataset.slice.split(',').filter(Boolean).map(Number),"
             " status: r.querySelector('[data-timeline-status]').textContent} : null;", sandbox=None),
             message="the timeline did not draw in Firefox")
         folder = site / run / "trace" / state["host"] / "timeline"

@@ -14,7 +14,10 @@
 
   // Full detail when the view holds at most this many events per pixel of its width (an index of format 2 counts
   // them; format 1: when the visible windows hold at most DETAIL_MAX_EVENTS). Past it, tiles of merged blocks.
-  var DETAIL_EVENTS_PER_PX = 4;
+  var DETAIL_EVENTS_PER_PX = 8;
+  // Files of at most this many rows in all are handed to the tracks whole (a small host draws fast enough so); past
+  // it, the tracks get the slice of the view and half a view each side.
+  var SLICE_MIN_ROWS = 25000;
   var DETAIL_MAX_EVENTS = 250000;
   var PS_PER_MS = 1e9;
   var BLOCK = 16;                   // flame-chart-js block height (px); a level is BLOCK + 1 px
@@ -702,6 +705,8 @@
       while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (windowStarts[mid] <= ps) lo = mid; else hi = mid - 1; }
       return windowKeys[lo];
     };
+    var rows = sets.reduce(function (a, set) { return a + set.n; }, 0);
+    if (rows <= SLICE_MIN_ROWS) want.slice = null;  // every row handed: no slice to follow (sliceServes)
     var drawn = 0, slice = want.slice || [-Infinity, Infinity], s0 = slice[0], s1 = slice[1];
     sets.forEach(function (set) {
       var skip = {};

@@ -1012,6 +1012,9 @@ def test_every_host_of_a_run_in_one_timeline(site, driver, tmp_path):
         space = gpu_space(name)
         space.plane("Task Environment", profile_start_time=1_700_000_000_000_000_000 + 2_000 * i)
         space.host_plane().line(2, "worker").event(f"work_of_{name}", 1_000_000, 500_000)
+        steps = space.host_plane().line(3, "loop")
+        for k in range(3):  # step 1 starts at 10 µs on hostA's clock, at 13 µs on hostB's
+            steps.event("train", (1 + k) * 10_000_000 + 3_000_000 * i, 8_000_000, _r=1, step_num=1 + k)
         captures[name] = space.serialize()
     logdir = make_logdir(tmp_path / "logs", {"pod": captures})
     built = tmp_path / "site"
@@ -1031,6 +1034,15 @@ def test_every_host_of_a_run_in_one_timeline(site, driver, tmp_path):
     assert views[0] == pytest.approx([0.0005, 0.0025]) and views[1] == pytest.approx([-0.0015, 0.0005])
     note = driver.find_element("css selector", "[data-timeline-alignment]").text
     assert "hostB starts 2.000 µs after the first" in note
+    # Aligned on their first common step instead: hostB's step 1 (13 µs on its clock) falls on hostA's (10 µs).
+    driver.find_element("css selector", "[data-timeline-align-steps]").click()
+    aligned = driver.execute_script("""
+      var all = [...document.querySelectorAll('[data-timeline-group] [data-timeline]')].map(e => e.timeline);
+      return {offsets: all.map(t => t.offsetMs), views: all.map(t => t.view()),
+              note: document.querySelector('[data-timeline-align-note]').textContent};""")
+    assert aligned["offsets"] == pytest.approx([0, -3e-3])
+    assert aligned["views"][1] == pytest.approx([t + 3e-3 for t in aligned["views"][0]])
+    assert "Aligned on step 1: hostB shifted by −5" in aligned["note"]
     assert console_errors(driver) == []
 
 

@@ -287,7 +287,59 @@
 
   var groups = {};
   function groupOf(name) {
-    return groups[name] || (groups[name] = { members: [], leader: null, spanMs: null });
+    if (groups[name]) return groups[name];
+    var group = groups[name] = { members: [], leader: null, spanMs: null };
+    var box = document.querySelector("[data-timeline-group='" + name + "']");
+    var check = box && box.querySelector("[data-timeline-align-steps]");
+    if (check) check.addEventListener("change", function () { alignOnSteps(group, check.checked, box); });
+    return group;
+  }
+
+  /* The group's hosts shifted so that their first common step starts at one x (or back to the offsets the page
+     was built with), said beside the option; each host's chart is built again on the new shared span. */
+  function alignOnSteps(group, on, box) {
+    var members = group.members.filter(function (m) { return m.ready; });
+    var note = box.querySelector("[data-timeline-align-note]"), text = "";
+    var base = function (m) { return (+m.root.dataset.offsetPs || 0) / PS_PER_MS; };
+    var offsets = members.map(base);
+    if (on) {
+      var common = null;
+      members.forEach(function (m) {
+        var numbers = m.index.steps.map(function (s) { return s[0]; });
+        common = common === null ? numbers : common.filter(function (n) { return numbers.indexOf(n) >= 0; });
+      });
+      var first = common && common.length ? Math.min.apply(null, common) : null;
+      if (first === null) {
+        text = "No step number is common to every host: the hosts keep their places.";
+      } else {
+        var startOf = function (m) { return m.index.steps.filter(function (s) { return s[0] === first; })[0][1] / PS_PER_MS; };
+        var at = startOf(members[0]) + offsets[0];
+        offsets = members.map(function (m) { return at - startOf(m); });
+        text = "Aligned on step " + first + ": " + members.slice(1).map(function (m, i) {
+          return m.host + " shifted by " + fmtSigned((offsets[i + 1] - base(m)) * PS_PER_MS, 1e3);
+        }).join(", ") + " from its place above.";
+      }
+    }
+    var lo = Infinity, hi = -Infinity;
+    members.forEach(function (m, i) {
+      lo = Math.min(lo, m.index.start / PS_PER_MS + offsets[i]);
+      hi = Math.max(hi, m.index.end / PS_PER_MS + offsets[i]);
+    });
+    group.spanMs = [lo, hi];
+    var leader = group.leader && group.leader.ready ? group.leader : members[0];
+    var v = leader ? leader.view() : null;
+    members.forEach(function (m, i) {
+      m.offsetMs = offsets[i];
+      m.root.dataset.alignedOffsetPs = String(Math.round(offsets[i] * PS_PER_MS));
+    });
+    members.forEach(function (m) { m.setLayout(m.pinned, m.hidden); });
+    if (leader && v) {  // the leader keeps its view; the others move to show the same instants
+      group.leader = leader;
+      leader.setView(v[0], v[1]);
+      leader.syncGroup();
+    }
+    if (note) note.textContent = text;
+    box.dataset.alignedOnSteps = on ? "1" : "";
   }
 
   /* Every host of the group shows the leader's view (the same instants, on each host's own clock), and counts its

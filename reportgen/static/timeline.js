@@ -539,6 +539,13 @@
     });
     // Redraw the chosen data after any view change (wheel, drag, keys, setZoom).
     var engine = this.chart.renderEngine, render = engine.render.bind(engine);
+    // Each track's own canvas is copied onto the chart's only where it is on screen (or a screen around it, as
+    // onScreen draws): copying the off-screen ones onto a canvas thousands of pixels tall took a third of a frame.
+    var copy = engine.copy.bind(engine);
+    engine.copy = function (child) {
+      var top = self.scroller.scrollTop, h = self.scroller.clientHeight || 600, at = child.position || 0;
+      if (at + child.height >= top - h && at <= top + 2 * h) copy(child);
+    };
     engine.render = function (prepare) {
       self.drawnFor = self.scroller.scrollTop;
       render(prepare);

@@ -1,7 +1,7 @@
 """In-page timeline benchmark: build cost of its data, and first paint / frame times in headless Chromium.
 
     PYTHONPATH=. python bench/timeline.py build --copies 50 200
-    PYTHONPATH=. python bench/timeline.py browse SITE/RUN/trace.html [--runs 3]
+    PYTHONPATH=. python bench/timeline.py browse SITE/RUN/trace.html [OTHER_SITE/RUN/trace.html …] [--runs 3]
     PYTHONPATH=. python bench/timeline.py speedscope --copies 1 10 --speedscope DIR
 
 * build: the shared GPU capture tiled N times (bench/tile.py), decoded once, then the trace
@@ -12,7 +12,11 @@
   then requestAnimationFrame intervals while input is sent through the DevTools protocol as a
   user would: W held (zoom in), D held (pan), S held (zoom out), Ctrl + wheel zooms at the mouse
   and mouse drags; per phase the median, 95th percentile and longest frame, and the frames over
-  50 ms. The data the view needed is loaded during these phases and counts in them.
+  50 ms. The data the view needed is loaded during these phases and counts in them. Then the JS
+  heap in use (the DevTools protocol's JSHeapUsedSize, after a garbage collection) beside the
+  bytes of the timeline's files the page loaded. Several pages (the same capture built by two
+  checkouts) are measured in turns, run by run, so that each figure stands beside the other's
+  under the same load: read them as ratios on a shared machine.
 * speedscope: the same capture's Chrome JSON opened in speedscope's own app from file:// (its
   `#localProfilePath=` script, the only way it reads a local file), time until its flame graph
   is drawn. speedscope's release folder comes from `npm pack speedscope`.
@@ -191,22 +195,49 @@ def _interact(driver) -> dict:
     return phases
 
 
-def bench_browse(page: str, runs: int) -> dict:
+TIMELINE_FILES = """
+return [...document.querySelectorAll('script[data-timeline-base]')].map(function (e) { return e.src; });
+"""
+
+
+def _heap(driver) -> dict:
+    """JS heap in use after a full collection, and the timeline files the page loaded (their bytes on disk)."""
+    from urllib.parse import unquote, urlparse
+
+    driver.execute_cdp_cmd("HeapProfiler.enable", {})
+    driver.execute_cdp_cmd("HeapProfiler.collectGarbage", {})
+    driver.execute_cdp_cmd("Performance.enable", {})
+    metrics = {m["name"]: m["value"] for m in driver.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]}
+    files = driver.execute_script(TIMELINE_FILES)
+    loaded = sum(Path(unquote(urlparse(url).path)).stat().st_size for url in set(files))
+    heap = metrics.get("JSHeapUsedSize", 0)
+    return {"heap_used_mib": round(heap / 2**20, 1), "timeline_files_loaded": len(set(files)),
+            "timeline_bytes_loaded_mib": round(loaded / 2**20, 2),
+            "heap_over_loaded": round(heap / loaded, 2) if loaded else None}
+
+
+def bench_browse(pages: list[str], runs: int) -> list[dict]:
     from tests.browser import start_chromium
 
-    out: dict = {"page": page, "first_paint_ms": [], "loadavg": loadavg()}
-    url = Path(page).resolve().as_uri()
+    out = [{"page": page, "first_paint_ms": [], "loadavg": loadavg()} for page in pages]
     for run in range(runs):
-        with tempfile.TemporaryDirectory() as profile:
-            driver = start_chromium(Path(profile), window="1280,800")
-            try:
-                out["first_paint_ms"].append(_first_paint(driver, url))
-                if run == runs - 1:
-                    out["phases"] = _interact(driver)
-                    out["console_errors"] = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-            finally:
-                driver.quit()
-    out["loadavg_after"] = loadavg()
+        for row in out:  # in turns: each page's run beside the other's, under the same load
+            with tempfile.TemporaryDirectory() as profile:
+                driver = start_chromium(Path(profile), window="1280,800")
+                try:
+                    row["first_paint_ms"].append(_first_paint(driver, Path(row["page"]).resolve().as_uri()))
+                    if run == runs - 1:
+                        row["heap_at_first_paint"] = _heap(driver)
+                        row["phases"] = _interact(driver)
+                        row["heap_after_interaction"] = _heap(driver)
+                        frames = [p["p95_ms"] for p in row["phases"].values() if "p95_ms" in p]
+                        row["worst_phase_p95_ms"] = max(frames) if frames else None
+                        row["console_errors"] = [e["message"] for e in driver.get_log("browser")
+                                                 if e["level"] == "SEVERE"]
+                finally:
+                    driver.quit()
+    for row in out:
+        row["loadavg_after"] = loadavg()
     print(json.dumps(out, indent=1), flush=True)
     return out
 
@@ -261,7 +292,7 @@ def main() -> None:
     b = sub.add_parser("build")
     b.add_argument("--copies", type=int, nargs="+", default=[50, 200])
     w = sub.add_parser("browse")
-    w.add_argument("page")
+    w.add_argument("page", nargs="+")
     w.add_argument("--runs", type=int, default=3)
     s = sub.add_parser("speedscope")
     s.add_argument("--copies", type=int, nargs="+", default=[1, 10])

@@ -169,6 +169,10 @@ def test_windows_levels_pools_and_detail_tiles(tmp_path, monkeypatch):
     depth = {name: set(cols.level[[i for i, n in enumerate(cols.name) if n == name]]) for name in set(cols.name)}
     assert depth["train 0"] == {0} and depth["outer"] == {1} and depth["inner"] == {2}
 
+    # The page's events per pixel: every event's start counted once in the density histogram.
+    assert index["format"] == timeline.FORMAT
+    density = index["density"]
+    assert len(density["counts"]) == density["bins"] and sum(density["counts"]) == index["events"]
     # Level of detail: every event counted once per level, short neighbours merged at coarse levels.
     assert index["lod"]
     total = index["events"]
@@ -309,3 +313,35 @@ def test_vendored_flame_chart_is_the_pinned_version():
     assert "npm pack" in script and "VERSION" in script
     pyproject = (REPO / "pyproject.toml").read_text()
     assert '"static/vendor/*/*"' in pyproject
+
+
+def test_counter_samples_are_counter_tracks_of_their_process(tmp_path):
+    """A capture's counter samples (its `_counters_` line) become one counter track per counter name under their
+    process, holding every sample at its time with the value the chunks give it."""
+    space = Space()
+    main = space.plane("/host:CPU").line(1, "python")
+    tpu = space.plane("/device:TPU:0", plane_id=0)
+    counters = tpu.line(9, "_counters_")
+    tpu.line(10, "XLA Ops").event("fusion", 0, 50 * NS)
+    for k in range(10):
+        main.event("train", k * 1000 * NS, 900 * NS, _r=1, step_num=k)
+        counters.event("HBM", k * 1000 * NS + 500 * NS, 0, value=float(k * k))
+        if k % 2:
+            counters.event("Queue", k * 1000 * NS + 100 * NS, 0, value=float(-k))
+    folder = tmp_path / "testhost"
+    result = export_host(space.capture(), "run", folder, "json")
+    index = read_index(folder / timeline.DIR)
+    chunk_samples: dict[str, list[tuple[float, float]]] = {}
+    for rec in result.chunks:
+        for e in read_chunk(folder.parent / rec.file)["traceEvents"]:
+            if e.get("ph") == "C":
+                chunk_samples.setdefault(e["name"], []).append((round(float(e["ts"]) * 1e6), e["args"]["value"]))
+    tpu_process = next(t["process"] for t in index["tracks"] if t["process"].endswith("/device:TPU:0"))
+    assert sorted(c["name"] for c in index["counters"]) == sorted(chunk_samples) == ["HBM", "Queue"]
+    for c in index["counters"]:
+        assert c["process"] == tpu_process and c["unit"] == ""
+        header, raw = read_script(folder / timeline.DIR / f"{c['key']}.js")
+        n = header["n"]
+        times, values = np.cumsum(np.frombuffer(raw, "<f8", n)), np.frombuffer(raw, "<f8", n, 8 * n)
+        assert list(zip(times.round().tolist(), values.tolist())) == sorted(chunk_samples[c["name"]])
+        assert (c["n"], c["min"], c["max"]) == (n, float(values.min()), float(values.max()))

@@ -20,9 +20,9 @@ import pytest
 from reportgen.cli.main import main
 from tests.browser import console_errors, needs_browser, start_chromium
 from tests.chrome_json import read_chunk
-from tests.conftest import LOGDIR, needs_shared
+from tests.conftest import LOGDIR, ORACLE, needs_shared
 from tests.firefox import needs_firefox
-from tests.timeline_files import read_index
+from tests.timeline_files import events_in_slice, read_index
 
 pytestmark = [needs_shared, needs_browser]
 
@@ -62,7 +62,8 @@ def _open(driver, page: Path, fragment: str = "") -> dict:
       var tl = root.timeline, v = tl.view();
       return {host: root.dataset.host, events: +root.dataset.events, tracks: +root.dataset.tracks,
               drawnTracks: tl.tracks.length, status: root.querySelector('[data-timeline-status]').textContent,
-              mode: root.dataset.mode, drawn: +root.dataset.drawn, view: v, selected: root.dataset.selected || null};
+              mode: root.dataset.mode, drawn: +root.dataset.drawn, view: v, selected: root.dataset.selected || null,
+              slice: (root.dataset.slice || "").split(",").filter(Boolean).map(Number)};
     """)
 
 
@@ -137,7 +138,8 @@ def test_timeline_from_file_reports_the_manifest_and_shows_the_clicked_event(sit
     assert state["tracks"] == len(index["tracks"]) == state["drawnTracks"]
     assert f"{manifest_events[host] - index['counter_samples']:,} events in {len(index['tracks'])} tracks" in \
         state["status"]
-    assert state["mode"] == "detail" and state["drawn"] == index["events"]  # 20,631 events: one window, all drawn
+    # 20,631 events in one window: every one handed to the tracks (no slice of the view below 25,000 rows).
+    assert state["mode"] == "detail" and state["slice"] == [] and state["drawn"] == index["events"]
     _shot(driver, tmp_path, "timeline-gpu.png")
 
     clicked = _click_event(driver, "Stream #134(Compute)")
@@ -625,6 +627,24 @@ def test_tracks_off_screen_are_drawn_once_scrolled_to(tpu_site, driver):
     driver.execute_script(f"var tl = {tl}; tl.scroller.scrollTop = arguments[0] - 50;", state["position"])
     WebDriverWait(driver, 10).until(lambda d: d.execute_script(
         f"return {tl}.tracks[arguments[0]].interactionsEngine.hitRegions.length", state["k"]) > 0)
+
+    # 29,869 events: at the whole capture's zoom the view holds more than 8 per pixel, so tiles are drawn; zoomed in
+    # to a sparse tenth of it, every event, but only of the view and half a view each side.
+    folder = tpu_site / run / "trace" / run / "timeline"
+    index = read_index(folder)
+    assert index["lod"] and driver.execute_script(f"var tl = {tl}; tl.setView(tl.span[0], tl.span[1]);"
+                                                  "return tl.update().then(() => tl.root.dataset.mode)") == "lod"
+    # Around the busiest 1/1024 of the span that holds at most 2,000 event starts (the index's density).
+    driver.execute_script(f"""
+      var tl = {tl}, d = tl.index.density, best = 0;
+      d.counts.forEach((c, k) => {{ if (c <= 2000 && c > d.counts[best]) best = k; }});
+      var bin = (tl.index.end - tl.index.start) / d.bins / 1e9, t = tl.index.start / 1e9 + best * bin;
+      tl.setView(t - bin, t + 2 * bin);""")
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+        f"var r = {tl}.root; return r.dataset.mode === 'detail' && r.dataset.slice"))
+    sliced = driver.execute_script(f"var r = {tl}.root; return [+r.dataset.drawn,"
+                                   " r.dataset.slice.split(',').map(Number)]")
+    assert 0 < sliced[0] == events_in_slice(folder, index, *sliced[1]) < index["events"]
     assert console_errors(driver) == []
 
 
@@ -826,7 +846,8 @@ def test_a_small_hosts_timeline_is_one_file_and_opens_with_its_events_args_and_e
     assert (folder / "index.js").stat().st_size <= timeline.SMALL_TIMELINE_BYTES + 4096
 
     state = _open(driver, (site / "pod" / "trace.html").resolve())
-    assert state["host"] == "host0" and state["mode"] == "detail" and state["drawn"] == index["events"] > 0
+    assert state["host"] == "host0" and state["mode"] == "detail"
+    assert state["drawn"] == events_in_slice(folder, index, *state["slice"]) > 0
     clicked = _click_event(driver, index["tracks"][0]["title"])
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -913,10 +934,12 @@ def test_firefox_opens_the_timeline_from_file(site, tmp_path):
         state = Wait(ff, timeout=30).until(lambda m: m.execute_script(
             "var r = document.querySelector('[data-timeline]');"
             "return r.dataset.ready ? {host: r.dataset.host, drawn: +r.dataset.drawn, mode: r.dataset.mode,"
+            " slice: r.dataset.slice.split(',').filter(Boolean).map(Number),"
             " status: r.querySelector('[data-timeline-status]').textContent} : null;", sandbox=None),
             message="the timeline did not draw in Firefox")
-        index = read_index(site / run / "trace" / state["host"] / "timeline")
-        assert state["mode"] == "detail" and state["drawn"] == index["events"]
+        folder = site / run / "trace" / state["host"] / "timeline"
+        index = read_index(folder)
+        assert state["mode"] == "detail" and state["drawn"] == events_in_slice(folder, index, *state["slice"]) > 0
         # Search selects an event, whose arguments come from the window's args file.
         ff.execute_script("document.querySelector('[data-timeline]').timeline.search('MemcpyH2D');", sandbox=None)
         details = Wait(ff, timeout=10).until(lambda m: m.execute_script(
@@ -939,3 +962,132 @@ def test_firefox_opens_the_timeline_from_file(site, tmp_path):
         assert after[1] - after[0] < before[1] - before[0]
         (tmp_path / "timeline-firefox.png").write_bytes(base64.b64decode(ff.screenshot()))
     assert firefox_errors(profile) == []
+
+
+def _show_every_host(driver, page: Path) -> list[dict]:
+    """Open a run's trace page, choose "All hosts" in its host switch, and return each host's timeline there once
+    every one is ready."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "return document.readyState === 'complete' && document.querySelector(\"select[data-host-select='trace']\")"))
+    driver.execute_script("var s = document.querySelector(\"select[data-host-select='trace']\");"
+                          "s.value = '*'; s.dispatchEvent(new Event('change'));")
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "var all = [...document.querySelectorAll('[data-timeline-group] [data-timeline]')];"
+        "return all.length > 1 && all.every(e => e.dataset.ready && e.offsetParent !== null);"))
+    return driver.execute_script("""
+      return [...document.querySelectorAll('[data-timeline-group] [data-timeline]')].map(e => {
+        var tl = e.timeline;
+        return {host: e.dataset.host, offset: tl.offsetMs, view: tl.view(), drawn: +e.dataset.drawn,
+                processes: tl.processes.map(p => p.process), tracks: tl.tracks.length,
+                names: [...new Set(tl.tracks.flatMap(p => p.flatTree.map(n => n.source.name)))],
+                header: e.closest('details').querySelector('summary').textContent};
+      });""")
+
+
+def test_every_host_of_a_run_in_one_timeline(site, driver, tmp_path):
+    """A multi-host run's trace page shows every host's tracks, each under its host, on one time axis: placed by
+    each profiler's start where the captures record it, and said to be not comparable where they do not."""
+    from tests.logdirs import make_logdir
+    from tests.xspace import gpu_space
+
+    # The shared two-host GPU run: its captures do not record when their profilers started.
+    run = "gpu_multi_worker"
+    shown = _show_every_host(driver, site / run / "trace.html")
+    hosts = sorted(_manifest_events(site, run))
+    assert [s["host"] for s in shown] == hosts and len(hosts) == 2
+    for entry in shown:
+        index = read_index(site / run / "trace" / entry["host"] / "timeline")
+        assert entry["header"] == f"Host {entry['host']}" and entry["tracks"] == len(index["tracks"])
+        assert entry["processes"] and all(p.startswith(entry["host"] + " ") for p in entry["processes"])
+        assert entry["drawn"] > 0 and entry["offset"] == 0
+    assert shown[0]["view"] == shown[1]["view"]
+    note = driver.find_element("css selector", "[data-timeline-alignment]").text
+    assert "times of different hosts are not comparable" in note
+    _shot(driver, tmp_path, "timeline-all-hosts.png")
+
+    # Two hosts whose profilers started 2 µs apart, each with an event of its own at 1 µs on its own clock.
+    captures = {}
+    for i, name in enumerate(("hostA", "hostB")):
+        space = gpu_space(name)
+        space.plane("Task Environment", profile_start_time=1_700_000_000_000_000_000 + 2_000 * i)
+        space.host_plane().line(2, "worker").event(f"work_of_{name}", 1_000_000, 500_000)
+        steps = space.host_plane().line(3, "loop")
+        for k in range(3):  # step 1 starts at 10 µs on hostA's clock, at 13 µs on hostB's
+            steps.event("train", (1 + k) * 10_000_000 + 3_000_000 * i, 8_000_000, _r=1, step_num=1 + k)
+        captures[name] = space.serialize()
+    logdir = make_logdir(tmp_path / "logs", {"pod": captures})
+    built = tmp_path / "site"
+    assert main(["build", str(logdir), "-o", str(built), "-q", "--jobs", "1", "--no-cache"]) == 0
+    shown = _show_every_host(driver, built / "pod" / "trace.html")
+    assert [s["host"] for s in shown] == ["hostA", "hostB"]
+    assert shown[0]["offset"] == 0 and shown[1]["offset"] == pytest.approx(2e-3)  # ms: 2 µs later
+    assert "work_of_hostA" in shown[0]["names"] and "work_of_hostB" in shown[1]["names"]
+    assert "work_of_hostB" not in shown[0]["names"]
+    # One instant is one x: hostB's view is hostA's, 2 µs earlier on hostB's clock; and it follows hostA's zoom.
+    assert shown[1]["view"] == pytest.approx([t - 2e-3 for t in shown[0]["view"]])
+    views = driver.execute_script("""
+      var all = [...document.querySelectorAll('[data-timeline-group] [data-timeline]')].map(e => e.timeline);
+      all[0].root.dispatchEvent(new MouseEvent('mousedown', {bubbles: true}));  // the host touched leads
+      all[0].setView(0.0005, 0.0025);
+      return all.map(t => t.view());""")
+    assert views[0] == pytest.approx([0.0005, 0.0025]) and views[1] == pytest.approx([-0.0015, 0.0005])
+    note = driver.find_element("css selector", "[data-timeline-alignment]").text
+    assert "hostB starts 2.000 µs after the first" in note
+    # Aligned on their first common step instead: hostB's step 1 (13 µs on its clock) falls on hostA's (10 µs).
+    driver.find_element("css selector", "[data-timeline-align-steps]").click()
+    aligned = driver.execute_script("""
+      var all = [...document.querySelectorAll('[data-timeline-group] [data-timeline]')].map(e => e.timeline);
+      return {offsets: all.map(t => t.offsetMs), views: all.map(t => t.view()),
+              note: document.querySelector('[data-timeline-align-note]').textContent};""")
+    assert aligned["offsets"] == pytest.approx([0, -3e-3])
+    assert aligned["views"][1] == pytest.approx([t + 3e-3 for t in aligned["views"][0]])
+    assert "Aligned on step 1: hostB shifted by −5" in aligned["note"]
+    assert console_errors(driver) == []
+
+
+def test_the_memory_in_use_per_allocator_is_a_counter_track_under_the_host(site, driver):
+    """The memory profile's memory in use (stack + heap) of the CPU run's allocator is a counter track under the
+    host's threads: its peak is XProf's, the page holds the file's samples and draws them."""
+    import numpy as np
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.timeline_files import read_script
+
+    run = "tf_keras_input_bound"
+    folder = site / run / "trace" / "vm" / "timeline"
+    index = read_index(folder)
+    oracle = json.loads((ORACLE / run / "memory_profile.json").read_text())
+    allocators = oracle["memoryProfilePerAllocator"]
+    memory = [c for c in index["counters"] if c["unit"] == "bytes"]
+    assert [c["name"] for c in memory] == [f"Memory in use · {a}" for a in sorted(allocators)]
+    for c in memory:
+        assert c["process"] == "vm /host:CPU"
+        peak = int(allocators[c["name"].split(" · ")[1]]["profileSummary"]["peakStats"]["peakBytesInUse"])
+        assert c["max"] == peak
+    header, raw = read_script(folder / f"{memory[0]['key']}.js")
+    n = header["n"]
+    times, values = np.cumsum(np.frombuffer(raw, "<f8", n)), np.frombuffer(raw, "<f8", n, 8 * n)
+
+    _open(driver, site / run / "trace.html")
+    tl = "document.querySelector('section:not([hidden]) [data-timeline]').timeline"
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script(f"return {tl}.root.dataset.countersLoaded"))
+    held = driver.execute_script(f"""
+      var tl = {tl}, d = tl.counterData[arguments[0]];
+      tl.setView(tl.span[0], tl.span[1]);
+      var p = tl.counterPlugins.find(p => p.counter.key === arguments[0]);
+      tl.scroller.scrollTop = Math.max(0, p.renderEngine.position - 100);
+      return {{time: Array.from(d.time), value: Array.from(d.value)}};""", memory[0]["key"])
+    assert held["time"] == times.tolist() and held["value"] == values.tolist()
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(f"return {tl}.root.dataset.countersDrawn") == "1")
+    # The step line's ink (its green) lies in the counter's room on the overlay.
+    green = driver.execute_script(f"""
+      var tl = {tl}, p = tl.counterPlugins[0], e = p.renderEngine, c = tl.overlay;
+      var y = e.position - tl.scroller.scrollTop, px = c.getContext('2d').getImageData(0, y, c.width, e.height).data;
+      var n = 0;
+      for (var i = 0; i < px.length; i += 4) if (px[i + 1] > px[i] + 40 && px[i + 3] > 0) n++;
+      return n;""")
+    assert green > 100
+    assert console_errors(driver) == []

@@ -68,8 +68,9 @@ def test_step_cuts_keep_every_event_once(tmp_path):
 
 
 def test_counter_samples_go_to_the_chunk_of_their_time(tmp_path):
-    """Counter samples are not drawn on the timeline, whose windows write the other events into the
-    chunks: they are written into their chunk apart, each once, in the chunk whose time range holds them."""
+    """Counter samples are not in the timeline's windows (it draws them as counter tracks), whose events the
+    chunks are written from: they are written into their chunk apart, each once, in the chunk whose time range
+    holds them."""
     space = Space()
     main = space.plane("/host:CPU").line(1, "python")
     tpu = space.plane("/device:TPU:0", plane_id=0)

@@ -97,3 +97,16 @@ def read_columns(path: Path) -> tuple[dict, Columns]:
 
 def read_index(folder: Path) -> dict:
     return read_script(folder / "index.js")[1]
+
+
+def events_in_slice(folder: Path, index: dict, lo: float = -np.inf, hi: float = np.inf) -> int:
+    """The full-detail events (each once) that overlap [lo, hi] ps: what the page hands its tracks for a slice
+    (every event of the host without one)."""
+    seen: set[tuple[int, int, float]] = set()
+    for window in index["windows"]:
+        if window["end"] < lo or window["start"] > hi:
+            continue
+        _, cols = read_columns(folder / f"{window['key']}.js")
+        inside = (cols.start <= hi) & (cols.start + cols.dur >= lo)
+        seen.update(zip(cols.track[inside].tolist(), cols.level[inside].tolist(), cols.start[inside].tolist()))
+    return len(seen)

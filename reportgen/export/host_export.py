@@ -32,7 +32,7 @@ from reportgen.export.layout import LINE_EVENTS
 from reportgen.export.perfetto_writer import write_pftrace
 from reportgen.export.steps import StepMarks
 from reportgen.export.tables import AddedRows, TraceTables, build_tables
-from reportgen.export.timeline import TimelineFiles, export_timeline
+from reportgen.export.timeline import CounterSeries, TimelineFiles, export_timeline
 from reportgen.kernels import ensure_compiled
 from reportgen.names import host_folder
 
@@ -107,11 +107,12 @@ def _us(ps) -> float:
 def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_format: str = "json",
                 max_events: int = MAX_CHUNK_EVENTS, max_bytes: int = MAX_CHUNK_BYTES,
                 steps: StepMarks | None = None, generator: str = "reportgen",
-                activity_bins: int = 200, timeline: bool = True, added: AddedRows | None = None) -> HostExport:
+                activity_bins: int = 200, timeline: bool = True, added: AddedRows | None = None,
+                counters: list[CounterSeries] | None = None) -> HostExport:
     """Write the host's trace files into out_dir; file names in the records are `<host>/<file>`.
 
     `added`: rows XProf derives while loading the capture (a TPU core's Framework Ops, …), exported
-    beside the capture's own."""
+    beside the capture's own. `counters`: series the in-page timeline draws as counter tracks."""
     if trace_format not in FORMATS:
         raise ValueError(f"trace format must be one of {', '.join(FORMATS)}")
     started = time.perf_counter()
@@ -140,7 +141,7 @@ def export_host(capture: HostCapture, run: str, out_dir: str | Path, trace_forma
                 _export_json(tables, kernel, run, out, result, max_events, max_bytes, generator)
         if timeline and len(rows):
             try:
-                result.timeline = export_timeline(tables, out, kernel, chunks=chunks)
+                result.timeline = export_timeline(tables, out, kernel, chunks=chunks, counters=counters)
                 if chunks is not None:
                     chunks.finish()
             except BaseException:

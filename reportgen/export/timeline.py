@@ -13,12 +13,17 @@ chunks, into `<out_dir>/timeline/`:
   objects: args, flow ids, category), read only when an event is selected;
 * `x-000.js`, `xa-000.js`: an excerpt (the busiest step, at most EXCERPT_EVENTS
   events) that the single-file report embeds instead of the whole trace;
+* `c-NNN.js`: one counter track's samples (time, value), drawn under its
+  process: the capture's own counter samples (the `_counters_` line, one track
+  per counter name, valued as the Perfetto file values them) and the series the
+  trace section hands in (the memory profile's memory in use per allocator);
 * `lL-NNNNN.js`: level-of-detail tiles. Level L cuts the host's span into 4^L
   tiles, each drawn at about LOD_BINS blocks per lane: events shorter than a
   block that follow each other on one lane merge into one block that counts
   them; longer events stay whole. The page shows the coarsest level fine
-  enough for its zoom, and full-detail windows only once the visible ones hold
-  few enough events: it never loads the whole trace.
+  enough for its zoom where its view holds many events per pixel (counted from
+  the index's `density`, event starts per 1/1024 of the span), and full-detail
+  windows where it holds few: it never loads the whole trace.
 
 A host whose parts take at most SMALL_TIMELINE_BYTES has `index.js` alone: it
 carries every part's call before the index's own.
@@ -55,13 +60,22 @@ from reportgen.export.chunks import plan_chunks
 from reportgen.export.flows import FLOW_ASYNC
 from reportgen.export.json_writer import KernelArgs, render_runs
 from reportgen.export.layout import LINE_EVENTS
+from reportgen.export.perfetto_writer import _counter_values
 from reportgen.export.tables import TraceTables
 from reportgen.export.timeline_kernel import block_capacity, detail_blocks, nesting_depth
 
 WINDOW_EVENTS = 100_000  # events per full-detail window (cut on step starts where possible)
 LOD_BINS = 2000  # blocks per lane across one level-of-detail tile
-LOD_MIN_EVENTS = 150_000  # below this the page loads every window at once: no tiles
+# Below this many events a host has no tiles: the page draws every event at any zoom. Above it the page picks
+# the detail from the events per pixel in its view (the index's `density`), so a host of a few tens of thousands
+# of events crowded into a few pixels (a TPU core's ops at the whole capture's zoom) is drawn from tiles too.
+LOD_MIN_EVENTS = 20_000
 MAX_LOD_LEVELS = 8
+# A level whose blocks are at least this share of the host's events merges too little to need a finer one.
+LOD_STOP_SHARE = 0.5
+DENSITY_BINS = 1024  # the index's histogram of event starts over the host's span, for the page's events per pixel
+# The index's `format`: 2 added `density` (and, with LOD_MIN_EVENTS lowered, tiles for smaller hosts); 3 `counters`.
+FORMAT = 3
 # A host's timeline whose parts (windows, excerpt, tiles) take at most this many bytes is one file: its index.js
 # carries every part's call before its own. A pod's run has hundreds of hosts with a few events each: four files
 # fewer per host (creating a file costs 0.1–0.7 ms on ext4; a published object, a request). The page finds the
@@ -95,6 +109,17 @@ class ChunkSink(Protocol):
 
 
 @dataclass
+class CounterSeries:
+    """A counter track handed to the export: samples of one quantity, each holding until the next."""
+
+    process: str  # the trace process it is drawn under (its name, as the tracks' `process`); "": the host's threads
+    name: str
+    unit: str  # "bytes", or "" for a plain number
+    time_ps: np.ndarray  # int64, the host's trace time
+    value: np.ndarray  # float64
+
+
+@dataclass
 class TimelineFiles:
     """What the timeline export wrote for one host (the trace page reports it)."""
 
@@ -108,6 +133,8 @@ class TimelineFiles:
     seconds: float
     counter_samples: int = 0
     files_written: list[str] = field(default_factory=list)
+    start_ps: int = 0  # the index's span, in the host's own time: the page lays several hosts on one axis with it
+    end_ps: int = 0
 
 
 @dataclass
@@ -272,11 +299,13 @@ def _chunk_parts(buf: np.ndarray, offsets: np.ndarray, carried: np.ndarray) -> l
 
 
 def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = None,
-                    window_events: int | None = None, chunks: ChunkSink | None = None) -> TimelineFiles | None:
+                    window_events: int | None = None, chunks: ChunkSink | None = None,
+                    counters: list[CounterSeries] | None = None) -> TimelineFiles | None:
     """Write the host's timeline files into `out / DIR`; None when the host has no event to draw.
 
     `chunks`: the host's JSON chunks, written from the windows' events as they are rendered (windows
-    are then also cut where the chunks are)."""
+    are then also cut where the chunks are). `counters`: series drawn as counter tracks besides the
+    capture's own counter samples."""
     started = time.perf_counter()
     layout = tables.layout
     rows = tables.exported
@@ -457,8 +486,13 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
     excerpt.update(key="x-000", args="xa-000", events=int(len(inside)))
 
     lod = _write_lod(tables, host, start, end, track, level, rows, t_first, t_last, windows, write)
+    # A series of the host (the memory profile's) goes under the host's threads, else under the first process.
+    host_process = next((e["process"] for e in entries if e["process"].endswith("/host:CPU")), entries[0]["process"])
+    handed = [CounterSeries(c.process or host_process, c.name, c.unit, c.time_ps, c.value) for c in counters or ()]
+    counter_tracks = _write_counters(host, _capture_counters(tables) + handed, write)
     marks = tables.steps
     index = {
+        "format": FORMAT,
         "host": host,
         "start": t_first,
         "end": t_last,
@@ -468,6 +502,8 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         "steps": [[int(n), int(s), int(e)] for n, s, e in zip(marks.number, marks.start_ps, marks.end_ps)],
         "windows": windows,
         "lod": lod,
+        "density": _density(start, t_first, t_last),
+        "counters": counter_tracks,
         "excerpt": excerpt,
     }
     index_call = REGISTER.encode() + b"(" + _js_text({"host": host, "key": "index"}) + b"," + _js_text(index) + b");\n"
@@ -478,7 +514,7 @@ def export_timeline(tables: TraceTables, out: Path, kernel: KernelArgs | None = 
         index=f"{DIR}/index.js", events=int(len(rows)), tracks=len(entries), windows=len(windows),
         lod_levels=len(lod), files=len(written), bytes=sum(size for _, size in written),
         seconds=time.perf_counter() - started, counter_samples=counter_samples,
-        files_written=[f"{DIR}/{name}" for name, _ in written],
+        files_written=[f"{DIR}/{name}" for name, _ in written], start_ps=t_first, end_ps=t_last,
     )
 
 
@@ -557,6 +593,50 @@ def _window_members(start: np.ndarray, end: np.ndarray, step_starts: np.ndarray,
     return member, member_carried, cuts, window_bounds
 
 
+def _capture_counters(tables: TraceTables) -> list[CounterSeries]:
+    """The capture's own counter samples (each process's `_counters_` line), one series per counter name."""
+    out = []
+    for proc in tables.layout.processes:
+        if not proc.counter_lines:
+            continue
+        rows = tables.rows_on_lines(proc.counter_lines)
+        rows = rows[rows < tables.n_events]
+        if not len(rows):
+            continue
+        rows = rows[np.argsort(tables.start_ps(rows), kind="stable")]
+        names, values = tables.name_sid[rows], _counter_values(tables, rows)
+        for sid in np.unique(names).tolist():
+            mine = names == sid
+            out.append(CounterSeries(proc.name, tables.pool.text(int(sid)), "", tables.start_ps(rows[mine]),
+                                     values[mine]))
+    return out
+
+
+def _write_counters(host: str, series: list[CounterSeries], write) -> list[dict]:
+    """One `c-NNN.js` per series (time deltas and values, float64), and its entry of the index."""
+    entries = []
+    for k, s in enumerate(x for x in series if len(x.time_ps)):
+        order = np.argsort(s.time_ps, kind="stable")
+        t, v = np.asarray(s.time_ps, dtype=np.int64)[order], np.asarray(s.value, dtype=np.float64)[order]
+        delta = np.empty(len(t), dtype="<f8")
+        delta[0] = t[0]
+        delta[1:] = t[1:] - t[:-1]
+        key = f"c-{k:03d}"
+        payload = delta.tobytes() + v.astype("<f8").tobytes()
+        write(f"{key}.js", _script({"host": host, "key": key, "n": len(t)}, payload))
+        entries.append({"key": key, "process": s.process, "name": s.name, "unit": s.unit, "n": int(len(t)),
+                        "min": float(v.min()), "max": float(v.max()), "start": int(t[0]), "end": int(t[-1])})
+    return entries
+
+
+def _density(start: np.ndarray, t_first: int, t_last: int) -> dict:
+    """{bins, counts}: how many events start in each of DENSITY_BINS equal slices of [t_first, t_last], so that
+    the page counts the events in its view (and so per pixel) without reading them."""
+    span = max(t_last - t_first, 1)
+    slot = np.minimum((start - t_first) * DENSITY_BINS // span, DENSITY_BINS - 1)
+    return {"bins": DENSITY_BINS, "counts": np.bincount(slot, minlength=DENSITY_BINS).tolist()}
+
+
 def _excerpt_range(start: np.ndarray, steps, t_first: int, t_last: int) -> dict:
     """{start, end, step}: the busiest step's time range, cut to EXCERPT_EVENTS events."""
     by_time = np.sort(start)
@@ -630,6 +710,9 @@ def _write_lod(tables: TraceTables, host: str, start: np.ndarray, end: np.ndarra
                 b_start[a:b], b_end[a:b] - b_start[a:b], name_index, b_track[a:b], b_level[a:b], count[a:b]))))
             tiles[str(t)] = [key, int(b - a)]
         levels.append({"tile": int(tile_span), "resolution": int(resolution), "tiles": tiles})
-        if tile_span <= window_span:
+        # Finer levels are not needed once a tile is about a window long, holds on average no more events than a
+        # host without tiles, or merges little: the page draws full detail there.
+        if ((len(windows) > 1 and tile_span <= window_span) or len(start) <= LOD_MIN_EVENTS * 4 ** lod_level
+                or len(event) >= LOD_STOP_SHARE * len(start)):
             break
     return levels

@@ -69,7 +69,7 @@ def excerpt_blocks(folder: Path, budget: int) -> tuple[list[str], int]:
     size = sum(sizes)
     fits = bool(keys) and len(sizes) == len(keys) and size <= budget
     whole = {k: index[k] for k in ("events", "start", "end")}
-    index = {**index, "lod": [], "whole": whole}
+    index = {**index, "lod": [], "counters": [], "whole": whole}  # the excerpt's events only: no tiles, no counters
     if fits:
         index["windows"] = [{"key": excerpt["key"], "args": excerpt["args"], "start": excerpt["start"],
                              "end": excerpt["end"], "events": excerpt["events"]}]

@@ -12,11 +12,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import altair as alt
+import numpy as np
 
 from reportgen import __version__
+from reportgen.capture import NO_STRING
 from reportgen.core.events.derived_timeline import derived_tpu_lines, has_tensor_core_planes
+from reportgen.core.tools.inventory import profile_start_ns
+from reportgen.core.tools.memory_profile import ALLOCATION_EVENT, DEALLOCATION_EVENT, _memory_events, snapshot_table
 from reportgen.export.host_export import HostExport, export_host
 from reportgen.export.tables import AddedRows
+from reportgen.export.timeline import CounterSeries
 from reportgen.names import host_folder
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads, short_label
@@ -36,6 +41,28 @@ def derived_rows(host: HostContext) -> AddedRows | None:
                      duration_ps=derived.duration_ps, name=derived.name)
 
 
+def has_memory_events(host: HostContext) -> bool:
+    """Whether the capture names an allocator's memory events (read from its strings, not its analyses)."""
+    capture = host.capture
+    return any(capture.string_id(name) != NO_STRING for name in (ALLOCATION_EVENT, DEALLOCATION_EVENT))
+
+
+def memory_counters(host: HostContext) -> list[CounterSeries]:
+    """The memory profile's memory in use (stack + heap, as XProf's memory profile counts it) per allocator, at
+    each of its memory events, for the timeline's counter tracks under the host's threads."""
+    if not has_memory_events(host):
+        return []
+    snapshots = snapshot_table(host.events)
+    if snapshots.empty:
+        return []
+    # The trace's times of the same rows (snapshot_table's time_ps counts from each line's start).
+    times = host.events.start[_memory_events(host.events)]
+    in_use = (snapshots["stack_bytes"] + snapshots["heap_bytes"]).to_numpy(np.float64)
+    ids = snapshots["memory_id"].to_numpy()
+    return [CounterSeries("", f"Memory in use · {memory_id or 'allocator'}", "bytes", times[ids == memory_id],
+                          in_use[ids == memory_id]) for memory_id in sorted(set(ids.tolist()))]
+
+
 @dataclass
 class TraceHostPart:
     export: HostExport
@@ -44,6 +71,9 @@ class TraceHostPart:
     # Files the requested format would have had but the host cannot give:
     # {"host", "format", "reason"}, listed in the manifest and the summary block.
     not_produced: list[dict] = field(default_factory=list)
+    # When the host's profiler started (ns since the epoch, its `Task Environment` plane), None when the capture
+    # does not say: the timeline of every host lays the hosts on one axis by it.
+    profile_start_ns: int | None = None
 
 
 @dataclass
@@ -76,6 +106,30 @@ def overview_chart(part: TraceHostPart) -> tuple[dict, int]:
                             for k, c in enumerate(export.cuts_us)]
     spec = _overview_spec(len(labels), bool(steps), bool(export.cuts_us))
     return with_datasets(_with_row_order(spec, list(labels)), datasets), pooled
+
+
+def combined_timeline(parts: list[TraceHostPart]) -> dict | None:
+    """The timeline of every host of a multi-host run: each host's offset on one time axis (ps, added to its own
+    times) and what that axis means; None for a run of one host with a timeline.
+
+    A capture's times count from its own profiler's start (XProf's trace viewer shows each host at those times).
+    Where every host records that start (`Task Environment`'s profile_start_time, ns since the epoch), hosts are
+    placed by it, so that one instant is one x; where one does not, each host keeps its own times and the page
+    says that times of two hosts are not comparable.
+    """
+    members = [p for p in parts if p.export.timeline is not None]
+    if len(members) < 2:
+        return None
+    starts = [p.profile_start_ns for p in members]
+    aligned = all(s is not None for s in starts)
+    first = min(s for s in starts if s is not None) if aligned else 0
+    hosts = []
+    for part, start in zip(members, starts):
+        timeline = part.export.timeline
+        offset = (start - first) * 1000 if aligned and start is not None else 0
+        hosts.append({"host": part.export.host, "folder": host_folder(part.export.host), "timeline": timeline,
+                      "offset_ps": offset, "span": [timeline.start_ps + offset, timeline.end_ps + offset]})
+    return {"hosts": hosts, "aligned": aligned}
 
 
 def _with_row_order(spec: dict, labels: list[str]) -> dict:
@@ -120,16 +174,18 @@ class TraceSection(Section):
 
     def reads_capture_only(self, host: HostContext) -> bool:
         # On TPU cores the export also takes the rows derived from the host's shared event table and
-        # step grouping (`derived_rows`): computed by the analyses, so not on a thread beside them.
-        return not has_tensor_core_planes(host.capture)
+        # step grouping (`derived_rows`), and with memory events the memory in use from that table
+        # (`memory_counters`): computed by the analyses, so not on a thread beside them.
+        return not has_tensor_core_planes(host.capture) and not has_memory_events(host)
 
     def host_part(self, host: HostContext) -> TraceHostPart | None:
         out_dir = f"{host.site_dir}/{host.run}/trace/{host_folder(host.host)}"
         export = export_host(host.capture, host.run, out_dir, host.trace_format,
-                             generator=f"reportgen {__version__}", added=derived_rows(host))
+                             generator=f"reportgen {__version__}", added=derived_rows(host),
+                             counters=memory_counters(host))
         if export.events == 0:
             return None
-        return TraceHostPart(export=export)
+        return TraceHostPart(export=export, profile_start_ns=profile_start_ns(host.capture))
 
     def combine(self, run: RunContext, parts: dict[str, TraceHostPart]) -> TraceData | None:
         hosts = [parts[h] for h in run.host_names if h in parts]
@@ -168,5 +224,10 @@ class TraceSection(Section):
                 "notes": part.notes,
                 "timeline": export.timeline,
             })
+        combined = combined_timeline(data.hosts)
+        if combined:  # every member's span on the common axis, for each to share it (timeline.js)
+            lo = min(m["span"][0] for m in combined["hosts"])
+            hi = max(m["span"][1] for m in combined["hosts"])
+            combined["span"] = [lo, hi]
         page.write_html("trace.html", "trace.html", hosts=hosts, errors=data.run.errors,
-                        total=self.summary(data))
+                        total=self.summary(data), combined=combined)

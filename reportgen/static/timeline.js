@@ -12,7 +12,13 @@
 (function () {
   "use strict";
 
-  var DETAIL_MAX_EVENTS = 250000;   // full detail when the visible windows hold at most this many events
+  // Full detail when the view holds at most this many events per pixel of its width (an index of format 2 counts
+  // them; format 1: when the visible windows hold at most DETAIL_MAX_EVENTS). Past it, tiles of merged blocks.
+  var DETAIL_EVENTS_PER_PX = 8;
+  // Files of at most this many rows in all are handed to the tracks whole (a small host draws fast enough so); past
+  // it, the tracks get the slice of the view and half a view each side.
+  var SLICE_MIN_ROWS = 25000;
+  var DETAIL_MAX_EVENTS = 250000;
   var PS_PER_MS = 1e9;
   var BLOCK = 16;                   // flame-chart-js block height (px); a level is BLOCK + 1 px
   var MERGED_COLOR = "#aab3bf";
@@ -116,6 +122,20 @@
     return entry.decoded;
   }
 
+  /* A counter track's file: float64 time deltas (ps), then float64 values. */
+  function decodeCounter(entry) {
+    if (!entry.decoded) {
+      var n = entry.header.n;
+      entry.decoded = inflate(entry.payload).then(function (buf) {
+        var delta = new Float64Array(buf, 0, n), value = new Float64Array(buf, 8 * n, n), time = new Float64Array(n), acc = 0;
+        for (var i = 0; i < n; i++) { acc += delta[i]; time[i] = acc; }
+        entry.payload = null;
+        return { time: time, value: value };
+      });
+    }
+    return entry.decoded;
+  }
+
   function decodeArgs(entry) {
     if (!entry.decoded) {
       entry.decoded = inflate(entry.payload).then(function (buf) {
@@ -137,6 +157,9 @@
     var a = Math.abs(ps), unit = a >= 1e12 ? 1e12 : a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : 1e3;
     var digits = Math.min(6, Math.max(0, Math.ceil(Math.log10(unit / Math.max(resolutionPs, 1e3)) - 1e-9)));
     return (ps < 0 ? "−" : "+") + window.reportgen.fmt.durationPs(a, digits);
+  }
+  function fmtCounter(value, unit) {
+    return unit === "bytes" ? window.reportgen.fmt.bytes(value) : window.reportgen.fmt.num(value, 2);
   }
   function fmtDuration(ps) { return window.reportgen.fmt.durationPs(ps, 3); }  // the pages' one format (reportgen.js)
   function fmtInt(n) {  // toLocaleString is too slow for thousands of labels
@@ -245,8 +268,105 @@
     this.pendingSelect = null;
     this.ready = false;
     this.held = {};
+    // One host's timeline among every host's (the trace page's "All hosts"): its times plus offsetMs are the
+    // shared axis's; the one the user last touched leads, and the others follow its view.
+    this.groupName = root.dataset.group || null;
+    this.offsetMs = (+root.dataset.offsetPs || 0) / PS_PER_MS;
+    if (this.groupName) {
+      var group = groupOf(this.groupName);
+      group.members.push(this);
+      var box = root.closest("[data-timeline-group]"), span = box && (box.dataset.spanPs || "").split(",").map(Number);
+      if (span && span.length === 2 && isFinite(span[0]) && isFinite(span[1])) group.spanMs = [span[0] / PS_PER_MS, span[1] / PS_PER_MS];
+      var self = this;
+      ["mousedown", "wheel", "keydown", "focusin"].forEach(function (type) {
+        root.addEventListener(type, function () { group.leader = self; }, true);
+      });
+    }
     window.reportgenTimeline.instances.push(this);
   }
+
+  var groups = {};
+  function groupOf(name) {
+    if (groups[name]) return groups[name];
+    var group = groups[name] = { members: [], leader: null, spanMs: null };
+    var box = document.querySelector("[data-timeline-group='" + name + "']");
+    var check = box && box.querySelector("[data-timeline-align-steps]");
+    if (check) check.addEventListener("change", function () { alignOnSteps(group, check.checked, box); });
+    return group;
+  }
+
+  /* The group's hosts shifted so that their first common step starts at one x (or back to the offsets the page
+     was built with), said beside the option; each host's chart is built again on the new shared span. */
+  function alignOnSteps(group, on, box) {
+    var members = group.members.filter(function (m) { return m.ready; });
+    var note = box.querySelector("[data-timeline-align-note]"), text = "";
+    var base = function (m) { return (+m.root.dataset.offsetPs || 0) / PS_PER_MS; };
+    var offsets = members.map(base);
+    if (on) {
+      var common = null;
+      members.forEach(function (m) {
+        var numbers = m.index.steps.map(function (s) { return s[0]; });
+        common = common === null ? numbers : common.filter(function (n) { return numbers.indexOf(n) >= 0; });
+      });
+      var first = common && common.length ? Math.min.apply(null, common) : null;
+      if (first === null) {
+        text = "No step number is common to every host: the hosts keep their places.";
+      } else {
+        var startOf = function (m) { return m.index.steps.filter(function (s) { return s[0] === first; })[0][1] / PS_PER_MS; };
+        var at = startOf(members[0]) + offsets[0];
+        offsets = members.map(function (m) { return at - startOf(m); });
+        text = "Aligned on step " + first + ": " + members.slice(1).map(function (m, i) {
+          return m.host + " shifted by " + fmtSigned((offsets[i + 1] - base(m)) * PS_PER_MS, 1e3);
+        }).join(", ") + " from its place above.";
+      }
+    }
+    var lo = Infinity, hi = -Infinity;
+    members.forEach(function (m, i) {
+      lo = Math.min(lo, m.index.start / PS_PER_MS + offsets[i]);
+      hi = Math.max(hi, m.index.end / PS_PER_MS + offsets[i]);
+    });
+    group.spanMs = [lo, hi];
+    var leader = group.leader && group.leader.ready ? group.leader : members[0];
+    var v = leader ? leader.view() : null;
+    members.forEach(function (m, i) {
+      m.offsetMs = offsets[i];
+      m.root.dataset.alignedOffsetPs = String(Math.round(offsets[i] * PS_PER_MS));
+    });
+    members.forEach(function (m) { m.setLayout(m.pinned, m.hidden); });
+    if (leader && v) {  // the leader keeps its view; the others move to show the same instants
+      group.leader = leader;
+      leader.setView(v[0], v[1]);
+      leader.syncGroup();
+    }
+    if (note) note.textContent = text;
+    box.dataset.alignedOnSteps = on ? "1" : "";
+  }
+
+  /* Every host of the group shows the leader's view (the same instants, on each host's own clock), and counts its
+     ruler from the same origin. */
+  Timeline.prototype.syncGroup = function () {
+    if (!this.groupName) return;
+    var group = groupOf(this.groupName);
+    if (!group.leader) group.leader = this;
+    if (group.leader !== this || group.syncing) return;
+    group.syncing = true;
+    var v = this.view(), self = this;
+    try {
+      group.members.forEach(function (other) {
+        if (other === self || !other.ready || !other.chart) return;
+        var shift = self.offsetMs - other.offsetMs;
+        other.origin = self.origin ? { step: self.origin.step, ms: self.origin.ms + shift, host: self.host } : null;
+        var o = other.view();
+        if (Math.abs(o[0] - (v[0] + shift)) > 1e-9 || Math.abs(o[1] - (v[1] + shift)) > 1e-9) {
+          other.setView(v[0] + shift, v[1] + shift);
+        } else {
+          other.drawRuler();
+        }
+      });
+    } finally {
+      group.syncing = false;
+    }
+  };
 
   Timeline.prototype.start = function () {
     var self = this;
@@ -264,6 +384,7 @@
       self.build();
       performance.mark("timeline-built");
       self.openDefault();
+      self.loadCounters();
       return self.update();
     }).then(function () {
       // The chart draws on the next animation frame: mark the first paint after it.
@@ -272,6 +393,11 @@
       });
     }).then(function () {
       self.ready = true;
+      if (self.groupName) {  // a host that comes ready after the leader takes its view
+        var group = groupOf(self.groupName);
+        if (group.leader && group.leader !== self && group.leader.ready) group.leader.syncGroup();
+        else group.leader = self;
+      }
       self.root.dataset.ready = "1";
       if (window.performance && performance.mark) performance.mark("timeline-first-paint");
     }).catch(function (err) {
@@ -302,11 +428,25 @@
     if (step) this.zoomToStep(step[0]);
   };
 
+  /* The counter tracks' samples, read once (after the first view's data is asked for), then drawn. */
+  Timeline.prototype.loadCounters = function () {
+    var self = this, list = this.index.counters || [];
+    this.counterData = this.counterData || {};
+    return Promise.all(list.map(function (c) {
+      return loadScript(self.host, self.base, c.key).then(decodeCounter).then(function (d) { self.counterData[c.key] = d; });
+    })).then(function () {
+      self.root.dataset.countersLoaded = String(list.length);
+      self.drawOverlay();
+    }).catch(function (err) { console.error(err); });
+  };
+
   Timeline.prototype.say = function (text) { if (this.status) this.status.textContent = text; };
 
   Timeline.prototype.build = function () {
     var self = this, index = this.index;
     var span = [index.start / PS_PER_MS, index.end / PS_PER_MS];
+    var shared = this.groupName && groupOf(this.groupName).spanMs;
+    if (shared) span = [Math.min(span[0], shared[0] - this.offsetMs), Math.max(span[1], shared[1] - this.offsetMs)];
     this.span = span;
     var plugins = [];
     // Steps: one block per step above the tracks (a mark line per step would hide the events).
@@ -352,6 +492,15 @@
       var rest = group.tracks.filter(function (k) { return pinned.indexOf(k) < 0; });
       if (rest.length) groups.push({ process: group.process, tracks: rest });
     });
+    // Counter tracks go under their process, after its tracks; a process of counters only gets a group of its own.
+    var counters = index.counters || [], hiddenNames = this.hidden.map(function (i) { return processes[i] && processes[i].process; });
+    counters.forEach(function (c) {
+      if (hiddenNames.indexOf(c.process) >= 0) return;
+      var group = groups.filter(function (g) { return g.process === c.process; })[0];
+      if (!group) groups.push(group = { process: c.process, tracks: [] });
+      (group.counters = group.counters || []).push(c);
+    });
+    this.counterPlugins = [];
     var byProcess = groups;
     groups.forEach(function (group) {
       var members = [];
@@ -364,6 +513,15 @@
                                          "  ·  " + fmtInt(track.events) + " events");
         members.push(toggle, plugin);
         plugins.push(toggle, plugin);
+      });
+      (group.counters || []).forEach(function (c) {
+        // An empty track keeps the counter's room in the chart; the overlay draws its samples (drawCounters).
+        var plugin = new TrackPlugin({ levels: 2, threads: [], title: c.name }, span);
+        plugin.counter = c;
+        var toggle = new fc.TogglePlugin(c.name + "  ·  counter, max " + fmtCounter(c.max, c.unit));
+        members.push(toggle, plugin);
+        plugins.push(toggle, plugin);
+        self.counterPlugins.push(plugin);
       });
     });
     this.plugins = plugins;
@@ -381,12 +539,20 @@
     });
     // Redraw the chosen data after any view change (wheel, drag, keys, setZoom).
     var engine = this.chart.renderEngine, render = engine.render.bind(engine);
+    // Each track's own canvas is copied onto the chart's only where it is on screen (or a screen around it, as
+    // onScreen draws): copying the off-screen ones onto a canvas thousands of pixels tall took a third of a frame.
+    var copy = engine.copy.bind(engine);
+    engine.copy = function (child) {
+      var top = self.scroller.scrollTop, h = self.scroller.clientHeight || 600, at = child.position || 0;
+      if (at + child.height >= top - h && at <= top + 2 * h) copy(child);
+    };
     engine.render = function (prepare) {
       self.drawnFor = self.scroller.scrollTop;
       render(prepare);
       self.viewChanged();
       self.drawRuler();
       self.drawOverlay();
+      self.syncGroup();
     };
     // The grid lines in the tracks fall on the ruler's ticks (flame-chart-js's own fall on powers of two of the span).
     engine.timeGrid.forEachTime = function (callback) {
@@ -488,42 +654,79 @@
     this.chart.setZoom(t0, t1);
   };
 
+  var RESLICE_MS = 120;  // while a zoom or pan goes on, the tracks' events follow the view at most this often
+
   Timeline.prototype.viewChanged = function () {
     var self = this;
     clearTimeout(this.updateTimer);
     this.updateTimer = setTimeout(function () { self.update(); }, 80);
+    // A view that left the events the tracks hold (zoomed out, panned past half a view) is not left blank until
+    // the zoom or pan ends: the data follows it, throttled, not only once it rests.
+    if (this.mode && !this.resliceTimer && !this.sliceServes(true)) {
+      this.resliceTimer = setTimeout(function () { self.resliceTimer = null; self.update(); }, RESLICE_MS);
+    }
     clearTimeout(this.hashTimer);
     this.hashTimer = setTimeout(function () { self.writeHash(); }, 400);
   };
 
-  /* The files the current view needs: full-detail windows when the visible ones hold few enough
-     events (or the host has no tiles), else the coarsest tile level fine enough for one pixel. */
+  /* The events that start in [p0, p1] ps, from the index's density (event starts per slice of the host's span,
+     a slice cut by the range counted by its share in it); null for an index without it (format 1). */
+  Timeline.prototype.eventsIn = function (p0, p1) {
+    var index = this.index, d = index.density;
+    if (!d || index.whole) return null;  // a single-file report's excerpt: its windows count its events
+    var span = Math.max(index.end - index.start, 1), bin = span / d.bins, total = 0;
+    var a = Math.max(0, (p0 - index.start) / bin), b = Math.min(d.bins, (p1 - index.start) / bin);
+    for (var k = Math.floor(a); k < b; k++) total += d.counts[k] * (Math.min(b, k + 1) - Math.max(a, k));
+    return total;
+  };
+
+  /* The files the current view needs, chosen from the events per pixel in the view: full-detail windows when
+     the view holds at most DETAIL_EVENTS_PER_PX events per pixel (or the host has no tiles), else the coarsest
+     tile level fine enough for one pixel. `slice`: the time range whose events the tracks are given (the view
+     and half a view each side): flame-chart-js goes over every node it holds on each frame. */
   Timeline.prototype.wanted = function () {
     var index = this.index, v = this.view();
-    var p0 = v[0] * PS_PER_MS, p1 = v[1] * PS_PER_MS;
-    var windows = index.windows.filter(function (w) { return w.end >= p0 && w.start <= p1; });
+    var p0 = v[0] * PS_PER_MS, p1 = v[1] * PS_PER_MS, width = Math.max(this.canvas.width, 1);
+    var margin = (p1 - p0) / 2, slice = [p0 - margin, p1 + margin];
+    var windows = index.windows.filter(function (w) { return w.end >= slice[0] && w.start <= slice[1]; });
     if (!windows.length) windows = index.windows.slice(0, 1);
-    var events = windows.reduce(function (a, w) { return a + w.events; }, 0);
-    if (!index.lod.length || events <= DETAIL_MAX_EVENTS) {
-      return { kind: "detail", keys: windows.map(function (w) { return w.key; }), events: events };
-    }
-    var pixel = (p1 - p0) / Math.max(this.canvas.width, 1);
-    var chosen = index.lod.length - 1;
+    var windowEvents = windows.reduce(function (a, w) { return a + w.events; }, 0);
+    var inView = this.eventsIn(p0, p1), events = inView === null ? windowEvents : inView;
+    var pixel = (p1 - p0) / width, chosen = -1;
     for (var L = 0; L < index.lod.length; L++) { if (index.lod[L].resolution <= pixel) { chosen = L; break; } }
+    // Full detail where the view is sparse, and where no level is fine enough for its pixels (zoomed in past the
+    // finest tiles, which the build stops at about a window's length: the view then holds few windows' events).
+    var detail = inView === null ? windowEvents <= DETAIL_MAX_EVENTS : inView <= DETAIL_EVENTS_PER_PX * width;
+    if (!index.lod.length || detail || (inView !== null && chosen < 0)) {
+      return { kind: "detail", keys: windows.map(function (w) { return w.key; }), events: events, slice: slice,
+               perPixel: events / width };
+    }
+    if (chosen < 0) chosen = index.lod.length - 1;
     var level = index.lod[chosen], keys = [], blocks = 0;
-    var first = Math.floor((p0 - index.start) / level.tile), last = Math.floor((p1 - index.start) / level.tile);
+    var first = Math.floor((slice[0] - index.start) / level.tile), last = Math.floor((slice[1] - index.start) / level.tile);
     for (var t = Math.max(first, 0); t <= last; t++) {
       var tile = level.tiles[String(t)];
       if (tile) { keys.push(tile[0]); blocks += tile[1]; }
     }
-    return { kind: "lod", level: chosen, keys: keys, events: events, blocks: blocks, resolution: level.resolution };
+    return { kind: "lod", level: chosen, keys: keys, events: events, blocks: blocks, resolution: level.resolution,
+             slice: slice, perPixel: events / width };
+  };
+
+  /* Whether the events handed to the tracks still serve the view: it lies inside their slice, and (unless only
+     `covered` is asked, as while a zoom goes on) the slice is not so much wider than the view (zoomed in since)
+     that the tracks go over many nodes off screen. */
+  Timeline.prototype.sliceServes = function (covered) {
+    var s = this.mode && this.mode.slice;
+    if (!s) return true;
+    var v = this.view(), p0 = v[0] * PS_PER_MS, p1 = v[1] * PS_PER_MS;
+    return p0 >= s[0] && p1 <= s[1] && (covered || (s[1] - s[0]) <= 4 * (p1 - p0));
   };
 
   Timeline.prototype.update = function () {
     var self = this;
     var want = this.wanted();
-    var id = want.keys.join(",");
-    if (id === this.shown || id === this.loading) return Promise.resolve();
+    var id = want.kind + ":" + want.keys.join(",");
+    if ((id === this.shown && this.sliceServes()) || id === this.loading) return Promise.resolve();
     this.loading = id;
     if (want.keys.length > 1 || !hostStore(this.host, this.base).files[want.keys[0]]) {
       this.say("Loading " + want.keys.length + " file" + (want.keys.length === 1 ? "" : "s") + "…");
@@ -561,24 +764,32 @@
       while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (windowStarts[mid] <= ps) lo = mid; else hi = mid - 1; }
       return windowKeys[lo];
     };
-    var drawn = 0;
+    var rows = sets.reduce(function (a, set) { return a + set.n; }, 0);
+    if (rows <= SLICE_MIN_ROWS) want.slice = null;  // every row handed: no slice to follow (sliceServes)
+    var drawn = 0, slice = want.slice || [-Infinity, Infinity], s0 = slice[0], s1 = slice[1];
     sets.forEach(function (set) {
       var skip = {};
       if (!lod) set.carried.forEach(function (i) { if (loaded[owner(set.start[i])]) skip[i] = true; });
       for (var i = 0; i < set.n; i++) {
-        if (skip[i]) continue;
+        if (set.start[i] > s1 || set.start[i] + set.dur[i] < s0 || skip[i]) continue;
         if (lod && set.count[i] === 1 && loaded[owner(set.start[i])] && owner(set.start[i]) !== set.key) continue;
-        var merged = lod && set.count[i] > 1;
-        var name = set.name[i] >= 0 ? set.names[set.name[i]] : "";
-        var startMs = set.start[i] / PS_PER_MS, durMs = set.dur[i] / PS_PER_MS;
-        var source = {
-          name: merged ? fmtInt(set.count[i]) + " events" : name,
-          start: startMs, duration: durMs,
-          color: merged ? MERGED_COLOR : colorOf(name),
-          ps: set.start[i], dps: set.dur[i], file: set.key, row: i,
-          count: lod ? set.count[i] : 1, lod: lod
-        };
-        perTrack[set.track[i]].push({ source: source, end: startMs + durMs, parent: null, level: set.level[i], index: 0 });
+        // A row's node is made once, when first handed to a track, and kept with its decoded file: a zoom or pan
+        // hands most of the same rows again.
+        var nodes = set.nodes || (set.nodes = new Array(set.n)), node = nodes[i];
+        if (!node) {
+          var merged = lod && set.count[i] > 1;
+          var name = set.name[i] >= 0 ? set.names[set.name[i]] : "";
+          var startMs = set.start[i] / PS_PER_MS, durMs = set.dur[i] / PS_PER_MS;
+          var source = {
+            name: merged ? fmtInt(set.count[i]) + " events" : name,
+            start: startMs, duration: durMs,
+            color: merged ? MERGED_COLOR : colorOf(name),
+            ps: set.start[i], dps: set.dur[i], file: set.key, row: i,
+            count: lod ? set.count[i] : 1, lod: lod
+          };
+          node = nodes[i] = { source: source, end: startMs + durMs, parent: null, level: set.level[i], index: 0 };
+        }
+        perTrack[set.track[i]].push(node);
         drawn++;
       }
     });
@@ -608,7 +819,9 @@
       " tracks; drawn now: " + fmtInt(drawn) + (lod ? " blocks" : " events") + ". " + where;
     this.say(this.shownStatus);
     this.root.dataset.mode = want.kind;
-    this.root.dataset.drawn = String(drawn);
+    this.root.dataset.drawn = String(drawn);  // the events (or blocks) of the slice, handed to the tracks
+    this.root.dataset.slice = want.slice ? want.slice.join(",") : "";
+    this.root.dataset.perPixel = String(want.perPixel);
   };
 
   /* Memory stays bounded while the user roams (or a search reads window after window): files not
@@ -633,7 +846,8 @@
 
   Timeline.prototype.originMs = function () { return this.origin ? this.origin.ms : this.span[0]; };
   Timeline.prototype.originLabel = function () {
-    return this.origin ? "step " + this.origin.step + " start" : "the capture start";
+    if (!this.origin) return this.groupName ? "the first host's capture start" : "the capture start";
+    return (this.origin.host ? this.origin.host + "'s " : "") + "step " + this.origin.step + " start";
   };
 
   Timeline.prototype.timeAt = function (clientX) {
@@ -733,10 +947,58 @@
     }
     ctx.fillStyle = "rgba(9,105,218,0.8)";
     this.marks.forEach(function (ms) { ctx.fillRect(Math.round(self.xOf(ms)), 0, 1, h); });
+    this.drawCounters(ctx, h);
     var area = this.area || this.dragArea;
     if (area) this.drawArea(ctx, area, h);
     if (this.allFlows) this.drawAllFlows(ctx);
     if (this.flow) this.drawFlow(ctx);
+  };
+
+  /* Each counter track on screen as a step line over its room in the chart (a sample holds until the next), its
+     scale from 0 to the counter's maximum, with the value at the view's end. */
+  Timeline.prototype.drawCounters = function (ctx, h) {
+    var plugins = this.counterPlugins || [], data = this.counterData || {}, top = this.scroller.scrollTop;
+    var v = this.view(), width = this.canvas.width, drawn = 0, self = this;
+    plugins.forEach(function (plugin) {
+      var c = plugin.counter, d = data[c.key], e = plugin.renderEngine;
+      if (!d || !e || e.collapsed || self.plugins.indexOf(plugin) < 0) return;
+      var y0 = e.position - top + 2, room = e.height - 6;
+      if (y0 + room < 0 || y0 > h) return;
+      var scale = c.max > 0 ? room / c.max : 0, t = d.time, val = d.value, n = t.length;
+      var p0 = v[0] * PS_PER_MS, lo = 0, hi = n - 1;
+      while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (t[mid] <= p0) lo = mid; else hi = mid - 1; }
+      ctx.beginPath();
+      ctx.moveTo(0, y0 + room);
+      var x = 0, y = t[lo] <= p0 ? y0 + room - val[lo] * scale : y0 + room, last = t[lo] <= p0 ? val[lo] : 0;
+      ctx.lineTo(0, y);
+      for (var i = lo; i < n; i++) {
+        if (t[i] < p0) continue;
+        var xi = self.xOf(t[i] / PS_PER_MS);
+        if (xi > width) break;
+        ctx.lineTo(xi, y);
+        y = y0 + room - val[i] * scale;
+        last = val[i];
+        ctx.lineTo(xi, y);
+        x = xi;
+      }
+      ctx.lineTo(width, y);
+      ctx.lineTo(width, y0 + room);
+      ctx.closePath();
+      ctx.fillStyle = "rgba(26,127,55,0.18)";
+      ctx.fill();
+      ctx.strokeStyle = "rgba(26,127,55,0.9)";
+      ctx.lineWidth = 1;
+      ctx.stroke();
+      ctx.font = "11px sans-serif";
+      ctx.textBaseline = "top";
+      var label = fmtCounter(last, c.unit), lw = ctx.measureText(label).width, lx = Math.max(4, width - lw - 24);
+      ctx.fillStyle = "rgba(255,255,255,0.85)";  // the value at the view's end, readable over the line
+      ctx.fillRect(lx - 2, y0, lw + 4, 13);
+      ctx.fillStyle = "#1a7f37";
+      ctx.fillText(label, lx, y0 + 1);
+      drawn++;
+    });
+    this.root.dataset.countersDrawn = String(drawn);
   };
 
   /* The span between the last two marks, in time order, or null. */
@@ -1728,6 +1990,10 @@
   };
 
   Timeline.prototype.active = function () {
+    if (this.groupName) {  // of every host's timelines only the leader takes keys (the others follow it)
+      var group = groupOf(this.groupName);
+      if (group.leader && group.leader !== this && group.leader.root.offsetParent !== null) return false;
+    }
     return this.ready && this.root.offsetParent !== null;
   };
 

@@ -91,6 +91,13 @@ class HostOutcome:
     # the build stops with it. (errno, reason, file) of the OSError.
     write_error: tuple[int, str, str] | None = None
 
+    def __reduce__(self) -> tuple:
+        # To a worker's parent or from a Dask worker as declared data (pipeline/result.py), never a pickle
+        # of the parts' objects: the same bytes as the rebuild cache keeps.
+        from reportgen.pipeline.result import outcome_bytes, outcome_from_bytes
+
+        return outcome_from_bytes, (outcome_bytes(self),)
+
 
 PACKAGE = Path(__file__).resolve().parent.parent  # the reportgen package
 

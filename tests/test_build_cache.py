@@ -13,7 +13,7 @@ import reportgen.pipeline.cache as buildcache
 from reportgen.cli.main import main
 from reportgen.pipeline import result
 from reportgen.pipeline.build import BuildOptions, build_site
-from reportgen.pipeline.host_stage import PACKAGE, package_fingerprint
+from reportgen.pipeline.host_stage import PACKAGE, HostOutcome, package_fingerprint
 from reportgen.sections.registry import SECTIONS
 from tests.logdirs import assert_same_site, make_logdir, small_capture
 
@@ -203,8 +203,8 @@ def test_the_schema_follows_every_declared_field():
     """A field added to any type a part reaches changes the key (no version to remember to raise)."""
     from reportgen.core.findings.facts import CopyStats
 
-    before = result.outcome_schema()
-    assert result.outcome_schema() == before
+    before = result.outcome_schema(HostOutcome)
+    assert result.outcome_schema(HostOutcome) == before
     fields = [(f.name, f.type, f) for f in dataclasses.fields(CopyStats)]
     extended = dataclasses.make_dataclass("CopyStats", [*fields, ("new_field", int, dataclasses.field(default=0))])
     extended.__module__ = CopyStats.__module__

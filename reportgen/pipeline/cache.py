@@ -86,6 +86,7 @@ from reportgen.pipeline.host_stage import (
     HostOutcome,
     HostTask,
     list_files,
+    outcome_from_bytes,
     site_fingerprint,
 )
 from reportgen.sections.base import HostSummary
@@ -207,7 +208,7 @@ class HostCache:
         self.warnings: list[str] = []  # the cache cannot be used as it should: always printed
         self.notes: list[str] = []  # entries ignored and rebuilt: printed with -v
         self._log = log
-        self._schema = (__version__, result.outcome_schema())
+        self._schema = (__version__, result.outcome_schema(HostOutcome))
         self._key: bytes | None = None  # signs manifests and the memo; None: the cache is not used
         self._memo: dict[str, list] = {}
         self._fingerprints: dict[int, str] = {}  # task index → content key, once known
@@ -424,7 +425,7 @@ class HostCache:
     def _load(self, entry: Path, task: HostTask) -> tuple[HostOutcome, dict[str, list]] | None:
         try:
             files = self._manifest(entry, OUTCOME_FILE)
-            outcome = result.outcome_from_bytes((entry / OUTCOME_FILE).read_bytes())
+            outcome = outcome_from_bytes((entry / OUTCOME_FILE).read_bytes())
             if outcome.error is not None or (outcome.run, outcome.host, outcome.path) != (
                 task.run, task.host.host, task.shown_path
             ):

@@ -46,6 +46,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from reportgen.sections.registry import SECTIONS
+
 SCHEMA_VERSION = 1
 MAGIC = b"reportgen-result\x00"
 _LENGTH = struct.Struct("<Q")
@@ -623,40 +625,37 @@ def table_count(data: bytes) -> int:
 # --- a host's whole result ------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _outcome_types() -> tuple[type, type, type, tuple[str, ...]]:
-    """(HostOutcome, its stored form, the parts' stored form, the slugs): `HostOutcome.parts` holds each
-    section's part under its slug, declared by the section; stored, it is a dataclass of one optional
+@lru_cache(maxsize=2)
+def _outcome_types(host_outcome: type) -> tuple[type, type, tuple[str, ...]]:
+    """(the stored form of a host's result, its parts' stored form, the slugs): `HostOutcome.parts` holds
+    each section's part under its slug, declared by the section; stored, it is a dataclass of one optional
     field per section."""
-    from reportgen.pipeline.host_stage import HostOutcome
-    from reportgen.sections.registry import SECTIONS
 
     declared = [(s.slug, s.declared_part_type()) for s in SECTIONS]
     slugs = tuple(slug for slug, tp in declared if tp is not None)
     parts = dataclasses.make_dataclass(
         "HostParts", [(slug, typing.Optional[tp], None) for slug, tp in declared if tp is not None])  # noqa: UP045
     parts.__module__ = __name__
-    hints = typing.get_type_hints(HostOutcome)
-    fields = [(f.name, parts if f.name == "parts" else hints[f.name]) for f in dataclasses.fields(HostOutcome)]
+    hints = typing.get_type_hints(host_outcome)
+    fields = [(f.name, parts if f.name == "parts" else hints[f.name]) for f in dataclasses.fields(host_outcome)]
     fields.append(("part_order", list[str]))
     stored = dataclasses.make_dataclass("StoredOutcome", fields)
     stored.__module__ = __name__
-    return HostOutcome, stored, parts, slugs
+    return stored, parts, slugs
 
 
-def outcome_schema() -> str:
+def outcome_schema(host_outcome: type) -> str:
     """The schema of a host's result: `SCHEMA_VERSION`, every section's `part_version` and the hash of
     every declared type (what the rebuild cache keys its entries by, with the input's content)."""
-    _, stored, _, _ = _outcome_types()
-    from reportgen.sections.registry import SECTIONS
-
+    stored, _, _ = _outcome_types(host_outcome)
     versions = ",".join(f"{s.slug}={s.part_version}" for s in SECTIONS)
     return hashlib.sha256(f"{SCHEMA_VERSION};{versions};{schema_fingerprint((stored,))}".encode()).hexdigest()
 
 
 def outcome_bytes(outcome: Any) -> bytes:
     """A `HostOutcome` as the bytes a worker sends and the cache keeps."""
-    host_outcome, stored, parts_type, slugs = _outcome_types()
+    host_outcome = type(outcome)
+    stored, parts_type, slugs = _outcome_types(host_outcome)
     unknown = set(outcome.parts) - set(slugs)
     if unknown:
         raise TypeError(f"parts of sections that declare no part type: {sorted(unknown)}")
@@ -666,9 +665,9 @@ def outcome_bytes(outcome: Any) -> bytes:
     return dumps(stored(**values), stored)
 
 
-def outcome_from_bytes(data: bytes | memoryview) -> Any:
+def outcome_from_bytes(data: bytes | memoryview, host_outcome: type) -> Any:
     """The `HostOutcome` of `outcome_bytes`; ResultError when the bytes are anything else."""
-    host_outcome, stored, _, slugs = _outcome_types()
+    stored, _, slugs = _outcome_types(host_outcome)
     value = loads(data, stored)
     parts = value.parts
     if len(set(value.part_order)) != len(value.part_order) or set(value.part_order) != {

@@ -219,6 +219,102 @@ def _check_json(value: Any) -> None:
     raise TypeError(f"a {type(value).__name__} in a value declared as plain JSON")
 
 
+_Encode = Callable[["_Writer", Any], Any]
+
+
+@cache
+def _field_encoders(cls: type) -> tuple[tuple[str, _Encode], ...]:
+    return tuple((name, _encoder(tp)) for name, tp in _fields(cls))
+
+
+@cache
+def _encoder(tp: Any) -> _Encode:
+    """How a value of the declared type `tp` becomes what `pa.array` takes for its Arrow type (made once
+    per type: a host's result has some 100,000 values)."""
+    base, optional = _optional(tp)
+    inner = _base_encoder(base)
+    if optional:
+        return lambda w, v: None if v is None else inner(w, v)
+
+    def required(w: _Writer, v: Any) -> Any:
+        if v is None:
+            raise TypeError(f"None where a {_type_text(base)} is declared")
+        return inner(w, v)
+    return required
+
+
+def _scalar_check(tp: Any) -> Callable[[Any], bool]:
+    """Whether a value reads back as itself from the Arrow type of `tp` (an int in a float column would
+    come back a float, a numpy float32 a float64)."""
+    if tp is int:
+        return lambda v: (type(v) is int or isinstance(v, np.integer))
+    if tp is float:
+        return lambda v: isinstance(v, float)  # Python's float and numpy's float64
+    if tp is bool:
+        return lambda v: isinstance(v, (bool, np.bool_))
+    return lambda v: type(v) is tp
+
+
+def _base_encoder(tp: Any) -> _Encode:
+    if tp in _SCALARS:
+        check = _scalar_check(tp)
+
+        def scalar(w: _Writer, v: Any) -> Any:
+            if not check(v):
+                raise TypeError(f"a {type(v).__name__} where a {tp.__name__} is declared")
+            return v
+        return scalar
+    if tp is _Json:
+        return lambda w, v: _json_text(v)
+    if _is_ref(tp):
+        return lambda w, v: w.ref(v, tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
+        item_tp = _plain(args[0])
+        container = tuple if origin is tuple else list
+        if item_tp in _SCALARS:  # a list of numbers or names: checked in one pass, handed over as it is
+            check = _scalar_check(item_tp)
+
+            def scalars(w: _Writer, v: Any) -> Any:
+                if type(v) is not container or not all(map(check, v)):
+                    raise TypeError(f"a {type(v).__name__} where a {container.__name__} of {item_tp.__name__} "
+                                    "is declared")
+                return v
+            return scalars
+        item = _encoder(item_tp)
+
+        def items(w: _Writer, v: Any) -> Any:
+            if type(v) is not container:
+                raise TypeError(f"a {type(v).__name__} where a {container.__name__} is declared")
+            return [item(w, x) for x in v]
+        return items
+    if origin is tuple:
+        encoders = [(f"f{i}", _encoder(_plain(a))) for i, a in enumerate(args)]
+
+        def fixed(w: _Writer, v: Any) -> Any:
+            if type(v) is not tuple or len(v) != len(encoders):
+                raise TypeError(f"a {type(v).__name__} where a tuple of {len(encoders)} is declared")
+            return {name: enc(w, x) for (name, enc), x in zip(encoders, v)}
+        return fixed
+    if origin is dict:
+        key, value = _encoder(_plain(args[0])), _encoder(_plain(args[1]))
+
+        def mapping(w: _Writer, v: Any) -> Any:
+            if not isinstance(v, dict):
+                raise TypeError(f"a {type(v).__name__} where a dict is declared")
+            return [{"key": key(w, k), "value": value(w, x)} for k, x in v.items()]
+        return mapping
+    raise TypeError(f"cannot store a value of type {tp}")
+
+
+def _json_text(value: Any) -> str:
+    _check_json(value)
+    text = json.dumps(value, allow_nan=True)
+    if json.loads(text) != value and not _has_nan(value):
+        raise TypeError("a value declared as plain JSON does not read back as itself")
+    return text
+
+
 class _Writer:
     def __init__(self) -> None:
         self.rows: dict[type, list[Any]] = {}
@@ -249,46 +345,14 @@ class _Writer:
             rows.append(None)  # its row number is taken before its fields (they may refer back)
             self.seen[id(value)] = number
             self.keep.append(value)
-            rows[number] = [self.cell(getattr(value, name), ftp) for name, ftp in _fields(tp)]
+            rows[number] = [encode(self, getattr(value, name)) for name, encode in _field_encoders(tp)]
             return number
         self.seen[id(value)] = number
         self.keep.append(value)
         return number
 
     def cell(self, value: Any, tp: Any) -> Any:
-        tp, optional = _optional(tp)
-        if value is None:
-            if not optional:
-                raise TypeError(f"None where a {_type_text(tp)} is declared")
-            return None
-        if tp in _SCALARS:
-            if tp is float and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-                raise TypeError("an integer where a float is declared (it would read back as a float)")
-            return value
-        if tp is _Json:
-            _check_json(value)
-            text = json.dumps(value, allow_nan=True)
-            if json.loads(text) != value and not _has_nan(value):
-                raise TypeError("a value declared as plain JSON does not read back as itself")
-            return text
-        if _is_ref(tp):
-            return self.ref(value, tp)
-        origin, args = typing.get_origin(tp), typing.get_args(tp)
-        if origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
-            if not isinstance(value, (list, tuple)) or isinstance(value, tuple) != (origin is tuple):
-                raise TypeError(f"a {type(value).__name__} where a {origin.__name__} is declared")
-            item = _plain(args[0])
-            return [self.cell(v, item) for v in value]
-        if origin is tuple:
-            if not isinstance(value, tuple) or len(value) != len(args):
-                raise TypeError(f"a {type(value).__name__} where a tuple of {len(args)} is declared")
-            return {f"f{i}": self.cell(v, _plain(a)) for i, (v, a) in enumerate(zip(value, args))}
-        if origin is dict:
-            if not isinstance(value, dict):
-                raise TypeError(f"a {type(value).__name__} where a dict is declared")
-            key, item = _plain(args[0]), _plain(args[1])
-            return [{"key": self.cell(k, key), "value": self.cell(v, item)} for k, v in value.items()]
-        raise TypeError(f"cannot store a value of type {tp}")
+        return _encoder(tp)(self, value)
 
     def type_tables(self) -> list[pa.Table]:
         out = []

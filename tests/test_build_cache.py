@@ -81,8 +81,8 @@ def test_touched_files_are_reused_changed_files_rebuilt_and_the_site_equals_a_fr
 
 def _rewritten(path, change) -> None:
     """Rewrite a stored result with `change(tables)` applied to its Arrow tables, as well-formed Arrow."""
-    tables = result._read_streams(path.read_bytes())
-    path.write_bytes(result._write_streams(change(tables)))
+    tables = result.read_tables(path.read_bytes())
+    path.write_bytes(result.write_tables(change(tables)))
 
 
 def _renamed(tables, old: str, new: str):

@@ -83,7 +83,7 @@ def test_a_tpu_hosts_result_round_trips_exactly(tmp_path):
 
 
 def _tables(data: bytes) -> list[pa.Table]:
-    return result._read_streams(data)
+    return result.read_tables(data)
 
 
 def _named(tables: list[pa.Table], name: str) -> int:
@@ -106,7 +106,7 @@ def _broken(data: bytes, name: str) -> list[bytes]:
     def case(new: pa.Table) -> None:
         changed = list(tables)
         changed[summary] = new.replace_schema_metadata(table.schema.metadata)
-        cases.append(result._write_streams(changed))
+        cases.append(result.write_tables(changed))
 
     case(table.append_column("extra", pa.array([0] * rows)))  # a column the type does not declare
     case(_with_column(table, 0, pa.array([None] * rows, type=pa.large_string())))  # None in a str field
@@ -116,9 +116,9 @@ def _broken(data: bytes, name: str) -> list[bytes]:
     bad_row = pa.array([rows + 5] * outcome.num_rows, type=pa.int64())
     changed = list(tables)
     changed[0] = outcome.set_column(summary_column, outcome.schema.field(summary_column), bad_row)
-    cases.append(result._write_streams(changed))  # a reference to a row that is not there
-    cases.append(result._write_streams(tables[1:]))  # the root is not first
-    cases.append(result._write_streams([*tables, tables[summary]]))  # a type's table twice
+    cases.append(result.write_tables(changed))  # a reference to a row that is not there
+    cases.append(result.write_tables(tables[1:]))  # the root is not first
+    cases.append(result.write_tables([*tables, tables[summary]]))  # a type's table twice
     return cases
 
 
@@ -144,7 +144,7 @@ def test_a_frames_layout_is_checked(sample_outcome):
         changed[frame] = tables[frame].replace_schema_metadata(
             {**meta, b"reportgen.layout": meta[b"reportgen.layout"].replace(old, new, 1)})
         with pytest.raises(ResultError):
-            outcome_from_bytes(result._write_streams(changed))
+            outcome_from_bytes(result.write_tables(changed))
 
 
 def test_values_that_would_not_read_back_as_themselves_are_not_written(sample_outcome):

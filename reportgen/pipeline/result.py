@@ -445,7 +445,7 @@ def _array_table(values: np.ndarray) -> pa.Table:
     return pa.Table.from_arrays([pa.array(flat, type=schema.field(0).type)], schema=schema)
 
 
-def _write_streams(tables: list[pa.Table]) -> bytes:
+def write_tables(tables: list[pa.Table]) -> bytes:
     out = io.BytesIO()
     out.write(MAGIC)
     out.write(_LENGTH.pack(len(tables)))
@@ -459,21 +459,27 @@ def _write_streams(tables: list[pa.Table]) -> bytes:
     return out.getvalue()
 
 
-def dumps(value: Any, tp: type) -> bytes:
-    """`value`, of the declared dataclass type `tp`, as bytes: Arrow IPC streams, the value's row first."""
+def to_tables(value: Any, tp: type) -> list[pa.Table]:
+    """`value`, of the declared dataclass type `tp`, as Arrow tables: the value's type's table first
+    (the value its row 0), then the other types', then the frames and arrays they refer to by number."""
     writer = _Writer()
     if writer.ref(value, tp) != 0:  # pragma: no cover - the first value written is row 0
         raise AssertionError("the root is not the first row")
     own = writer.type_tables()
     root = next(i for i, t in enumerate(own) if t.schema.metadata[_NAME] == _name(tp).encode())
     own.insert(0, own.pop(root))
-    return _write_streams(own + writer.tables)
+    return own + writer.tables
+
+
+def dumps(value: Any, tp: type) -> bytes:
+    """`to_tables` as bytes: the tables' Arrow IPC streams, each after its length."""
+    return write_tables(to_tables(value, tp))
 
 
 # --- reading ----------------------------------------------------------------------------------------
 
 
-def _read_streams(data: bytes | memoryview) -> list[pa.Table]:
+def read_tables(data: bytes | memoryview) -> list[pa.Table]:
     view = memoryview(data)
     if bytes(view[:len(MAGIC)]) != MAGIC:
         raise ResultError("is not a reportgen result (no magic)")
@@ -667,13 +673,11 @@ def _json_value(text: str) -> Any:
         raise ResultError(f"holds malformed JSON ({exc})") from exc
 
 
-def loads(data: bytes | memoryview, tp: type, roots: tuple[Any, ...] | None = None) -> Any:
-    """The value `dumps` wrote for the declared type `tp` (`roots`: every type the file may hold, when
-    `tp`'s fields name them only as `Any`); ResultError when the bytes are anything else."""
-    tables = _read_streams(data)
+def from_tables(tables: list[pa.Table], tp: type) -> Any:
+    """The value `to_tables` wrote for the declared type `tp`; ResultError when the tables are anything else."""
     if not tables or (tables[0].schema.metadata or {}).get(_NAME) != _name(tp).encode() or tables[0].num_rows < 1:
         raise ResultError(f"does not hold a {tp.__name__}")
-    reader = _Reader(tables, roots or (tp,))
+    reader = _Reader(tables, (tp,))
     try:
         reader.fill()
     except (TypeError, KeyError, AttributeError) as exc:
@@ -681,9 +685,9 @@ def loads(data: bytes | memoryview, tp: type, roots: tuple[Any, ...] | None = No
     return reader.instances[tp][0]
 
 
-def table_count(data: bytes) -> int:
-    """How many tables a result's bytes hold (for measurements)."""
-    return len(_read_streams(data))
+def loads(data: bytes | memoryview, tp: type) -> Any:
+    """The value `dumps` wrote for the declared type `tp`; ResultError when the bytes are anything else."""
+    return from_tables(read_tables(data), tp)
 
 
 # --- a host's whole result ------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def _optional(tp: Any) -> tuple[Any, bool]:
 
 
 def _plain(tp: Any) -> Any:
-    """The annotation as the codec reads it: a bare dict, or a dict whose values are bare dicts, is JSON."""
+    """The annotation as the codec reads it: a bare `dict`, a `list[dict]` or `Any` is plain JSON."""
     if tp is dict or tp is typing.Any:
         return _Json
     origin = typing.get_origin(tp)
@@ -110,6 +110,7 @@ def _children(tp: Any) -> Iterator[Any]:
             yield from _children(arg)
 
 
+@cache
 def declared_types(roots: tuple[Any, ...]) -> dict[str, type]:
     """Every dataclass type reachable from `roots`, by name, in a stable order."""
     found: dict[str, type] = {}

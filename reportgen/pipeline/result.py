@@ -535,15 +535,14 @@ def _frame(table: pa.Table) -> pd.DataFrame:
             elif kind == "object":
                 if column.type != pa.large_string():
                     raise ResultError("holds a bad text column")
-                items = np.empty(table.num_rows, dtype=object)
-                items[:] = column.to_pylist()
+                items = _strings(column)
                 # As a Series of objects: a frame made of an object array would infer strings (pandas 3).
                 columns[name] = pd.Series(items, index=index, dtype=object, copy=False)
             elif kind == "string":
                 if column.type != pa.large_string():
                     raise ResultError("holds a bad text column")
                 string = pd.StringDtype(storage=dtype["storage"], na_value=np.nan if dtype["nan"] else pd.NA)
-                columns[name] = pd.array(column.to_pylist(), dtype=string)
+                columns[name] = string.__from_arrow__(column)  # pandas' own reader of Arrow strings
             else:
                 raise ResultError(f"holds a column of unknown kind {kind!r}")
         frame = pd.DataFrame(columns, index=index, columns=pd.Index(names, dtype=layout["columns"]))
@@ -552,6 +551,14 @@ def _frame(table: pa.Table) -> pd.DataFrame:
             raise
         raise ResultError(f"holds a malformed frame ({type(exc).__name__}: {exc})") from exc
     return frame
+
+
+def _strings(column: pa.ChunkedArray) -> np.ndarray:
+    """An Arrow text column as numpy objects: str, None where null."""
+    items = column.to_numpy(zero_copy_only=False)
+    if items.dtype != object:  # pragma: no cover - pyarrow gives objects for text
+        raise ResultError("holds a text column that is not text")
+    return items
 
 
 def _array(table: pa.Table) -> np.ndarray:
@@ -565,9 +572,7 @@ def _array(table: pa.Table) -> np.ndarray:
             or table.column(0).type != _array_type(dtype) or math.prod(shape) != table.num_rows):
         raise ResultError("holds an array that is not what its layout says")
     if dtype.kind == "O":
-        out = np.empty(table.num_rows, dtype=object)
-        out[:] = table.column(0).to_pylist()
-        return out.reshape(shape)
+        return _strings(table.column(0)).reshape(shape)
     return table.column(0).to_numpy().astype(dtype, copy=True).reshape(shape)
 
 

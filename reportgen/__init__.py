@@ -4,7 +4,8 @@ Data flows one way: `loaders` (files to plain data) → `core` (the numbers) →
 template data) → `templates` and `output` (the site). `pipeline` runs that flow per host and per run,
 `cli` is the command line, `compare` reads built sites back, `export` writes the trace export and `legacy`
 holds older profilers' formats from file to page. `capture.py` is the decoded capture every layer reads,
-`kernels.py` declares the compiled (numba) kernels, `errors.py` the errors that name a file.
+`kernels.py` declares the compiled (numba) kernels, `errors.py` the errors that name a file, `timebins.py`
+the time slices of every busy heatmap.
 See ARCHITECTURE.md.
 """
 

@@ -20,15 +20,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reportgen.loaders.wire import (
-    KIND_BYTES,
-    KIND_DOUBLE,
-    KIND_INT64,
-    KIND_REF,
-    KIND_STR,
-    KIND_UINT64,
-)
-
 if TYPE_CHECKING:  # a HostCapture holds frames, but the kernels' modules import this one without pandas
     import pandas as pd
 
@@ -42,7 +33,19 @@ __all__ = [
     "KIND_REF",
     "KIND_STR",
     "KIND_UINT64",
+    "KIND_NONE",
 ]
+
+# Stat value kinds (`StatTable.kind`), in XStat's oneof field order. Defined here, with the data they describe:
+# the decoder (`loaders/wire.py`) writes them, every tool reads them, and reading a capture's columns must not
+# load the decoder and its compiled kernels.
+KIND_NONE = 0
+KIND_DOUBLE = 1
+KIND_UINT64 = 2
+KIND_INT64 = 3
+KIND_STR = 4
+KIND_BYTES = 5
+KIND_REF = 6
 
 NO_STRING = -1
 

@@ -30,6 +30,7 @@ refactoring, not a test.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gzip
 import json
 import os
@@ -70,7 +71,14 @@ def _commands(out: Path, extras: list[str]) -> dict[str, list[str]]:
 
 def build(checkout: Path, out: Path, python: str, extras: list[str]) -> int:
     # Every checkout builds into the same folder (then moved to OUT), so that paths the outputs
-    # quote (the summary's site path, a comparison's links) are the same on both sides.
+    # quote (the summary's site path, a comparison's links) are the same on both sides. Two builds
+    # at once would empty that folder under each other: the second waits for the first.
+    with open(WORK.with_name(WORK.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build(checkout, out, python, extras)
+
+
+def _build(checkout: Path, out: Path, python: str, extras: list[str]) -> int:
     work = WORK
     for folder in (work, out):
         if folder.exists():

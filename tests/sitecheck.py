@@ -10,6 +10,7 @@ work offline and from `file://`.
 
 from __future__ import annotations
 
+import json
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -21,10 +22,14 @@ HARMLESS_SCHEMES = {"data", "mailto"}
 
 
 class _PageParser(HTMLParser):
+    """A page's ids and links, those of the rows a data table ships as data (table_cells.table_data) included:
+    the page's script makes those rows, their ids and their links' attributes as the block gives them."""
+
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.links: list[tuple[str, str, str]] = []  # (tag, attribute, value)
         self.ids: set[str] = set()
+        self._rows: list[str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for name, value in attrs:
@@ -34,8 +39,27 @@ class _PageParser(HTMLParser):
                 self.ids.add(value)
             if name in LINK_ATTRIBUTES:
                 self.links.append((tag, name, value))
+        values = dict(attrs)
+        if tag == "script" and values.get("type") == "application/json" and (values.get("id") or "").endswith("-rows"):
+            self._rows = []
 
     handle_startendtag = handle_starttag
+
+    def handle_data(self, data: str) -> None:
+        if self._rows is not None:
+            self._rows.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag != "script" or self._rows is None:
+            return
+        block = json.loads("".join(self._rows))
+        self._rows = None
+        self.ids.update(block.get("ids", []))
+        for row in block["rows"]:
+            for cell in row:
+                link = cell[1] if isinstance(cell, list) and len(cell) > 1 else cell
+                if isinstance(link, dict) and "href" in link:
+                    self.links.append(("a", "href", link["href"]))
 
 
 def parse_page(path: Path) -> _PageParser:

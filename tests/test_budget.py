@@ -9,6 +9,7 @@ import pytest
 
 from reportgen.cli.main import main
 from reportgen.compare.budget import EXIT_BUDGET_EXCEEDED, BudgetError, Regression, load_budget
+from reportgen.summary_blocks import FindingItem
 from tests.builtsite import XSS_RUN
 from tests.comparesite import BASELINE, CANDIDATE, copy_of_built_site
 
@@ -119,9 +120,9 @@ def test_findings_budget_refuses_a_severity_and_worse_or_ids(site, tmp_path, cap
     (tmp_path / "budget.toml").write_text('fail_on_finding = "high, capture.*"\n')
     budget = load_budget(tmp_path / "budget.toml")
     assert budget.fail_on_finding == ["high", "capture.*"]
-    assert budget.refused({"id": "input.bound", "severity": "high"}) == "high"
-    assert budget.refused({"id": "capture.no_steps", "severity": "low"}) == "capture.*"
-    assert budget.refused({"id": "steps.variance", "severity": "medium"}) is None
+    assert budget.refused(FindingItem(id="input.bound", severity="high")) == "high"
+    assert budget.refused(FindingItem(id="capture.no_steps", severity="low")) == "capture.*"
+    assert budget.refused(FindingItem(id="steps.variance", severity="medium")) is None
     assert main(["check", str(site), "--budget", str(tmp_path / "budget.toml"), "--runs", BASELINE]) == 3
     out = capsys.readouterr().out
     assert f"over budget: {BASELINE}: finding input.tf_data_bottleneck (high): The step waits for input" in out

@@ -276,8 +276,7 @@ def test_gpu_kernels_of_unbuilt_runs(tmp_path):
     assert kernels.loc["relu", "delta_us"] == 0 and kernels.loc["relu", "status"] == ""
     totals = {c.key: c for c in comparison.kernel_totals}
     assert totals["total_us"].delta == pytest.approx(
-        base.block["kernel_stats"]["total_us"] * 0 + cand.block["kernel_stats"]["total_us"]
-        - base.block["kernel_stats"]["total_us"])
+        cand.summary.kernel_stats.total_us - base.summary.kernel_stats.total_us)
     assert comparison.step_time.delta is None and comparison.test.result is None
 
     from reportgen.compare.page import write_comparison
@@ -295,7 +294,7 @@ def test_resolver_reads_a_built_site_without_building(site, tmp_path):
     run = resolver.resolve([RunRef(str(site), CANDIDATE)])[0]
     assert not run.site.temporary and not (tmp_path / "scratch").exists()
     assert run.step_times_ms() and sum(run.step_times_ms()) / 5 == pytest.approx(
-        run.block["overview"]["step_time_ms"]["average"], rel=1e-12)
+        run.summary.overview.step_time_ms.average, rel=1e-12)
     with pytest.raises(RunNotFoundError):
         BuiltSite.open(str(site)).run("absent")
 

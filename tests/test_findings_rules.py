@@ -413,7 +413,7 @@ def test_tiny_kernels(tmp_path):
     assert evidence(f, "Tiny kernel launches per step").value == pytest.approx(150)
     # 0.75 ms of launches at best, but the GPU waited on them only 74.5 µs per step (the other launches ran while
     # it was busy): that exposed time is the kernel-launch finding's, so this one points there.
-    assert "0.75 ms per step" in f.estimate and "waited on launches 0.0745 ms" in f.estimate
+    assert "0.75 ms per step" in f.estimate and "waited on kernel launches 0.0745 ms" in f.estimate
     assert f.ms_per_step is None and f.severity == "info" and "counted under gpu.kernel_launch_bound" in f.estimate
     assert findings(tmp_path / "c", tiny)["gpu.kernel_launch_bound"].ms_per_step == pytest.approx(0.0745)
     few = gpu_steps(kernels=((100, 2),), kernel_repeat=20, kernel="elementwise_kernel", tf_op="model/add:AddV2")
@@ -599,3 +599,192 @@ def test_compilation_between_steps_is_a_one_off(tmp_path):
         line.event("train", k * 4000 * US, 1000 * US, _r=1, step_num=k + 1)
         line.event("dense/MatMul:MatMul", k * 4000 * US + US, 990 * US)
     assert "host.compilation_between_steps" not in findings(tmp_path / "b", quiet)
+
+
+# --- start-up, a positive finding, one cause said once ---------------------------------------------------------
+
+def _first_step_compiles(first_us: int = 300, compile_us: int = 200, steps: int = 5) -> Space:
+    """A CPU capture whose first step compiles (`compile_us`) then runs as the others: 100 µs of an op each."""
+    space = Space(("cpu",))
+    line = space.plane("/host:CPU", 0).line(1, "python")
+    t = 0
+    for k in range(steps):
+        step = (first_us if k == 0 else 100) * US
+        line.event("train", t, step, _r=1, step_num=k + 1)
+        at = t + US
+        if k == 0:
+            line.event("PjitFunction(step)", at, compile_us * US + US)
+            line.event("backend_compile", at + US // 2, compile_us * US)
+            at += compile_us * US + 2 * US
+        line.event("dense/MatMul:MatMul", at, min(98 * US, t + step - at))
+        t += step + 10 * US
+    return space
+
+
+def test_startup_step_is_reported_once_and_left_out_of_the_shares(tmp_path):
+    found, ctx = run_findings(tmp_path, {"cpu": _first_step_compiles()})
+    f = by_id(found)["steps.startup"]
+    ledger = ctx.sections["step_ledger"]
+    # The first step (300 µs, 200 µs of it compiling) is set aside: the shares are over the 4 steps after it.
+    assert ledger.step_count == 4 and len(ledger.startup) == 1 and ledger.percent("compilation") == 0.0
+    assert f.severity == "info" and f.percent_of_step is None and f.claims == []
+    assert "(train 1) is start-up: 0.3 ms against 0.1 ms for a steady step; of it compilation 0.2 ms" in f.title
+    assert evidence(f, "Start-up step (train 1)").value == pytest.approx(0.300)
+    assert evidence(f, "Compilation in the start-up step").value == pytest.approx(0.200)
+    assert evidence(f, "backend_compile: longer in the start-up step").value == pytest.approx(0.200)
+    assert "recompile" in f.action or "compiled in the first step" in f.action
+    ids = {x.id for x in found}
+    assert "host.compilation_in_steps" not in ids and "steps.variance" not in ids
+    # A first step like the others is no start-up.
+    assert "steps.startup" not in findings(tmp_path / "b", _first_step_compiles(first_us=100, compile_us=0))
+    # Without two steady steps after it, a slow first step cannot be told from variation: kept as a step.
+    short, ctx = run_findings(tmp_path / "c", {"cpu": _first_step_compiles(steps=2)})
+    assert "steps.startup" not in by_id(short) and ctx.sections["step_ledger"].step_count == 2
+
+
+def test_compute_bound_is_said_and_silent_when_input_waits(tmp_path):
+    f = findings(tmp_path, cpu_steps(compute_us=95))["steps.compute_bound"]
+    assert f.severity == "info" and f.percent_of_step is None and f.claims == []
+    assert "95.0% of the step" in f.title and "nothing to fix on the input side" in f.title
+    assert "steps.compute_bound" not in findings(tmp_path / "b", cpu_steps(input_us=10, compute_us=85))
+    assert "steps.compute_bound" not in findings(tmp_path / "c", cpu_steps(compute_us=60))
+
+
+def _jax_loop(transfer: str = "$array_constructors.py:374 asarray") -> Space:
+    """A JAX loop on a GPU. XProf's GPU steps span the step's device work, so per step the GPU runs two kernels
+    (400 µs each) and in the gap between them, with the GPU idle, the host transfers a batch (60 µs) and dispatches
+    the next program (60 µs, its launch inside)."""
+    space = Space(("gpuhost",))
+    py = space.plane("/host:CPU", plane_id=0).line(1, "python")
+    stream = space.gpu(0).line(7, "Stream #7(Compute)")
+    correlation = 0
+    for k in range(4):
+        base = k * 1_100 * US
+        py.event("train", base, 1_000 * US, _r=1, step_num=k)
+        for offset in (100, 580):
+            correlation += 1
+            launch_at = base + (offset - 2 if offset == 100 else 565) * US
+            py.event("cudaLaunchKernel", launch_at, US, correlation_id=correlation)
+            stream.event("sm90_xmma_gemm", base + offset * US, 400 * US, correlation_id=correlation)
+        py.event(transfer, base + 501 * US, 60 * US)
+        py.event("PjitFunction(train_step)", base + 510 * US + 52 * US, 16 * US)
+    return space
+
+
+def test_a_blocking_jax_loop_is_one_finding(tmp_path):
+    found = findings(tmp_path, _jax_loop())
+    f = found["host.blocking_loop"]
+    assert sorted(f.claims) == ["input", "kernel_launch"]
+    assert f.percent_of_step == pytest.approx(100 * 79 / 880, abs=1.0) and f.severity == "low"
+    assert "asarray (array_constructors.py:374)" in f.title and "PjitFunction(train_step)" in f.title
+    assert "block_until_ready" in f.action
+    assert "gpu.kernel_launch_bound" not in found and "input.bound" not in found
+    # A batch made in Python inside the step is input of its own: the two findings stay apart.
+    apart = findings(tmp_path / "b", _jax_loop(transfer="$capture.py:45 batch"))
+    assert "host.blocking_loop" not in apart and "input.bound" in apart
+
+
+def _concurrent_map() -> Space:
+    """Steps that wait 80 µs for tf.data: the consumer takes three elements of a parallel map at once (each
+    `ParallelMapConsume` matched to the `ParallelMapProduce` of its element), which three threads computed at the
+    same time (74 µs each). XProf sums the map function's self time over the calls: about three times the
+    execution's wall time."""
+    space = cpu_steps(input_us=80, compute_us=15)
+    plane = space.host_plane()
+    consumer = plane.line(2, "tf_data_iterator_get_next")
+    workers = [plane.line(3 + k, f"tf_data_private_threadpool/{k}") for k in range(3)]
+    element = 0
+    for k in range(5):
+        t = k * 110 * US
+        consumer.event("Iterator::Root", t + 2 * US, 78 * US, id=1)
+        consumer.event("Iterator::Root::ParallelMapV2", t + 3 * US, 77 * US, id=2, parent_id=1)
+        for n, w in enumerate(workers):
+            element += 1
+            consumer.event("ParallelMapConsume", t + (77 + n) * US, US // 2, element_id=element)
+            w.event("ParallelMapProduce", t + 3 * US, 75 * US, element_id=element)
+            w.event("Iterator::Root::ParallelMapV2::TensorSlice", t + 4 * US, 74 * US, id=3, parent_id=2)
+    return space
+
+
+def test_a_tf_data_share_of_calls_at_once_is_stated_as_busy_threads(tmp_path):
+    f = findings(tmp_path, _concurrent_map())["input.tf_data_bottleneck"]
+    assert "TensorSlice" in f.title
+    busy = evidence(f, "TensorSlice: threads its calls kept busy on average")
+    assert busy.value == pytest.approx(3 * 74 / 78, abs=0.01)
+    # No share of the execution past 100% is cited.
+    assert not any(e.unit == "percent" and e.value > 100 for e in f.evidence)
+
+
+def _placed(name: str, devices: int, sharded_parameter: bool):
+    from reportgen.core.hlo.model import HloModule
+    from reportgen.loaders.hlo import plain_hlo
+
+    proto = sample_module(name)
+    module = proto.hlo_module
+    module.device_assignment.replica_count = 1
+    module.device_assignment.computation_count = devices
+    for d in range(devices):
+        module.device_assignment.computation_devices.add().replica_device_ids.append(d)
+    for k in range(2):  # two parameters: replicated (type 0), or the second tiled over the devices (type 2)
+        sharding = module.spmd_parameters_shardings.add()
+        if sharded_parameter and k == 1:
+            sharding.type = 2
+            sharding.tile_assignment_dimensions.extend([devices, 1])
+    return HloModule(7, name, plain_hlo(proto))
+
+
+def test_programs_replicated_over_their_devices_are_told_from_sharded_ones():
+    from reportgen.core.findings.facts import _program_placement
+
+    devices, replicated = _program_placement([_placed("jit_f", 8, False), _placed("jit_g", 8, True),
+                                              _placed("jit_h", 1, False)])
+    f, g = _placed("jit_f", 8, False).display_name, _placed("jit_g", 8, True).display_name
+    # One device is no placement to judge; a tiled parameter makes the program sharded.
+    assert devices == {f: 8, g: 8} and replicated == [f]
+
+
+def test_copy_kernels_inside_the_program(tmp_path):
+    # Per step, 20 copy kernels of 5 µs each and nothing else: all of the kernel time, every launch small.
+    space = gpu_steps(kernels=((100, 5),), kernel="memcpy128", kernel_repeat=20)
+    f = findings(tmp_path, space)["gpu.copy_kernels"]
+    assert f.title.startswith("Copy kernels inside the program take 100.0% of GPU kernel time (memcpy128): 60 "
+                              "launches, 60 of them under 10 µs")
+    assert f.percent_of_device_time == pytest.approx(100.0) and f.claims == []
+    assert "donate_argnums" in f.action or "jit_compile=True" in f.action
+    assert "gpu.copy_kernels" not in findings(tmp_path / "b", gpu_steps())
+
+
+def _gemm_module(trip_count: int | None, convolve: bool = False):
+    """A module whose entry runs a while loop whose body holds one dot of [64,128]·[128,32]."""
+    import json
+
+    from reportgen.core.hlo.model import HloModule
+    from reportgen.loaders.hlo import plain_hlo
+    from tests.hlo_builder import hlo_pb2
+
+    proto = hlo_pb2.HloProto()
+    module = proto.hlo_module
+    module.name, module.entry_computation_id = "jit_step", 1
+    entry, body = module.computations.add(id=1, name="main"), module.computations.add(id=2, name="body")
+    loop = entry.instructions.add(id=10, name="while.1", opcode="while")
+    loop.called_computation_ids.append(2)
+    if trip_count is not None:
+        loop.backend_config = json.dumps({"known_trip_count": {"n": str(trip_count)}}).encode()
+    lhs = body.instructions.add(id=20, name="p", opcode="parameter")
+    array(lhs.shape, F32, [64, 128])
+    dot = body.instructions.add(id=21, name="dot.1", opcode="dot")
+    array(dot.shape, F32, [64, 32])
+    dot.operand_ids.extend([20, 20])
+    dot.dot_dimension_numbers.lhs_contracting_dimensions.append(1)
+    if convolve:
+        body.instructions.add(id=22, name="conv.1", opcode="convolution")
+    return HloModule(3, "jit_step", plain_hlo(proto))
+
+
+def test_matmul_flops_count_loops_and_stay_unknown_where_they_cannot():
+    from reportgen.core.findings.facts import _matmul_flops
+
+    # 2·M·N·K = 2·64·32·128 per iteration, 4 iterations.
+    assert _matmul_flops(_gemm_module(4)) == pytest.approx(4 * 2 * 64 * 32 * 128)
+    assert _matmul_flops(_gemm_module(None)) is None  # a loop of unknown length: no number
+    assert _matmul_flops(_gemm_module(4, convolve=True)) is None  # convolutions are not counted: no number

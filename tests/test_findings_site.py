@@ -377,7 +377,8 @@ def test_run_page_leads_with_the_findings(site):
     rows = _csv_rows(site / "tf_keras_input_bound" / "data" / "findings" / "findings.csv")
     assert rows[0]["Id"] == "input.tf_data_bottleneck" and rows[0]["Severity"] == "high"
     fast = (site / "tf_keras_fast" / "index.html").read_text()
-    assert "No finding: none of reportgen's rules fired on this run" in fast
+    # The fixed run's only finding is the positive one: compute-bound, nothing to fix on the input side.
+    assert 'id="finding-steps.compute_bound"' in fast and "nothing to fix on the input side" in fast
 
 
 def test_pull_request_summary_lists_findings_and_their_changes(site):
@@ -393,7 +394,7 @@ def test_pull_request_summary_lists_findings_and_their_changes(site):
     gone = document.markdown.split("**Findings that went away**", 1)[1].split("###", 1)[0]
     assert "input\\.tf\\_data\\_bottleneck" in gone
     assert [f["id"] for f in document.data["comparison"]["findings"]["gone"]] == ["input.tf_data_bottleneck"]
-    assert document.data["comparison"]["findings"]["appeared"] == []
+    assert [f["id"] for f in document.data["comparison"]["findings"]["appeared"]] == ["steps.compute_bound"]
 
 
 def test_check_fails_on_findings(site, capsys):

@@ -126,7 +126,7 @@ def test_tpu_page_with_steps(tmp_path):
     section = InputPipelineSection()
     data = section.combine(RunContext("tpu", []), {"tpu-host": HostInputPart(op_stats, TfDataStats("tpu-host"))})
     block = section.summary(data)
-    assert block["input_bound"] == "HIGHLY" and block["input_percent"] == pytest.approx(100 * 60 / 205)
+    assert block.input_bound == "HIGHLY" and block.input_percent == pytest.approx(100 * 60 / 205)
     assert list(data.main.labels) == ["tc_compute", "scv0_compute", "scv0_infeed", "tc_infeed", "tc_outfeed",
                                       "tc_idle", "host_transfer"]
     assets = dict.fromkeys(("css", "vega", "js"), "assets/unused")  # the page alone, no bundle needed

@@ -18,6 +18,13 @@ from reportgen.sections.base import HostSummary
 from reportgen.sections.busy_chart import POOL_ROWS_ABOVE, pool_threads
 from reportgen.sections.charts import step_chart
 from reportgen.sections.verdict import classification, index_row, run_verdict
+from reportgen.summary_blocks import (
+    OverviewBlock,
+    RecordedOverviewBlock,
+    RunSummary,
+    StepCategory,
+    StepLedgerBlock,
+)
 from tests.clirun import sample_site_build
 from tests.htmlscan import scan_html
 
@@ -71,7 +78,9 @@ def test_site_index_has_one_row_per_run_with_its_answer(site):
     # Run, step time, steps, input, bottleneck, findings (how many, the most costly), device, hosts.
     assert re.search(r"tf_keras_input_bound 137\.8 ms ± 11\.9 ms 5 73\.6% HIGHLY Input 73\.6% "
                      r"1 high The step waits for input 73\.6% of the time[^C]* CPU 1", text), text
-    assert re.search(r"tf_keras_fast 24\.2 ms ± 0\.8 ms 5 0\.4% NOT Host compute 98\.2% none CPU 1", text), text
+    # The fixed run's one finding is the positive statement (compute-bound, nothing to fix on the input side).
+    assert re.search(r"tf_keras_fast 24\.2 ms ± 0\.8 ms 5 0\.4% NOT Host compute 98\.2% "
+                     r"1 info Compute-bound: .*? nothing to fix on the input side CPU 1", text), text
     assert "Step time across runs" in text
     html = (site / "index.html").read_text(encoding="utf-8")
     assert html.count("data-vega-spec=") == 1
@@ -86,7 +95,7 @@ FINDING = SimpleNamespace(
 
 
 def _landing(site: Path, findings: list | None) -> str:
-    block = _runs(site)["tf_keras_input_bound"]
+    block = RunSummary.from_json(_runs(site)["tf_keras_input_bound"])
     hosts = [HostSummary("vm", "vm.xplane.pb", 1, 2, 3, 4, 5, "CPU", 0)]
     nav = [{"title": "Summary", "href": "index.html"}, {"title": "Input pipeline", "href": "input_pipeline.html"}]
     return _environment().get_template("run_index.html").render(
@@ -106,30 +115,35 @@ def test_findings_come_right_under_the_answer(site):
 
 def test_classification_words():
     assert classification(None)["label"] == "No steps marked"
-    high = classification({"steps": 5, "input_bound": "HIGHLY", "statement": "s",
-                           "bottleneck": {"label": "Input", "percent": 73.6}})
+    high = classification(OverviewBlock.from_json({"steps": 5, "input_bound": "HIGHLY", "statement": "s",
+                                                   "bottleneck": {"label": "Input", "percent": 73.6}}))
     assert (high["label"], high["severity"]) == ("Highly input-bound", "bad")
-    other = classification({"steps": 5, "input_bound": "NOT", "statement": "",
-                            "bottleneck": {"label": "Host compute", "percent": 98.2}})
+    other = classification(OverviewBlock.from_json({"steps": 5, "input_bound": "NOT", "statement": "",
+                                                    "bottleneck": {"label": "Host compute", "percent": 98.2}}))
     assert (other["label"], other["severity"]) == ("Host compute: 98.2% of the step time", "good")
     # XProf's 'All others' heads the answer only without a step ledger to say what that time was.
-    xprof_other = {"steps": 5, "input_bound": "POTENTIALLY", "statement": "Your program is …",
-                   "bottleneck": {"category": "other", "label": "All others", "percent": 62.7}}
-    ledger = {"steps": 6, "labels": {"compiled_program": "Compiled XLA program (host)", "input": "Waiting for input"},
-              "percent": {"compiled_program": 62.2, "input": 35.2}}
+    xprof_other = OverviewBlock.from_json({"steps": 5, "input_bound": "POTENTIALLY", "statement": "Your program is …",
+                                           "bottleneck": {"category": "other", "label": "All others", "percent": 62.7}})
+    ledger = StepLedgerBlock.from_json(
+        {"steps": 6, "labels": {"compiled_program": "Compiled XLA program (host)", "input": "Waiting for input"},
+         "percent": {"compiled_program": 62.2, "input": 35.2}})
     named = classification(xprof_other, ledger)
     assert named["label"] == "Compiled XLA program (host): 62.2% of the step time (step ledger)"
     assert named["statement"] == "XProf: Your program is …"
     assert classification(xprof_other)["label"] == "All others: 62.7% of the step time"
-    assert dominant_category({"input": 3.0, "host_compute": 1.0, "other": None}) == {
-        "category": "input", "label": "Input", "percent": 75.0}
+    assert dominant_category({"input": 3.0, "host_compute": 1.0, "other": None}) == StepCategory(
+        category="input", label="Input", percent=75.0)
     assert dominant_category({"input": 0.0}) is None
 
 
 def test_an_older_capture_without_steps_counts_its_summary_step_time():
     hosts = [HostSummary("h", "h.overview_page.json", 1, 0, 0, 0, 0, "TPU", 8)]
-    block = {"overview": {"steps": 0, "step_time_ms": {"average": 313.8, "standard_deviation": 1.0,
-                                                         "minimum": 300.0, "maximum": 320.0}}}
+    # The recorded overview of an older profiler's files (its page is the run's legacy_overview).
+    block = RunSummary.from_json({"tools": {"legacy_overview": {"page": "old/legacy_overview.html"}},
+                                  "overview": {"source": "overview_page", "steps": 0, "step_time_ms": {
+                                      "average": 313.8, "standard_deviation": 1.0, "minimum": 300.0, "maximum": 320.0},
+                                      "device_type": "TPU"}})
+    assert isinstance(block.overview, RecordedOverviewBlock)
     row = index_row("old", "old/index.html", block, hosts, [], [])
     assert row["step_ms"] == 313.8 and row["device"] == "TPU × 8"
     assert row["findings"] is None  # no findings block: no rules ran (not "none found")

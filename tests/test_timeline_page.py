@@ -757,11 +757,11 @@ def test_links_from_other_pages_open_the_timeline(site, driver):
 
 
 def test_single_file_report_embeds_each_hosts_busiest_step(site, driver, tmp_path):
-    from reportgen.export.timeline_embed import MAX_EMBEDDED_BYTES
-    from reportgen.output.single_file import write_single_file
+    from reportgen.export.timeline_embed import embed_timelines
+    from reportgen.output.single_file import MAX_EMBEDDED_BYTES, write_single_file
 
     report = tmp_path / "report.html"
-    write_single_file(site, report)
+    write_single_file(site, report, timelines=embed_timelines)
     document = report.read_text(encoding="utf-8")
     embedded = sum(len(m) for m in re.findall(r"<script type=\"application/json\" data-timeline-data[^>]*>.*?</script>",
                                                 document, re.S))
@@ -809,6 +809,7 @@ def test_a_small_hosts_timeline_is_one_file_and_opens_with_its_events_args_and_e
     """A pod's tiny host: index.js carries every part (windows, args, excerpt); the page draws every event, shows
     a clicked event's args, and the single-file report embeds the excerpt, without another file to load."""
     from reportgen.export import timeline
+    from reportgen.export.timeline_embed import embed_timelines
     from reportgen.output.single_file import write_single_file
     from tests.logdirs import make_logdir, small_capture
     from tests.timeline_files import inline_parts
@@ -842,7 +843,7 @@ def test_a_small_hosts_timeline_is_one_file_and_opens_with_its_events_args_and_e
     assert console_errors(driver) == []
 
     report = tmp_path / "report.html"
-    write_single_file(site, report)
+    write_single_file(site, report, timelines=embed_timelines)
     driver.get(report.as_uri())
     _scroll_to_each_timeline(driver)
     embedded = driver.execute_script(
@@ -868,6 +869,7 @@ def test_single_file_report_keeps_two_runs_hosts_of_one_name_apart(driver, tmp_p
     """One document holds every run's trace page: a host named alike in two runs shows its own events and args."""
     from selenium.webdriver.support.ui import WebDriverWait
 
+    from reportgen.export.timeline_embed import embed_timelines
     from reportgen.output.single_file import write_single_file
     from tests.logdirs import make_logdir, small_capture
 
@@ -877,7 +879,7 @@ def test_single_file_report_keeps_two_runs_hosts_of_one_name_apart(driver, tmp_p
     site = tmp_path / "site"
     assert main(["build", str(logdir), "-o", str(site), "-q", "--jobs", "1", "--no-cache"]) == 0
     report = tmp_path / "report.html"
-    write_single_file(site, report)
+    write_single_file(site, report, timelines=embed_timelines)
     driver.get(report.as_uri())
     _scroll_to_each_timeline(driver)
     WebDriverWait(driver, 30).until(lambda d: d.execute_script(

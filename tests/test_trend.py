@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -13,6 +14,7 @@ import pytest
 from reportgen.cli.main import main
 from reportgen.compare.sources import BuiltSite
 from reportgen.compare.trend import build_history, ledger_causes
+from reportgen.summary_blocks import RunSummary
 from tests.browser import chromium, console_errors, needs_browser, screenshot
 from tests.builtsite import built_site, xss_xspace
 from tests.conftest import GCS_BUCKET
@@ -62,10 +64,10 @@ def test_change_points_are_the_injected_ones_with_their_sizes(stepped, source):
         assert abs(top.delta_ms - injected) <= 2 * NOISE_MS
     assert history.noise_ms == pytest.approx(NOISE_MS, rel=0.5)
     first, second = history.change_points
-    assert [f["id"] for f in first.findings_appeared] == [SLOW_FINDING["id"]] and first.findings_gone == []
-    assert [f["id"] for f in second.findings_gone] == [SLOW_FINDING["id"]] and second.findings_appeared == []
+    assert [f.id for f in first.findings_appeared] == [SLOW_FINDING["id"]] and first.findings_gone == []
+    assert [f.id for f in second.findings_gone] == [SLOW_FINDING["id"]] and second.findings_appeared == []
     # Run by run, among the comparable runs (run 30 is not one).
-    assert [(e.run.name, [f["id"] for f in e.appeared], [f["id"] for f in e.gone]) for e in history.finding_events] \
+    assert [(e.run.name, [f.id for f in e.appeared], [f.id for f in e.gone]) for e in history.finding_events] \
         == [(run_name(20), [SLOW_FINDING["id"]], []), (run_name(40), [], [SLOW_FINDING["id"]])]
 
 
@@ -102,7 +104,7 @@ def test_runs_without_a_timestamp_name_are_ordered_by_the_profilers_start(source
     # tf_keras_input_bound was profiled 6.6 s before tf_keras_fast, which natural name order would put first.
     site = BuiltSite.open(str(source))
     sample = ("tf_keras_input_bound", "tf_keras_fast")
-    starts = {name: site.run(name).block["inventory"]["profile_start"] for name in sample}
+    starts = {name: site.run(name).summary.inventory.profile_start for name in sample}
     assert starts == {"tf_keras_input_bound": "2026-11-21T17:53:50.907Z", "tf_keras_fast": "2026-11-21T17:53:57.546Z"}
     assert [r.name for r in build_history([site]).runs if r.name in sample] == list(sample)
     # A run whose capture does not say (the site's hand-made run) comes after the dated ones.
@@ -114,11 +116,13 @@ def test_causes_come_from_the_step_ledger_when_a_run_has_one(stepped, source, tm
     block = {"step_ledger": {"steps": 2, "precedence": ["device_compute", "input", "python"],
                              "labels": {"device_compute": "Device compute", "input": "Input", "python": "Python"},
                              "average_ms": {"python": 0.5, "input": 1.0, "device_compute": 3.0}}}
-    assert list(ledger_causes(block).items()) == [("Device compute", 3.0), ("Input", 1.0), ("Python", 0.5)]
+    assert list(ledger_causes(RunSummary.from_json(block)).items()) == [
+        ("Device compute", 3.0), ("Input", 1.0), ("Python", 0.5)]
     per_step = {"step_ledger": {"steps": 2, "per_step": [{"ms": {"compute": 3.0, "input": 1.0}},
                                                          {"ms": {"compute": 5.0}}]}}
-    assert ledger_causes(per_step) == {"compute": 4.0, "input": 0.5}
-    assert ledger_causes({}) is None and ledger_causes({"step_ledger": {"steps": 4}}) is None
+    assert ledger_causes(RunSummary.from_json(per_step)) == {"compute": 4.0, "input": 0.5}
+    assert ledger_causes(RunSummary()) is None
+    assert ledger_causes(RunSummary.from_json({"step_ledger": {"steps": 4}})) is None
     make_series(source, SOURCE_RUN, tmp_path / "ledger", 6, edit=lambda i, b: b.update(block))
     assert main(["trend", str(tmp_path / "ledger"), "-q"]) == 0
     html = (tmp_path / "ledger" / "trends" / "index.html").read_text(encoding="utf-8")
@@ -126,10 +130,10 @@ def test_causes_come_from_the_step_ledger_when_a_run_has_one(stepped, source, tm
     # A site of this version carries the block; without it (runs built before the ledger): the overview's breakdown.
     run = build_history([BuiltSite.open(str(stepped))]).runs[0]
     assert run.causes[0] == "ledger"
-    del run.block["step_ledger"]
+    run.run.summary = replace(run.summary, blocks={k: v for k, v in run.summary.blocks.items() if k != "step_ledger"})
     kind, causes = run.causes
     assert kind == "breakdown" and causes["Host compute"] == pytest.approx(
-        run.block["overview"]["breakdown_ms"]["host_compute"])
+        run.summary.overview.breakdown_ms["host_compute"])
 
 
 def test_command_writes_the_page_into_the_site_with_every_link_resolving(stepped, tmp_path):

@@ -138,10 +138,10 @@ def from_findings(result: CheckResult, budget: Budget) -> list[Annotation]:
         for f in findings:
             if budget.refused(f) is not None:
                 continue
-            message = f"{f['title']}. What to do: {f['action']}"
-            annotations.append(Annotation(FINDING_ANNOTATION.get(f["severity"], NOTICE),
-                                          f"{run}: {f['severity']} finding {f['id']}", message,
-                                          check=f"reportgen/finding/{f['id']}"))
+            message = f"{f.title}. What to do: {f.action}"
+            annotations.append(Annotation(FINDING_ANNOTATION.get(f.severity, NOTICE),
+                                          f"{run}: {f.severity} finding {f.id}", message,
+                                          check=f"reportgen/finding/{f.id}"))
     return annotations
 
 

@@ -175,6 +175,7 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
             return fail(f"cannot write the Trends page: {exc}")
         written = [str(report.output)] if local else []
         if args.single_file:
+            from reportgen.export.timeline_embed import embed_timelines
             from reportgen.output.single_file import write_single_file
 
             # The build's bar has closed: this one goes on with the same clock (the command's).
@@ -191,7 +192,7 @@ def _run(args: argparse.Namespace, built: list[Path]) -> int:
 
             composed = command_seconds()
             try:
-                single = write_single_file(report.output, args.single_file, on_page)
+                single = write_single_file(report.output, args.single_file, on_page, embed_timelines)
             except OSError as exc:
                 return fail(f"cannot write {args.single_file}: {exc}")
             finally:

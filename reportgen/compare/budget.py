@@ -26,6 +26,7 @@ from reportgen.output.formatting import (
     fmt_value,
     terminal_text,
 )
+from reportgen.summary_blocks import FindingItem
 
 if TYPE_CHECKING:  # a history is read (and ruptures imported) only when a check asks for one
     from reportgen.compare.trend import History
@@ -93,13 +94,14 @@ class Budget:
         return (self.max_step_ms is None and self.max_input_percent is None and self.max_regression is None
                 and not self.fail_on_finding)
 
-    def refused(self, finding: dict) -> str | None:
-        """The fail-on-finding value that refuses this finding (as summary.json holds it), or None."""
+    def refused(self, finding: FindingItem) -> str | None:
+        """The fail-on-finding value that refuses this finding, or None."""
+        severity = finding.severity or "info"
         for value in self.fail_on_finding or []:
             if value in FINDING_SEVERITIES:
-                if FINDING_SEVERITIES.index(finding.get("severity", "info")) <= FINDING_SEVERITIES.index(value):
+                if FINDING_SEVERITIES.index(severity) <= FINDING_SEVERITIES.index(value):
                     return value
-            elif fnmatch.fnmatchcase(finding.get("id", ""), value):
+            elif fnmatch.fnmatchcase(finding.id, value):
                 return value
         return None
 
@@ -247,7 +249,7 @@ class Outcome:
 class CheckResult:
     checked: list[str]  # run names
     outcomes: list[Outcome] = field(default_factory=list)  # in the order the checks were made
-    findings: dict[str, list[dict]] = field(default_factory=dict)  # each checked run's findings (summary.json's)
+    findings: dict[str, list[FindingItem]] = field(default_factory=dict)  # each checked run's findings
 
     def _with(self, status: str) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == status]
@@ -284,8 +286,8 @@ class CheckResult:
 
 def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result: CheckResult,
                history: History | None = None) -> None:
-    overview = run.block.get("overview") or {}
-    step = (overview.get("step_time_ms") or {}).get("average") if overview.get("steps") else None
+    overview = run.summary.overview
+    step = overview.step_time_ms.average if overview and overview.steps and overview.step_time_ms else None
     name = run.name
 
     def record(key: str, status: str, detail: str) -> None:
@@ -300,13 +302,13 @@ def _check_run(run: BuiltRun, budget: Budget, baseline: BuiltRun | None, result:
         else:
             record("max_step_ms", WITHIN, f"average step time {fmt_step_time(step, 2)} ≤ {budget.max_step_ms:g} ms")
     if budget.max_input_percent is not None:
-        share = overview.get("input_percent") if overview.get("steps") else None
+        share = overview.input_percent if overview and overview.steps else None
         if share is None:
             record("max_input_percent", NOT_CHECKED, "input share (the run has no steps)")
         elif share > budget.max_input_percent:
             record("max_input_percent", OVER, f"{fmt_value(share, 'percent')} of the step time waits for input, "
                    f"over the {budget.max_input_percent:g}% budget (max input percent; XProf: "
-                   f"{overview.get('input_bound')} input-bound)")
+                   f"{overview.input_bound} input-bound)")
         else:
             record("max_input_percent", WITHIN,
                    f"input {fmt_value(share, 'percent')} ≤ {budget.max_input_percent:g}%")
@@ -330,8 +332,8 @@ def _check_findings(run: BuiltRun, budget: Budget, result: CheckResult) -> None:
     refused = [(f, value) for f, value in refused if value is not None]
     for f, value in refused:
         result.outcomes.append(Outcome(run.name, "fail_on_finding", OVER, run.name,
-                                       f"finding {f['id']} ({f['severity']}): {f['title']} (fail on finding {value})",
-                                       finding=f["id"]))
+                                       f"finding {f.id} ({f.severity}): {f.title} (fail on finding {value})",
+                                       finding=f.id))
     if not refused:
         result.outcomes.append(Outcome(run.name, "fail_on_finding", WITHIN, run.name,
                                        f"no finding matches {wanted} ({len(findings)} finding"

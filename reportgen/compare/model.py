@@ -16,6 +16,7 @@ import pandas as pd
 from reportgen.compare.sources import BuiltRun
 from reportgen.compare.welch import WelchResult, welch_t_test
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS
+from reportgen.summary_blocks import Block, FindingItem, InputBottleneck, Overview, finite
 
 TF_STATS_CSV = "tf_stats/framework_op_stats.csv"
 KERNEL_STATS_CSV = "kernel_stats/kernel_stats.csv"
@@ -27,17 +28,6 @@ INPUT_STAGES = {
     "enqueue": "Enqueue",
     "unclassified": "Unclassified",
 }
-
-
-def finite_number(value) -> float | None:
-    """A summary.json value as a finite float, or None (missing, text, a boolean, NaN, infinite)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)
@@ -101,15 +91,16 @@ class StepTimeTest:
 
 @dataclass
 class InputPipelineChange:
-    baseline_bottleneck: dict | None
-    candidate_bottleneck: dict | None
+    baseline_bottleneck: InputBottleneck | None
+    candidate_bottleneck: InputBottleneck | None
     stages: list[Change]
     baseline_stage: str | None  # the host input stage with the most time
     candidate_stage: str | None
     available: bool  # either run has an input pipeline block
 
     def as_dict(self) -> dict:
-        return {"baseline_bottleneck": self.baseline_bottleneck, "candidate_bottleneck": self.candidate_bottleneck,
+        return {"baseline_bottleneck": _json(self.baseline_bottleneck),
+                "candidate_bottleneck": _json(self.candidate_bottleneck),
                 "baseline_stage": self.baseline_stage, "candidate_stage": self.candidate_stage,
                 "stages": [s.as_dict() for s in self.stages]}
 
@@ -118,26 +109,31 @@ class InputPipelineChange:
 class FindingsChange:
     """Findings of the candidate that the baseline did not have, and the baseline's that went away (by id)."""
 
-    appeared: list[dict]  # the candidate's findings, as its summary.json block holds them
-    gone: list[dict]  # the baseline's
+    appeared: list[FindingItem]  # the candidate's findings
+    gone: list[FindingItem]  # the baseline's
     available: bool  # both runs have a findings block (runs of older profilers' files have none)
 
     def as_dict(self) -> dict:
-        return {"appeared": self.appeared, "gone": self.gone, "available": self.available}
+        return {"appeared": [f.to_json() for f in self.appeared], "gone": [f.to_json() for f in self.gone],
+                "available": self.available}
 
 
-def findings_of(run: BuiltRun) -> list[dict] | None:
+def _json(block: Block | None) -> dict | None:
+    return block.to_json() if block is not None else None
+
+
+def findings_of(run: BuiltRun) -> list[FindingItem] | None:
     """The run's findings, most costly first; None when its summary block has none (older captures)."""
-    block = run.block.get("findings")
-    return list(block.get("items") or []) if isinstance(block, dict) else None
+    block = run.summary.findings
+    return list(block.items) if block is not None else None
 
 
 def findings_change(baseline: BuiltRun, candidate: BuiltRun) -> FindingsChange:
     a, b = findings_of(baseline), findings_of(candidate)
     if a is None or b is None:
         return FindingsChange([], [], False)
-    ids_a, ids_b = {f["id"] for f in a}, {f["id"] for f in b}
-    return FindingsChange([f for f in b if f["id"] not in ids_a], [f for f in a if f["id"] not in ids_b], True)
+    ids_a, ids_b = {f.id for f in a}, {f.id for f in b}
+    return FindingsChange([f for f in b if f.id not in ids_a], [f for f in a if f.id not in ids_b], True)
 
 
 @dataclass
@@ -214,20 +210,6 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def _block(run: BuiltRun, key: str) -> dict:
-    block = run.block.get(key)
-    return block if isinstance(block, dict) else {}
-
-
-def _get(block: dict, *path: str) -> float | None:
-    value = block
-    for key in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return finite_number(value)
-
-
 def _idle_percent(run: BuiltRun, side: str) -> float | None:
     """The IDLE row's share of the side's time in the run's TF stats table."""
     table = run.table(TF_STATS_CSV)
@@ -300,50 +282,59 @@ def _merge(base: pd.DataFrame, cand: pd.DataFrame, keys: list[str], value: str) 
     return merged
 
 
-def _totals(baseline: dict, candidate: dict, fields: list[tuple[str, str, str]]) -> list[Change]:
-    return [Change(key, label, unit, _get(baseline, key), _get(candidate, key)) for key, label, unit in fields]
+def _totals(baseline: Block | None, candidate: Block | None, fields: list[tuple[str, str, str]]) -> list[Change]:
+    return [Change(key, label, unit, finite(getattr(baseline, key, None)), finite(getattr(candidate, key, None)))
+            for key, label, unit in fields]
+
+
+def _peaks(run: BuiltRun) -> dict[str, float | None]:
+    memory = run.summary.memory
+    return {key: finite(p.peak_bytes) for key, p in ((memory.profiles if memory else None) or {}).items()}
 
 
 def _memory(baseline: BuiltRun, candidate: BuiltRun) -> list[Change]:
-    profiles_a = _block(baseline, "memory").get("profiles") or {}
-    profiles_b = _block(candidate, "memory").get("profiles") or {}
-    keys = list(profiles_a) + [k for k in profiles_b if k not in profiles_a]
-    return [Change(f"memory/{key}", f"Peak memory · {key}", "bytes", _get(profiles_a, key, "peak_bytes"),
-                   _get(profiles_b, key, "peak_bytes")) for key in keys]
+    peaks_a, peaks_b = _peaks(baseline), _peaks(candidate)
+    keys = list(peaks_a) + [k for k in peaks_b if k not in peaks_a]
+    return [Change(f"memory/{key}", f"Peak memory · {key}", "bytes", peaks_a.get(key), peaks_b.get(key))
+            for key in keys]
 
 
-def _largest_stage(host_ms: dict) -> str | None:
-    stages = {k: finite_number(v) or 0.0 for k, v in host_ms.items() if k in INPUT_STAGES}
+def _largest_stage(host_ms: dict[str, float | None]) -> str | None:
+    stages = {k: finite(v) or 0.0 for k, v in host_ms.items() if k in INPUT_STAGES}
     if not stages or max(stages.values()) <= 0:
         return None
     return INPUT_STAGES[max(stages, key=lambda k: stages[k])]
 
 
 def _input_pipeline(baseline: BuiltRun, candidate: BuiltRun) -> InputPipelineChange:
-    a, b = _block(baseline, "input_pipeline"), _block(candidate, "input_pipeline")
-    host_a, host_b = a.get("host_ms") or {}, b.get("host_ms") or {}
-    stages = [Change(f"input/{key}", label, "ms", _get(host_a, key), _get(host_b, key))
-              for key, label in INPUT_STAGES.items() if _get(host_a, key) or _get(host_b, key)]
-    return InputPipelineChange(a.get("bottleneck"), b.get("bottleneck"), stages, _largest_stage(host_a),
-                               _largest_stage(host_b), bool(a or b))
+    a, b = baseline.summary.input_pipeline, candidate.summary.input_pipeline
+    host_a, host_b = (a.host_ms if a else {}), (b.host_ms if b else {})
+    stages = [Change(f"input/{key}", label, "ms", finite(host_a.get(key)), finite(host_b.get(key)))
+              for key, label in INPUT_STAGES.items() if finite(host_a.get(key)) or finite(host_b.get(key))]
+    return InputPipelineChange(a.bottleneck if a else None, b.bottleneck if b else None, stages,
+                               _largest_stage(host_a), _largest_stage(host_b), bool(a or b))
 
 
-def _step_figure(overview: dict, *path: str) -> float | None:
-    """A figure of the overview's steps; None for a run without steps (whose block
-    holds zeros there)."""
-    return _get(overview, *path) if _get(overview, "steps") else None
+def _step_figure(overview: Overview | None, figure: str) -> float | None:
+    """A figure of the overview's steps (`input_percent`, or one of `step_time_ms`); None for a run without
+    steps (whose block holds zeros there)."""
+    if overview is None or not finite(overview.steps):
+        return None
+    if figure == "input_percent":
+        return finite(overview.input_percent)
+    return finite(getattr(overview.step_time_ms, figure, None))
 
 
 def compare_runs(baseline: BuiltRun, candidate: BuiltRun) -> Comparison:
-    over_a, over_b = _block(baseline, "overview"), _block(candidate, "overview")
-    step_time = Change("step_time", "Step time (average)", "ms", _step_figure(over_a, "step_time_ms", "average"),
-                       _step_figure(over_b, "step_time_ms", "average"))
+    over_a, over_b = baseline.summary.overview, candidate.summary.overview
+    steps_a, steps_b = (finite(o.steps) if o else None for o in (over_a, over_b))
+    step_time = Change("step_time", "Step time (average)", "ms", _step_figure(over_a, "average"),
+                       _step_figure(over_b, "average"))
     headline = [
         step_time,
-        Change("step_time_sd", "Step time (standard deviation)", "ms",
-               _step_figure(over_a, "step_time_ms", "standard_deviation"),
-               _step_figure(over_b, "step_time_ms", "standard_deviation"), None),
-        Change("steps", "Steps", "count", _get(over_a, "steps"), _get(over_b, "steps"), None),
+        Change("step_time_sd", "Step time (standard deviation)", "ms", _step_figure(over_a, "standard_deviation"),
+               _step_figure(over_b, "standard_deviation"), None),
+        Change("steps", "Steps", "count", steps_a, steps_b, None),
         Change("input_percent", "Input (share of step time)", "percent", _step_figure(over_a, "input_percent"),
                _step_figure(over_b, "input_percent")),
         Change("host_idle_percent", "Host idle (TF stats IDLE)", "percent", _idle_percent(baseline, "Host"),
@@ -354,29 +345,29 @@ def compare_runs(baseline: BuiltRun, candidate: BuiltRun) -> Comparison:
     if device_idle.baseline is not None or device_idle.candidate is not None:
         headline.append(device_idle)
     memory = _memory(baseline, candidate)
-    breakdown_a, breakdown_b = over_a.get("breakdown_ms") or {}, over_b.get("breakdown_ms") or {}
-    breakdown = [Change(f"breakdown/{key}", CATEGORY_LABELS[key], "ms", _get(breakdown_a, key),
-                        _get(breakdown_b, key)) for key in CATEGORY_KEYS
-                 if _get(breakdown_a, key) or _get(breakdown_b, key)]
+    breakdown_a = (over_a.breakdown_ms if over_a else None) or {}
+    breakdown_b = (over_b.breakdown_ms if over_b else None) or {}
+    breakdown = [Change(f"breakdown/{key}", CATEGORY_LABELS[key], "ms", finite(breakdown_a.get(key)),
+                        finite(breakdown_b.get(key))) for key in CATEGORY_KEYS
+                 if finite(breakdown_a.get(key)) or finite(breakdown_b.get(key))]
     tf_a, tf_b = baseline.table(TF_STATS_CSV), candidate.table(TF_STATS_CSV)
     ops = op_changes(tf_a, tf_b)
     truncated = any(t is not None and (t["Host/device"] == side).sum() >= TF_STATS_ROWS_PER_SIDE
                     for t in (tf_a, tf_b) for side in ("Host", "Device"))
-    op_totals = _totals(_block(baseline, "tf_stats"), _block(candidate, "tf_stats"),
+    op_totals = _totals(baseline.summary.tf_stats, candidate.summary.tf_stats,
                         [("device_self_us", "Device self time (all ops)", "us"),
                          ("host_self_us", "Host self time (all ops)", "us"), ("ops", "Ops", "count")])
     kernels = kernel_changes(baseline.table(KERNEL_STATS_CSV), candidate.table(KERNEL_STATS_CSV))
-    kernel_totals = _totals(_block(baseline, "kernel_stats"), _block(candidate, "kernel_stats"),
+    kernel_totals = _totals(baseline.summary.kernel_stats, candidate.summary.kernel_stats,
                             [("total_us", "Total kernel time", "us"), ("kernels", "Kernel–op rows", "count"),
                              ("tensor_core_percent", "Time in TensorCore kernels", "percent")])
     notes = []
-    steps_a, steps_b = _get(over_a, "steps"), _get(over_b, "steps")
     if steps_a and steps_b and steps_a != steps_b:
         notes.append(f"The runs captured different numbers of steps ({steps_a:.0f} and {steps_b:.0f}): op and "
                      "kernel times are totals over each capture, so compare them with that in mind.")
     return Comparison(
         baseline=baseline, candidate=candidate, step_time=step_time, headline=headline,
-        classification=(over_a.get("input_bound"), over_b.get("input_bound")),
+        classification=(over_a.input_bound if over_a else None, over_b.input_bound if over_b else None),
         test=step_time_test(baseline, candidate), breakdown=breakdown, memory=memory, op_totals=op_totals,
         ops=ops, ops_truncated=truncated, kernel_totals=kernel_totals, kernels=kernels,
         input_pipeline=_input_pipeline(baseline, candidate), notes=notes,
@@ -385,4 +376,4 @@ def compare_runs(baseline: BuiltRun, candidate: BuiltRun) -> Comparison:
 
 
 __all__ = ["Change", "Comparison", "FindingsChange", "InputPipelineChange", "StepTimeTest", "compare_runs",
-           "findings_change", "findings_of", "finite_number", "kernel_changes", "op_changes"]
+           "findings_change", "findings_of", "kernel_changes", "op_changes"]

@@ -26,6 +26,7 @@ from reportgen.names import joined_file_name
 # The site's template environment renders the index block alone (no page around it).
 from reportgen.output.site import PageWriter, _environment, write_assets
 from reportgen.output.transaction import OutputNotASiteError, is_site_or_empty
+from reportgen.summary_blocks import InputBottleneck
 
 FOLDER = "compare"
 MANIFEST = "comparisons.json"
@@ -66,8 +67,8 @@ def _run_links(comparison: Comparison, in_site: bool) -> dict:
             links[role] = {}
             continue
         base = "../" + quote(run.folder) + "/"
-        tools = {slug: base + quote(info["page"].rsplit("/", 1)[-1])
-                 for slug, info in (run.block.get("tools") or {}).items() if "page" in info}
+        tools = {slug: base + quote(info.page.rsplit("/", 1)[-1])
+                 for slug, info in run.summary.tools.items() if info.page}
         links[role] = {"index": base + "index.html", **tools}
     return links
 
@@ -82,16 +83,20 @@ def _table(frame: pd.DataFrame, value: str, top: int) -> dict:
 
 def _input_rows(comparison: Comparison) -> list[dict]:
     ip = comparison.input_pipeline
-    a, b = ip.baseline_bottleneck or {}, ip.candidate_bottleneck or {}
+    a, b = ip.baseline_bottleneck, ip.candidate_bottleneck
+
+    def figure(bottleneck: InputBottleneck | None, name: str) -> str | float | None:
+        return getattr(bottleneck, name) if bottleneck is not None else None
+
     return [
         {"key": "input_bound", "label": "Input-bound (XProf)", "unit": "text",
          "baseline": comparison.classification[0], "candidate": comparison.classification[1]},
         {"key": "bottleneck", "label": "tf.data bottleneck iterator", "unit": "text",
-         "baseline": a.get("iterator"), "candidate": b.get("iterator")},
+         "baseline": figure(a, "iterator"), "candidate": figure(b, "iterator")},
         {"key": "bottleneck_latency_ms", "label": "its self time in the slowest execution", "unit": "ms",
-         "baseline": a.get("latency_ms"), "candidate": b.get("latency_ms")},
+         "baseline": figure(a, "latency_ms"), "candidate": figure(b, "latency_ms")},
         {"key": "bottleneck_self_time_ms", "label": "its self time over the capture", "unit": "ms",
-         "baseline": a.get("self_time_ms"), "candidate": b.get("self_time_ms")},
+         "baseline": figure(a, "self_time_ms"), "candidate": figure(b, "self_time_ms")},
         {"key": "largest_stage", "label": "Largest host input stage", "unit": "text",
          "baseline": ip.baseline_stage, "candidate": ip.candidate_stage},
     ]

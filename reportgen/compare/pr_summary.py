@@ -42,6 +42,7 @@ from reportgen.output.formatting import (
     step_time_axis,
 )
 from reportgen.sections.vega import vega_spec
+from reportgen.summary_blocks import FindingItem, Overview, StepTime
 
 if TYPE_CHECKING:  # a history is read (and ruptures imported) only with `summary --history`
     from reportgen.compare.trend import Placement
@@ -106,17 +107,20 @@ class SummaryDocument:
     charts: list[Chart] = field(default_factory=list)
 
 
-def _has_steps(overview: dict) -> bool:
+def _has_steps(overview: Overview | None) -> bool:
     """Whether the run has a step time: steps, or (older captures' summaries) an average above 0. A run
     without steps reports 0 steps of 0 ms, which is no step time (the site index says "no steps")."""
-    average = (overview.get("step_time_ms") or {}).get("average")
-    return bool(overview.get("steps")) or (isinstance(average, (int, float)) and average > 0)
+    if overview is None:
+        return False
+    average = overview.step_time_ms.average if overview.step_time_ms else None
+    return bool(overview.steps) or (isinstance(average, (int, float)) and average > 0)
 
 
 def _run_headline(run: BuiltRun) -> dict:
-    overview = run.block.get("overview") or {}
-    step = (overview.get("step_time_ms") or {}) if _has_steps(overview) else {}
-    bottleneck = (run.block.get("input_pipeline") or {}).get("bottleneck") or {}
+    overview = run.summary.overview
+    step = (overview.step_time_ms if _has_steps(overview) else None) or StepTime()
+    pipeline = run.summary.input_pipeline
+    bottleneck = pipeline.bottleneck if pipeline else None
     ops = run.table("tf_stats/framework_op_stats.csv")
     top = None
     if ops is not None and len(ops):
@@ -128,25 +132,26 @@ def _run_headline(run: BuiltRun) -> dict:
     findings = findings_of(run)
     return {
         "findings": None if findings is None else [_finding_brief(f) for f in findings],
-        "steps": overview.get("steps"),
-        "step_time_ms": step.get("average"),
-        "step_time_sd_ms": step.get("standard_deviation"),
-        "input_percent": overview.get("input_percent"),
-        "input_bound": overview.get("input_bound"),
-        "device_type": overview.get("device_type"),
-        "bottleneck_iterator": bottleneck.get("iterator"),
+        "steps": overview.steps if overview else None,
+        "step_time_ms": step.average,
+        "step_time_sd_ms": step.standard_deviation,
+        "input_percent": overview.input_percent if overview else None,
+        "input_bound": overview.input_bound if overview else None,
+        "device_type": overview.device_type if overview else None,
+        "bottleneck_iterator": bottleneck.iterator if bottleneck else None,
         "top_op": top,
     }
 
 
-def _finding_brief(item: dict) -> dict:
-    return {k: item.get(k) for k in ("id", "severity", "title", "ms_per_step", "percent_of_step",
-                                     "percent_of_device_time", "bytes")}
+def _finding_brief(item: FindingItem) -> dict:
+    return {k: getattr(item, k) for k in ("id", "severity", "title", "ms_per_step", "percent_of_step",
+                                          "percent_of_device_time", "bytes")}
 
 
 def _run_step_ms(run: BuiltRun) -> float | None:
     """The run's average step time in ms: the figure whose unit (`step_time_unit`) its per-step times follow."""
-    return ((run.block.get("overview") or {}).get("step_time_ms") or {}).get("average")
+    overview = run.summary.overview
+    return overview.step_time_ms.average if overview and overview.step_time_ms else None
 
 
 def _per_step(value, like, delta: bool = False) -> str:
@@ -156,39 +161,39 @@ def _per_step(value, like, delta: bool = False) -> str:
     return fmt_step_delta(value, 2, like=like) if delta else fmt_step_time(value, 2, like=like)
 
 
-def _at_stake(item: dict, step_ms: float | None = None) -> str:
+def _at_stake(item: FindingItem, step_ms: float | None = None) -> str:
     parts = []
-    if item.get("ms_per_step") is not None:
-        parts.append(f"≈ {_per_step(item['ms_per_step'], step_ms)} per step")
-    if item.get("percent_of_step") is not None:
-        parts.append(f"{fmt_value(item['percent_of_step'], 'percent')} of the step time")
-    if item.get("percent_of_device_time") is not None:
-        parts.append(f"{fmt_value(item['percent_of_device_time'], 'percent')} of the device time")
-    if item.get("bytes") is not None:
-        parts.append(fmt_value(item["bytes"], "bytes"))
+    if item.ms_per_step is not None:
+        parts.append(f"≈ {_per_step(item.ms_per_step, step_ms)} per step")
+    if item.percent_of_step is not None:
+        parts.append(f"{fmt_value(item.percent_of_step, 'percent')} of the step time")
+    if item.percent_of_device_time is not None:
+        parts.append(f"{fmt_value(item.percent_of_device_time, 'percent')} of the device time")
+    if item.bytes is not None:
+        parts.append(fmt_value(item.bytes, "bytes"))
     return ", ".join(parts) or "–"
 
 
-def _findings_table(items: list[dict], run: BuiltRun, site_url: str | None) -> list[str]:
+def _findings_table(items: list[FindingItem], run: BuiltRun, site_url: str | None) -> list[str]:
     """One row per finding: severity, title (escaped), what is at stake, its id (linked to the run page)."""
     rows = []
     for item in items:
-        name = md_code(item["id"], 60)
+        name = md_code(item.id, 60)
         if site_url:
-            name = _link(name, _url(site_url, run.folder, "index.html") + f"#finding-{quote(item['id'])}")
-        rows.append([f"**{md_escape(item['severity'])}**", md_escape(item["title"], 240),
+            name = _link(name, _url(site_url, run.folder, "index.html") + f"#finding-{quote(item.id)}")
+        rows.append([f"**{md_escape(item.severity)}**", md_escape(item.title, 240),
                      _at_stake(item, _run_step_ms(run)), name])
     return [_table(["Severity", "Finding", "At stake", "Id"], list("llll"), rows), ""]
 
 
-def _findings_markdown(runs: list[BuiltRun], headlines: dict[str, dict], top: int, site_url: str | None) -> list[str]:
+def _findings_markdown(runs: list[BuiltRun], top: int, site_url: str | None) -> list[str]:
     parts = []
     for run in runs:
-        items = headlines[run.name]["findings"]
+        items = findings_of(run)
         if items is None:
             continue
         counts = ", ".join(f"{n} {s}" for s in ("high", "medium", "low", "info")
-                           if (n := sum(1 for f in items if f["severity"] == s)))
+                           if (n := sum(1 for f in items if f.severity == s)))
         head = f"**{md_code(run.name)}**: " + (f"{len(items)} finding{'s' if len(items) != 1 else ''} ({counts})"
                                                if items else "no finding")
         shown = items[:top]
@@ -239,7 +244,8 @@ def _runs_breakdown_chart(runs: list[BuiltRun]) -> dict | None:
     unit, field, scale = step_time_axis(max((_run_step_ms(run) or 0.0 for run in runs), default=0.0))
     rows = []
     for run in runs:
-        breakdown = (run.block.get("overview") or {}).get("breakdown_ms") or {}
+        overview = run.summary.overview
+        breakdown = (overview.breakdown_ms if overview else None) or {}
         for order, key in enumerate(CATEGORY_KEYS):
             value = breakdown.get(key)
             if value:
@@ -282,8 +288,8 @@ def _comparison_markdown(c: Comparison, top: int, compare_url: str | None, site_
     ip = c.input_pipeline
     bottleneck = [f"Input-bound: {md_escape(c.classification[0] or '–')} → {md_escape(c.classification[1] or '–')}"]
     if ip.baseline_bottleneck or ip.candidate_bottleneck:
-        before = md_code((ip.baseline_bottleneck or {}).get("iterator", "–"))
-        after = md_code((ip.candidate_bottleneck or {}).get("iterator", "–"))
+        before = md_code(ip.baseline_bottleneck.iterator if ip.baseline_bottleneck else "–")
+        after = md_code(ip.candidate_bottleneck.iterator if ip.candidate_bottleneck else "–")
         bottleneck.append(f"tf.data bottleneck: {before} → {after}")
     parts += ["; ".join(bottleneck) + ".", ""]
     rows = [[md_escape(ch.label), _per_step(ch.baseline, like), _per_step(ch.candidate, like),
@@ -405,12 +411,12 @@ def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_ur
             parts += [f"![{md_escape(chart.title)}]({chart_link(chart)})" for chart in charts] + [""]
         parts += [f"### Runs ({len(runs)})", ""] if comparison is not None else []
         parts += _runs_markdown(runs, headlines, site_url)
-        parts += _findings_markdown(runs, headlines, min(top, TOP_FINDINGS), site_url)
+        parts += _findings_markdown(runs, min(top, TOP_FINDINGS), site_url)
         footer = [_link("Full report", _url(site_url, "index.html"))] if site_url else []
         footer += [_link(md_escape(link.text), link.url) for link in links]
         if footer:
             parts += [" · ".join(footer), ""]
-        parts.append(f"<sub>{md_escape(site.summary.get('generator', 'reportgen'))}; numbers follow XProf's "
+        parts.append(f"<sub>{md_escape(site.summary.generator)}; numbers follow XProf's "
                      "definitions.</sub>")
         return "\n".join(parts) + "\n"
 
@@ -424,7 +430,7 @@ def build_summary(site: BuiltSite, comparison: Comparison | None = None, site_ur
         markdown = head.rsplit("\n", 1)[0] + "\n\n(summary cut to fit a comment)\n"
     data = {
         "schema": SUMMARY_SCHEMA,
-        "generator": site.summary.get("generator"),
+        "generator": site.summary.generator,
         "runs": headlines,
         "comparison": comparison.as_dict(top=TOP_OPS) if comparison is not None else None,
         "links": {"site": _url(site_url, "index.html") if site_url else None, "comparison": compare_url},

@@ -24,6 +24,7 @@ import pandas as pd
 
 from reportgen.output.formatting import terminal_text
 from reportgen.output.site import restore_formulas
+from reportgen.summary_blocks import RunSummary, SiteSummary
 
 SUMMARY_FILE = "summary.json"
 
@@ -83,7 +84,7 @@ class BuiltSite:
     """A site written by `reportgen build`: its summary.json and its files."""
 
     location: str  # local folder or fsspec URL
-    summary: dict
+    summary: SiteSummary
     temporary: bool = False  # built by this command into scratch space
 
     @classmethod
@@ -99,11 +100,11 @@ class BuiltSite:
         if not (isinstance(summary, dict) and str(summary.get("generator", "")).startswith("reportgen")
                 and isinstance(summary.get("runs"), dict)):
             return None
-        return cls(location, summary, temporary)
+        return cls(location, SiteSummary.from_json(summary), temporary)
 
     @property
     def run_names(self) -> list[str]:
-        return list(self.summary["runs"])
+        return list(self.summary.runs)
 
     def run(self, name: str | None) -> BuiltRun:
         names = self.run_names
@@ -114,9 +115,9 @@ class BuiltSite:
                     f"{self.location} holds {len(names)} runs; name one as {self.location}:RUN "
                     f"(runs: {listed})")
             name = names[0]
-        if name not in self.summary["runs"]:
+        if name not in self.summary.runs:
             raise RunNotFoundError(f"{self.location} has no run {name!r} (runs: {listed})")
-        return BuiltRun(self, name, self.summary["runs"][name])
+        return BuiltRun(self, name, self.summary.runs[name])
 
     def is_local_folder(self, folder: str | os.PathLike) -> bool:
         """True when this site is the local folder `folder`."""
@@ -132,21 +133,21 @@ class BuiltRun:
 
     site: BuiltSite
     name: str
-    block: dict
+    summary: RunSummary  # its entry of summary.json
     _tables: dict = field(default_factory=dict, repr=False)
 
     @cached_property
     def folder(self) -> str:
         """The run's folder in the site, as its tool pages are listed (a run folder
         need not be spelled like the run)."""
-        for tool in (self.block.get("tools") or {}).values():
-            page = str(tool.get("page", ""))
+        for tool in self.summary.tools.values():
+            page = tool.page
             if "/" in page:
                 return page.rsplit("/", 1)[0]
         return self.name
 
     def has_tool(self, slug: str) -> bool:
-        return slug in (self.block.get("tools") or {})
+        return slug in self.summary.tools
 
     def table(self, relative: str) -> pd.DataFrame | None:
         """`<run>/data/<relative>` as a DataFrame, None when the run has no such table."""

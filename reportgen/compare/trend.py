@@ -34,13 +34,13 @@ from reportgen.compare.model import (
     KERNEL_STATS_CSV,
     TF_STATS_CSV,
     findings_of,
-    finite_number,
     kernel_changes,
     op_changes,
 )
 from reportgen.compare.sources import BuiltRun, BuiltSite
 from reportgen.compare.welch import ALPHA, WelchResult, welch_t_test
 from reportgen.core.steps.categories import CATEGORY_LABELS
+from reportgen.summary_blocks import FindingItem, Overview, OverviewBlock, RunSummary, finite
 
 PENALTY_FACTOR = 4.0  # × σ² ln n: twice the BIC penalty of a change in mean
 MIN_SEGMENT = 3  # runs on each side of a change point: fewer cannot show a noise of their own
@@ -57,7 +57,8 @@ def run_time(run) -> datetime | None:
     named = capture_time(run.folder) or capture_time(run.name)
     if named is not None:
         return named
-    start = finite_number(((run.block or {}).get("inventory") or {}).get("profile_start_ns"))
+    inventory = run.summary.inventory
+    start = finite(inventory.profile_start_ns) if inventory else None
     return datetime.fromtimestamp(start / 1e9, tz=timezone.utc) if start and start > 0 else None
 
 
@@ -76,39 +77,28 @@ def _natural_key(text: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
-def ledger_causes(block: dict) -> dict[str, float] | None:
+def ledger_causes(summary: RunSummary) -> dict[str, float] | None:
     """Milliseconds per step by cause from a run's `step_ledger` block, or None when the run has none.
 
     The block's `average_ms` (cause key → ms per step, adding up to the step time) names its causes by
-    `labels`, in the order of `precedence`. Read tolerantly, as other ledgers may come: per-step causes
-    (`per_step` or `steps`, each a `ms`, `causes_ms` or `causes` mapping) are averaged here."""
-    ledger = block.get("step_ledger")
-    if not isinstance(ledger, dict):
+    `labels`, in the order of `precedence`; a block without it has its `per_step` causes averaged here."""
+    ledger = summary.step_ledger
+    if ledger is None:
         return None
 
-    def numeric(mapping) -> dict[str, float]:
-        if not isinstance(mapping, dict):
-            return {}
-        values = {str(k): finite_number(v.get("ms") if isinstance(v, dict) else v) for k, v in mapping.items()}
+    def numeric(mapping: dict[str, float | None]) -> dict[str, float]:
+        values = {k: finite(v) for k, v in mapping.items()}
         return {k: v for k, v in values.items() if v is not None}
 
-    causes = {}
-    for key in ("average_ms", "causes_ms", "causes"):
-        causes = numeric(ledger.get(key))
-        if causes:
-            break
+    causes = numeric(ledger.average_ms)
     if not causes:
-        listed = ledger.get("per_step") if isinstance(ledger.get("per_step"), list) else ledger.get("steps")
-        steps = [numeric(s.get("ms") or s.get("causes_ms") or s.get("causes")) for s in
-                 (listed if isinstance(listed, list) else []) if isinstance(s, dict)]
-        steps = [s for s in steps if s]
+        steps = [s for s in (numeric(step.ms) for step in ledger.per_step) if s]
         if not steps:
             return None
         names = list(dict.fromkeys(k for s in steps for k in s))
         causes = {k: math.fsum(s.get(k, 0.0) for s in steps) / len(steps) for k in names}
-    order = [str(k) for k in ledger.get("precedence") or [] if str(k) in causes]
-    labels = ledger.get("labels") if isinstance(ledger.get("labels"), dict) else {}
-    return {str(labels.get(k, k)): causes[k] for k in [*order, *(k for k in causes if k not in order)]}
+    order = [k for k in ledger.precedence if k in causes]
+    return {ledger.labels.get(k, k): causes[k] for k in [*order, *(k for k in causes if k not in order)]}
 
 
 @dataclass
@@ -126,20 +116,20 @@ class TrendRun:
         return self.run.name
 
     @property
-    def block(self) -> dict:
-        return self.run.block
+    def summary(self) -> RunSummary:
+        return self.run.summary
 
     @property
-    def overview(self) -> dict:
-        value = self.block.get("overview")
-        return value if isinstance(value, dict) else {}
+    def overview(self) -> Overview:
+        """The run's overview block (an empty one where it has none: no steps)."""
+        return self.summary.overview or OverviewBlock()
 
     @property
     def steps(self) -> int:
-        return int(finite_number(self.overview.get("steps")) or 0)
+        return int(finite(self.overview.steps) or 0)
 
     def step_figure(self, key: str) -> float | None:
-        return finite_number((self.overview.get("step_time_ms") or {}).get(key)) if self.steps else None
+        return finite(getattr(self.overview.step_time_ms, key, None)) if self.steps else None
 
     @property
     def step_ms(self) -> float | None:
@@ -147,20 +137,24 @@ class TrendRun:
 
     @property
     def input_percent(self) -> float | None:
-        return finite_number(self.overview.get("input_percent")) if self.steps else None
+        return finite(self.overview.input_percent) if self.steps else None
+
+    @property
+    def device_type(self) -> str:
+        return self.overview.device_type
 
     @property
     def device_utilization_percent(self) -> float | None:
         """100 − XProf's device idle share, for runs with a device (a CPU-only run has none)."""
-        if str(self.overview.get("device_type", "CPU")).upper() in ("", "CPU") or not self.steps:
+        if self.device_type.upper() in ("", "CPU") or not self.steps:
             return None
-        idle = finite_number(self.overview.get("device_idle_percent"))
+        idle = finite(self.overview.device_idle_percent)
         return None if idle is None else 100.0 - idle
 
     @property
     def memory_peak_bytes(self) -> float | None:
-        profiles = (self.block.get("memory") or {}).get("profiles") or {}
-        peaks = [finite_number(p.get("peak_bytes")) for p in profiles.values() if isinstance(p, dict)]
+        memory = self.summary.memory
+        peaks = [finite(p.peak_bytes) for p in ((memory.profiles if memory else None) or {}).values()]
         peaks = [p for p in peaks if p is not None]
         return max(peaks) if peaks else None
 
@@ -168,27 +162,28 @@ class TrendRun:
     def causes(self) -> tuple[str, dict[str, float]]:
         """("ledger" or "breakdown", cause label → ms per step): the step ledger's causes when the run has
         that block, else the overview's step-time breakdown by XProf's categories."""
-        ledger = ledger_causes(self.block)
+        ledger = ledger_causes(self.summary)
         if ledger:
             return "ledger", ledger
-        breakdown = self.overview.get("breakdown_ms") or {}
-        return "breakdown", {label: finite_number(breakdown.get(key)) or 0.0 for key, label in CATEGORY_LABELS.items()}
+        breakdown = self.overview.breakdown_ms or {}
+        return "breakdown", {label: finite(breakdown.get(key)) or 0.0 for key, label in CATEGORY_LABELS.items()}
 
     @property
     def host_count(self) -> int:
-        return int(finite_number(self.overview.get("host_count")) or len(self.block.get("hosts") or []))
+        return int(finite(self.overview.host_count) or len(self.summary.hosts))
 
     @property
     def modules(self) -> frozenset[str]:
-        return frozenset((self.block.get("graph_viewer") or {}).get("modules") or {})
+        graphs = self.summary.graph_viewer
+        return frozenset(graphs.modules if graphs else ())
 
     @property
     def top_ops(self) -> frozenset[str]:
-        return frozenset(str(op.get("name")) for op in (self.block.get("tf_stats") or {}).get("top_ops") or []
-                         if isinstance(op, dict))
+        tf_stats = self.summary.tf_stats
+        return frozenset(op.name for op in (tf_stats.top_ops if tf_stats else ()))
 
     @property
-    def findings(self) -> list[dict] | None:
+    def findings(self) -> list[FindingItem] | None:
         return findings_of(self.run)
 
     def verdict(self) -> str:
@@ -196,15 +191,15 @@ class TrendRun:
         if self.step_ms is None:
             return "no steps"
         parts = [f"{self.steps} steps"]
-        bound = self.overview.get("input_bound")
+        bound = self.overview.input_bound
         if bound:
             parts.append(f"input-bound: {bound}")
-        bottleneck = self.overview.get("bottleneck") or {}
-        if bottleneck.get("label"):
-            parts.append(f"bottleneck: {bottleneck['label']}")
+        bottleneck = self.overview.bottleneck
+        if bottleneck and bottleneck.label:
+            parts.append(f"bottleneck: {bottleneck.label}")
         findings = self.findings or []
         if findings:
-            parts.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}, first: {findings[0]['title']}")
+            parts.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}, first: {findings[0].title}")
         return "; ".join(parts)
 
 
@@ -237,8 +232,8 @@ class ChangePoint:
     segment_after: list[TrendRun]
     test: WelchResult
     movers: list[Mover] = field(default_factory=list)
-    findings_appeared: list[dict] = field(default_factory=list)
-    findings_gone: list[dict] = field(default_factory=list)
+    findings_appeared: list[FindingItem] = field(default_factory=list)
+    findings_gone: list[FindingItem] = field(default_factory=list)
 
     @property
     def size_ms(self) -> float:
@@ -256,8 +251,8 @@ class ChangePoint:
                 "confidence": t.confidence, "p_value": t.p_value, "mean_before_ms": t.mean_baseline,
                 "mean_after_ms": t.mean_candidate, "runs_before": t.n_baseline, "runs_after": t.n_candidate,
                 "movers": [m.as_dict() for m in self.movers],
-                "findings_appeared": [f["id"] for f in self.findings_appeared],
-                "findings_gone": [f["id"] for f in self.findings_gone]}
+                "findings_appeared": [f.id for f in self.findings_appeared],
+                "findings_gone": [f.id for f in self.findings_gone]}
 
 
 @dataclass
@@ -266,8 +261,8 @@ class FindingEvent:
 
     run: TrendRun
     previous: TrendRun
-    appeared: list[dict]
-    gone: list[dict]
+    appeared: list[FindingItem]
+    gone: list[FindingItem]
 
 
 @dataclass
@@ -297,13 +292,13 @@ class History:
                                        ("average", "minimum", "maximum", "standard_deviation")},
                       "input_percent": r.input_percent, "device_utilization_percent": r.device_utilization_percent,
                       "memory_peak_bytes": r.memory_peak_bytes, "causes_from": r.causes[0],
-                      "causes_ms": r.causes[1], "findings": [f["id"] for f in r.findings or []]}
+                      "causes_ms": r.causes[1], "findings": [f.id for f in r.findings or []]}
                      for r in self.runs],
             "noise_ms": self.noise_ms,
             "penalty": self.penalty,
             "change_points": [c.as_dict() for c in self.change_points],
             "findings_changes": [{"run": e.run.name, "previous": e.previous.name,
-                                  "appeared": [f["id"] for f in e.appeared], "gone": [f["id"] for f in e.gone]}
+                                  "appeared": [f.id for f in e.appeared], "gone": [f.id for f in e.gone]}
                                  for e in self.finding_events],
         }
 
@@ -332,9 +327,9 @@ def flag_not_comparable(runs: list[TrendRun]) -> None:
     The series' program is what most runs have, so one odd run never makes the rest look odd."""
     if not runs:
         return
-    shape = Counter((r.host_count, str(r.overview.get("device_type", "")), r.modules) for r in runs)
+    shape = Counter((r.host_count, r.device_type, r.modules) for r in runs)
     (hosts, device, modules), _ = shape.most_common(1)[0]
-    usual = [r for r in runs if (r.host_count, str(r.overview.get("device_type", "")), r.modules)
+    usual = [r for r in runs if (r.host_count, r.device_type, r.modules)
              == (hosts, device, modules)]
     counts = Counter(op for r in usual for op in r.top_ops)
     common = {op for op, n in counts.items() if 2 * n >= len(usual)}
@@ -342,8 +337,8 @@ def flag_not_comparable(runs: list[TrendRun]) -> None:
         reasons = []
         if run.host_count != hosts:
             reasons.append(f"{run.host_count} host{'s' if run.host_count != 1 else ''} where the series has {hosts}")
-        if str(run.overview.get("device_type", "")) != device:
-            reasons.append(f"device {run.overview.get('device_type') or 'none'} where the series has "
+        if run.device_type != device:
+            reasons.append(f"device {run.device_type or 'none'} where the series has "
                            f"{device or 'none'}")
         if run.modules != modules:
             added, missing = sorted(run.modules - modules), sorted(modules - run.modules)
@@ -450,28 +445,29 @@ def _stages(runs: list[TrendRun]) -> dict[str, float]:
     totals: dict[str, float] = {}
     counted = 0
     for run in runs:
-        host_ms = (run.block.get("input_pipeline") or {}).get("host_ms")
-        if not isinstance(host_ms, dict) or not run.steps:
+        pipeline = run.summary.input_pipeline
+        host_ms = pipeline.host_ms if pipeline else None
+        if host_ms is None or not run.steps:
             continue
         counted += 1
         for key, value in host_ms.items():
-            totals[key] = totals.get(key, 0.0) + (finite_number(value) or 0.0) / run.steps
+            totals[key] = totals.get(key, 0.0) + (finite(value) or 0.0) / run.steps
     return {k: v / counted for k, v in totals.items()} if counted else {}
 
 
-def _findings_between(before: list[TrendRun], after: list[TrendRun]) -> tuple[list[dict], list[dict]]:
+def _findings_between(before: list[TrendRun], after: list[TrendRun]) -> tuple[list[FindingItem], list[FindingItem]]:
     """Findings every run after has and no run before had, and the reverse (by id)."""
 
     def ids(runs: list[TrendRun]) -> list[set[str]]:
-        return [{f["id"] for f in r.findings} for r in runs if r.findings is not None]
+        return [{f.id for f in r.findings} for r in runs if r.findings is not None]
 
     a, b = ids(before), ids(after)
     if not a or not b:
         return [], []
     before_any, after_all = set().union(*a), set.intersection(*b)
     after_any, before_all = set().union(*b), set.intersection(*a)
-    appeared = [f for f in after[0].findings or [] if f["id"] in after_all - before_any]
-    gone = [f for f in before[-1].findings or [] if f["id"] in before_all - after_any]
+    appeared = [f for f in after[0].findings or [] if f.id in after_all - before_any]
+    gone = [f for f in before[-1].findings or [] if f.id in before_all - after_any]
     return appeared, gone
 
 
@@ -482,9 +478,9 @@ def finding_events(runs: list[TrendRun]) -> list[FindingEvent]:
         if run.findings is None:
             continue
         if previous is not None:
-            old, new = {f["id"] for f in previous.findings or []}, {f["id"] for f in run.findings}
-            appeared = [f for f in run.findings if f["id"] not in old]
-            gone = [f for f in previous.findings or [] if f["id"] not in new]
+            old, new = {f.id for f in previous.findings or []}, {f.id for f in run.findings}
+            appeared = [f for f in run.findings if f.id not in old]
+            gone = [f for f in previous.findings or [] if f.id not in new]
             if appeared or gone:
                 events.append(FindingEvent(run, previous, appeared, gone))
         previous = run

@@ -220,7 +220,8 @@ def _context(history: History, frame: pd.DataFrame, folder: str) -> dict:
     def tool_href(run: TrendRun, kind: str) -> str | None:
         """The run's page of the tool a mover of `kind` comes from, when the run has that page."""
         slug = MOVER_TOOLS.get(kind, "")
-        page = str((run.block.get("tools") or {}).get(slug, {}).get("page", ""))
+        tool = run.summary.tools.get(slug)
+        page = tool.page if tool else ""
         if not page:
             return None
         return hrefs[run.name].rsplit("/", 1)[0] + "/" + quote(page.rsplit("/", 1)[-1])

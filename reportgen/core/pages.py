@@ -81,15 +81,25 @@ def memory_viewer_anchor(module: str) -> str:
     return "module-" + safe_file_part(module)
 
 
-def timeline_href(host: str, t0_ps: int | None = None, t1_ps: int | None = None, q: str | None = None) -> str:
-    """The trace page's timeline at a host and time range (ms on the trace's clock), with the first event
-    named like `q` selected: `trace.html#host=H&t0=MS&t1=MS&q=NAME`, as the trace page reads it."""
-    parts = [("host", host)]
+def timeline_href(host: str | None, t0_ps: int | None = None, t1_ps: int | None = None, q: str | None = None,
+                  step: str | None = None) -> str:
+    """The trace page's timeline at a host (None: the page's first) and time range (ms on the trace's clock) or
+    step (a number, or a name ending in one), with the first event named like `q` selected:
+    `trace.html#host=H&t0=MS&t1=MS&step=S&q=NAME`, as the trace page reads it."""
+    parts = [("host", host)] if host is not None else []
     if t0_ps is not None and t1_ps is not None:
         parts += [("t0", _ms(t0_ps)), ("t1", _ms(t1_ps))]
+    if step is not None:
+        parts.append(("step", step))
     if q:
         parts.append(("q", q))
     return "trace.html#" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in parts)
+
+
+def graph_viewer_href(op: str, program: str | int | None = None, module: str | None = None) -> str:
+    """The graph viewer at an HLO op of a module (by name) or of a program (by id), as the graph viewer reads it."""
+    where = f"module={quote(module, safe='')}" if module else f"program={quote(str(program or ''), safe='')}"
+    return f"graph_viewer.html#{where}&op={quote(op, safe='')}"
 
 
 def _ms(ps: int) -> str:
@@ -99,7 +109,7 @@ def _ms(ps: int) -> str:
 
 
 __all__ = ["HLO_STATS_CSV", "INPUT_OPS_CSV", "INPUT_STEPS_CSV", "KERNEL_STATS_CSV", "OP_PROFILE_CSV",
-           "OVERVIEW_STEPS_CSV", "TF_DATA_ITERATORS_CSV", "TF_DATA_PIPELINES_CSV", "TF_STATS_CSV", "hlo_op_anchor",
-           "input_step_anchor", "iterator_anchor", "kernel_anchor", "memory_profile_anchor", "memory_profile_csv",
-           "memory_viewer_anchor", "memory_viewer_csv", "safe_file_part", "step_anchor", "tf_op_anchor",
-           "timeline_href"]
+           "OVERVIEW_STEPS_CSV", "TF_DATA_ITERATORS_CSV", "TF_DATA_PIPELINES_CSV", "TF_STATS_CSV", "graph_viewer_href",
+           "hlo_op_anchor", "input_step_anchor", "iterator_anchor", "kernel_anchor", "memory_profile_anchor",
+           "memory_profile_csv", "memory_viewer_anchor", "memory_viewer_csv", "safe_file_part", "step_anchor",
+           "tf_op_anchor", "timeline_href"]

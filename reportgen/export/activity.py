@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reportgen.core.events.intervals import covered_per_bin, time_bins
 from reportgen.export.tables import TraceTables
+from reportgen.timebins import covered_per_bin, time_bins
 
 COLUMNS = ["label", "bin_start_ms", "bin_end_ms", "busy_percent"]
 

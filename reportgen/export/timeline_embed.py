@@ -21,7 +21,6 @@ from urllib.parse import quote, unquote
 
 from reportgen.export.timeline import REGISTER
 
-MAX_EMBEDDED_BYTES = 6 * 2**20  # every embedded timeline of one report together
 _PREFIX_TEXT = REGISTER + "("
 _TIMELINE_DIV = re.compile(r'<div class="timeline" data-timeline data-host="[^"]*" data-base="([^"]*)"')
 

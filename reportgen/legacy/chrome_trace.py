@@ -37,12 +37,12 @@ from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from reportgen.errors import CaptureError
-from reportgen.legacy.files import TRACE_PROTO_SUFFIX, TRACETABLE_SUFFIX
 from reportgen.legacy.sstable import TableError, read_table, values_as_field
 from reportgen.legacy.trace_proto import TRACE_EVENTS as TRACE_EVENTS_FIELD
 from reportgen.legacy.trace_proto import TraceDecodeError, TraceEventColumns, decode_trace_events
 from reportgen.loaders import limits
 from reportgen.loaders.logdir import file_name
+from reportgen.loaders.older_formats import TRACE_PROTO_SUFFIX, TRACETABLE_SUFFIX
 from reportgen.loaders.proto import trace_events_pb2
 
 # Memory per Cloud TPU trace event and per arg: their columns, and their share of a chunk's JSON.

@@ -13,12 +13,12 @@ from typing import Any
 
 from reportgen import __version__
 from reportgen.errors import CaptureError
-from reportgen.legacy.files import is_timeline
 from reportgen.legacy.sections import legacy_parts
 from reportgen.legacy.tool_files import decode_legacy_host
 from reportgen.legacy.trace_export import export_legacy_trace
 from reportgen.loaders import limits
 from reportgen.loaders.logdir import HostFile, file_name
+from reportgen.loaders.older_formats import is_timeline
 from reportgen.sections.base import HostSummary
 
 

@@ -36,6 +36,21 @@ from reportgen.names import file_part, joined_file_name
 from reportgen.sections.base import RunContext, Section
 from reportgen.sections.charts import step_chart
 from reportgen.sections.vega import vega_spec
+from reportgen.summary_blocks import (
+    Allocator,
+    Block,
+    KernelStatsBlock,
+    MemoryBlock,
+    OpCategory,
+    RecordedInputPipelineBlock,
+    RecordedOpProfileBlock,
+    RecordedOverviewBlock,
+    RecordedPodViewerBlock,
+    RecordedTimelineBlock,
+    StepTime,
+    TfStatsBlock,
+    TfStatsOp,
+)
 
 TABLE_ROWS = 500  # on the page; the CSV has every row
 
@@ -138,10 +153,10 @@ class LegacySection(Section):
         # In a run that also has XSpace hosts, their blocks speak for the run.
         return {"hosts": parts, "in_summary": not (set(run.host_names) - set(parts))}
 
-    def summary(self, data: dict) -> dict | None:
+    def summary(self, data: dict) -> Block | None:
         return self.block(next(iter(data["hosts"].values()))) if data["in_summary"] else None
 
-    def block(self, part: Any) -> dict:
+    def block(self, part: Any) -> Block:
         raise NotImplementedError
 
     def render(self, data: dict, page) -> None:
@@ -165,22 +180,17 @@ class LegacyOverviewSection(LegacySection):
     title = "Overview"
     summary_key = "overview"
 
-    def block(self, o: LegacyOverview) -> dict:
-        block: dict[str, Any] = {"source": o.source, "steps": int(len(o.steps))}
-        if o.step_time is not None:
-            block["step_time_ms"] = asdict(o.step_time)
-        if o.breakdown_ms is not None:
-            block["breakdown_ms"] = o.breakdown_ms
-        for key in ("input_percent", "input_bound", "device_idle_percent", "host_idle_percent",
-                    "device_core_count", "host_count"):
-            if getattr(o, key) is not None:
-                block[key] = getattr(o, key)
-        block["device_type"] = o.device_type
-        # The run's answer (sections/verdict.py) reads these as it reads an XSpace run's.
-        if len(o.steps) or o.step_time is not None:
-            block["statement"] = o.statement
-            block["bottleneck"] = dominant_category(o.breakdown_ms or {})
-        return block
+    def block(self, o: LegacyOverview) -> RecordedOverviewBlock:
+        # The run's answer (sections/verdict.py) reads the statement and the bottleneck as it reads an XSpace run's.
+        stated = bool(len(o.steps)) or o.step_time is not None
+        return RecordedOverviewBlock(
+            source=o.source, steps=int(len(o.steps)),
+            step_time_ms=StepTime(**asdict(o.step_time)) if o.step_time is not None else None,
+            breakdown_ms=o.breakdown_ms, input_percent=o.input_percent, input_bound=o.input_bound,
+            device_idle_percent=o.device_idle_percent, host_idle_percent=o.host_idle_percent,
+            device_core_count=o.device_core_count, host_count=o.host_count, device_type=o.device_type,
+            statement=o.statement if stated else None,
+            bottleneck=dominant_category(o.breakdown_ms or {}) if stated else None)
 
     def panel(self, host: str, o: LegacyOverview, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__steps.csv", o.steps)
@@ -194,11 +204,9 @@ class LegacyInputPipelineSection(LegacySection):
     title = "Input pipeline"
     summary_key = "input_pipeline"
 
-    def block(self, p: LegacyInputPipeline) -> dict:
-        block: dict[str, Any] = {"host_ms": {k: v / 1e3 for k, v in p.host_us.items()}}
-        if p.input_percent is not None:
-            block["input_percent"] = p.input_percent
-        return block
+    def block(self, p: LegacyInputPipeline) -> RecordedInputPipelineBlock:
+        return RecordedInputPipelineBlock(host_ms={k: v / 1e3 for k, v in p.host_us.items()},
+                                          input_percent=p.input_percent)
 
     def panel(self, host: str, p: LegacyInputPipeline, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__input_ops.csv", p.input_ops)
@@ -212,21 +220,21 @@ class LegacyTfStatsSection(LegacySection):
     title = "TF stats"
     summary_key = "tf_stats"
 
-    def block(self, t: LegacyTfStats) -> dict:
+    def block(self, t: LegacyTfStats) -> TfStatsBlock:
         ops = t.ops
         top = []
         for side in ("Device", "Host"):
             rows = ops[ops["host_or_device"] == side].nlargest(TOP_OPS_IN_SUMMARY, "total_self_time_us", keep="first")
-            top += [{"side": side, "name": str(r.op_name), "type": str(r.op_type),
-                     "self_time_us": float(r.total_self_time_us),
-                     "self_time_percent": float(getattr(r, f"{side.lower()}_self_percent"))}
+            top += [TfStatsOp(side=side, name=str(r.op_name), type=str(r.op_type),
+                              self_time_us=float(r.total_self_time_us),
+                              self_time_percent=float(getattr(r, f"{side.lower()}_self_percent")))
                     for r in rows.itertuples()]
-        return {
-            "ops": int(len(ops)),
-            "host_self_us": float(ops.loc[ops["host_or_device"] == "Host", "total_self_time_us"].sum()),
-            "device_self_us": float(ops.loc[ops["host_or_device"] == "Device", "total_self_time_us"].sum()),
-            "top_ops": top,
-        }
+        return TfStatsBlock(
+            ops=int(len(ops)),
+            host_self_us=float(ops.loc[ops["host_or_device"] == "Host", "total_self_time_us"].sum()),
+            device_self_us=float(ops.loc[ops["host_or_device"] == "Device", "total_self_time_us"].sum()),
+            top_ops=tuple(top),
+        )
 
     def panel(self, host: str, t: LegacyTfStats, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__tf_stats.csv", t.ops)
@@ -237,9 +245,10 @@ class LegacyTimelineSection(LegacySection):
     slug = "legacy_timeline"
     title = "Step stats"
 
-    def block(self, t: LegacyTimeline) -> dict:
-        return {"steps": int(len(t.steps)), "ops": int(len(t.ops)),
-                "step_time_ms_average": float(t.steps["step_time_ms"].mean()) if len(t.steps) else None}
+    def block(self, t: LegacyTimeline) -> RecordedTimelineBlock:
+        return RecordedTimelineBlock(
+            steps=int(len(t.steps)), ops=int(len(t.ops)),
+            step_time_ms_average=float(t.steps["step_time_ms"].mean()) if len(t.steps) else None)
 
     def panel(self, host: str, t: LegacyTimeline, page) -> dict:
         page.write_csv(f"data/{self.slug}/op_stats.csv", t.ops)
@@ -257,12 +266,12 @@ class LegacyKernelStatsSection(LegacySection):
     title = "Kernel stats"
     summary_key = "kernel_stats"
 
-    def block(self, k: LegacyKernelStats) -> dict:
+    def block(self, k: LegacyKernelStats) -> KernelStatsBlock:
         table = k.kernels
         total = float(table["total_duration_us"].sum())
         tensor_core = float(table.loc[table["is_kernel_using_tensor_core"], "total_duration_us"].sum())
-        return {"kernels": int(len(table)), "total_us": round(total, 3),
-                "tensor_core_percent": round(100 * tensor_core / total, 2) if total > 0 else 0.0}
+        return KernelStatsBlock(kernels=int(len(table)), total_us=round(total, 3),
+                                tensor_core_percent=round(100 * tensor_core / total, 2) if total > 0 else 0.0)
 
     def panel(self, host: str, k: LegacyKernelStats, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__kernel_stats.csv", k.kernels)
@@ -274,13 +283,11 @@ class LegacyOpProfileSection(LegacySection):
     title = "Op profile"
     summary_key = "op_profile"
 
-    def block(self, o: LegacyOpProfile) -> dict:
+    def block(self, o: LegacyOpProfile) -> RecordedOpProfileBlock:
         top = o.nodes[o.nodes["depth"] == 1]
-        block: dict[str, Any] = {"categories": [{"name": n, "time_percent": t}
-                                                for n, t in zip(top["name"], top["time_percent"])]}
-        if o.flops_percent is not None:
-            block["flops_utilization_percent"] = o.flops_percent
-        return block
+        return RecordedOpProfileBlock(
+            categories=tuple(OpCategory(name=n, time_percent=t) for n, t in zip(top["name"], top["time_percent"])),
+            flops_utilization_percent=o.flops_percent)
 
     def panel(self, host: str, o: LegacyOpProfile, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__op_profile.csv", o.nodes)
@@ -313,21 +320,21 @@ class LegacyMemoryProfileSection(LegacySection):
     title = "Memory profile"
     summary_key = "memory"
 
-    def block(self, m: LegacyMemoryProfile) -> dict:
-        return {"profiles": {a.memory_id: {
-            "peak_bytes": a.peak_bytes, "peak_time_ms": a.peak_time_ms, "capacity_bytes": a.capacity_bytes,
-            "fragmentation_percent": a.fragmentation_percent, "allocations": a.allocations,
-            "deallocations": a.deallocations} for a in m.allocators}}
+    def block(self, m: LegacyMemoryProfile) -> MemoryBlock:
+        return MemoryBlock(profiles={a.memory_id: Allocator(
+            peak_bytes=a.peak_bytes, peak_time_ms=a.peak_time_ms, capacity_bytes=a.capacity_bytes,
+            fragmentation_percent=a.fragmentation_percent, allocations=a.allocations,
+            deallocations=a.deallocations) for a in m.allocators})
 
-    def summary(self, data: dict) -> dict | None:
+    def summary(self, data: dict) -> MemoryBlock | None:
         if not data["in_summary"]:
             return None
         # Every host's allocators, keyed `<host>/<memory id>` as the XSpace block is.
         profiles = {}
         for host, part in data["hosts"].items():
-            for memory_id, block in self.block(part)["profiles"].items():
-                profiles[f"{host}/{memory_id}"] = block
-        return {"profiles": profiles}
+            for memory_id, allocator in (self.block(part).profiles or {}).items():
+                profiles[f"{host}/{memory_id}"] = allocator
+        return MemoryBlock(profiles=profiles)
 
     def panel(self, host: str, m: LegacyMemoryProfile, page) -> dict:
         allocators = []
@@ -342,10 +349,10 @@ class LegacyPodViewerSection(LegacySection):
     slug = "legacy_pod_viewer"
     title = "Pod viewer"
 
-    def block(self, v: LegacyPodViewer) -> dict:
-        return {"steps": int(v.cores["step"].nunique()) if len(v.cores) else 0,
-                "cores": int(v.cores["core"].nunique()) if len(v.cores) else 0,
-                "all_reduce_ops": int(v.all_reduce_ops["name"].nunique())}
+    def block(self, v: LegacyPodViewer) -> RecordedPodViewerBlock:
+        return RecordedPodViewerBlock(steps=int(v.cores["step"].nunique()) if len(v.cores) else 0,
+                                      cores=int(v.cores["core"].nunique()) if len(v.cores) else 0,
+                                      all_reduce_ops=int(v.all_reduce_ops["name"].nunique()))
 
     def panel(self, host: str, v: LegacyPodViewer, page) -> dict:
         page.write_csv(f"data/{self.slug}/{_safe(host)}__cores.csv", v.cores)

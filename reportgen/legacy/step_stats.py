@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from reportgen.legacy.chrome_trace import ChromeTrace, parse_chrome_trace
-from reportgen.legacy.files import timeline_step
+from reportgen.loaders.older_formats import timeline_step
 
 
 @dataclass

@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from reportgen.core.events.intervals import covered_per_bin, time_bins
 from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS
 from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.host_export import ChunkRecord, HostExport
 from reportgen.legacy.chrome_trace import ChromeTrace
 from reportgen.names import host_folder
+from reportgen.timebins import covered_per_bin, time_bins
 
 BATCH_EVENTS = 16384  # events serialized per orjson call
 SIZE_SAMPLE = 1024  # events serialized to estimate a file's JSON bytes per event

@@ -32,11 +32,11 @@ import pandas as pd
 from reportgen.core.steps.categories import CATEGORY_KEYS
 from reportgen.errors import CaptureError
 from reportgen.legacy.chrome_trace import parse_chrome_trace
-from reportgen.legacy.files import TIMELINE_PATTERN, is_trace_source
 from reportgen.legacy.memory_viewer import LegacyMemoryViewer, memory_viewer_from_json
 from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
 from reportgen.loaders import limits
 from reportgen.loaders.logdir import file_name
+from reportgen.loaders.older_formats import TIMELINE_PATTERN, is_trace_source
 from reportgen.loaders.proto import legacy_tools_pb2 as pb
 
 # Step-time categories of XProf's generic (GPU/CPU) breakdown, in ms.

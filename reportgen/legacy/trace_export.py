@@ -15,11 +15,11 @@ from __future__ import annotations
 from reportgen.errors import CaptureError
 from reportgen.export.host_export import FORMATS
 from reportgen.legacy.chrome_trace import read_trace
-from reportgen.legacy.files import TIMELINE_PATTERN, timeline_step
 from reportgen.legacy.step_stats import LegacyTimeline, TimelineSteps
 from reportgen.legacy.timeline_chunks import ChromeTraceExport
 from reportgen.loaders import limits
 from reportgen.loaders.logdir import file_name
+from reportgen.loaders.older_formats import TIMELINE_PATTERN, timeline_step
 from reportgen.names import host_folder
 from reportgen.sections.trace import TraceHostPart
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import fsspec
 
 from reportgen.errors import NoCapturesError
-from reportgen.legacy.files import TIMELINE_PATTERN, TOOL_SUFFIXES
+from reportgen.loaders.older_formats import TIMELINE_PATTERN, TOOL_SUFFIXES
 
 HOST_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 PROFILE_SUBDIR = "plugins/profile"

@@ -28,6 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 from numba.core import types
 
+from reportgen.capture import (  # the stat value kinds the decoder writes
+    KIND_BYTES,
+    KIND_DOUBLE,
+    KIND_INT64,
+    KIND_NONE,
+    KIND_REF,
+    KIND_STR,
+    KIND_UINT64,
+)
 from reportgen.kernels import array_type, ensure_compiled, helper_kernel, kernel
 
 # Error codes (0 = fine). A kernel reports the first error in err[0] and the
@@ -46,15 +55,6 @@ ERROR_TEXT = {
     ERR_LENGTH: "a length-delimited field runs past its enclosing message",
     ERR_FIELD_ZERO: "a field numbered 0, which protobuf forbids (not an XSpace protobuf)",
 }
-
-# Stat value kinds, in XStat oneof field order.
-KIND_NONE = 0
-KIND_DOUBLE = 1
-KIND_UINT64 = 2
-KIND_INT64 = 3
-KIND_STR = 4
-KIND_BYTES = 5
-KIND_REF = 6
 
 # split_fields columns.
 F_NUMBER, F_WIRE_TYPE, F_START, F_PAYLOAD, F_END = range(5)

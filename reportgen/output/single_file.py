@@ -11,7 +11,9 @@ so every tool page a section writes is included with nothing to register:
 - links between pages become in-page anchors; small downloads (CSV tables,
   images) are inlined as data: URLs within a size budget; anything else, the
   trace in particular, is left out and a note on the page says where it is; the trace
-  page's timeline keeps each host's busiest step (reportgen/export/timeline_embed.py);
+  page's timeline keeps each host's busiest step, embedded by the function the caller hands in
+  (`reportgen.export.timeline_embed.embed_timelines`, which knows the timeline's files: this package
+  does not import the trace export, whose modules load numba);
 - the graph viewer page is left out: it explores data that grows with the
   model (each HLO module's graph and text, loaded per module) and lays it out
   with a 797 KiB Graphviz library; a note at the top says where it is, and
@@ -39,13 +41,16 @@ from urllib.parse import unquote, urlsplit
 
 from reportgen import __version__
 from reportgen.output.site import RUNS_SCRIPT
+from reportgen.output.table_cells import script_json
 from reportgen.output.web_types import content_type
+from reportgen.summary_blocks import SiteSummary
 
 # Downloads inlined as data: URLs (base64: +33%) stay within these budgets;
 # a larger table is left out with a note, keeping the file easy to share.
 MAX_INLINE_FILE = 1 * 2**20
 MAX_INLINE_TOTAL = 4 * 2**20
 INLINE_SUFFIXES = (".csv", ".png", ".svg", ".md", ".txt")
+MAX_EMBEDDED_BYTES = 6 * 2**20  # every embedded timeline of one report together
 TRACE_DIR = "trace"
 # Run pages left out of the single file (file name → what the note calls them). The graph viewer
 # loads each module's graph and text as a script of its own (0.36 MB for the 24 small modules of
@@ -69,6 +74,12 @@ section.page + section.page { border-top: 4px solid var(--line, #d1d9e0); margin
 .page-main { padding: 1rem 1.5rem 3rem; max-width: 1400px; }
 a.omitted { color: inherit; text-decoration: underline dotted; cursor: help; }
 """
+
+
+# How a trace page's timelines go into the file: (site folder, page path, the page's `<main>` HTML, bytes of the
+# budget left, the data element maker (text, base attribute) → element) → (the `<main>` HTML with the timelines'
+# data blocks, bytes used). `reportgen.export.timeline_embed.embed_timelines` is the one the command hands in.
+EmbedTimelines = Callable[[Path, str, str, int, Callable[[str, str], str]], tuple[str, int]]
 
 
 @dataclass
@@ -105,18 +116,13 @@ def page_order(site_dir: Path) -> list[str]:
 
     add("index.html")
     try:
-        summary = json.loads((site_dir / "summary.json").read_text(encoding="utf-8"))
-        runs = summary.get("runs", {}) if isinstance(summary, dict) else {}
+        summary = SiteSummary.from_json(json.loads((site_dir / "summary.json").read_text(encoding="utf-8")))
     except (OSError, ValueError):
-        runs = {}
-    for run, block in runs.items():
+        summary = SiteSummary()
+    for run, block in summary.runs.items():
         add(f"{run}/index.html")
-        tools = block.get("tools", {}) if isinstance(block, dict) else {}
-        slugs = sorted(tools, key=lambda slug: slug != "overview")  # stable: overview first
-        for slug in slugs:
-            page = tools[slug].get("page") if isinstance(tools[slug], dict) else None
-            if isinstance(page, str):
-                add(page)
+        for slug in sorted(block.tools, key=lambda slug: slug != "overview"):  # stable: overview first
+            add(block.tools[slug].page)
         for page in pages:
             if page.startswith(f"{run}/"):
                 add(page)
@@ -188,6 +194,7 @@ class _PageRewriter(HTMLParser):
         self.omitted: list[str] = []
         self.left_out: list[str] = []  # links to pages left out of the single file
         self.charts = 0
+        self.rows_block: list[str] | None = None  # the text of a data table's rows block being read
 
     # -- helpers -------------------------------------------------------------
     def _ns(self, value: str) -> str:
@@ -221,6 +228,34 @@ class _PageRewriter(HTMLParser):
         return None, None
 
     def _rewrite_tag(self, tag: str, attrs: list[tuple[str, str | None]]) -> str:
+        out = self._rewrite_attrs(tag, attrs)
+        if out is None:
+            return self.get_starttag_text() or ""
+        rendered = "".join(
+            f" {n}" if v is None else f' {n}="{html.escape(v, quote=True)}"' for n, v in out
+        )
+        return f"<{tag}{rendered}>"
+
+    def _rewrite_link(self, link: dict) -> dict:
+        """A link of a data table's rows (`table_cells.link_attrs`: an <a>'s attributes) rewritten as the page's
+        own links are."""
+        out = self._rewrite_attrs("a", list(link.items()))
+        return link if out is None else {name: value or "" for name, value in out}
+
+    def _rewrite_rows(self, text: str) -> str:
+        """A data table's rows block (`table_cells.table_data`) with the links in its cells rewritten."""
+        data = json.loads(text)
+        for row in data.get("rows", []):
+            for i, cell in enumerate(row):
+                if isinstance(cell, dict):
+                    row[i] = self._rewrite_link(cell)
+                elif isinstance(cell, list) and len(cell) > 1 and isinstance(cell[1], dict):
+                    cell[1] = self._rewrite_link(cell[1])
+        return script_json(data)
+
+    def _rewrite_attrs(self, tag: str, attrs: list[tuple[str, str | None]]) -> list[tuple[str, str | None]] | None:
+        """A tag's attributes with ids, id references and links rewritten for the single file; None when none
+        changes."""
         changed = drop_title = False
         out: list[tuple[str, str | None]] = []
         extra: list[tuple[str, str | None]] = []
@@ -259,7 +294,7 @@ class _PageRewriter(HTMLParser):
             changed |= new != value
             out.append((name, new))
         if not changed and not extra:
-            return self.get_starttag_text() or ""
+            return None
         if drop_title:
             out = [(n, v) for n, v in out if n != "title"]
         names = {n for n, _ in out}
@@ -268,10 +303,7 @@ class _PageRewriter(HTMLParser):
                 out = [(n, f"{v} omitted" if n == "class" else v) for n, v in out]
             elif name not in names:
                 out.append((name, value))
-        rendered = "".join(
-            f" {n}" if v is None else f' {n}="{html.escape(v, quote=True)}"' for n, v in out
-        )
-        return f"<{tag}{rendered}>"
+        return out
 
     # -- parser callbacks ----------------------------------------------------
     def _emit(self, text: str) -> None:
@@ -297,6 +329,8 @@ class _PageRewriter(HTMLParser):
         if tag == ("header" if self.region == "header" else "main"):
             self.depth += 1
         self._emit(self._rewrite_tag(tag, attrs))
+        if tag == "script" and values.get("type") == "application/json" and (values.get("id") or "").endswith("-rows"):
+            self.rows_block = []
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self.region in self.parts:
@@ -305,6 +339,9 @@ class _PageRewriter(HTMLParser):
             self.handle_starttag(tag, attrs)
 
     def handle_endtag(self, tag: str) -> None:
+        if self.rows_block is not None and tag == "script":
+            self._emit(self._rewrite_rows("".join(self.rows_block)))
+            self.rows_block = None
         if self.region == "head" and tag == "head":
             self.region = None
             return
@@ -316,6 +353,9 @@ class _PageRewriter(HTMLParser):
         self._emit(f"</{tag}>")
 
     def handle_data(self, data: str) -> None:
+        if self.rows_block is not None:
+            self.rows_block.append(data)
+            return
         self._emit(data)
 
     def handle_entityref(self, name: str) -> None:
@@ -400,9 +440,11 @@ def _trace_runs(site_dir: Path, pages: list[str]) -> list[str]:
     return sorted(r for r in runs if (site_dir / r / TRACE_DIR).is_dir())
 
 
-def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -> tuple[str, SingleFileReport]:
+def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None,
+            timelines: EmbedTimelines | None = None) -> tuple[str, SingleFileReport]:
     """The single-file document for a built site, and what went into it. `on_page(page, pages)` is called as
-    each page starts being composed (for a progress bar: `pages` in all)."""
+    each page starts being composed (for a progress bar: `pages` in all). `timelines` embeds the trace pages'
+    timelines (see `EmbedTimelines`); without it they come without data, as the trace does."""
     site_dir = Path(site_dir)
     if not (site_dir / "index.html").is_file():
         raise FileNotFoundError(f"{site_dir}: not a built site (no index.html)")
@@ -433,19 +475,17 @@ def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -
         head.append(f"<style>\n{_inline_style(code)}\n</style>" if kind == "css"
                     else f"<script>\n{_inline_script(code)}\n</script>")
 
-    # (Imported here: the trace export's modules load numba, which a report without a trace never needs.)
-    from reportgen.export.timeline_embed import MAX_EMBEDDED_BYTES, embed_timelines
-
     body: list[str] = []
     omitted: list[str] = []
     timeline_bytes = 0
     for page in composed:
         # The trace page's timeline: each host's busiest step, embedded (the whole trace stays in the site).
-        page.main, used = embed_timelines(
-            site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
-            lambda data, base: (f'<script type="application/json" data-timeline-data data-base="{base}">'
-                                f'{data}</script>\n'))
-        timeline_bytes += used
+        if timelines is not None:
+            page.main, used = timelines(
+                site_dir, page.path, page.main, MAX_EMBEDDED_BYTES - timeline_bytes,
+                lambda data, base: (f'<script type="application/json" data-timeline-data data-base="{base}">'
+                                    f'{data}</script>\n'))
+            timeline_bytes += used
         note = _omitted_note(page.omitted) if page.omitted else ""
         omitted.extend(t for t in page.omitted if t not in omitted)
         header = f'<header class="top">{page.header}</header>\n' if page.header.strip() else ""
@@ -457,9 +497,10 @@ def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -
     top_notes = ""
     if trace_runs:
         where = ", ".join(f"<code>{html.escape(r)}/{TRACE_DIR}/</code>" for r in trace_runs)
+        embedded = (f": each trace page's timeline holds the busiest step of each host (at most "
+                    f"{MAX_EMBEDDED_BYTES // 2**20} MiB for them all). " if timelines is not None else ". ")
         top_notes = (
-            f'<p class="note">The timeline trace is not included in this file: each trace page\'s timeline '
-            f"holds the busiest step of each host (at most {MAX_EMBEDDED_BYTES // 2**20} MiB for them all). "
+            f'<p class="note">The timeline trace is not included in this file{embedded}'
             f"The whole trace is in the site that <code>reportgen build LOGDIR -o site/</code> writes, under {where}; "
             "open its trace pages for every event, or serve the site with <code>reportgen serve site</code> to "
             "open the files in Perfetto UI.</p>\n"
@@ -494,9 +535,11 @@ def compose(site_dir: Path, on_page: Callable[[str, int], None] | None = None) -
 
 
 def write_single_file(site_dir: Path | str, output: Path | str,
-                      on_page: Callable[[str, int], None] | None = None) -> SingleFileReport:
-    """Write the single-file report of a built site to `output` (atomically); `on_page`: see `compose`."""
-    document, report = compose(Path(site_dir), on_page)
+                      on_page: Callable[[str, int], None] | None = None,
+                      timelines: EmbedTimelines | None = None) -> SingleFileReport:
+    """Write the single-file report of a built site to `output` (atomically); `on_page`, `timelines`: see
+    `compose`."""
+    document, report = compose(Path(site_dir), on_page, timelines)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
@@ -509,4 +552,4 @@ def write_single_file(site_dir: Path | str, output: Path | str,
     return report
 
 
-__all__ = ["SingleFileReport", "compose", "page_order", "write_single_file"]
+__all__ = ["MAX_EMBEDDED_BYTES", "EmbedTimelines", "SingleFileReport", "compose", "page_order", "write_single_file"]

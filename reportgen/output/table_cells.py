@@ -13,15 +13,24 @@ from numbers import Real
 import orjson
 from markupsafe import Markup, escape
 
-from reportgen.output.formatting import fmt_bytes, fmt_duration_us, fmt_gflops, fmt_gib_per_s, fmt_int, fmt_num, fmt_pct
+from reportgen.output.formatting import (
+    fmt_bytes,
+    fmt_duration_us,
+    fmt_gflops,
+    fmt_gib_per_s,
+    fmt_int,
+    fmt_ms,
+    fmt_num,
+    fmt_pct,
+)
 
 # Text columns: the cell's opening tag (names are cut to one line by the style sheet).
 _NAME_FORMATS = {"name": '<td class="name">', "label": '<td class="name short">', "text": "<td>"}
 
 
 def _shown(value, fmt: str) -> str:
-    if fmt == "pct":
-        return fmt_pct(value, 2)
+    if fmt.startswith("pct"):  # "pct", or "pct:3" for three decimals
+        return fmt_pct(value, int(fmt[4:]) if len(fmt) > 4 else 2)
     if fmt == "bytes":
         return fmt_bytes(value)
     if fmt == "gflops":
@@ -32,7 +41,9 @@ def _shown(value, fmt: str) -> str:
         return fmt_duration_us(value)
     if fmt == "ms":
         return fmt_duration_us(value * 1e3) if isinstance(value, Real) else fmt_num(value)
-    return fmt_num(value, 3)  # any other number
+    if fmt.startswith("ms:"):  # in ms with that many decimals, for a column of step times read side by side
+        return fmt_ms(value, int(fmt[3:]))
+    return fmt_num(value, int(fmt[4:]) if fmt.startswith("num:") else 3)  # any other number ("num:2": 2 decimals)
 
 
 def _cell_html(value, fmt: str) -> str:
@@ -92,7 +103,10 @@ def table_data(table_id: str, rows, formats: list[str], anchors=None) -> Markup:
     """A data table's rows as data: a JSON block that reportgen.js renders a page of rows from, each cell as
     `table_cell` writes it. A table of thousands of rows as `<tr>`s cost seconds of layout and megabytes of
     page; its values as JSON are a fifth of the bytes and only the rows shown become elements. The table's
-    `<tbody>` stays empty (`data-rows` names this block)."""
+    `<tbody>` stays empty (`data-rows` names this block).
+
+    A cell of a text format (name, label, text, code) holds its text, or `[text, link, title, short]` (`link_cell`);
+    a "timeline" cell holds a link's attributes or None. Numbers take the number formats `table_cell` knows."""
     # `block`: the block's own id, so that the page's script can tell the prefix the single-file report puts on
     # every id of a page (output/single_file.py) and give the rows' ids the same.
     payload = {"block": f"{table_id}-rows", "formats": list(formats),
@@ -100,3 +114,24 @@ def table_data(table_id: str, rows, formats: list[str], anchors=None) -> Markup:
     if anchors:
         payload["ids"] = [str(a) for a in anchors]
     return Markup(f'<script type="application/json" id="{escape(table_id)}-rows">{script_json(payload)}</script>')
+
+
+def link_cell(text: str, href: str | None = None, link_title: str | None = None, title: str | None = None,
+              short: str | None = None) -> list | str:
+    """A text cell of a data table with more than its text: a link around it (`href`, with `link_title` on hover),
+    a `title` for the cell, a `short` text shown until the row is opened. The link is an <a>'s attributes, so that
+    the single-file report rewrites them as it rewrites every link of a page."""
+    if href is None and title is None and short is None:
+        return text
+    link = link_attrs(href, link_title) if href is not None else None
+    return [text, link, title, short]
+
+
+def link_attrs(href: str, title: str | None = None, css_class: str | None = None) -> dict[str, str]:
+    """The attributes of a link in a data table's rows (reportgen.js sets each on the <a> it makes)."""
+    attrs = {"href": href}
+    if css_class:
+        attrs["class"] = css_class
+    if title:
+        attrs["title"] = title
+    return attrs

@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from reportgen import __version__
@@ -43,8 +42,7 @@ from reportgen.sections.base import RunContext
 from reportgen.sections.registry import SECTIONS
 from reportgen.sections.site_index import site_index_context
 from reportgen.sections.verdict import index_row, run_verdict
-
-SUMMARY_SCHEMA = 1
+from reportgen.summary_blocks import SCHEMA_VERSION, RunError, RunSummary, ToolPage
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -337,7 +335,7 @@ def build_site(locations: list[str], options: BuildOptions) -> BuildReport:
                                          for r in run_rows])
             root.write_html("index.html", "site_index.html", errors=site_errors, **site_index_context(run_rows))
         summary_doc = {
-            "schema": SUMMARY_SCHEMA,
+            "schema": SCHEMA_VERSION,
             "generator": f"reportgen {__version__}",
             "runs": summary,
             "hosts": sum(1 for o in outcomes if o.error is None),
@@ -491,11 +489,11 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
     page = PageWriter(site_dir=site_dir, assets=assets, folder=name, nav=nav, run=name,
                       hosts=[h.host for h in run_ctx.hosts])
     (site_dir / name).mkdir(parents=True, exist_ok=True)
-    run_summary: dict[str, Any] = {
-        "hosts": [o.host for o in host_outcomes if o.error is None],
-        "errors": errors,
-        "tools": {t["slug"]: {"page": f"{name}/{t['href']}"} for t in tools},
-    }
+    run_summary = RunSummary(
+        hosts=tuple(o.host for o in host_outcomes if o.error is None),
+        errors=tuple(RunError(path=e["path"], message=e["message"]) for e in errors),
+        tools={t["slug"]: ToolPage(page=f"{name}/{t['href']}") for t in tools},
+    )
     for section in SECTIONS:
         if section.slug not in computed:
             continue
@@ -503,11 +501,7 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
             section.render(computed[section.slug], page)
             block = section.summary(computed[section.slug])
         if block is not None:
-            key = section.summary_key or section.slug
-            if isinstance(run_summary.get(key), dict):
-                run_summary[key].update(block)
-            else:
-                run_summary[key] = block
+            run_summary = run_summary.with_block(section.summary_key or section.slug, block)
     with timings.stage("render.summary"):
         # The run's answer, drawn from the summary blocks the sections just wrote; its findings (None for runs of
         # older profilers' files, which have no rules) right under it.
@@ -518,7 +512,7 @@ def _render_run(name: str, host_outcomes: list[HostOutcome], errors: list[dict],
     row = index_row(name, quote(name) + "/index.html", run_summary, run_ctx.hosts, errors,
                     [{"title": t["title"], "href": quote(name) + "/" + t["href"]} for t in tools])
     row["pages"] = [item["href"] for item in nav]
-    return run_summary, row
+    return run_summary.to_json(), row
 
 
 __all__ = ["BuildOptions", "BuildReport", "build_site", "combine_run", "EXIT_OK", "EXIT_FAILED", "EXIT_PARTIAL"]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reportgen.core.host import HostContext
+from reportgen.summary_blocks import Block
 
 if TYPE_CHECKING:
     from reportgen.output.site import PageWriter
@@ -115,7 +116,7 @@ class Section:
     def combine(self, run: RunContext, parts: dict[str, Any]) -> Any | None:
         return None
 
-    def summary(self, data: Any) -> dict | None:
+    def summary(self, data: Any) -> Block | None:
         return None
 
     def render(self, data: Any, page: PageWriter) -> None:

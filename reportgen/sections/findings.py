@@ -19,6 +19,7 @@ from reportgen.core.findings.inputs import RunInputs
 from reportgen.core.findings.model import SEVERITIES, Finding
 from reportgen.core.findings.registry import evaluate
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.summary_blocks import FindingItem, FindingsBlock
 
 CSV_PATH = "data/findings/findings.csv"
 CSV_COLUMNS = {"id": "Id", "severity": "Severity", "title": "Finding", "ms_per_step": "Time per step (ms)",
@@ -57,12 +58,13 @@ def run_inputs(run: RunContext, facts: dict[str, HostFacts]) -> RunInputs:
     )
 
 
-def findings_summary(findings: list[Finding]) -> dict:
+def findings_summary(findings: list[Finding]) -> FindingsBlock:
     """The run's `findings` block of summary.json: counts by severity and every finding, most costly first."""
-    return {
-        "counts": {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES},
-        "items": [f.as_dict() for f in findings],
-    }
+    return FindingsBlock(
+        counts={s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES},
+        # Each as the finding writes itself (`Finding.as_dict`, its keys stable), read into the block's type.
+        items=tuple(FindingItem.from_json(f.as_dict()) for f in findings),
+    )
 
 
 class FindingsSection(Section):
@@ -71,13 +73,13 @@ class FindingsSection(Section):
     listed = False
 
     def host_part(self, host: HostContext) -> HostFacts:
-        return host_facts(host.host, host.events, host.op_stats.step_db,
-                          [m.name for m in host.hlo_modules.values()])
+        modules = list(host.hlo_modules.values())
+        return host_facts(host.host, host.events, host.op_stats.step_db, [m.name for m in modules], modules)
 
     def combine(self, run: RunContext, parts: dict[str, HostFacts]) -> FindingsData:
         return FindingsData(findings=evaluate(run_inputs(run, parts)))
 
-    def summary(self, data: FindingsData) -> dict:
+    def summary(self, data: FindingsData) -> FindingsBlock:
         return findings_summary(data.findings)
 
     def render(self, data: FindingsData, page) -> None:

@@ -21,6 +21,7 @@ from reportgen.core.hlo.graph import ModuleGraph
 from reportgen.core.pages import safe_file_part
 from reportgen.core.tools.graph_viewer import GraphViewerData, GraphViewerPart, graph_viewer_data, graph_viewer_part
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.summary_blocks import GraphModule, GraphViewerBlock
 
 U64 = 1 << 64
 DATA_DIR = "graph_viewer"
@@ -77,9 +78,11 @@ class GraphViewerSection(Section):
     def combine(self, run: RunContext, parts: dict[str, GraphViewerPart]) -> GraphViewerData | None:
         return graph_viewer_data(run.host_names, parts)
 
-    def summary(self, data: GraphViewerData) -> dict:
-        return {"modules": {g.display_name: {"instructions": len(g.nodes), "computations": len(g.computations),
-                                             "text_differences": g.unprinted} for g in data.modules}}
+    def summary(self, data: GraphViewerData) -> GraphViewerBlock:
+        return GraphViewerBlock(modules={g.display_name: GraphModule(instructions=len(g.nodes),
+                                                                     computations=len(g.computations),
+                                                                     text_differences=tuple(g.unprinted))
+                                         for g in data.modules})
 
     def render(self, data: GraphViewerData, page) -> None:
         modules = []

@@ -8,14 +8,17 @@ table and the reason.
 
 from __future__ import annotations
 
+import numbers
+
 import altair as alt
 import pandas as pd
 
 from reportgen.core.ops.device_db import xla_gpu_costs_missing
 from reportgen.core.ops.device_run import DevicePart, device_part
-from reportgen.core.pages import HLO_STATS_CSV, hlo_op_anchor
+from reportgen.core.pages import HLO_STATS_CSV, graph_viewer_href, hlo_op_anchor
 from reportgen.core.tools.hlo_stats import COLUMNS, HloStatsData, hlo_stats_data
 from reportgen.output.formatting import duration_unit_us
+from reportgen.output.table_cells import link_cell
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import responsive, vega_spec
 
@@ -63,6 +66,45 @@ def category_chart(table: pd.DataFrame) -> dict:
     return responsive(vega_spec(chart))
 
 
+def _format(column: str, sample) -> str:
+    """A column's cell format (output/table_cells.py), from its name and, for the rest, its first value."""
+    if column == "hlo_op_name":
+        return "code"
+    if column in FLOP_RATE_COLUMNS:
+        return "gflops"
+    if column in BANDWIDTH_COLUMNS:
+        return "gib_per_s"
+    if column in ("category", "tf_op_name"):
+        return "label"
+    if column in ("rank", "occurrences"):
+        return "int"
+    if not isinstance(sample, numbers.Real) or isinstance(sample, bool):
+        return "name"
+    if column.endswith("_percent"):
+        return "pct:3"
+    return "us" if column in DURATION_COLUMNS else "num"
+
+
+def table_rows(table: pd.DataFrame, graph_link: bool) -> tuple[list[list], list[str]]:
+    """The table's rows as data (`table_data`) in SHOWN's column order and their formats: each op's name with its
+    HLO text on hover and, where the run has a graph viewer, a link to the op there; its source with the stack."""
+    records = table.to_dict("records")
+    formats = [_format(c, records[0][c] if records else None) for c in SHOWN]
+    rows = []
+    for row in records:
+        values = []
+        for column in SHOWN:
+            value = row[column]
+            if column == "hlo_op_name":
+                href = graph_viewer_href(value, program=row["program_id"]) if graph_link and value else None
+                value = link_cell(value, href, "Show in the graph viewer", title=row["hlo_op_expression"] or None)
+            elif column == "source_info":
+                value = link_cell(value, title=row["source_stack"] or None)
+            values.append(value)
+        rows.append(values)
+    return rows, formats
+
+
 def csv_frame(table: pd.DataFrame) -> pd.DataFrame:
     return table[list(COLUMNS)].rename(columns=COLUMNS)
 
@@ -80,15 +122,15 @@ class HloStatsSection(Section):
     def render(self, data: HloStatsData, page) -> None:
         page.write_csv(CSV_PATH, csv_frame(data.table))
         env = data.run.op_stats.environment
+        rows, formats = table_rows(data.table, any(item.get("href") == "graph_viewer.html" for item in page.nav))
         page.write_html(
             "hlo_stats.html",
             "hlo_stats.html",
-            rows=[{**row, "anchor": hlo_op_anchor(row["rank"])} for row in data.table.to_dict("records")],
+            rows=rows,
+            formats=formats,
+            anchors=[hlo_op_anchor(rank) for rank in data.table["rank"]],
             columns=SHOWN,
             labels=COLUMNS,
-            flop_rates=FLOP_RATE_COLUMNS,
-            bandwidths=BANDWIDTH_COLUMNS,
-            durations=DURATION_COLUMNS,
             chart=category_chart(data.table) if len(data.table) else None,
             device_type=env.device_type,
             hardware_type=env.hardware_type,

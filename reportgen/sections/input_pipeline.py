@@ -23,6 +23,7 @@ from reportgen.core.pages import (
     TF_DATA_PIPELINES_CSV,
     input_step_anchor,
     iterator_anchor,
+    timeline_href,
 )
 from reportgen.core.tools.input_pipeline import (
     HostInputPart,
@@ -32,6 +33,7 @@ from reportgen.core.tools.input_pipeline import (
     input_pipeline_data,
     input_pipeline_summary,
 )
+from reportgen.output.table_cells import link_attrs
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.charts import step_chart
 from reportgen.sections.input_pipeline_charts import (
@@ -45,6 +47,7 @@ from reportgen.sections.input_pipeline_charts import (
     steps_csv,
 )
 from reportgen.sections.vega import responsive, vega_spec
+from reportgen.summary_blocks import InputPipelineBlock
 
 
 class InputPipelineSection(Section):
@@ -57,7 +60,7 @@ class InputPipelineSection(Section):
     def combine(self, run: RunContext, parts: dict[str, HostInputPart]) -> InputPipelineData:
         return input_pipeline_data(run.name, run.host_names, parts)
 
-    def summary(self, data: InputPipelineData) -> dict:
+    def summary(self, data: InputPipelineData) -> InputPipelineBlock:
         return input_pipeline_summary(data)
 
     def render(self, data: InputPipelineData, page) -> None:
@@ -74,13 +77,39 @@ class InputPipelineSection(Section):
             labels=list(data.views),
             all_hosts=ALL_HOSTS,
             views_note=host_views_note(len(data.hosts)),
-            views=[_view_panel(view, str(i), anchors=i == 0) for i, view in enumerate(data.views.values())],
+            views=[_view_panel(view, str(i), anchors=i == 0,
+                               trace_link=any(item.get("href") == "trace.html" for item in page.nav))
+                   for i, view in enumerate(data.views.values())],
             recommendations=[link_segments(text) for text in RECOMMENDATIONS],
             tf_data=_tf_data_view(data, pipelines),
         )
 
 
-def _view_panel(view: InputPipelineView, key: str, anchors: bool) -> dict:
+def step_table(view: InputPipelineView, anchors: bool, trace_link: bool) -> dict:
+    """The steps table's rows as data (`table_data`), their cell formats and row ids: a step's categories and
+    time in ms, its share waiting for input (and the range over cores), on TPU the core that waited longest, and
+    a link to the step in the timeline when the run has a trace page."""
+    a = view.analysis
+    formats = ["text"] + (["timeline"] if trace_link else []) + ["ms:2"] * (len(view.labels) + 1) + ["pct:1"]
+    formats += ["pct:1", "pct:1"] if view.has_core_range else []
+    formats += ["text"] if a.tpu else []
+    rows, ids = [], []
+    for row in view.steps.to_dict("records"):
+        values = [row["step_name"]]
+        if trace_link:
+            href = timeline_href(None, step=str(row["step_name"]))
+            values.append(link_attrs(href, "Open in the trace page's timeline", "timeline-link"))
+        values += [row[key] for key in view.labels] + [row["step_time_ms"], row["input_percent"]]
+        if view.has_core_range:
+            values += [row["input_percent_min"], row["input_percent_max"]]
+        if a.tpu:
+            values.append(row["max_infeed_core_name"] or "unknown")
+        rows.append(values)
+        ids.append(input_step_anchor(row["step_num"]))
+    return {"rows": rows, "formats": formats, "anchors": ids if anchors else None, "trace_link": trace_link}
+
+
+def _view_panel(view: InputPipelineView, key: str, anchors: bool, trace_link: bool) -> dict:
     """What the template shows of one view (all numbers ready to print)."""
     a = view.analysis
     b = a.bottleneck
@@ -98,8 +127,7 @@ def _view_panel(view: InputPipelineView, key: str, anchors: bool) -> dict:
         "statements": [link_segments(in_our_words(text, on_input_page=True)) for text in view.statements],
         "step_summaries": [("Step time", a.step_time)] + [
             (view.labels[k], s) for k, s in (a.tpu_breakdown if a.tpu else a.categories).items() if k in view.labels],
-        "step_rows": [{**row, "anchor": input_step_anchor(row["step_num"]) if anchors else ""}
-                      for row in view.steps.to_dict("records")],
+        "step_table": step_table(view, anchors, trace_link),
         "step_chart": step_chart(view.steps, view.labels) if has_steps else None,
         "input_chart": input_percent_chart(view.steps, view.has_core_range) if has_steps else None,
         "host_rows": host.ops.to_dict("records"),

@@ -17,6 +17,7 @@ from reportgen.output.site import write_csv_columns
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads
 from reportgen.sections.vega import records, responsive, vega_spec, with_datasets
+from reportgen.summary_blocks import InventoryBlock
 
 
 def host_csv_path(host: str) -> str:
@@ -70,14 +71,14 @@ class InventorySection(Section):
     def combine(self, run: RunContext, parts: dict[str, HostInventory]) -> dict:
         return {"run": run, "hosts": parts}
 
-    def summary(self, data: dict) -> dict | None:
+    def summary(self, data: dict) -> InventoryBlock | None:
         """When the run was captured: its earliest host's profile start (histories order runs by it)."""
         starts = [p.profile_start_ns for p in data["hosts"].values() if p.profile_start_ns]
         if not starts:
             return None
         first = min(starts)
         when = datetime.fromtimestamp(first / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
-        return {"profile_start_ns": first, "profile_start": when.replace("+00:00", "Z")}
+        return InventoryBlock(profile_start_ns=first, profile_start=when.replace("+00:00", "Z"))
 
     def render(self, data: dict, page) -> None:
         run: RunContext = data["run"]

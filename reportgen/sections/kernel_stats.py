@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.core.ops.kernel_reports import MAX_KERNEL_REPORTS
-from reportgen.core.pages import KERNEL_STATS_CSV, kernel_anchor
+from reportgen.core.pages import KERNEL_STATS_CSV, kernel_anchor, timeline_href
 from reportgen.core.tools.kernel_stats import (
     XPROF_COLUMNS,
     HostKernelStats,
@@ -24,8 +24,10 @@ from reportgen.core.tools.kernel_stats import (
     kernel_stats_summary,
     tensor_core_percent,
 )
+from reportgen.output.table_cells import link_attrs, link_cell
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
+from reportgen.summary_blocks import KernelStatsBlock
 
 CSV_PATH = KERNEL_STATS_CSV
 PIE_SLICES = 10
@@ -148,16 +150,36 @@ def csv_frame(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _rows(table: pd.DataFrame, anchors: bool) -> list[dict]:
-    records = table.to_dict("records")
+# The table's columns after Rank (and Host, on the hosts' view), Kernel and the timeline link: the row's field and
+# its cell format (output/table_cells.py).
+_COLUMNS = [("occurrences", "int"), ("total_duration_us", "num"), ("share_percent", "pct"),
+            ("avg_duration_us", "num"), ("min_duration_us", "num"), ("max_duration_us", "num"),
+            ("occupancy_pct", "num:2"), ("is_kernel_using_tensor_core", "text"),
+            ("is_op_tensor_core_eligible", "text"), ("op_name", "name"), ("registers_per_thread", "int"),
+            ("shmem_bytes", "bytes"), ("block_dim", "text"), ("grid_dim", "text")]
+
+
+def table_rows(table: pd.DataFrame, show_host: bool, trace_link: bool) -> tuple[list[list], list[str]]:
+    """The kernel table's rows as data (`table_data`) and their cell formats: the kernel's whole name, cut to a
+    readable short one until the row is opened, and a link to its first launch in the timeline when the run has
+    a trace page."""
+    formats = ["int"] + (["text"] if show_host else []) + ["code"] + (["timeline"] if trace_link else [])
+    formats += [fmt for _, fmt in _COLUMNS]
     total = float(table["total_duration_us"].sum())
-    for row in records:
+    rows = []
+    for row in table.to_dict("records"):
         row["share_percent"] = 100.0 * row["total_duration_us"] / total if total > 0 else 0.0
-        row["anchor"] = kernel_anchor(row["rank"]) if anchors else ""
+        for flag in ("is_kernel_using_tensor_core", "is_op_tensor_core_eligible"):
+            row[flag] = "yes" if row[flag] else "no"
         name = row["kernel_name"]
-        row["short_name"] = compact_kernel_name(name, SHORT_NAME_CHARS)
-        row["elided"] = row["short_name"] != name
-    return records
+        short = compact_kernel_name(name, SHORT_NAME_CHARS)
+        values = [row["rank"]] + ([row["host"]] if show_host else [])
+        values.append(link_cell(name, short=short if short != name else None))
+        if trace_link:
+            href = timeline_href(row["host"] if show_host else None, q=name)
+            values.append(link_attrs(href, "Open in the trace page's timeline", "timeline-link"))
+        rows.append(values + [row[field] for field, _ in _COLUMNS])
+    return rows, formats
 
 
 class KernelStatsSection(Section):
@@ -170,21 +192,26 @@ class KernelStatsSection(Section):
     def combine(self, run: RunContext, parts: dict[str, HostKernelStats]) -> KernelStatsData | None:
         return kernel_stats_data(run.host_names, parts)
 
-    def summary(self, data: KernelStatsData) -> dict:
+    def summary(self, data: KernelStatsData) -> KernelStatsBlock:
         return kernel_stats_summary(data)
 
     def render(self, data: KernelStatsData, page) -> None:
         page.write_csv(CSV_PATH, csv_frame(data.combined))
         views = []
+        trace_link = any(item.get("href") == "trace.html" for item in page.nav)
         for view in data.views:
             table = view.table
             slices = top_rows(table)
+            rows, formats = table_rows(table, view.show_host, trace_link)
             views.append(
                 {
                     "key": view.key,
                     "label": view.label,
                     "show_host": view.show_host,
-                    "rows": _rows(table, anchors=not views),
+                    "rows": rows,
+                    "formats": formats,
+                    # The first view's rows are the ones other pages link to.
+                    "anchors": [kernel_anchor(rank) for rank in table["rank"]] if not views else None,
                     "has_op_names": bool(table["op_name"].astype(str).str.len().gt(0).any()),
                     "chart": vega_spec(pie_chart(slices)) if len(slices) else None,
                     "kernels": len(table),

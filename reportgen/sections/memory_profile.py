@@ -23,6 +23,7 @@ from reportgen.core.tools.memory_profile import (
 from reportgen.output.formatting import size_unit
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import responsive, vega_spec, with_datasets
+from reportgen.summary_blocks import MemoryBlock
 
 GIB = float(1 << 30)
 # The breakdown table's columns, in the page's order (its formats are in the template).
@@ -199,7 +200,7 @@ class MemoryProfileSection(Section):
         ordered = {h: parts[h] for h in run.host_names if h in parts}
         return {"hosts": ordered} if ordered else None
 
-    def summary(self, data: dict) -> dict:
+    def summary(self, data: dict) -> MemoryBlock:
         return memory_profile_summary(data["hosts"])
 
     def render(self, data: dict, page) -> None:

@@ -22,6 +22,7 @@ from reportgen.core.tools.memory_viewer import (
 from reportgen.output.formatting import fmt_bytes, size_unit
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec
+from reportgen.summary_blocks import MemoryBlock
 
 # Working-space curves longer than this are reduced to the maximum per bucket
 # (the peak always survives), so a page stays light for huge modules.
@@ -171,7 +172,7 @@ class MemoryViewerSection(Section):
     def combine(self, run: RunContext, parts: dict[str, HostMemoryViewer]) -> dict | None:
         return memory_viewer_data(run.host_names, parts)
 
-    def summary(self, data: dict) -> dict:
+    def summary(self, data: dict) -> MemoryBlock:
         return memory_viewer_summary(data)
 
     def render(self, data: dict, page) -> None:

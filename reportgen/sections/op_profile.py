@@ -32,6 +32,7 @@ from reportgen.core.tools.op_profile import (
     wasted_time_fraction,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.summary_blocks import OpProfileBlock
 
 CSV_PATH = OP_PROFILE_CSV
 HOST_CSV_PATH = "data/op_profile/op_profile__{host}.csv"
@@ -169,7 +170,7 @@ class OpProfileSection(Section):
     def combine(self, run: RunContext, parts: dict[str, DevicePart]) -> OpProfileData | None:
         return op_profile_data(run.host_names, parts)
 
-    def summary(self, data: OpProfileData) -> dict:
+    def summary(self, data: OpProfileData) -> OpProfileBlock:
         return op_profile_summary(data)
 
     def render(self, data: OpProfileData, page) -> None:

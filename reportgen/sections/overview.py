@@ -17,6 +17,7 @@ from reportgen.core.pages import OVERVIEW_STEPS_CSV, step_anchor
 from reportgen.core.tools.overview import OverviewView, overview_summary, overview_views
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.charts import step_chart
+from reportgen.summary_blocks import OverviewBlock
 
 
 class OverviewSection(Section):
@@ -30,7 +31,7 @@ class OverviewSection(Section):
         return {"run": run.name, "views": overview_views(parts, run.host_names),
                 "views_note": host_views_note(len(parts))}
 
-    def summary(self, data: dict) -> dict:
+    def summary(self, data: dict) -> OverviewBlock:
         views = list(data["views"].items())
         per_host = {label: view for label, view in views[1:]} if len(views) > 1 else None
         return overview_summary(views[0][1], per_host)

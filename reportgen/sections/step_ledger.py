@@ -20,6 +20,7 @@ from reportgen.core.steps.ledger import (
     step_windows,
 )
 from reportgen.sections.base import HostContext, RunContext, Section
+from reportgen.summary_blocks import LedgerEvent, LedgerOneOff, LedgerStartup, LedgerSteady, LedgerStep, StepLedgerBlock
 
 CSV_PATH = "data/step_ledger/steps.csv"
 PRECEDENCE = " > ".join(LEDGER_KEYS)
@@ -36,30 +37,37 @@ def _kept_steps(run: RunContext) -> dict[str, set[str]] | None:
     return {label: set(view.steps["step_name"].astype(str)) for label, view in views[1:]}
 
 
-def ledger_block(ledger: RunLedger) -> dict:
+def ledger_block(ledger: RunLedger) -> StepLedgerBlock:
     """The run's `step_ledger` block of summary.json."""
     n = ledger.step_count
     listed = ledger.steps[:MAX_STEPS_LISTED]
-    return {
-        "steps": n,
-        "inferred_from": ledger.inferred_from,
-        "has_device": ledger.has_device,
-        "precedence": list(LEDGER_KEYS),
-        "labels": dict(LEDGER_LABELS),
-        "step_time_ms": ledger.step_ms,
-        "average_ms": {k: ledger.average_ms(k) for k in LEDGER_KEYS},
-        "percent": {k: ledger.percent(k) for k in LEDGER_KEYS},
-        "top": {k: [{"name": name, "events": count, "ms_per_step": ms} for name, count, ms in ledger.top(k)]
-                for k in LEDGER_KEYS if ledger.top(k)},
-        "per_step": [{"host": host, "step": s.name, "begin_ps": s.begin_ps, "duration_ms": s.duration_ps / 1e9,
-                      "ms": {k: s.ps[k] / 1e9 for k in LEDGER_KEYS}} for host, s in listed],
-        "per_step_left_out": max(0, n - len(listed)),
-        "gpu_private_threads": ledger.gpu_private_threads,
-        "python_generator": ledger.python_generator,
-        "distributed_iterator": ledger.distributed_iterator,
-        "tf_data_threads_busy": ledger.producer_threads_busy,
-        "input_python_percent": ledger.input_python_percent,
-    }
+    return StepLedgerBlock(
+        steps=n,
+        inferred_from=ledger.inferred_from,
+        has_device=ledger.has_device,
+        precedence=tuple(LEDGER_KEYS),
+        labels=dict(LEDGER_LABELS),
+        step_time_ms=ledger.step_ms,
+        average_ms={k: ledger.average_ms(k) for k in LEDGER_KEYS},
+        percent={k: ledger.percent(k) for k in LEDGER_KEYS},
+        top={k: tuple(LedgerEvent(name=name, events=count, ms_per_step=ms) for name, count, ms in ledger.top(k))
+             for k in LEDGER_KEYS if ledger.top(k)},
+        per_step=tuple(LedgerStep(host=host, step=s.name, begin_ps=s.begin_ps, duration_ms=s.duration_ps / 1e9,
+                                  ms={k: s.ps[k] / 1e9 for k in LEDGER_KEYS}) for host, s in listed),
+        per_step_left_out=max(0, n - len(listed)),
+        gpu_private_threads=ledger.gpu_private_threads,
+        python_generator=ledger.python_generator,
+        distributed_iterator=ledger.distributed_iterator,
+        tf_data_threads_busy=ledger.producer_threads_busy,
+        input_python_percent=ledger.input_python_percent,
+        # The steps above, start-up left out: their spread (steps.variance reads it).
+        steady=LedgerSteady(**ledger.steady_stats()),
+        # A host's first step set aside as start-up: its time once, by cause, and the one-off events in it.
+        startup=tuple(LedgerStartup(host=h.host, step=s.name, begin_ps=s.begin_ps, duration_ms=s.duration_ps / 1e9,
+                                    ms={k: s.ps[k] / 1e9 for k in LEDGER_KEYS},
+                                    one_off=tuple(LedgerOneOff(name=name, ms=ps / 1e9) for name, ps in h.one_off))
+                      for h, s in ledger.startup),
+    )
 
 
 class StepLedgerSection(Section):
@@ -81,7 +89,7 @@ class StepLedgerSection(Section):
         ledger = run_ledger(hosts, _kept_steps(run))
         return ledger if ledger.step_count else None
 
-    def summary(self, data: RunLedger | None) -> dict | None:
+    def summary(self, data: RunLedger | None) -> StepLedgerBlock | None:
         return ledger_block(data) if data is not None else None
 
     def render(self, data: RunLedger | None, page) -> None:

@@ -21,6 +21,7 @@ from reportgen.core.tools.tf_stats import COLUMNS, PERCENT_COLUMNS, TfStatsView,
 from reportgen.output.formatting import fmt_duration_us
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.vega import vega_spec, with_datasets
+from reportgen.summary_blocks import TfStatsBlock
 
 PIE_SLICES = 10
 MIDDLE_ELLIPSIS = ("length(datum.label) > 34 ? slice(datum.label, 0, 10) + '…' + slice(datum.label, -23)"
@@ -152,7 +153,7 @@ class TfStatsSection(Section):
                 "xla_gpu_costs_missing": any(xla_gpu_costs_missing(p.device_db, p.environment.hardware_type)
                                              for p in parts.values())}
 
-    def summary(self, data: dict) -> dict:
+    def summary(self, data: dict) -> TfStatsBlock:
         return tf_stats_summary(next(iter(data["views"].values())))
 
     def render(self, data: dict, page) -> None:

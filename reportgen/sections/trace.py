@@ -21,6 +21,7 @@ from reportgen.names import host_folder
 from reportgen.sections.base import HostContext, RunContext, Section
 from reportgen.sections.busy_chart import busy_heatmap, busy_rects, busy_slices, pool_threads, short_label
 from reportgen.sections.vega import responsive, vega_spec, with_datasets
+from reportgen.summary_blocks import TraceBlock
 
 MAX_STEP_MARKS = 2000  # beyond this the overview marks every n-th step
 
@@ -134,17 +135,11 @@ class TraceSection(Section):
         hosts = [parts[h] for h in run.host_names if h in parts]
         return TraceData(run=run, hosts=hosts) if hosts else None
 
-    def summary(self, data: TraceData) -> dict:
+    def summary(self, data: TraceData) -> TraceBlock:
         chunks = data.chunks
-        block = {
-            "chunks": len(chunks),
-            "events": sum(h.export.events for h in data.hosts),
-            "bytes": sum(c.bytes for c in chunks),
-        }
-        not_produced = [entry for h in data.hosts for entry in h.not_produced]
-        if not_produced:
-            block["not_produced"] = not_produced
-        return block
+        return TraceBlock(chunks=len(chunks), events=sum(h.export.events for h in data.hosts),
+                          bytes=sum(c.bytes for c in chunks),
+                          not_produced=tuple(entry for h in data.hosts for entry in h.not_produced))
 
     def render(self, data: TraceData, page) -> None:
         manifest: dict = {"chunks": [c.manifest_entry() for c in data.chunks]}

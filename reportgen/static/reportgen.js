@@ -187,21 +187,68 @@
     cell.appendChild(wrap);
   }
 
-  // Rows shipped as data (output/table_cells.py: table_data): each cell written as table_cell writes it.
-  var NAME_CELLS = { name: "name", label: "name short", text: "" };
+  // Rows shipped as data (output/table_cells.py: table_data): each cell written as table_cell writes it. A text
+  // cell's value is its text, or [text, link, title, short]: `link` the attributes of an <a> around the text (as the
+  // single-file report rewrote them), `title` the cell's, `short` a shorter text shown until the row is opened. A
+  // "code" cell holds its text in <code>; a "timeline" cell is a link to the trace page's timeline (its attributes).
+  var NAME_CELLS = { name: "name", label: "name short", text: "", code: "name wide", timeline: "" };
   function shownValue(value, format) {
     if (format === "int") return fmt.int(value);
-    if (format === "pct") return fmt.pct(value, 2);
+    if (format.slice(0, 3) === "pct") return fmt.pct(value, format.length > 4 ? +format.slice(4) : 2);
     if (format === "bytes") return fmt.bytes(value);
     if (format === "gflops") return value ? fmt.flopRate(value * 1e9) : "0";
     if (format === "gib_per_s") return value ? fmt.bandwidth(value * 1073741824) : "0";
     if (format === "us") return fmt.durationUs(value);
     if (format === "ms") return missing(value) ? "–" : fmt.durationUs(value * 1e3);
-    return fmt.num(value, 3);
+    if (format.slice(0, 3) === "ms:") return fmt.ms(value, +format.slice(3));
+    return fmt.num(value, format.slice(0, 4) === "num:" ? +format.slice(4) : 3);
   }
   function cellText(value, format) {
-    if (format in NAME_CELLS) return value === null || value === undefined ? "" : String(value);
+    if (format === "timeline") return "";
+    if (format in NAME_CELLS) {
+      if (Array.isArray(value)) value = value[0];
+      return value === null || value === undefined ? "" : String(value);
+    }
     return shownValue(value, format);
+  }
+  // An element holding `text` (in <code> for a code cell), inside an <a> with `link`'s attributes when it has them.
+  function cellContent(text, link, code, className) {
+    var inner = document.createElement(code ? "code" : "span");
+    inner.textContent = text;
+    if (!link) {
+      if (className) inner.className = className;
+      return inner;
+    }
+    var a = document.createElement("a");
+    Object.keys(link).forEach(function (name) { a.setAttribute(name, link[name]); });
+    if (className) a.classList.add(className);
+    a.appendChild(inner);
+    return a;
+  }
+  function fillTextCell(td, value, format) {
+    if (format === "timeline") {
+      if (!value) return;
+      var a = document.createElement("a");
+      Object.keys(value).forEach(function (name) { a.setAttribute(name, value[name]); });
+      a.textContent = "timeline";
+      td.appendChild(a);
+      return;
+    }
+    var parts = Array.isArray(value) ? value : [value], text = cellText(value, format);
+    var link = parts[1], title = parts[2], short = parts[3], code = format === "code";
+    if (title) td.title = title;
+    if (code && !td.title) td.title = text;  // cut to one line: whole on hover
+    if (short && short !== text) {
+      td.title = td.title || text;
+      td.appendChild(cellContent(short, link, false, "when-collapsed"));
+      td.appendChild(cellContent(text, link, true, "when-expanded"));
+    } else if (link || code) {
+      td.appendChild(cellContent(text, link, code));
+    } else {
+      td.textContent = text;
+    }
+    if (format !== "text") td.tabIndex = 0;
+    if ((format === "name" || format === "label") && !link) middleEllipsis(td);
   }
   function DataRow(values, id, formats) {
     this.values = values;
@@ -218,12 +265,12 @@
       var format = this.formats[i], value = this.values[i], td = document.createElement("td");
       if (format in NAME_CELLS) {
         if (NAME_CELLS[format]) td.className = NAME_CELLS[format];
+        fillTextCell(td, value, format);
       } else {
         td.className = "num";
         if (format !== "int") td.dataset.sort = missing(value) ? "" : String(value);
+        td.textContent = cellText(value, format);
       }
-      td.textContent = cellText(value, format);
-      if (format === "name" || format === "label") { td.tabIndex = 0; middleEllipsis(td); }
       tr.appendChild(td);
     }
     tr.reportgenRow = this;
@@ -242,7 +289,7 @@
     var v = this.values[index];
     if (typeof v === "number") return v;
     if (missing(v)) return this.formats[index] in NAME_CELLS ? "" : -Infinity;
-    return String(v).toLowerCase();
+    return cellText(v, this.formats[index]).toLowerCase();
   };
 
   // The JSON block of a table whose <tbody data-rows> names one, and its rows' ids (null for a table of <tr>s). The

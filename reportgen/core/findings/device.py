@@ -38,7 +38,7 @@ def _categories(inputs: RunInputs) -> dict[str, float]:
     """Category → share of the device time (%), as summary.json's op_profile block rounds it."""
     if inputs.op_profile is None:
         return {}
-    return {c["name"]: c["time_percent"] for c in op_profile_summary(inputs.op_profile)["categories"]}
+    return {c.name: c.time_percent for c in op_profile_summary(inputs.op_profile).categories}
 
 
 def _category_evidence(inputs: RunInputs, name: str, share: float) -> Evidence:
@@ -129,6 +129,16 @@ def tpu_async_copies(inputs: RunInputs) -> list[Finding]:
         title += (f": {per_call / 2**30:.1f} GiB per run of the program per chip "
                   f"({per_call / 2**30 / (call_ms / 1e3):.0f} GiB/s)")
         jax += fit
+        devices = max((f.program_devices.get(program, 0) for f in inputs.facts.values()), default=0)
+        if devices > 1 and any(program in f.replicated_programs for f in inputs.facts.values()):
+            title += f", the same arrays on each of the {devices} devices it runs on (replicated, not sharded)"
+            evidence.append(Evidence(f"Devices {program} runs on (its HLO module's device assignment)", devices,
+                                     "count", None, inputs.page("hlo_stats")))
+            jax += (f" Every parameter and output of {program} is replicated over its {devices} devices (the HLO "
+                    "module's SPMD shardings): each chip holds and copies the whole arrays, so every chip moves the "
+                    "same bytes. Sharded over the devices (`jax.device_put(x, NamedSharding(mesh, P('x')))` on a "
+                    "dimension the computation splits along, or `in_shardings` of the `jax.jit`), each chip would "
+                    f"hold and move about 1/{devices} of them, which may also let them stay in HBM.")
     return [Finding(
         id="tpu.async_copies_dominate", severity=severity_for(total), title=title,
         estimate="The op profile's time in copy-start and copy-done over the whole capture, as a share of the "
@@ -205,7 +215,7 @@ def tpu_non_matrix(inputs: RunInputs) -> list[Finding]:
                                                                 "time_percent") for k in matrix_names]},
                              inputs.page("op_profile")))
     if inputs.op_profile is not None:
-        flops = op_profile_summary(inputs.op_profile)["flops_utilization_percent"]
+        flops = op_profile_summary(inputs.op_profile).flops_utilization_percent
         evidence.append(Evidence("FLOPS utilization", flops, "percent",
                                  summary_source("op_profile", "flops_utilization_percent"), inputs.page("op_profile")))
     evidence += _top_ops(inputs, [name for name, _ in top])
@@ -473,5 +483,56 @@ def eager_ops(inputs: RunInputs) -> list[Finding]:
     )]
 
 
-__all__ = ["data_formatting", "eager_ops", "fp32_compute", "outside_compilation", "tpu_async_copies",
-           "tpu_device_idle", "tpu_layout_padding", "tpu_non_matrix"]
+def model_flops_utilization(inputs: RunInputs) -> list[Finding]:
+    """Model FLOP utilisation of a GPU run: the matmul FLOPs of the step's program (from its HLO) per step time,
+    against the GPU's peak (XProf's). Only where it can be said honestly: one run of the program per step, every
+    loop's trip count known, a peak known."""
+    ledger = inputs.ledger
+    if ledger is None or not ledger.step_count or not ledger.has_device or inputs.hardware != "GPU" or \
+            inputs.op_profile is None:
+        return []
+    peak = float(inputs.op_profile.run.op_stats.perf_env.peak_tera_flops_per_second) * 1e12
+    if peak <= 0:
+        return []
+    # The step's program: the most executed program whose FLOPs are known, executed once per step of its host.
+    candidates = [(f.program_executions.get(name.rsplit("(", 1)[0], 0), name, f) for f in inputs.facts.values()
+                  for name in f.program_flops]
+    if not candidates:
+        return []
+    count, program, facts = max(candidates, key=lambda c: (c[0], c[1]))
+    if not count or count != len(facts.steps):
+        return []
+    flops = facts.program_flops[program]
+    step_s = ledger.step_ms / 1e3
+    rate = flops / step_s if step_s else 0.0
+    mfu = 100.0 * rate / peak
+    busy_ms = ledger.average_ms("device_compute")
+    while_busy = 100.0 * flops / (busy_ms / 1e3) / peak if busy_ms else 0.0
+    return [Finding(
+        id="device.model_flops_utilization", severity="info",
+        title=f"Model FLOP utilisation {mfu:.1f}%: {program}'s matrix multiplications do {flops / 1e12:.3g} TFLOP "
+              f"per step in {ledger.step_ms:.3g} ms ({rate / 1e12:,.1f} TFLOP/s) against the GPU's "
+              f"{peak / 1e12:,.1f} TFLOP/s",
+        estimate="The FLOPs of the program's dots and cuBLAS GEMM calls (2·M·N·K each, a while loop's body counted "
+                 "as often as its known trip count) from its optimised HLO, once per step (the capture runs it once "
+                 "per step), over the average step time, against XProf's peak for this GPU (its SM count and clock "
+                 "times the dense 16-bit TensorCore rate per SM): element-wise work and attention written as other "
+                 f"ops are not counted, so this is a floor. While the GPU computes ({busy_ms:.3g} ms of the step) "
+                 f"the rate is {while_busy:.1f}% of the peak.",
+        action="Read it with the step ledger: time the GPU does not compute (the findings above) lowers it first; "
+               "while it computes, small matrix shapes, element-wise work between the GEMMs and 32-bit math keep it "
+               "under the peak. Larger batches or sequences per step and fused attention raise it.",
+        evidence=[Evidence(f"Matmul FLOPs per run of {program} (its HLO)", flops, "", None, inputs.page("hlo_stats")),
+                  Evidence(f"Runs of {program} in the capture", count, "count", None, ""),
+                  Evidence("Average step time (step ledger's steps)", ledger.step_ms, "ms",
+                           summary_source("step_ledger", "step_time_ms"), "index.html#step-ledger"),
+                  Evidence("Device compute per step (step ledger)", busy_ms, "ms",
+                           summary_source("step_ledger", "average_ms", "device_compute"), "index.html#step-ledger"),
+                  Evidence("Peak FLOP rate (XProf's, FLOP/s)", peak, "", summary_source("op_profile", "peak_flop_rate"),
+                           inputs.page("op_profile"))],
+        links=[Link("Op profile", inputs.page("op_profile"))],
+    )]
+
+
+__all__ = ["data_formatting", "eager_ops", "fp32_compute", "model_flops_utilization", "outside_compilation",
+           "tpu_async_copies", "tpu_device_idle", "tpu_layout_padding", "tpu_non_matrix"]

@@ -15,6 +15,8 @@ Times are the capture's picoseconds (the trace's clock).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -24,6 +26,7 @@ from reportgen.core.events import schema
 from reportgen.core.events.intervals import intersection_length, merged, overlap_length, overlapping
 from reportgen.core.events.table import EventTable
 from reportgen.core.events.tf_op import TENSORFLOW, TF_DATA
+from reportgen.core.hlo.model import HloModule
 from reportgen.core.steps.ledger import COMPILE_NAMES, SYNC_API_NAMES, step_windows
 
 GAP_MIN_PS = 1_000_000_000  # 1 ms: an idle stretch of a GPU worth showing
@@ -192,6 +195,17 @@ class HostFacts:
     # Compilation between two analysed steps (a jitted function first called mid-training): once, not per step.
     compilation_between: StepShare = field(default_factory=StepShare)
     gpu_mix: GpuMix = field(default_factory=lambda: GpuMix())  # what the GPUs ran, by op type and kernel kind
+    # Per program spanning several devices (its display name, `name(program id)`): how many, and whether every
+    # parameter and output is replicated over them (each device holds and moves the whole arrays).
+    program_devices: dict[str, int] = field(default_factory=dict)
+    replicated_programs: list[str] = field(default_factory=list)
+    # Programs that reuse some argument's buffer for an output (input/output aliasing: `donate_argnums` in effect).
+    aliased_programs: list[str] = field(default_factory=list)
+    # Per program: the FLOPs of one run's matrix multiplications (dots and cuBLAS GEMM calls, while loops counted by
+    # their known trip count), from its optimised HLO; absent where a loop's trip count is unknown.
+    program_flops: dict[str, float] = field(default_factory=dict)
+    # Per program (its HLO module name): how many times the host had it executed (PJRT's `…Execute (name)`).
+    program_executions: dict[str, int] = field(default_factory=dict)
 
 
 def _framework(table: EventTable, module_names: list[str]) -> str:
@@ -394,8 +408,99 @@ def _compilation_between(table: EventTable, steps) -> StepShare:
     return _step_share(table, rows, gaps)
 
 
-def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -> HostFacts:
-    """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names)."""
+_REPLICATED = 0  # xla.OpSharding.Type.REPLICATED
+_GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul")  # XLA:GPU's GEMM custom calls
+
+
+def _matmul_flops(module: HloModule) -> float | None:
+    """2·M·N·K summed over the module's dots and GEMM custom calls, each counted as often as it runs per run of the
+    program (a while body as often as its known trip count); None where a loop's trip count is unknown or the
+    program convolves."""
+    hlo = module.hlo.hlo_module
+    computations = {c.id: c for c in hlo.computations}
+    by_id = {i.id: i for c in hlo.computations for i in c.instructions}
+    total = 0.0
+    stack = [(hlo.entry_computation_id, 1)]
+    visits = 0
+    while stack:
+        computation, times = stack.pop()
+        visits += 1
+        if computation not in computations or visits > 100_000:  # a malformed module: no number
+            return None
+        for ins in computations[computation].instructions:
+            if ins.opcode == "convolution" or ins.custom_call_target.startswith("__cudnn$conv"):
+                return None  # convolutions' FLOPs are not counted here: no number rather than a wrong one
+            runs = times
+            if ins.opcode == "while":
+                try:
+                    runs = times * int(json.loads(ins.backend_config or b"{}")["known_trip_count"]["n"])
+                except (KeyError, TypeError, ValueError):
+                    return None
+            stack.extend((c, runs) for c in ins.called_computation_ids)
+            if ins.opcode == "dot":
+                contracting, out = list(ins.dot_dimension_numbers.lhs_contracting_dimensions), ins.shape
+            elif ins.opcode == "custom-call" and ins.custom_call_target in _GEMM_TARGETS:
+                config = json.loads(ins.backend_config or b"{}").get("gemm_backend_config", {})
+                contracting = [int(d) for d in config.get("dot_dimension_numbers", {}).get(
+                    "lhs_contracting_dimensions", [])]
+                out = ins.shape.tuple_shapes[0] if ins.shape.tuple_shapes else ins.shape
+            else:
+                continue
+            lhs = by_id.get(ins.operand_ids[0]) if ins.operand_ids else None
+            if lhs is None or any(d >= len(lhs.shape.dimensions) for d in contracting):
+                return None
+            total += 2.0 * math.prod(out.dimensions) * math.prod(lhs.shape.dimensions[d] for d in contracting) * times
+    return total
+
+
+def _all_replicated(sharding) -> bool:
+    if sharding is None:
+        return True
+    if sharding.tuple_shardings:
+        return all(_all_replicated(t) for t in sharding.tuple_shardings)
+    return sharding.type == _REPLICATED
+
+
+def _program_placement(modules: list[HloModule]) -> tuple[dict[str, int], list[str]]:
+    """(devices per program that spans several, the programs whose parameters and outputs are all replicated),
+    from each module's device assignment and SPMD shardings."""
+    devices: dict[str, int] = {}
+    replicated: list[str] = []
+    for m in modules:
+        module = m.hlo.hlo_module
+        assignment = module.device_assignment
+        count = (assignment.computation_count or 1) * (assignment.replica_count or 1) if assignment else 1
+        if count <= 1:
+            continue
+        devices[m.display_name] = count
+        params = module.spmd_parameters_shardings
+        if params and all(_all_replicated(p) for p in params) and _all_replicated(module.spmd_output_sharding):
+            replicated.append(m.display_name)
+    return devices, replicated
+
+
+_EXECUTE = re.compile(r"LoadedExecutable::Execute \((\S+)\)$")
+
+
+def _executions(table: EventTable) -> dict[str, int]:
+    """Per program name: the host events of PJRT executing it."""
+    if table.host_plane is None:
+        return {}
+    rows = table.events_of_lines(table.lines_of_plane(table.host_plane))
+    counts = np.bincount(table.md[rows], minlength=len(table.md_names))
+    out: dict[str, int] = {}
+    for md in np.flatnonzero(counts).tolist():
+        m = _EXECUTE.search(str(table.md_names[md]))
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0) + int(counts[md])
+    return out
+
+
+def host_facts(host: str, table: EventTable, step_db, module_names: list[str],
+               modules: list[HloModule] | None = None) -> HostFacts:
+    """The host's facts (`step_db`: the host's own step database, `module_names`: its HLO modules' names,
+    `modules`: the modules themselves)."""
+    devices, replicated = _program_placement(modules or [])
     steps = step_windows(step_db)
     gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
     sync, pageable = _copies(table, gpu)
@@ -413,6 +518,11 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str]) -
         programs=programs,
         compilation_between=between,
         gpu_mix=_gpu_mix(table, gpu),
+        program_devices=devices,
+        replicated_programs=replicated,
+        aliased_programs=[m.display_name for m in modules or [] if m.hlo.hlo_module.input_output_alias.entries],
+        program_flops={m.display_name: f for m in modules or [] if (f := _matmul_flops(m))},
+        program_executions=_executions(table),
     )
 
 

@@ -43,7 +43,7 @@ ALL_OTHERS_PERCENT = 10.0
 COMMUNICATION_PERCENT = 10.0
 COMPILE_PERCENT = 1.0
 VARIANCE_PERCENT = 20.0  # coefficient of variation of the step time
-MIN_STEPS_FOR_VARIANCE = 3
+MIN_STEPS_FOR_VARIANCE = 5  # fewer steps give no meaningful σ (ours)
 STRAGGLER_SCORE = 3.5  # modified z-score (XProf's straggler detection)
 MIN_HOSTS_FOR_STRAGGLERS = 3
 TOP_STEPS = 3
@@ -115,11 +115,16 @@ def _input_action(inputs: RunInputs, ledger: RunLedger | None) -> str:
                 "generators read in parallel with `interleave`; a larger prefetch cannot help while the generator is "
                 "slower than the step.")
     if ledger is not None and ledger.distributed_iterator and framework == "tensorflow":
+        focus = inputs.input_pipeline.focus if inputs.input_pipeline is not None else None
+        unseen = focus is None or focus.is_device_pipeline  # XProf's analysis found only the per-device pipelines
         return ("The step waits on tf.distribute's multi-device iterator: each replica's prefetch buffer runs dry "
                 "because the dataset feeding it produces batches more slowly than the replicas take them. Speed up "
                 "that dataset (parallel `map`, `cache()` of the deterministic part, `prefetch(tf.data.AUTOTUNE)` "
-                "before `experimental_distribute_dataset`), or build it per worker with "
-                "`distribute_datasets_from_function` so that each worker reads its own shard.")
+                "before `experimental_distribute_dataset` or inside the `distribute_datasets_from_function` "
+                "input function)." + (" The capture holds the replicas' side of the iterator only (its per-device "
+                                      "prefetch and the RemoteCalls to the worker), not that dataset's own "
+                                      "iterators: profile the worker's input pipeline itself to see which of its "
+                                      "stages is slow." if unseen else ""))
     named = [name for name, _, _ in ledger.top("input")] if ledger is not None else []
     if framework == "jax" or (named and not any("Iterator" in n for n in named)):
         where = f" (the trace shows {', '.join(f'`{_shown(n)}`' for n in named[:2])} inside each step)" if named else ""
@@ -144,7 +149,7 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
     ledger = _ledger(inputs)
     xprof_percent = view.analysis.bottleneck.input_percent if inputs.steps else None
     percent = ledger.percent("input") if ledger is not None else xprof_percent
-    if percent is None or percent < MODERATELY_INPUT_BOUND:
+    if percent is None or percent < MODERATELY_INPUT_BOUND or _blocking_loop(inputs):
         return []
     key = "tc_infeed" if view is not None and view.analysis.tpu else "input"
     evidence: list[Evidence] = []
@@ -186,11 +191,17 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
                      summary_source("input_pipeline", "bottleneck", "max_latency_ms"), inputs.page("input_pipeline",
                                                                                                      "tf-data")),
         ]
-        if position is not None:
-            evidence.append(Evidence(f"{short} share of that execution",
-                                     float(focus.tree["self_percent"].iloc[position]), "percent",
+        self_percent = float(focus.tree["self_percent"].iloc[position]) if position is not None else None
+        if self_percent is not None and self_percent <= 100.0:
+            evidence.append(Evidence(f"{short} share of that execution", self_percent, "percent",
                                      csv_source(TF_DATA_ITERATORS_CSV, {"Iterator": name},
                                                 "Self time (% of execution)"), href))
+        elif self_percent is not None:
+            # XProf sums an iterator's self time over its calls; calls that run at once on several threads add up
+            # past the execution's wall time. What that says is how many threads its work kept busy on average.
+            evidence.append(Evidence(f"{short}: threads its calls kept busy on average during that execution (self "
+                                     "time summed over its concurrent calls ÷ the execution's wall time)",
+                                     round(self_percent / 100.0, 2), "", None, href))
         links.insert(0, Link(f"tf.data bottleneck: {short}", href))
         finding_id = "input.tf_data_bottleneck"
         title = (f"The step waits for input {percent:.1f}% of the time; the tf.data bottleneck is {short} "
@@ -208,7 +219,7 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         action = _input_action(inputs, ledger)
     python_share = ledger.input_python_percent if ledger is not None else None
     if python_share is not None and python_share >= PY_FUNCTION_SHARE:
-        evidence.append(Evidence("Share of the input wait with a tf.py_function running", round(python_share, 1),
+        evidence.append(Evidence("Share of the input wait with a tf.py_function running", python_share,
                                  "percent", summary_source("step_ledger", "input_python_percent"), LEDGER_HREF))
         title += f"; a Python function inside tf.data runs {python_share:.0f}% of the wait"
         action = (f"A Python function inside the pipeline (`tf.py_function` / `tf.numpy_function`: EagerPyFunc or "
@@ -220,7 +231,7 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
     busy_threads = ledger.producer_threads_busy if ledger is not None else None
     if busy_threads is not None and busy_threads >= SATURATED_THREADS:
         evidence.append(Evidence("tf.data's threads busy while the step waited (threads, on average)",
-                                 round(busy_threads, 2), "", summary_source("step_ledger", "tf_data_threads_busy"),
+                                 busy_threads, "", summary_source("step_ledger", "tf_data_threads_busy"),
                                  LEDGER_HREF))
         action += (f" While the step waited, tf.data's own threads were already busy: {busy_threads:.1f} of them "
                    "on average. If the host has no more idle cores than that, more parallelism cannot shorten the "
@@ -251,6 +262,42 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
     )]
 
 
+COMPUTE_BOUND_PERCENT = 75.0  # of the step: the model's own compute (ours)
+
+
+def compute_bound(inputs: RunInputs) -> list[Finding]:
+    """A positive finding: the step is the model's compute and the input keeps up, so the input side has nothing to
+    fix. On a host without a device the framework ops and the compiled program are the compute."""
+    ledger = _ledger(inputs)
+    if ledger is None:
+        return []
+    keys = ("device_compute",) if ledger.has_device else ("compiled_program", "host_compute")
+    share = sum(ledger.percent(k) for k in keys)
+    waiting = ledger.percent("input")
+    if share < COMPUTE_BOUND_PERCENT or waiting >= MODERATELY_INPUT_BOUND:
+        return []
+    held = [k for k in keys if ledger.percent(k) > 0]
+    # The compiled program's contributors are the runtime's events (ThunkExecutor…), not ops: its ops are on the
+    # HLO pages. Framework ops and device kernels are named.
+    named = [(name, ms) for k in held if k != "compiled_program" for name, _, ms in ledger.top(k)][:3]
+    where = ", ".join(f"`{_shown(n)}`" for n, _ in named) or \
+        ("the compiled XLA program's HLO ops" if "compiled_program" in held else "")
+    device = "the device" if ledger.has_device else "the CPU"
+    return [Finding(
+        id="steps.compute_bound", severity="info",
+        title=f"Compute-bound: the model's compute takes {share:.1f}% of the step on {device}, and the step waits "
+              f"for input {waiting:.1f}% of it: nothing to fix on the input side",
+        estimate="Nothing at stake: a statement of where the step goes (the step ledger's "
+                 + " and ".join(f"'{LEDGER_LABELS[k]}'" for k in held) + f" against its 'Waiting for input', over the "
+                 f"{_steps_counted(inputs)}).",
+        action=("A faster step needs cheaper compute, not a faster input pipeline: start from the ops that take the "
+                "step" + (f" ({where})" if where else "") + " on the op pages, and from the batch size and numeric "
+                "precision; input-side changes (more parallelism, prefetch, cache) cannot shorten this step."),
+        evidence=[*_ledger_evidence(inputs, (*held, "input")), _ledger_step_evidence(inputs)],
+        links=[Link("Where the step goes (step ledger)", LEDGER_HREF)],
+    )]
+
+
 def tpu_host_round_trips(inputs: RunInputs) -> list[Finding]:
     """TPU steps where the TensorCore sits idle, waiting for the host between steps (not for input)."""
     view = inputs.overview
@@ -277,6 +324,9 @@ def tpu_host_round_trips(inputs: RunInputs) -> list[Finding]:
 
 LEDGER_HREF = "index.html#step-ledger"
 _JAX_DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_Execute")
+# JAX's host-to-device transfer of a batch (the Python tracer's event), and the dispatch of its little program.
+_JAX_TRANSFER = re.compile(r"^\$\S*(api|array_constructors|lax_numpy)\.py:\d+ (device_put|asarray|array)$|"
+                           r"^PjitFunction\(")
 
 
 def _shown(name: str) -> str:
@@ -337,7 +387,7 @@ def _ledger_step_evidence(inputs: RunInputs) -> Evidence:
 def kernel_launch(inputs: RunInputs) -> list[Finding]:
     """The device idles while the host dispatches ops and launches kernels (the step waits on launches)."""
     ledger = _ledger(inputs)
-    if ledger is None or not ledger.has_device or inputs.hardware == "TPU":
+    if ledger is None or not ledger.has_device or inputs.hardware == "TPU" or _blocking_loop(inputs):
         return []
     tf_data = inputs.overview is not None and inputs.overview.analysis.input_breakdown is not None and \
         inputs.overview.analysis.input_breakdown.uses_tf_data
@@ -367,6 +417,41 @@ def kernel_launch(inputs: RunInputs) -> list[Finding]:
              "fuses the many small element-wise ops the ops named here launch, and grow the batch so each launch "
              "does more work." + threads,
              jax_dispatch),
+        KERNEL_LAUNCH_PERCENT)
+
+
+def _blocking_loop(inputs: RunInputs) -> bool:
+    """A JAX loop on a device whose step waits, with the device idle, only for the next batch's transfer and the
+    step's own dispatch: the host prepares step n+1 only once step n's result is back, so both are one cause."""
+    ledger = _ledger(inputs)
+    if ledger is None or not ledger.has_device or inputs.framework == "tensorflow":  # PjitFunction is JAX's
+        return False
+    launch = [name for name, _, ms in ledger.top("kernel_launch") if ms > 0]
+    waits = [name for name, _, ms in ledger.top("input") if ms > 0]
+    return bool(launch and waits and _JAX_DISPATCH.search(launch[0]) and all(_JAX_TRANSFER.search(n) for n in waits))
+
+
+def blocking_loop(inputs: RunInputs) -> list[Finding]:
+    """The device idles at each step boundary while the host transfers the next batch and dispatches the next
+    step: the loop waits for each step's result before it prepares the next one. One cause, said once."""
+    if not _blocking_loop(inputs):
+        return []
+    ledger = inputs.ledger
+    dispatch = next(n for n, _, _ in ledger.top("kernel_launch") if _JAX_DISPATCH.search(n))
+    transfer = next(_shown(n) for n, _, _ in ledger.top("input"))
+    return _ledger_finding(
+        inputs, ("kernel_launch", "input"), "host.blocking_loop",
+        "The device waits for the host between steps {share:.1f}% of the step time ({ms} per step): the next "
+        f"batch's transfer (`{transfer}`) and the step's dispatch (`{dispatch}`) start only once the previous step "
+        "has finished",
+        "The time the host spent transferring the next batch to the device (JAX's asarray / device_put) and "
+        "dispatching the step's program while no device of the host ran anything: the step ledger's 'Waiting for "
+        "input' and 'Op dispatch and kernel launch', which here are one cause.",
+        "The loop waits for each step's result before it prepares the next step (`block_until_ready`, "
+        "`float(loss)`, printing or logging a value every step), so neither the transfer nor the dispatch can "
+        "overlap the device's work. Read results every N steps instead and let JAX's asynchronous dispatch run "
+        "ahead; transfer the next batch before waiting (`jax.device_put(next_batch)` issued while the current step "
+        "runs).",
         KERNEL_LAUNCH_PERCENT)
 
 
@@ -432,6 +517,12 @@ def all_others(inputs: RunInputs) -> list[Finding]:
         "The step time in which no thread ran a compiled program, a framework op, an input wait, a compilation or "
         "a traced Python function (the step ledger's 'Nothing identified').",
         pick(inputs.framework,
+             "Keras 3 runs Python around each call of its train function (`multi_step_on_iterator`): callbacks, "
+             "logs and the progress bar, which the profiler records only with its Python tracer "
+             "(`tf.profiler.experimental.ProfilerOptions(python_tracer_level=1)`). "
+             "`model.compile(..., steps_per_execution=N)` runs N batches per call, so that Python runs once per N; "
+             "fewer per-batch callbacks and `verbose=2` cut it too."
+             if "Profiled batch" in (inputs.ledger.inferred_from if inputs.ledger is not None else "") else
              "Look at the host threads on the timeline in these stretches: eager Python between ops (run the step "
              "as one `tf.function`, Keras `steps_per_execution`), logging and metrics in the per-step path, or "
              "another process holding the CPU.",
@@ -536,6 +627,62 @@ def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence]]:
             "them on the timeline for periodic work (checkpoints, evaluation, logging, garbage collection)."), evidence
 
 
+def startup(inputs: RunInputs) -> list[Finding]:
+    """A host's first analysed step holds one-off work (tracing, a compile, the iterator's set-up): said once, with
+    its time, and left out of every per-step share (the ledger's steady steps)."""
+    ledger = _ledger(inputs)
+    if ledger is None or not ledger.startup:
+        return []
+    host, first = ledger.startup[0]
+    steady = ledger.steady_stats()
+    extra_ms = first.duration_ps / 1e9 - steady["average_ms"]
+    where = {"host": host.host, "step": first.name}
+    evidence = [
+        Evidence(f"Start-up step ({step_label(first.name)}) on {host.host}", first.duration_ps / 1e9, "ms",
+                 summary_source("step_ledger", "startup", where, "duration_ms"), LEDGER_HREF),
+        Evidence("Average steady step (step ledger)", steady["average_ms"], "ms",
+                 summary_source("step_ledger", "steady", "average_ms"), LEDGER_HREF),
+        Evidence("Steady steps", steady["steps"], "count", summary_source("step_ledger", "steady", "steps"),
+                 LEDGER_HREF),
+    ]
+    grew = sorted(((k, first.ps[k] / 1e9 - ledger.average_ms(k)) for k in first.ps), key=lambda kv: -kv[1])
+    causes = [(k, ms) for k, ms in grew if ms >= 0.1 * extra_ms][:2]
+    evidence += [Evidence(f"{LEDGER_LABELS[k]} in the start-up step", first.ps[k] / 1e9, "ms",
+                          summary_source("step_ledger", "startup", where, "ms", k), LEDGER_HREF) for k, _ in causes]
+    evidence += [Evidence(f"{_shown(name)}: longer in the start-up step than in any later step by", ps / 1e9, "ms",
+                          summary_source("step_ledger", "startup", where, "one_off", {"name": name}, "ms"),
+                          LEDGER_HREF) for name, ps in host.one_off]
+    held = ", ".join(f"{LEDGER_LABELS[k].lower()} {ms_text(first.ps[k] / 1e9)}" for k, _ in causes)
+    named = ", ".join(f"`{_shown(n)}` (+{ms_text(ps / 1e9)})" for n, ps in host.one_off)
+    compiles = any(k == "compilation" for k, _ in causes)
+    if compiles:
+        action = pick(inputs.framework,
+                      "A function compiled in the first step: expected once per signature. If it compiles again in "
+                      "later captures, something retraces (new Python values or shapes): give the `tf.function` an "
+                      "`input_signature`.",
+                      "A function compiled in the first step. If it was already called before the trace (a "
+                      "warm-up), this is a recompile: the first step's arguments differ from the warm-up's in shape, "
+                      "dtype or sharding (an output fed back with another sharding than the warm-up's input is a new "
+                      "signature); `jax.config.update('jax_explain_cache_misses', True)` says which. Otherwise it is "
+                      "the first call's compile, once per run (`jax.jit(f).lower(...).compile()` ahead of the loop "
+                      "moves it out of the first step).")
+    else:
+        action = ("Nothing to fix per step: this is the first call's set-up (tracing and instantiating the step's "
+                  "function, creating the input iterator, warming caches), paid once. For pages that describe the "
+                  "steady state only, start the trace a few steps in (Keras: `profile_batch=(10, 15)`; "
+                  "`jax.profiler.start_trace` after the first steps).")
+    return [Finding(
+        id="steps.startup", severity="info",
+        title=f"The first step ({step_label(first.name)}) is start-up: {ms_text(first.duration_ps / 1e9)} against "
+              f"{ms_text(steady['average_ms'])} for a steady step" + (f"; of it {held}" if held else "") +
+              (f" ({named})" if named else ""),
+        estimate=f"A one-off cost of {ms_text(extra_ms)} (the start-up step less an average steady step), paid "
+                 f"once: the step ledger and every per-step share of these findings cover the {steady['steps']} "
+                 "steps after it only (XProf's step analysis also leaves out the steps it cannot take whole).",
+        action=action, evidence=evidence, links=[Link("Where the step goes (step ledger)", LEDGER_HREF)],
+    )]
+
+
 BETWEEN_STEPS_COMPILE_MS = 1.0
 
 
@@ -572,48 +719,73 @@ def compilation_between_steps(inputs: RunInputs) -> list[Finding]:
 
 
 def step_variance(inputs: RunInputs) -> list[Finding]:
-    """Step times vary a lot: some steps are much slower than the others."""
-    if inputs.steps < MIN_STEPS_FOR_VARIANCE:
+    """Step times vary a lot: some steps are much slower than the others. Over XProf's steps, or, where the ledger
+    set a start-up step aside, over the steady steps after it (a first step's one-off work is not variation)."""
+    ledger = _ledger(inputs)
+    steady = ledger is not None and bool(ledger.startup)
+    if steady:
+        stats = ledger.steady_stats()
+        count, average, sd = stats["steps"], stats["average_ms"], stats["standard_deviation_ms"]
+        minimum, maximum = stats["minimum_ms"], stats["maximum_ms"]
+
+        def stat(label: str, key: str, value: float) -> Evidence:
+            return Evidence(label, value, "ms", summary_source("step_ledger", "steady", key), LEDGER_HREF)
+        rows = sorted(ledger.steps, key=lambda hs: (-hs[1].duration_ps, hs[1].begin_ps))[:TOP_STEPS]
+        slow = [Evidence(step_label(s.name).capitalize(), s.duration_ps / 1e9, "ms",
+                         summary_source("step_ledger", "per_step", {"host": h, "step": s.name, "begin_ps": s.begin_ps},
+                                        "duration_ms"),
+                         LEDGER_HREF) for h, s in rows]
+        first = [stat("Average steady step (step ledger)", "average_ms", average),
+                 stat("Standard deviation", "standard_deviation_ms", sd), stat("Fastest step", "minimum_ms", minimum),
+                 stat("Slowest step", "maximum_ms", maximum),
+                 Evidence("Steady steps", count, "count", summary_source("step_ledger", "steady", "steps"),
+                          LEDGER_HREF)]
+        slowest_name = rows[0][1].name
+    else:
+        if inputs.steps < MIN_STEPS_FOR_VARIANCE:
+            return []
+        summary = inputs.overview.analysis.step_time
+        count, average, sd = inputs.steps, summary.average, summary.standard_deviation
+        minimum, maximum = summary.minimum, summary.maximum
+        view = inputs.overview
+        steps = view.steps.sort_values(["step_time_ms", "step_num"], ascending=[False, True], kind="stable")
+        slow = [Evidence(step_label(str(row.step_name)).capitalize(), float(row.step_time_ms), "ms",
+                         csv_source(OVERVIEW_STEPS_CSV, {"Host": view.label, "Step id": row.step_num},
+                                    "Step time (ms)"), inputs.page("overview", step_anchor(row.step_num)))
+                for row in steps.head(TOP_STEPS).itertuples()]
+        first = [inputs.step_time_evidence(),
+                 Evidence("Standard deviation", sd, "ms",
+                          summary_source("overview", "step_time_ms", "standard_deviation"), inputs.page("overview")),
+                 Evidence("Fastest step", minimum, "ms", summary_source("overview", "step_time_ms", "minimum"),
+                          inputs.page("overview")),
+                 Evidence("Slowest step", maximum, "ms", summary_source("overview", "step_time_ms", "maximum"),
+                          inputs.page("overview")),
+                 inputs.steps_evidence()]
+        slowest_name = str(steps.iloc[0]["step_name"])
+    if count < MIN_STEPS_FOR_VARIANCE or not average or sd != sd:
         return []
-    summary = inputs.overview.analysis.step_time
-    if not summary.average or summary.standard_deviation != summary.standard_deviation:
-        return []
-    variation = 100.0 * summary.standard_deviation / summary.average
+    variation = 100.0 * sd / average
     if variation < VARIANCE_PERCENT:
         return []
-    lost = summary.average - summary.minimum
-    share = 100.0 * lost / summary.average
-    view = inputs.overview
-    steps = view.steps.sort_values(["step_time_ms", "step_num"], ascending=[False, True], kind="stable")
-    slow = [Evidence(step_label(str(row.step_name)).capitalize(), float(row.step_time_ms), "ms",
-                     csv_source(OVERVIEW_STEPS_CSV, {"Host": view.label, "Step id": row.step_num}, "Step time (ms)"),
-                     inputs.page("overview", step_anchor(row.step_num)))
-            for row in steps.head(TOP_STEPS).itertuples()]
-    links = [Link("Steps (overview)", inputs.page("overview"))]
-    slowest = steps.iloc[0]
-    window = _step_window(inputs, str(slowest["step_name"]))
+    lost = average - minimum
+    share = 100.0 * lost / average
+    links = [Link("Steps (overview)", inputs.page("overview"))] if inputs.steps else []
+    window = _step_window(inputs, slowest_name)
     if window is not None and "trace" in inputs.pages:
         host, begin, end = window
-        links.append(Link(f"Slowest step on the timeline ({step_label(str(slowest['step_name']))})",
+        links.append(Link(f"Slowest step on the timeline ({step_label(slowest_name)})",
                           timeline_href(host, begin, end)))
     action, cause_evidence = _variance_cause(inputs)
+    over = " steady" if steady else ""
     return [Finding(
         id="steps.variance", severity=severity_for(share),
-        title=f"Step time varies by {variation:.0f}% (σ {ms_text(summary.standard_deviation)} around "
-              f"{ms_text(summary.average)})",
-        estimate=f"The average step time minus the fastest step's ({ms_text(lost)}, {share:.0f}% of the average): "
-                 "what each step would save if all ran like the fastest one. Its time lies inside the causes the "
-                 "step ledger gives it to, so it is not added to the other findings' shares.",
-        action=action,
-        evidence=[
-            inputs.step_time_evidence(),
-            Evidence("Standard deviation", summary.standard_deviation, "ms",
-                     summary_source("overview", "step_time_ms", "standard_deviation"), inputs.page("overview")),
-            Evidence("Fastest step", summary.minimum, "ms", summary_source("overview", "step_time_ms", "minimum"),
-                     inputs.page("overview")),
-            Evidence("Slowest step", summary.maximum, "ms", summary_source("overview", "step_time_ms", "maximum"),
-                     inputs.page("overview")),
-            inputs.steps_evidence(), *slow, *cause_evidence],
+        title=f"Step time varies by {variation:.0f}% (σ {ms_text(sd)} around {ms_text(average)})"
+              + (" over the steps after start-up" if steady else ""),
+        estimate=f"The average{over} step time minus the fastest step's ({ms_text(lost)}, {share:.0f}% of the "
+                 "average): what each step would save if all ran like the fastest one. Its time lies inside the "
+                 "causes the step ledger gives it to, so it is not added to the other findings' shares."
+                 + (" The start-up step is left out (steps.startup)." if steady else ""),
+        action=action, evidence=[*first, *slow, *cause_evidence],
         # Not a share of the step to add to the others': the slow steps' extra time is already counted under the
         # causes that grew in them (the share is in the evidence).
         links=links, ms_per_step=None, percent_of_step=None,
@@ -670,5 +842,7 @@ def straggler_hosts(inputs: RunInputs) -> list[Finding]:
     )]
 
 
-__all__ = ["all_others", "communication", "compilation", "compilation_between_steps", "host_compute", "input_bound",
-           "kernel_launch", "python_in_step", "step_variance", "straggler_hosts", "tpu_host_round_trips"]
+__all__ = ["all_others", "blocking_loop", "communication", "compilation", "compilation_between_steps",
+           "compute_bound", "host_compute", "input_bound", "kernel_launch", "python_in_step", "startup",
+           "step_variance",
+           "straggler_hosts", "tpu_host_round_trips"]

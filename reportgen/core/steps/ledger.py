@@ -34,6 +34,13 @@ priorities do the same, with fewer causes):
 10. `python`              Python functions (the Python tracer's `$file:line name` events)
 11. `other`               none of these: the step's own markers, runtime bookkeeping, or nothing recorded
 
+Start-up: a host's first analysed step that takes 1.5 times the median of the
+steps after it or more (with at least two after it) holds one-off work — the
+first call's tracing and function instantiation, the iterator's `init_func`, a
+compile — and is set aside (`RunLedger.startup`): its time is reported once,
+and the per-step shares describe the steady steps only, as XProf's step
+analysis leaves out the steps it cannot take whole.
+
 On a host with a device, 5–11 are the device's idle time split by what the
 host threads were doing. The ledger sums to the step time exactly, by
 construction. Producer-side tf.data work (the map functions running on
@@ -82,6 +89,7 @@ _PROGRAM = re.compile(r"^ThunkExecutor::Execute|CpuExecutable::Execute|PjRtCpuEx
 # JAX / PJRT dispatching a compiled program to a device (the host's part of running it).
 _DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_Execute|ExecuteHelper|"
                        r"LoadedExecutable::Execute")
+DISPATCH_NAMES = _DISPATCH  # for the findings: a contributor to `kernel_launch` that is a program's dispatch
 _PROGRAM_LINE = "tf_XLA"  # XLA:CPU's thread pools: tf_XLAEigen, tf_XLAPjRtCpuClient, …
 _TF_DATA_THREADS = ("tf_data_private_threadpool", "tf_data_iterator_resource")
 # tf.data's consumer side: the GetNext ops (by op type) and their kernels' own events.
@@ -145,6 +153,13 @@ class HostLedger:
     # Of the input wait, the time a Python function ran inside tf.data (`tf.py_function` / `tf.numpy_function`:
     # EagerPyFunc, PyFunc ops), which holds the GIL whatever the map's parallelism.
     input_python_ps: int = 0
+    # The host events of its first step that no later step repeats as long: (name, how much longer it ran there
+    # than at most in a later step), innermost first; what a start-up step (below) spent its extra time on.
+    one_off: list[tuple[str, int]] = field(default_factory=list)
+    # Set by run_ledger: the first analysed step when it is start-up (left out of `steps`), and per cause the
+    # names that held that cause in it, (name, ps).
+    startup: list[LedgerStep] = field(default_factory=list)
+    startup_top: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
     def total_ps(self, key: str) -> int:
         return sum(s.ps[key] for s in self.steps)
@@ -446,6 +461,55 @@ def _contributors(table: EventTable, rows: np.ndarray, exposed: tuple[np.ndarray
     return out[:TOP_NAMES]
 
 
+MIN_STEADY_STEPS = 2  # steps after a start-up step, to tell it from them
+STARTUP_FACTOR = 1.5  # a first step this many times the median of the later ones is start-up (ours)
+ONE_OFF_MIN_PS = 10_000_000  # 10 µs: shorter one-off events are not named (and a quarter of the extra at least)
+ONE_OFF_NAMED = 3
+ONE_OFF_EXPLAINED = 0.75  # an event whose inner one-off events hold this much of its extra is named by them
+
+
+def _one_off_events(table: EventTable, windows: np.ndarray) -> list[tuple[str, int]]:
+    """The host events of the first step that run longer there than at most in any later step: (name, the extra
+    time), the innermost of nested ones (a compile rather than the dispatch around it), longest extra first."""
+    if len(windows) < MIN_STEADY_STEPS + 1 or table.host_plane is None:
+        return []
+    lines = table.lines_of_plane(table.host_plane)
+    rows = table.events_of_lines(lines[~table.derived_lines[lines]])
+    rows = rows[table.duration[rows] > 0]
+    first = rows[(table.start[rows] >= windows[0, 0]) & (table.start[rows] < windows[0, 1])]
+    later = rows[(table.start[rows] >= windows[1, 0]) & (table.start[rows] < windows[-1, 1])]
+    if len(first) == 0:
+        return []
+    longest_later = np.zeros(len(table.md_names), np.int64)
+    np.maximum.at(longest_later, table.md[later], table.duration[later])
+    end = np.minimum(table.end[first], windows[0, 1])
+    extra = end - table.start[first] - longest_later[table.md[first]]
+    later_spans = windows[1:, 1] - windows[1:, 0]
+    excess = int(windows[0, 1] - windows[0, 0] - np.median(later_spans))
+    keep = extra >= max(ONE_OFF_MIN_PS, excess // 4)
+    candidates = sorted(zip(first[keep].tolist(), extra[keep].tolist()), key=lambda c: table.duration[c[0]])
+    kept: list[tuple[int, int]] = []
+    for row, more in candidates:  # shortest first: an event is left out when the ones inside it explain it
+        inner = [(k, k_more) for k, k_more in kept if table.line[k] == table.line[row] and
+                 table.start[k] >= table.start[row] and table.end[k] <= table.end[row]]
+        outermost = [k_more for k, k_more in inner if not any(
+            j != k and table.start[j] <= table.start[k] and table.end[k] <= table.end[j] for j, _ in inner)]
+        if sum(outermost) < ONE_OFF_EXPLAINED * more:
+            kept.append((row, more))
+    # Of the events kept, one inside another is part of it: the outer one is named (its extra holds the inner's).
+    kept = [(row, more) for row, more in kept if not any(
+        k != row and table.line[k] == table.line[row] and table.start[k] <= table.start[row] and
+        table.end[row] <= table.end[k] for k, _ in kept)]
+    kept.sort(key=lambda c: -c[1])
+    out: list[tuple[str, int]] = []
+    for row, more in kept:
+        md = table.md[row]
+        name = str(table.md_display_names[md]) or str(table.md_names[md])
+        if name not in (n for n, _ in out):
+            out.append((name, int(more)))
+    return out[:ONE_OFF_NAMED]
+
+
 def step_windows(step_db) -> list[tuple[str, int, int]]:
     """(name, begin, end) of each step of a host's step database, over all its cores, disjoint and in time order
     (a step that begins before the previous one ends starts where that one ends)."""
@@ -500,6 +564,7 @@ def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]],
     spans = windows[:, 1] - windows[:, 0]
     per_step["other"] = spans - _per_window(covered, windows)
     ledger.top["other"] = []
+    ledger.one_off = _one_off_events(table, windows)
     ledger.steps = [LedgerStep(name, int(b), int(e), {k: int(per_step[k][i]) for k in LEDGER_KEYS})
                     for i, (name, b, e) in enumerate(steps)]
     return ledger
@@ -590,6 +655,23 @@ class RunLedger:
         return next((h.inferred_from for h in self.hosts if h.inferred_from), "")
 
     @property
+    def startup(self) -> list[tuple[HostLedger, LedgerStep]]:
+        """Each host's start-up step, set aside from the steps the shares are over."""
+        return [(h, s) for h in self.hosts for s in h.startup]
+
+    def steady_stats(self) -> dict[str, float]:
+        """The steps' (start-up left out) count, average, standard deviation (the sample's), fastest and slowest,
+        in ms."""
+        times = [s.duration_ps / 1e9 for _, s in self.steps]
+        if not times:
+            return {"steps": 0, "average_ms": 0.0, "standard_deviation_ms": 0.0, "minimum_ms": 0.0,
+                    "maximum_ms": 0.0}
+        mean = sum(times) / len(times)
+        sd = (sum((t - mean) ** 2 for t in times) / (len(times) - 1)) ** 0.5 if len(times) > 1 else 0.0
+        return {"steps": len(times), "average_ms": mean, "standard_deviation_ms": sd, "minimum_ms": min(times),
+                "maximum_ms": max(times)}
+
+    @property
     def has_device(self) -> bool:
         return any(h.has_device for h in self.hosts)
 
@@ -668,12 +750,25 @@ def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None)
         names = (kept or {}).get(h.host)
         keep = [names is None or s.name in names for s in h.steps]
         steps = [s for s, k in zip(h.steps, keep) if k]
+        startup: list[LedgerStep] = []
+        startup_top: dict[str, list[tuple[str, int]]] = {}
+        one_off = h.one_off
+        if len(steps) >= MIN_STEADY_STEPS + 1 and \
+                steps[0].duration_ps >= STARTUP_FACTOR * float(np.median([s.duration_ps for s in steps[1:]])):
+            first = keep.index(True)
+            keep[first] = False
+            startup, steps = [steps[0]], steps[1:]
+            startup_top = {key: [(c.name, c.per_step_ps[first]) for c in found
+                                 if len(c.per_step_ps) > first and c.per_step_ps[first] > 0]
+                           for key, found in h.top.items()}
+            one_off = one_off if first == 0 else []  # named for the host's first step only
         top = {key: sorted((_kept(c, keep) for c in found), key=lambda c: (-c.exposed_ps, c.name))
                for key, found in h.top.items()}
-        out.append(replace(h, steps=steps, top=top))
+        out.append(replace(h, steps=steps, top=top, startup=startup, startup_top=startup_top,
+                           one_off=one_off if startup else []))
     return RunLedger(out)
 
 
-__all__ = ["COMPILE_NAMES", "DEVICE_KEYS", "LEDGER_KEYS", "LEDGER_LABELS", "SYNC_API_NAMES", "Contributor",
-           "HostLedger", "LedgerStep", "RunLedger", "covered_before", "host_ledger", "inferred_steps", "run_ledger",
-           "step_windows"]
+__all__ = ["COMPILE_NAMES", "DEVICE_KEYS", "DISPATCH_NAMES", "LEDGER_KEYS", "LEDGER_LABELS", "SYNC_API_NAMES",
+           "Contributor", "HostLedger", "LedgerStep", "RunLedger", "covered_before", "host_ledger", "inferred_steps",
+           "run_ledger", "step_windows"]

@@ -49,6 +49,7 @@ from reportgen.core.steps import events as et
 from reportgen.core.steps.categories import CATEGORY_KEYS, CATEGORY_LABELS, GENERIC_CATEGORIES
 from reportgen.core.steps.step_db import DEFAULT_GPU_CORE, StepDb
 from reportgen.core.steps.tpu_details import SPARSE_CORE_ID_MIN, tpu_step_details
+from reportgen.summary_blocks import InputBottleneck, InputPipelineBlock
 
 HIGHLY_INPUT_BOUND = 20.0
 MODERATELY_INPUT_BOUND = 5.0
@@ -545,15 +546,15 @@ def input_pipeline_data(run: str, host_names: list[str], parts: dict[str, HostIn
     )
 
 
-def input_pipeline_summary(data: InputPipelineData) -> dict:
+def input_pipeline_summary(data: InputPipelineData) -> InputPipelineBlock:
     """The run's `input_pipeline` block of summary.json."""
     view = data.main
     b = view.analysis.bottleneck
     breakdown = view.host_side.breakdown.by_key()
-    return {
-        "input_percent": b.input_percent,
-        "input_bound": b.input_bound if len(view.steps) else None,
+    return InputPipelineBlock(
+        input_percent=b.input_percent,
+        input_bound=b.input_bound if len(view.steps) else None,
         # To the nanosecond: below that the split's subtraction leaves only float residue.
-        "host_ms": {key: round(breakdown[key] / 1e3, 6) for key in BREAKDOWN},
-        "bottleneck": data.bottleneck_summary,
-    }
+        host_ms={key: round(breakdown[key] / 1e3, 6) for key in BREAKDOWN},
+        bottleneck=InputBottleneck(**data.bottleneck_summary) if data.bottleneck_summary else None,
+    )

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 
 from reportgen.capture import HostCapture
-from reportgen.core.events.intervals import covered_per_bin, run_starts, time_bins, union_intervals
+from reportgen.core.events.intervals import run_starts, union_intervals
 from reportgen.core.ops.perf_env import plane_stats
+from reportgen.timebins import covered_per_bin, time_bins
 
 
 def _timed_events(capture: HostCapture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

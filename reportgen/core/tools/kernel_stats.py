@@ -18,6 +18,7 @@ import pandas as pd
 
 from reportgen.core.host import HostContext
 from reportgen.core.ops.kernel_reports import combine_host_reports, gpu_planes, kernel_stats_table
+from reportgen.summary_blocks import Kernel, KernelStatsBlock
 
 # XProf's column ids and labels (kernel_stats.md §3), in its order.
 XPROF_COLUMNS = {
@@ -109,7 +110,7 @@ def kernel_stats_data(host_names: list[str], parts: dict[str, HostKernelStats]) 
     )
 
 
-def kernel_stats_summary(data: KernelStatsData) -> dict:
+def kernel_stats_summary(data: KernelStatsData) -> KernelStatsBlock:
     """The run's `kernel_stats` block of summary.json."""
     table = data.combined
     total = float(table["total_duration_us"].sum())
@@ -117,13 +118,13 @@ def kernel_stats_summary(data: KernelStatsData) -> dict:
                .agg(total_us=("total_duration_us", "sum"), occurrences=("occurrences", "sum"), rank=("rank", "min"))
                .reset_index().sort_values(["total_us", "rank"], ascending=[False, True], kind="stable")
                .head(TOP_KERNELS_IN_SUMMARY))
-    return {
-        "kernels": int(len(table)),
-        "total_us": round(total, 3),
-        "tensor_core_percent": round(tensor_core_percent(table), 2),
+    return KernelStatsBlock(
+        kernels=int(len(table)),
+        total_us=round(total, 3),
+        tensor_core_percent=round(tensor_core_percent(table), 2),
         # Kernels by name (all their launch configurations and ops), the most total time first.
-        "top_kernels": [{"name": str(r.kernel_name), "total_us": round(float(r.total_us), 3),
-                         "occurrences": int(r.occurrences),
-                         "percent": 100.0 * float(r.total_us) / total if total > 0 else 0.0}
-                        for r in by_name.itertuples()],
-    }
+        top_kernels=tuple(Kernel(name=str(r.kernel_name), total_us=round(float(r.total_us), 3),
+                                 occurrences=int(r.occurrences),
+                                 percent=100.0 * float(r.total_us) / total if total > 0 else 0.0)
+                          for r in by_name.itertuples()),
+    )

@@ -24,6 +24,7 @@ from reportgen.core.events import schema
 from reportgen.core.events.grouping import Grouping, group_events
 from reportgen.core.events.table import EventTable
 from reportgen.core.host import HostContext
+from reportgen.summary_blocks import Allocator, MemoryBlock
 
 ALLOCATION_EVENT, DEALLOCATION_EVENT = "MemoryAllocation", "MemoryDeallocation"
 ALLOCATION, DEALLOCATION = 1, 2
@@ -425,20 +426,20 @@ def host_memory_profile(host: HostContext) -> HostMemoryProfile | None:
                              hlo_modules=hlo_module_runs(host.events))
 
 
-def memory_profile_summary(hosts: dict[str, HostMemoryProfile]) -> dict:
+def memory_profile_summary(hosts: dict[str, HostMemoryProfile]) -> MemoryBlock:
     """The memory profile's part of the run's `memory` block: every allocator, keyed `<host>/<memory id>`."""
     profiles = {}
     for host, part in hosts.items():
         for memory_id, p in part.profiles.items():
-            profiles[f"{host}/{memory_id}"] = {
-                "peak_bytes": p.peak_bytes,
-                "peak_time_ms": p.peak_time_ps / 1e9,
-                "capacity_bytes": p.memory_capacity,
-                "fragmentation_percent": p.fragmentation_percent,
-                "allocations": p.allocations,
-                "deallocations": p.deallocations,
-            }
-    return {"profiles": profiles}
+            profiles[f"{host}/{memory_id}"] = Allocator(
+                peak_bytes=p.peak_bytes,
+                peak_time_ms=p.peak_time_ps / 1e9,
+                capacity_bytes=p.memory_capacity,
+                fragmentation_percent=p.fragmentation_percent,
+                allocations=p.allocations,
+                deallocations=p.deallocations,
+            )
+    return MemoryBlock(profiles=profiles)
 
 
 __all__ = ["BREAKDOWN_COLUMNS", "NEAR_CAPACITY", "allocator_capacities", "AllocatorProfile", "data_type_string",

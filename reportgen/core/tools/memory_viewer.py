@@ -33,6 +33,7 @@ from reportgen.core.hlo.shapes import INT64_MAX, shape_text, subshape, unpadded_
 from reportgen.core.host import HostContext
 from reportgen.core.ops.op_metrics import device_ps_by_program
 from reportgen.core.tools.memory_profile import NEAR_CAPACITY, allocator_capacities
+from reportgen.summary_blocks import MemoryBlock, ProgramMemory
 
 SMALL_BUFFER_BYTES = 16 * 1024
 MIB = float(1 << 20)
@@ -668,14 +669,15 @@ def memory_viewer_data(host_names: list[str], parts: dict[str, HostMemoryViewer]
             "device_percent": percent}
 
 
-def memory_viewer_summary(data: dict) -> dict:
+def memory_viewer_summary(data: dict) -> MemoryBlock:
     """The memory viewer's part of the run's `memory` block of summary.json."""
     modules = {}
     for name, mv in data["modules"].items():
         default = next((v for v in mv.spaces if v.memory_space == 0), None)
         if default is not None:
-            modules[name] = {"peak_bytes": default.peak_bytes, "peak_unpadded_bytes": default.peak_unpadded_bytes}
-    return {"modules": modules}
+            modules[name] = ProgramMemory(peak_bytes=default.peak_bytes,
+                                          peak_unpadded_bytes=default.peak_unpadded_bytes)
+    return MemoryBlock(modules=modules)
 
 
 def near_capacity(view: MemorySpaceView, capacity: int) -> dict | None:

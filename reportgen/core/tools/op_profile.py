@@ -39,6 +39,7 @@ from reportgen.core.hlo.ops import HloOp
 from reportgen.core.ops.device_run import DevicePart, DeviceRun, combine_device_parts
 from reportgen.core.ops.op_metrics import IDLE, safe_divide
 from reportgen.core.ops.perf_env import PerfEnv
+from reportgen.summary_blocks import DeviceOp, OpCategory, OpProfileBlock
 
 CHILDREN_LIMIT = 100  # XProf's op_profile_limit
 U64 = 1 << 64
@@ -476,26 +477,26 @@ def headline_numbers(data: OpProfileData) -> dict:
     }
 
 
-def op_profile_summary(data: OpProfileData) -> dict:
+def op_profile_summary(data: OpProfileData) -> OpProfileBlock:
     """The run's `op_profile` block of summary.json: FLOPS utilization and the time per category."""
     by_category = data.trees[("category", False)]
     total = by_category.metrics.raw_time if by_category.metrics else 0.0
     # A tree of one op (e.g. idle time only) is that op itself, as XProf collapses it.
     nodes = [by_category] if by_category.symbol is not None else by_category.children
-    categories = [{"name": c.symbol.category if c.symbol else c.name,
-                   "time_percent": round(100.0 * safe_divide(c.metrics.raw_time, total), 3)}
-                  for c in nodes if c.metrics is not None]
+    categories = tuple(OpCategory(name=c.symbol.category if c.symbol else c.name,
+                                  time_percent=round(100.0 * safe_divide(c.metrics.raw_time, total), 3))
+                       for c in nodes if c.metrics is not None)
     headline = headline_numbers(data)
     perf = data.run.op_stats.perf_env
-    return {
-        "flops_utilization_percent": float(f'{headline["flops_utilization_percent"]:.6g}'),
-        "categories": categories,
-        "hbm_utilization_percent": float(f'{headline["hbm_utilization_percent"]:.6g}'),
-        "idle_percent": float(f'{headline["idle_percent"]:.6g}'),
-        "peak_flop_rate": float(perf.peak_tera_flops_per_second) * 1e12,  # FLOP/s
-        "peak_hbm_bandwidth": float((list(perf.peak_bws_giga_bytes_per_second) or [0.0])[0]) * 1e9,  # bytes/s
-        "top_ops": top_ops(data, TOP_OPS_IN_SUMMARY),
-    }
+    return OpProfileBlock(
+        flops_utilization_percent=float(f'{headline["flops_utilization_percent"]:.6g}'),
+        categories=categories,
+        hbm_utilization_percent=float(f'{headline["hbm_utilization_percent"]:.6g}'),
+        idle_percent=float(f'{headline["idle_percent"]:.6g}'),
+        peak_flop_rate=float(perf.peak_tera_flops_per_second) * 1e12,  # FLOP/s
+        peak_hbm_bandwidth=float((list(perf.peak_bws_giga_bytes_per_second) or [0.0])[0]) * 1e9,  # bytes/s
+        top_ops=tuple(DeviceOp(**op) for op in top_ops(data, TOP_OPS_IN_SUMMARY)),
+    )
 
 
 TOP_OPS_IN_SUMMARY = 5

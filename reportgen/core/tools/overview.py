@@ -31,6 +31,7 @@ from reportgen.core.tools.input_pipeline import (
     step_warnings,
     summary_next_step,
 )
+from reportgen.summary_blocks import HostSteps, OverviewBlock, OverviewOp, StepCategory, StepTime
 
 TOP_OPS = 10
 TPU_CATEGORIES = [("tc_compute", "TensorCore compute"), ("tc_infeed", "TensorCore input"),
@@ -195,23 +196,23 @@ def overview_views(parts: dict[str, HostOpStats], host_names: list[str]) -> dict
 TOP_OPS_IN_SUMMARY = 5
 
 
-def dominant_category(breakdown_ms: dict[str, float | None]) -> dict | None:
+def dominant_category(breakdown_ms: dict[str, float | None]) -> StepCategory | None:
     """The step-time category with the largest average (summary.json keys), its label and its share of the step."""
     values = {k: v for k, v in breakdown_ms.items() if v is not None and v > 0}
     total = sum(values.values())
     if total <= 0:
         return None
     key = max(values, key=lambda k: (values[k], -CATEGORY_KEYS.index(k) if k in CATEGORY_KEYS else 0))
-    return {"category": key, "label": CATEGORY_LABELS.get(key, key), "percent": 100.0 * values[key] / total}
+    return StepCategory(category=key, label=CATEGORY_LABELS.get(key, key), percent=100.0 * values[key] / total)
 
 
-def _step_time(view: OverviewView) -> dict:
+def _step_time(view: OverviewView) -> StepTime:
     a = view.analysis
-    return {"average": a.step_time.average, "minimum": a.step_time.minimum, "maximum": a.step_time.maximum,
-            "standard_deviation": _finite(a.step_time.standard_deviation)}
+    return StepTime(average=a.step_time.average, minimum=a.step_time.minimum, maximum=a.step_time.maximum,
+                    standard_deviation=_finite(a.step_time.standard_deviation))
 
 
-def overview_summary(view: OverviewView, per_host: dict[str, OverviewView] | None = None) -> dict:
+def overview_summary(view: OverviewView, per_host: dict[str, OverviewView] | None = None) -> OverviewBlock:
     """The run's `overview` block of summary.json (XSpace runs' keys; older captures use the same).
 
     `per_host`: each host's own view, when the run has several (`step_time_ms` per host)."""
@@ -220,38 +221,34 @@ def overview_summary(view: OverviewView, per_host: dict[str, OverviewView] | Non
     for key, summary in a.categories.items():
         breakdown[TPU_BREAKDOWN.get(key, key)] = summary.average
     breakdown = {k: _finite(v) for k, v in breakdown.items()}
-    extra: dict = {
-        "statement": view.recommendation["statement"] if len(a.steps) else "",
-        "bottleneck": dominant_category(breakdown) if len(a.steps) else None,
-        "top_ops_on_device": view.top_ops_on_device,
-        "top_ops": [{"name": op["name"], "category": op["category"], "self_time_ms": op["self_time_ms"],
-                     "self_time_percent": op["self_time_percent"]} for op in view.top_ops[:TOP_OPS_IN_SUMMARY]],
-        "is_training": bool(view.environment["is_training"]),
-    }
-    if per_host:
-        extra["per_host"] = {host: {"steps": int(len(v.analysis.steps)), "step_time_ms": _step_time(v)}
-                             for host, v in per_host.items()}
-    return {
-        "steps": int(len(a.steps)),
-        "step_time_ms": _step_time(view),
-        "breakdown_ms": breakdown,
-        "input_percent": a.bottleneck.input_percent,
-        "input_bound": a.bottleneck.input_bound if len(a.steps) else None,
-        "device_idle_percent": view.stats["device_idle_percent"],
-        "host_idle_percent": view.stats["host_idle_percent"],
-        "device_type": view.environment["device_type"],
-        "device_core_count": view.environment["device_core_count"],
-        "host_count": view.environment["host_count"],
+    stats = view.stats
+    return OverviewBlock(
+        steps=int(len(a.steps)),
+        step_time_ms=_step_time(view),
+        breakdown_ms=breakdown,
+        input_percent=a.bottleneck.input_percent,
+        input_bound=a.bottleneck.input_bound if len(a.steps) else None,
+        device_idle_percent=stats["device_idle_percent"],
+        host_idle_percent=stats["host_idle_percent"],
+        device_type=view.environment["device_type"],
+        device_core_count=view.environment["device_core_count"],
+        host_count=view.environment["host_count"],
         # The performance summary's shares, as the page shows them.
-        "host_op_time_eager_percent": view.stats["host_op_time_eager_percent"],
-        "device_op_time_eager_percent": view.stats["device_op_time_eager_percent"],
-        "device_op_time_outside_compilation_percent": view.stats["device_op_time_outside_compilation_percent"],
-        "device_compute_16bit_percent": view.stats["device_compute_16bit_percent"] if view.stats["has_precision"]
-        else None,
-        "device_compute_32bit_percent": view.stats["device_compute_32bit_percent"] if view.stats["has_precision"]
-        else None,
-        **extra,
-    }
+        host_op_time_eager_percent=stats["host_op_time_eager_percent"],
+        device_op_time_eager_percent=stats["device_op_time_eager_percent"],
+        device_op_time_outside_compilation_percent=stats["device_op_time_outside_compilation_percent"],
+        device_compute_16bit_percent=stats["device_compute_16bit_percent"] if stats["has_precision"] else None,
+        device_compute_32bit_percent=stats["device_compute_32bit_percent"] if stats["has_precision"] else None,
+        statement=view.recommendation["statement"] if len(a.steps) else "",
+        bottleneck=dominant_category(breakdown) if len(a.steps) else None,
+        top_ops_on_device=view.top_ops_on_device,
+        top_ops=tuple(OverviewOp(name=op["name"], category=op["category"], self_time_ms=op["self_time_ms"],
+                                 self_time_percent=op["self_time_percent"])
+                      for op in view.top_ops[:TOP_OPS_IN_SUMMARY]),
+        is_training=bool(view.environment["is_training"]),
+        per_host={host: HostSteps(steps=int(len(v.analysis.steps)), step_time_ms=_step_time(v))
+                  for host, v in per_host.items()} if per_host else None,
+    )
 
 
 def _dropped_note(parts: dict[str, HostOpStats], hosts: list[str]) -> str:

@@ -24,6 +24,7 @@ from reportgen.core.ops.op_stats import HostOpStats, RunOpStats
 from reportgen.core.ops.perf_env import PerfEnv
 from reportgen.core.ops.training import is_training
 from reportgen.core.ops.views import run_views
+from reportgen.summary_blocks import TfStatsBlock, TfStatsOp
 
 MAX_ROWS = 500  # per side (device, host), as XProf
 GIBI = 2**30 / 1e9  # GigaToGibi divisor
@@ -150,23 +151,23 @@ def tf_stats_views(parts: dict[str, HostOpStats], host_names: list[str]) -> dict
     return {label: tf_stats_view(label, v) for label, v in run_views(parts, host_names, overview_steps=False).items()}
 
 
-def tf_stats_summary(view: TfStatsView) -> dict:
+def tf_stats_summary(view: TfStatsView) -> TfStatsBlock:
     """The run's `tf_stats` block of summary.json: op count and self time by side, IDLE excluded."""
     t = view.without_idle
     top = []
     for side in ("Device", "Host"):
         rows = t[t["host_or_device"] == side].nlargest(TOP_OPS_IN_SUMMARY, "total_self_time", keep="first")
-        top += [{"side": side, "name": str(r.operation), "type": str(r.type), "self_time_us": float(r.total_self_time),
-                 # the share of the side's op time (IDLE excluded), as XProf's default view shows it
-                 "self_time_percent": 100.0 * float(getattr(r, f"{side.lower()}_total_self_time_percent"))}
+        top += [TfStatsOp(side=side, name=str(r.operation), type=str(r.type), self_time_us=float(r.total_self_time),
+                          # the share of the side's op time (IDLE excluded), as XProf's default view shows it
+                          self_time_percent=100.0 * float(getattr(r, f"{side.lower()}_total_self_time_percent")))
                 for r in rows.itertuples()]
-    return {
-        "ops": int(len(t)),
-        "host_self_us": float(t.loc[t["host_or_device"] == "Host", "total_self_time"].sum()),
-        "device_self_us": float(t.loc[t["host_or_device"] == "Device", "total_self_time"].sum()),
-        "task_type": view.task_type,
-        "top_ops": top,
-    }
+    return TfStatsBlock(
+        ops=int(len(t)),
+        host_self_us=float(t.loc[t["host_or_device"] == "Host", "total_self_time"].sum()),
+        device_self_us=float(t.loc[t["host_or_device"] == "Device", "total_self_time"].sum()),
+        task_type=view.task_type,
+        top_ops=tuple(top),
+    )
 
 
 __all__ = ["COLUMNS", "PERCENT_COLUMNS", "TfStatsView", "framework_op_stats_table", "tf_stats_summary",

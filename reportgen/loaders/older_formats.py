@@ -1,8 +1,9 @@
 """Which files are older profilers' captures: the per-tool files by tool and the timelines.
 
-Discovery (`reportgen.loaders.logdir`) reads a host's older files only when it has no XSpace, and keeps
-the richest file per tool; the legacy host stage splits them into tool files (decoded by `tool_files.py`)
-and timelines (exported by `trace_export.py`).
+Discovery (`logdir.py`) reads a host's older files only when it has no XSpace, and keeps the richest file per
+tool: it learns their names here, beside the XSpace's, without loading the older formats' readers. The legacy
+host stage (`reportgen.legacy`) splits them into tool files (decoded by `tool_files.py`) and timelines
+(exported by `trace_export.py`).
 """
 
 from __future__ import annotations

@@ -17,3 +17,10 @@ __version__ = "0.1.0"
 # leaves out only the interpreter's own start (tens of ms). The process's start time is no measure: `bash -c
 # "pip install . && reportgen build"` execs reportgen in the shell's process, whose clock began with pip.
 STARTED_AT = _time.time()
+
+import pandas as _pd  # noqa: E402
+
+# pyarrow is installed (the per-host result's format, pipeline/result.py), and pandas 3 then backs its default
+# string dtype with Arrow arrays: a different implementation of every string operation (an outer merge of an
+# empty frame fails in it). Text columns keep the Python-backed storage reportgen's numbers were made with.
+_pd.set_option("mode.string_storage", "python")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -10,8 +11,10 @@ import pytest
 
 import reportgen.pipeline.cache as buildcache
 from reportgen.cli.main import main
+from reportgen.pipeline import result
 from reportgen.pipeline.build import BuildOptions, build_site
-from reportgen.pipeline.host_stage import PACKAGE, package_fingerprint
+from reportgen.pipeline.host_stage import PACKAGE, HostOutcome, package_fingerprint
+from reportgen.sections.registry import SECTIONS
 from tests.logdirs import assert_same_site, make_logdir, small_capture
 
 
@@ -23,7 +26,7 @@ def _build(logdir, output, **options):
 
 def _resign(cache_root, entry):
     """Sign an edited entry as this user's builds do: what the entry's data may hold is then checked by
-    the data-file decoder alone (the case of someone who holds the signing key)."""
+    the result's reader alone (the case of someone who holds the signing key)."""
     cache = buildcache.HostCache(cache_root)
     cache.open()
     (entry / buildcache.MANIFEST).unlink()
@@ -76,29 +79,58 @@ def test_touched_files_are_reused_changed_files_rebuilt_and_the_site_equals_a_fr
     assert not [p for p in (tmp_path / "site").rglob("*") if p.name.endswith(".pickle")]
 
 
+def _rewritten(path, change) -> None:
+    """Rewrite a stored result with `change(tables)` applied to its Arrow tables, as well-formed Arrow."""
+    tables = result.read_tables(path.read_bytes())
+    path.write_bytes(result.write_tables(change(tables)))
+
+
+def _renamed(tables, old: str, new: str):
+    """The tables with the one of the declared type named `old` claiming to be of type `new`."""
+    out = []
+    for table in tables:
+        meta = dict(table.schema.metadata or {})
+        if meta.get(b"reportgen.name") == old.encode():
+            table = table.replace_schema_metadata({**meta, b"reportgen.name": new.encode()})
+        out.append(table)
+    return out
+
+
+def _numbers_as_text(tables):
+    """The first frame with a numeric column said to be a column of strings."""
+    for i, table in enumerate(tables):
+        meta = dict(table.schema.metadata or {})
+        if meta.get(b"reportgen.kind") == b"frame" and b'"numpy"' in meta[b"reportgen.layout"]:
+            meta[b"reportgen.layout"] = meta[b"reportgen.layout"].replace(b'"kind": "numpy"', b'"kind": "object"', 1)
+            tables[i] = table.replace_schema_metadata(meta)
+            return tables
+    raise AssertionError("no frame with a numeric column")
+
+
 def test_corrupt_truncated_and_foreign_entries_are_ignored_reported_with_v_and_rebuilt(tmp_path):
     logdir = _small_logdir(tmp_path / "logdir")
     _build(logdir, tmp_path / "site", jobs=1)
     cache = tmp_path / ".site.reportgen-cache"
-    entries = sorted(cache.glob("hosts/*/*/outcome.json"))
+    entries = sorted(cache.glob("hosts/*/*/outcome.arrow"))
     assert len(entries) == 4 and not list(cache.rglob("*.pickle"))
-    entries[0].write_bytes(entries[0].read_bytes()[:40])  # truncated
-    entries[1].write_bytes(b"not JSON at all")
-    # Foreign: a well-formed file naming a type that is not reportgen's (here: a call to os.system).
-    foreign = json.loads(entries[2].read_bytes())
-    foreign["value"] = {"$": "dc", "t": "os:system", "f": {}}
-    entries[2].write_text(json.dumps(foreign))
+    entries[0].write_bytes(entries[0].read_bytes()[:400])  # truncated
+    entries[1].write_bytes(b"not Arrow at all")
+    # Foreign: well-formed Arrow whose table claims a type that is not declared (here: os.system).
+    _rewritten(entries[2], lambda tables: _renamed(tables, "reportgen.sections.base.HostSummary", "os.system"))
     _resign(cache, entries[2].parent)
-    arrays = sorted(cache.glob("hosts/*/*/outcome.npz"))
-    assert arrays
-    arrays[-1].write_bytes(b"PK\x03\x04 not really a zip")
-    for run_entry in cache.glob("runs/*/run.json"):
-        run_entry.write_bytes(b'{"format": "reportgen-data/1", "value": {"$": "nd", "d": "<i8", "o": 5, "s": [99]}}')
+    # Altered: a frame's numbers said to be text (signed by the key's holder: the reader alone refuses it).
+    _rewritten(entries[3], _numbers_as_text)
+    _resign(cache, entries[3].parent)
+    for run_entry in cache.glob("runs/*/run.arrow"):
+        run_entry.write_bytes(result.MAGIC + b"\xff" * 8)
     rebuilt, lines = _build(logdir, tmp_path / "site", jobs=1)
     assert rebuilt.exit_code == 0 and rebuilt.warnings == []
-    assert len(rebuilt.decoded) == 4 - len(rebuilt.cached) and len(rebuilt.cached) <= 1
+    assert rebuilt.cached == [] and len(rebuilt.decoded) == 4
     ignored = [line for line in lines if "ignoring an unreadable cache entry" in line]
-    assert len(ignored) >= 4 and any("names a type outside reportgen: 'os:system'" in line for line in ignored), lines
+    assert len(ignored) >= 4, lines
+    assert any("ResultError: holds a table of an undeclared type b'os.system'" in line for line in ignored), lines
+    assert any("ResultError: holds a bad text column" in line for line in ignored), lines
+    assert any("not the file the manifest records" in line for line in ignored), lines
     fresh, _ = _build(logdir, tmp_path / "fresh", cache=False)
     assert_same_site(tmp_path / "site", tmp_path / "fresh")
     again, _ = _build(logdir, tmp_path / "site", jobs=1)  # the bad entries were replaced
@@ -106,8 +138,8 @@ def test_corrupt_truncated_and_foreign_entries_are_ignored_reported_with_v_and_r
 
 
 def test_a_crafted_entry_cannot_run_code(tmp_path):
-    """A pickle that runs a command when loaded (what the cache held before) is never loaded; a data
-    entry can only name reportgen's own dataclasses, and builds them without calling their code."""
+    """A pickle that runs a command when loaded (what the cache held before) is never loaded; a stored
+    result names no class: a table claiming one the declared types do not reach is refused."""
     import pickle
 
     logdir = _small_logdir(tmp_path / "logdir")
@@ -121,14 +153,13 @@ def test_a_crafted_entry_cannot_run_code(tmp_path):
 
     for entry in cache.glob("hosts/*/*"):
         (entry / "outcome.pickle").write_bytes(pickle.dumps(Payload()))
-        tree = json.loads((entry / "outcome.json").read_bytes())
-        tree["value"]["f"]["summary"] = {"$": "dc", "t": "reportgen.pipeline.cache:HostCache", "f": {}}
-        (entry / "outcome.json").write_text(json.dumps(tree))
+        _rewritten(entry / "outcome.arrow", lambda tables: _renamed(
+            tables, "reportgen.sections.base.HostSummary", "reportgen.pipeline.cache.HostCache"))
         _resign(cache, entry)
     rebuilt, lines = _build(logdir, tmp_path / "site", jobs=1)
     assert not proof.exists()
     assert rebuilt.exit_code == 0 and len(rebuilt.decoded) == 4
-    assert any("is not a dataclass" in line or "fields do not match" in line for line in lines), lines
+    assert any("undeclared type b'reportgen.pipeline.cache.HostCache'" in line for line in lines), lines
 
 
 def test_the_cache_folder_is_private_and_site_files_are_copies(tmp_path):
@@ -150,16 +181,34 @@ def test_the_cache_folder_is_private_and_site_files_are_copies(tmp_path):
     assert (shared.stat().st_mode & 0o777) == 0o700 and ((shared / "deep").stat().st_mode & 0o777) == 0o700
 
 
-def test_no_cache_forces_every_host_and_a_code_change_invalidates_the_cache(tmp_path, monkeypatch):
+def test_no_cache_forces_every_host_and_a_schema_change_invalidates_the_cache(tmp_path, monkeypatch):
     logdir = _small_logdir(tmp_path / "logdir")
     _build(logdir, tmp_path / "site", jobs=1)
     forced, _ = _build(logdir, tmp_path / "site", jobs=1, cache=False)
     assert len(forced.decoded) == 4 and forced.cached == []
     _build(logdir, tmp_path / "site", jobs=1)  # the cache again
-    monkeypatch.setattr(buildcache, "code_fingerprint", lambda: "other code")
+    # The code alone changed (not the declared parts): hosts come from the cache, their pages are drawn again.
     monkeypatch.setattr(buildcache, "site_fingerprint", lambda: "other code and templates")
-    other_code, _ = _build(logdir, tmp_path / "site", jobs=1)
-    assert len(other_code.decoded) == 4 and other_code.cached == []
+    other_code, lines = _build(logdir, tmp_path / "site", jobs=1)
+    assert other_code.decoded == [] and len(other_code.cached) == 4
+    assert not any("pages from the rebuild cache" in line for line in lines)
+    # A part's meaning changed (its section's part_version raised): every host is computed again.
+    overview = next(s for s in SECTIONS if s.slug == "overview")
+    monkeypatch.setattr(overview, "part_version", overview.part_version + 1)
+    other_schema, lines = _build(logdir, tmp_path / "site", jobs=1)
+    assert len(other_schema.decoded) == 4 and other_schema.cached == []
+
+
+def test_the_schema_follows_every_declared_field():
+    """A field added to any type a part reaches changes the key (no version to remember to raise)."""
+    from reportgen.core.findings.facts import CopyStats
+
+    before = result.outcome_schema(HostOutcome)
+    assert result.outcome_schema(HostOutcome) == before
+    fields = [(f.name, f.type, f) for f in dataclasses.fields(CopyStats)]
+    extended = dataclasses.make_dataclass("CopyStats", [*fields, ("new_field", int, dataclasses.field(default=0))])
+    extended.__module__ = CopyStats.__module__
+    assert result.schema_fingerprint((extended,)) != result.schema_fingerprint((CopyStats,))
 
 
 def test_the_code_fingerprint_follows_every_module(tmp_path):
@@ -203,15 +252,15 @@ def test_the_cache_beside_a_site_keeps_the_last_build_only(tmp_path):
     logdir = _small_logdir(tmp_path / "logdir")
     cache = tmp_path / ".site.reportgen-cache"
     _build(logdir, tmp_path / "site", jobs=1)
-    assert len(list(cache.glob("hosts/*/*/outcome.json"))) == 4
-    assert len(list(cache.glob("runs/*/run.json"))) == 3
+    assert len(list(cache.glob("hosts/*/*/outcome.arrow"))) == 4
+    assert len(list(cache.glob("runs/*/run.arrow"))) == 3
     shutil.rmtree(logdir / "plugins" / "profile" / "c")
     (logdir / "plugins" / "profile" / "b" / "vm.xplane.pb").write_bytes(small_capture(6))
     report, _ = _build(logdir, tmp_path / "site", jobs=1)
     assert report.decoded == ["b/vm.xplane.pb"]
     # Run c is gone and b's old content is superseded: their entries went with them.
-    assert len(list(cache.glob("hosts/*/*/outcome.json"))) == 3
-    assert len(list(cache.glob("runs/*/run.json"))) == 2
+    assert len(list(cache.glob("hosts/*/*/outcome.arrow"))) == 3
+    assert len(list(cache.glob("runs/*/run.arrow"))) == 2
     again, _ = _build(logdir, tmp_path / "site", jobs=1)
     assert again.decoded == [] and len(again.cached) == 3
 

@@ -9,6 +9,7 @@ new one compare side by side.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -140,6 +141,11 @@ class LegacySection(Section):
     legacy loader hands its parts over directly (build.process_host)."""
 
     tool = ""  # LegacyHost attribute
+
+    def declared_part_type(self) -> Any:
+        """The part is the LegacyHost field of the tool, as the legacy loader fills it."""
+        hint = typing.get_type_hints(LegacyHost)[self.slug.removeprefix("legacy_")]
+        return next(a for a in typing.get_args(hint) if a is not type(None))
 
     def combine(self, run: RunContext, parts: dict[str, Any]) -> dict | None:
         if not parts:
@@ -360,6 +366,7 @@ class LegacyRunSection(Section):
     read for it (the richest per tool), in place of the XSpace inventory."""
 
     slug = "legacy_run"
+    part_type = list[str]  # the files read for the host (LegacyHost.files)
     title = "Inventory"
     listed = False
     nav_page = "inventory.html"

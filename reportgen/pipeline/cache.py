@@ -5,19 +5,22 @@ the host stage wrote) depends only on the host file's bytes, on reportgen's
 code and on a few names (run, host, file name). The cache keeps each result
 under a key made of exactly those:
 
-    <cache>/hosts/<prefix>/<content>/outcome.json, outcome.npz, manifest.json
+    <cache>/hosts/<prefix>/<content>/outcome.arrow, manifest.json
                                     /files/<site-relative path>…
-    <cache>/runs/<key>/run.json     a run's summary block and index row
+    <cache>/runs/<key>/run.arrow    a run's summary block and index row
                       /files/…      the run's folder of the site, as built
     <cache>/fingerprints.json       stat → content hash memo (local files, by path hash)
 
 (The compiled kernels and page templates, the same for every build of a version, are kept in the
 user cache folder instead: `reportgen.user_cache`.)
 
-* `prefix` hashes the cache format, `code_fingerprint()` (reportgen's
-  version and every module of the package), the run name, the host name,
-  the file name and the host-stage settings: any change to the code or a
-  renamed run starts afresh.
+* `prefix` hashes the cache format, reportgen's version, the schema of the
+  per-host result (`result.outcome_schema()`: every section's declared part
+  type, field by field, and its `part_version`), the run name, the host
+  name, the file name and the host-stage settings: a new release, a part
+  whose fields or meaning changed, or a renamed run starts afresh. (A host's
+  result is declared data, as XProf's cache holds its OpStats: the key
+  follows the schema, not the source text.)
 * `content` is the file's content hash: sha256 of its bytes for local files
   (and for remote stores that give no checksum); for remote files the
   store's own checksum (GCS md5/crc32c, S3 ETag, as the logdir listing gives
@@ -29,7 +32,8 @@ user cache folder instead: `reportgen.user_cache`.)
 * A run whose hosts all came from the cache, and whose key (the site's code,
   templates and assets, the run name, its hosts and their content keys) is
   the one of an earlier build, is not rendered again either: its folder is
-  copied from the cache. Adding a run to a logdir thus renders that run and
+  copied from the cache (pages are the rendering code's output, not declared
+  data: their key keeps the code's hash). Adding a run to a logdir thus renders that run and
   the site index only.
 
 By default the cache lives beside the site, in `.<site name>.reportgen-cache/`
@@ -42,8 +46,8 @@ cache, never hard-linked: editing a site file in place must not edit the
 cache (the copy costs little: on Linux the kernel copies, or clones on
 file systems that can).
 
-Trust: entries are data only (`datafile.py`: JSON and numpy arrays read
-without pickle), so a crafted entry cannot run code. The folder must be the
+Trust: entries are data only (`result.py`: Arrow tables read against the
+declared types, never a pickle), so a crafted entry cannot run code. The folder must be the
 user's own: created private (0700), made private again when it is ours with
 looser permissions, not used (one warning line) when another user owns it.
 Each entry's `manifest.json` records the size and sha256 of every file of it
@@ -68,27 +72,30 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import fsspec
 
+from reportgen import __version__
 from reportgen.loaders.logdir import HostFile, file_name, store_checksum
-from reportgen.pipeline import datafile
+from reportgen.pipeline import result
 from reportgen.pipeline.host_stage import (
     CONTENT_HASH,
     HostOutcome,
     HostTask,
-    code_fingerprint,
     list_files,
+    outcome_from_bytes,
     site_fingerprint,
 )
+from reportgen.sections.base import HostSummary
 from reportgen.user_cache import secret_key, writable_dir
 
-CACHE_FORMAT = 3  # 2: data files instead of pickles; 3: signed manifests
+CACHE_FORMAT = 4  # 2: data files instead of pickles; 3: signed manifests; 4: declared results (Arrow)
 CACHE_SUFFIX = ".reportgen-cache"  # `.<site name><suffix>`, beside the site
-OUTCOME_STEM = "outcome"  # outcome.json (+ outcome.npz)
-RUN_STEM = "run"
+OUTCOME_FILE = "outcome.arrow"
+RUN_FILE = "run.arrow"
 FILES_FOLDER = "files"
 MEMO_FILE = "fingerprints.json"
 MANIFEST = "manifest.json"
@@ -141,6 +148,17 @@ def copy_file(source: Path, target: Path) -> None:
     shutil.copyfile(source, target)
 
 
+@dataclass
+class StoredRun:
+    """A run's entry: its summary.json block, its row of the site index (its hosts apart: they are
+    declared data, the rest is plain JSON) and the files of its folder."""
+
+    block: dict
+    row: dict
+    hosts: list[HostSummary]
+    files: list[str]
+
+
 class EntryError(ValueError):
     """A cache entry that must not be used: unsigned, signed for another key or place, or not what it lists."""
 
@@ -190,7 +208,7 @@ class HostCache:
         self.warnings: list[str] = []  # the cache cannot be used as it should: always printed
         self.notes: list[str] = []  # entries ignored and rebuilt: printed with -v
         self._log = log
-        self._code = code_fingerprint()
+        self._schema = (__version__, result.outcome_schema(HostOutcome))
         self._key: bytes | None = None  # signs manifests and the memo; None: the cache is not used
         self._memo: dict[str, list] = {}
         self._fingerprints: dict[int, str] = {}  # task index → content key, once known
@@ -228,7 +246,7 @@ class HostCache:
     # keys -------------------------------------------------------------
 
     def prefix(self, task: HostTask) -> str:
-        return _digest(CACHE_FORMAT, self._code, task.run, task.host.host, task.shown_path, self.settings)[:40]
+        return _digest(CACHE_FORMAT, self._schema, task.run, task.host.host, task.shown_path, self.settings)[:40]
 
     def _entry_dir(self, task: HostTask, fingerprint: str) -> Path:
         name = hashlib.sha256(fingerprint.encode()).hexdigest()[:40]
@@ -261,7 +279,7 @@ class HostCache:
         payload = {"format": CACHE_FORMAT, "entry": entry.relative_to(self.root).as_posix(), "files": files}
         (tmp / MANIFEST).write_text(json.dumps(self._sign(payload)), encoding="utf-8")
 
-    def _manifest(self, entry: Path, stem: str) -> dict[str, list]:
+    def _manifest(self, entry: Path, data_file: str) -> dict[str, list]:
         """The verified list of an entry's files ({path: [size, sha256]}), its data files checked against it."""
         try:
             document = json.loads((entry / MANIFEST).read_bytes())
@@ -275,11 +293,9 @@ class HostCache:
                 and isinstance(payload.get("files"), dict)):
             raise EntryError("has a manifest for another entry or version")
         files = payload["files"]
-        for name in (f"{stem}.json", f"{stem}.npz"):
-            if name in files:
-                self._check(entry / name, files[name], name)
-            elif name.endswith(".json") or (entry / name).exists():
-                raise EntryError(f"holds {name}, which its manifest does not list")
+        if data_file not in files:
+            raise EntryError(f"holds {data_file}, which its manifest does not list")
+        self._check(entry / data_file, files[data_file], data_file)
         return files
 
     @staticmethod
@@ -390,7 +406,7 @@ class HostCache:
             return None
         self._fingerprints[task.index] = fingerprint
         entry = self._entry_dir(task, fingerprint)
-        if not (entry / f"{OUTCOME_STEM}.json").is_file():
+        if not (entry / OUTCOME_FILE).is_file():
             return None
         loaded = self._load(entry, task)
         if loaded is None:
@@ -408,10 +424,8 @@ class HostCache:
 
     def _load(self, entry: Path, task: HostTask) -> tuple[HostOutcome, dict[str, list]] | None:
         try:
-            files = self._manifest(entry, OUTCOME_STEM)
-            outcome = datafile.load(entry, OUTCOME_STEM)
-            if not isinstance(outcome, HostOutcome):
-                raise TypeError(f"holds a {type(outcome).__name__}, not a host result")
+            files = self._manifest(entry, OUTCOME_FILE)
+            outcome = outcome_from_bytes((entry / OUTCOME_FILE).read_bytes())
             if outcome.error is not None or (outcome.run, outcome.host, outcome.path) != (
                 task.run, task.host.host, task.shown_path
             ):
@@ -440,7 +454,7 @@ class HostCache:
         def fill(tmp: Path) -> None:
             for rel in outcome.files:
                 copy_file(out_dir / rel, tmp / FILES_FOLDER / rel)
-            datafile.dump(kept, tmp, OUTCOME_STEM)
+            (tmp / OUTCOME_FILE).write_bytes(result.outcome_bytes(kept))
 
         self._write_entry(entry, fill, f"{task.shown_path}: cannot store in the cache")
 
@@ -475,15 +489,12 @@ class HostCache:
     def lookup_run(self, key: str, run_dir: Path) -> tuple[Any, Any] | None:
         """(summary block, index row) of a run rendered before, its folder copied into `run_dir`."""
         entry = self.root / "runs" / key
-        if self._key is None or not (entry / f"{RUN_STEM}.json").is_file():
+        if self._key is None or not (entry / RUN_FILE).is_file():
             return None
         try:
-            manifest = self._manifest(entry, RUN_STEM)
-            stored = datafile.load(entry, RUN_STEM)
-            if not (isinstance(stored, dict) and set(stored) == {"block", "row", "files"}
-                    and isinstance(stored["files"], list) and all(isinstance(f, str) for f in stored["files"])):
-                raise TypeError("is not a run's pages")
-            block, row, files = stored["block"], stored["row"], stored["files"]
+            manifest = self._manifest(entry, RUN_FILE)
+            stored = result.loads((entry / RUN_FILE).read_bytes(), StoredRun)
+            block, row, files = stored.block, {**stored.row, "hosts": stored.hosts}, stored.files
             missing = [rel for rel in files if not (entry / FILES_FOLDER / rel).is_file()]
             if missing:
                 raise FileNotFoundError(f"misses {len(missing)} of its files (first: {missing[0]})")
@@ -513,7 +524,9 @@ class HostCache:
             files = list_files(str(run_dir))
             for rel in files:
                 copy_file(run_dir / rel, tmp / FILES_FOLDER / rel)
-            datafile.dump({"block": block, "row": row, "files": files}, tmp, RUN_STEM)
+            rest = {k: v for k, v in row.items() if k != "hosts"}
+            stored = StoredRun(block=block, row=rest, hosts=row["hosts"], files=files)
+            (tmp / RUN_FILE).write_bytes(result.dumps(stored, StoredRun))
 
         self._write_entry(self.root / "runs" / key, fill, "cannot store a run's pages in the cache")
 

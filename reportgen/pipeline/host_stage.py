@@ -35,6 +35,7 @@ from reportgen.loaders import limits
 from reportgen.loaders.hlo import hlo_modules
 from reportgen.loaders.logdir import FileChangedError, HostFile, file_name, read_host_file
 from reportgen.loaders.xspace import decode_xspace
+from reportgen.pipeline import result
 from reportgen.pipeline.memory import default_budget
 from reportgen.pipeline.stopping import stop_point, stops_held
 from reportgen.pipeline.timings import peak_rss_bytes
@@ -90,6 +91,16 @@ class HostOutcome:
     # The host's outputs could not be written (a full disk, a read-only folder): not the capture's fault, so
     # the build stops with it. (errno, reason, file) of the OSError.
     write_error: tuple[int, str, str] | None = None
+
+    def __reduce__(self) -> tuple:
+        # To a worker's parent or from a Dask worker as declared data (pipeline/result.py), never a pickle
+        # of the parts' objects: the same bytes as the rebuild cache keeps.
+        return outcome_from_bytes, (result.outcome_bytes(self),)
+
+
+def outcome_from_bytes(data: bytes | memoryview) -> HostOutcome:
+    """A host's result from its declared data (`ResultError` when the bytes are anything else)."""
+    return result.outcome_from_bytes(data, HostOutcome)
 
 
 PACKAGE = Path(__file__).resolve().parent.parent  # the reportgen package

@@ -18,8 +18,8 @@ runs in the background, fsspec keeps an I/O thread) and their locks;
 `spawn` would import reportgen and load the decoder again in every worker.
 Measured here (2 vCPUs): a pool's first task after ≈ 0.04 s with fork,
 ≈ 1.3–2.6 s with the fork server (once per build), ≈ 6 s with spawn; later
-tasks ≈ 1 ms. Only per-host results travel back (≈ 2 MB pickled for a
-50 MB host file).
+tasks ≈ 1 ms. Only per-host results travel back, as their declared data
+(`result.py`, through `HostOutcome.__reduce__`: 0.1–4.4 MB for the shared captures' hosts).
 
 With `--jobs N` the building process is one of the N: it starts on a host
 at once, while the N - 1 workers start (on a thread of their own: the first

@@ -4,7 +4,9 @@ A section is computed in two stages so that hosts can be processed in
 parallel processes (or on Dask workers) and only small aggregates travel:
 
 1. `host_part(host)` runs where the capture was decoded and returns a
-   picklable per-host result (or None when the host has nothing for it);
+   per-host result of the section's declared type (`part_type`, or None when
+   the host has nothing for it): a dataclass whose annotated fields are its
+   schema (`reportgen/pipeline/result.py` stores it as Arrow tables);
 2. `combine(run, parts)` merges the per-host parts into the section's data
    (or None: the tool has nothing to show for this run, so no page).
 
@@ -22,6 +24,8 @@ the capture is in memory (see that module's notes).
 
 from __future__ import annotations
 
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +88,22 @@ class Section:
     # Assets only this tool's pages load (keys of `output.site.ON_DEMAND_ASSETS`): written into the
     # site when a run has this tool's page.
     assets: tuple[str, ...] = ()
+    # The declared type of the per-host part (its schema): None takes `host_part`'s return annotation
+    # without its `| None`. `part_version` numbers what the part means: raise it when a number it holds
+    # is computed differently with its fields unchanged (a new field changes the schema by itself), so
+    # that the rebuild cache does not serve parts of the old meaning.
+    part_type: Any = None
+    part_version: int = 1
+
+    def declared_part_type(self) -> Any:
+        """The type `host_part` returns (None: the section has no per-host part)."""
+        if self.part_type is not None:
+            return self.part_type
+        hint = typing.get_type_hints(type(self).host_part).get("return")
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(hint) if a is not type(None)]
+            hint = args[0] if len(args) == 1 else None
+        return None if hint in (Any, None, type(None)) else hint
 
     def reads_capture_only(self, host: HostContext) -> bool:
         """Whether `host_part` reads only the capture on this host (`capture_only`, unless a section

@@ -105,12 +105,24 @@ def no_steps(inputs: RunInputs) -> list[Finding]:
     inferred, text = _inferred_steps(inputs)
     warning = EMPTY_INTERSECT_WARNING if EMPTY_INTERSECT_WARNING in view.warnings else NO_STEP_WARNING
     training = bool(view.environment.get("is_training"))
+    ledger = inputs.ledger
+    if not inferred and ledger is not None and ledger.inferred_from and ledger.step_count:
+        # The step ledger found steps of its own (not repeated device programs, said below): XProf's step analyses
+        # have none, this report's do.
+        count = ledger.step_count + len(ledger.startup)
+        title = (f"No step markers XProf recognises: its step-time breakdown and input analysis have no steps; "
+                 f"this report's step ledger inferred {count} from {ledger.inferred_from}")
+        estimate = ("Not a cost of the workload: XProf's overview and input-pipeline pages give shares of the "
+                    "capture instead of time per step; the step ledger and these findings use the inferred steps.")
+    else:
+        title = "No step markers: the step-time breakdown and the input analysis could not run" + text
+        estimate = ("Not a cost of the workload: without steps the report gives shares of the capture instead of "
+                    "time per step." + (" The inferred steps are repeated runs of one top-level program, not "
+                                        "markers." if inferred else ""))
     return [Finding(
         id="capture.no_steps", severity="medium" if training else "low",
-        title="No step markers: the step-time breakdown and the input analysis could not run" + text,
-        estimate="Not a cost of the workload: without steps the report gives shares of the capture instead of "
-                 "time per step." + (" The inferred steps are repeated runs of one top-level program, not "
-                                     "markers." if inferred else ""),
+        title=title,
+        estimate=estimate,
         action=_no_steps_action(inputs) + (" Several hosts whose steps do not line up need their "
                                                          "clocks (or profiling start times) aligned."
                                                          if warning == EMPTY_INTERSECT_WARNING else ""),

@@ -82,7 +82,10 @@ LEDGER_LABELS: dict[str, str] = {
 DEVICE_KEYS = ("device_compute", "device_collectives", "device_copies")
 TOP_NAMES = 5  # contributors kept per cause
 
-COMPILE_NAMES = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$")
+# JAX's lowering of a traced function to a module (`lower_sharding_computation`, `lower_mesh_computation`) is part
+# of compiling it: on a jit cache miss it runs before `backend_compile_and_load`.
+COMPILE_NAMES = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$|"
+                           r"^lower_(sharding|mesh)_computation$|^jaxpr_to_mlir_module$")
 SYNC_API_NAMES = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
 _PROGRAM = re.compile(r"^ThunkExecutor::Execute|CpuExecutable::Execute|PjRtCpuExecutable::Execute|"
                       r"TfrtCpuExecutable::Execute")

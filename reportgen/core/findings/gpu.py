@@ -45,6 +45,9 @@ def _kernel_rows(inputs: RunInputs, rows, label) -> list[Evidence]:
 _TENSOR_CORE_KERNEL = re.compile(r"^(sm\d+_xmma_|nvjet_)|tensorop")
 
 
+_HELPER_KERNEL = re.compile(r"(?i)convertTensor_kernel|init_device_workspace|nchwToNhwc|nhwcToNchw")
+
+
 def tensor_cores_unused(inputs: RunInputs) -> list[Finding]:
     """Ops eligible for TensorCores whose kernels do not use them (by XProf's list or by the kernel's name)."""
     data = inputs.kernel_stats
@@ -54,7 +57,10 @@ def tensor_cores_unused(inputs: RunInputs) -> list[Finding]:
     total = float(table["total_duration_us"].sum())
     uses = table["is_kernel_using_tensor_core"].to_numpy(bool) | np.array(
         [bool(_TENSOR_CORE_KERNEL.search(name)) for name in table["kernel_name"].tolist()], bool)
-    missed = table[table["is_op_tensor_core_eligible"].to_numpy(bool) & ~uses]
+    # An eligible op's helper kernels (cuDNN's layout conversions and workspace set-up) do no math TensorCores
+    # could take: they are not counted as missed.
+    helper = np.array([bool(_HELPER_KERNEL.search(name)) for name in table["kernel_name"].tolist()], bool)
+    missed = table[table["is_op_tensor_core_eligible"].to_numpy(bool) & ~uses & ~helper]
     share = 100.0 * float(missed["total_duration_us"].sum()) / total if total else 0.0
     if share < TENSOR_CORE_PERCENT:
         return []
@@ -86,7 +92,8 @@ def tensor_cores_unused(inputs: RunInputs) -> list[Finding]:
                 "TF32 is already in use (the capture's `…tf32…` kernels): the kernels left without TensorCores are "
                 "ops whose shapes do not fit them, typically a convolution over few input channels (3 for RGB) or "
                 "odd sizes. Pad channels and feature sizes to multiples of 8, or compute in bfloat16/float16."),
-        evidence=[Evidence("Kernel time using TensorCores", float(_tensor_core_percent(table)), "percent",
+        evidence=[Evidence("Kernel time in kernels XProf's list marks as using TensorCores (names not counted)",
+                           float(_tensor_core_percent(table)), "percent",
                            summary_source("kernel_stats", "tensor_core_percent"), inputs.page("kernel_stats")),
                   Evidence("Kernel time in the kernel stats", total, "us", summary_source("kernel_stats", "total_us"),
                            inputs.page("kernel_stats")),

@@ -283,9 +283,15 @@ def compute_bound(inputs: RunInputs) -> list[Finding]:
     where = ", ".join(f"`{_shown(n)}`" for n, _ in named) or \
         ("the compiled XLA program's HLO ops" if "compiled_program" in held else "")
     device = "the device" if ledger.has_device else "the CPU"
+    # The compiled program's time is its whole span on the host (the runtime's ThunkExecutor events), its waits for
+    # its own worker threads included: its HLO ops cover less of it. Said as what it is, not as the ops' compute.
+    what = "the model's compute"
+    if "compiled_program" in held:
+        what = ("the compiled XLA program" + (" and framework ops" if "host_compute" in held else "")
+                + " (its whole run, waits for its own threads included)")
     return [Finding(
         id="steps.compute_bound", severity="info",
-        title=f"Compute-bound: the model's compute takes {share:.1f}% of the step on {device}, and the step waits "
+        title=f"Compute-bound: {what} takes {share:.1f}% of the step on {device}, and the step waits "
               f"for input {waiting:.1f}% of it: nothing to fix on the input side",
         estimate="Nothing at stake: a statement of where the step goes (the step ledger's "
                  + " and ".join(f"'{LEDGER_LABELS[k]}'" for k in held) + f" against its 'Waiting for input', over the "

@@ -363,6 +363,11 @@ def _ledger_evidence(inputs: RunInputs, keys: tuple[str, ...], top: int = TOP_ST
 def _steps_counted(inputs: RunInputs) -> str:
     ledger = inputs.ledger
     how = f" (steps inferred from {ledger.inferred_from})" if ledger.inferred_from else ""
+    counts = [len(h.steps) for h in ledger.hosts if h.steps]
+    if len(counts) > 1 and len(set(counts)) == 1:
+        # Each host's steps are its own (a step of two hosts is two measures of one step): said per host, so that
+        # it reads as the overview's step count does.
+        return f"{counts[0]} step{'s' if counts[0] != 1 else ''} on each of {len(counts)} hosts{how}"
     return f"{ledger.step_count} step{'s' if ledger.step_count != 1 else ''}{how}"
 
 

@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import orjson
 import pytest
 
 from reportgen.errors import CaptureError
@@ -138,3 +139,25 @@ def test_wide_captures_are_refused_by_what_they_hold(kind, n, budget, held):
     data = _wide(kind, n)
     with limits.memory_budget(parse_size(budget)), pytest.raises(CaptureError, match=re.escape(held)):
         decode_xspace(f"{kind}.xplane.pb", data)
+
+
+def test_a_chrome_trace_of_many_threads_is_refused_by_its_rows():
+    """Each thread is a timeline row with busy bins of its own: 50,000 threads of one event each need about
+    600 MB, whatever the file's few megabytes of JSON say."""
+    from reportgen.legacy.chrome_trace import read_trace
+
+    events = [{"ph": "X", "pid": 1, "tid": i, "ts": i, "dur": 1, "name": "op"} for i in range(50_000)]
+    data = orjson.dumps({"traceEvents": events})
+    with limits.memory_budget(256 << 20), pytest.raises(CaptureError, match=r"50,000 events on 50,000 timeline "
+                                                                              r"rows \(threads\)"):
+        read_trace("many.trace.json", data)
+    with limits.memory_budget(1 << 30):  # within the budget: read
+        assert len(read_trace("many.trace.json", data).events) == 50_000
+
+
+def test_a_chrome_trace_thread_that_is_not_a_name_is_an_input_error():
+    from reportgen.legacy.chrome_trace import read_trace
+
+    data = orjson.dumps([{"ph": "X", "pid": [1], "tid": {"a": 1}, "ts": 0, "dur": 1, "name": "op"}])
+    with pytest.raises(CaptureError, match="pid or tid is neither a number nor a string"):
+        read_trace("odd.trace.json", data)

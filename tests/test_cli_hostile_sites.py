@@ -3,7 +3,7 @@
 A small seeded fuzz: each case takes a copy of the session's built site and spoils its summary.json or one
 of its CSVs (wrong types, missing keys, huge numbers, NaN, deep nesting, bytes that are not UTF-8, a
 truncated file, a symlink out of the site or to a folder), then runs `summary`, `compare`, `check`, `trend`
-and `publish` (against the storage emulator) over it, in process, as the command line does.
+`publish` (against the storage emulator) and `serve`'s refusals over it, in process, as the command line does.
 """
 
 from __future__ import annotations
@@ -116,6 +116,9 @@ def _commands(site: Path, out: Path, bucket: str | None) -> list[list[str]]:
         ["check", str(site), "--max-step-ms", "100", "--max-input-percent", "20"],
         ["check", str(site), "--max-regression", "5%", "--baseline", BASELINE, "--runs", CANDIDATE],
         ["trend", str(site), "-o", str(out / "trend"), "-q"],
+        # `serve` over a site it accepts serves until stopped: its refusals are what is run here.
+        ["serve", str(site / "summary.json")],
+        ["serve", str(site), "--port", "70000"],
     ]
     if bucket is not None:
         commands.append(["publish", str(site), f"gs://{bucket}/fuzz-{out.name}", "-q"])

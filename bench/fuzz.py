@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python bench/fuzz.py [-n 10000] [--seed 1] [--jobs 2] [--build-every 20] [--shared]
 
-Each case is a seed capture with a few fields changed through protobuf (`tests/fuzzing.py`): the bundled
+Each case is a seed capture with a few fields changed through protobuf (`tests/fuzzing.py`), the HLO
+modules of its `/host:metadata` plane among them (shapes, layouts, links, sizes, instruction counts): the bundled
 sample cut to a few events per line, captures built in code and, with `--shared`, the shared captures
 (../shared/captures) cut the same way. Cases run in `--jobs` child processes; every `--build-every`-th case
 goes through a whole build (combine and render) instead of the host stage alone. A case passes when it

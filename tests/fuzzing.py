@@ -300,9 +300,98 @@ class Mutator:
             self.space.hostnames.extend(self.rng.choice(ODD_STRINGS) for _ in range(self.rng.choice([1, 2])))
         return "hostnames"
 
+    def hlo(self) -> str | None:
+        """One change to an HLO module of `/host:metadata` (the builder's sample module is added where the capture
+        has none): shapes, layouts, links between instructions, computations and buffers, sizes, instruction
+        counts. The module is parsed and written back through protobuf, so each case is a valid HloProto."""
+        from reportgen.loaders.proto import hlo_pb2
+        from tests.hlo_builder import sample_module
+
+        found = [st for p in self.space.planes if p.name == "/host:metadata" for md in p.event_metadata.values()
+                 for st in md.stats if p.stat_metadata[st.metadata_id].name in ("Hlo Proto", "HLO Proto")]
+        if not found:
+            plane = next((p for p in self.space.planes if p.name == "/host:metadata"), None)
+            if plane is None:
+                plane = self.space.planes.add(id=max([p.id for p in self.space.planes] + [0]) + 1,
+                                              name="/host:metadata")
+            sid = max(list(plane.stat_metadata) + [0]) + 1
+            plane.stat_metadata[sid].id, plane.stat_metadata[sid].name = sid, "Hlo Proto"
+            mid = max(list(plane.event_metadata) + [0]) + 1
+            md = plane.event_metadata[mid]
+            md.id, md.name = mid, "jit_sample(7)"
+            found = [md.stats.add(metadata_id=sid, bytes_value=sample_module().SerializeToString())]
+        stat = self.rng.choice(found)
+        try:
+            proto = hlo_pb2.HloProto.FromString(stat.bytes_value)
+        except Exception:  # noqa: BLE001 - an earlier mutation made it bytes protobuf refuses: leave it
+            return None
+        module = proto.hlo_module
+        instructions = [i for c in module.computations for i in c.instructions]
+        ids = [i.id for i in instructions] or [0]
+        what = self.rng.choice(["dims", "layout", "operands", "calls", "root", "share", "buffer", "size",
+                                "many", "entry", "tuple"])
+        odd_dims = [0, -1, 1, 7, 1 << 31, 1 << 62, INT64_MAX, -(1 << 62)]
+        if what in ("dims", "layout", "tuple") and instructions:
+            shape = self.rng.choice(instructions).shape
+            if what == "dims":
+                del shape.dimensions[:]
+                shape.dimensions.extend(self.rng.choice(odd_dims) for _ in range(self.rng.choice([0, 1, 2, 3, 9])))
+            elif what == "layout":
+                del shape.layout.minor_to_major[:]
+                shape.layout.minor_to_major.extend(self.rng.choice([0, 1, 7, -1, 1 << 40])
+                                                   for _ in range(self.rng.choice([1, 2, 5])))
+            else:  # a tuple nested deep, or holding itself by copy
+                inner = shape
+                for _ in range(self.rng.choice([2, 50, 500])):
+                    inner.element_type = hlo_pb2.TUPLE
+                    inner = inner.tuple_shapes.add()
+                inner.element_type = hlo_pb2.F32
+        elif what in ("operands", "calls") and instructions:
+            target = self.rng.choice(instructions)
+            field = target.operand_ids if what == "operands" else target.called_computation_ids
+            choices = ids + [target.id, 0, -1, INT64_MAX] + [c.id for c in module.computations]
+            field.extend(self.rng.choice(choices) for _ in range(self.rng.choice([1, 2, 4])))
+        elif what == "root" and module.computations:
+            self.rng.choice(module.computations).root_id = self.rng.choice(ids + [0, -1, INT64_MAX])
+        elif what == "share" and proto.buffer_assignment.heap_simulator_traces:
+            trace = self.rng.choice(proto.buffer_assignment.heap_simulator_traces)
+            buffers = [b.id for b in proto.buffer_assignment.logical_buffers] or [0]
+            event = trace.events.add(kind=self.rng.choice([0, 1, 2]), buffer_id=self.rng.choice(buffers + [-1, 10**9]))
+            event.share_with_canonical_id = self.rng.choice(buffers + [event.buffer_id, -1])
+            event.instruction_name = self.rng.choice([i.name for i in instructions] + ["", "missing"])
+        elif what == "buffer" and proto.buffer_assignment.logical_buffers:
+            buffer = self.rng.choice(proto.buffer_assignment.logical_buffers)
+            buffer.defined_at.instruction_id = self.rng.choice(ids + [0, -1, INT64_MAX])
+            index = [self.rng.choice([0, 1, 99, -1]) for _ in range(self.rng.choice([1, 3]))]
+            buffer.defined_at.shape_index.extend(index)
+        elif what == "size":
+            sized = list(proto.buffer_assignment.logical_buffers) + list(proto.buffer_assignment.buffer_allocations)
+            if not sized:
+                return None
+            self.rng.choice(sized).size = self.rng.choice([0, -1, 1 << 62, INT64_MAX, -(1 << 62)])
+        elif what == "many" and module.computations:
+            comp = self.rng.choice(module.computations)
+            if not comp.instructions:
+                return None
+            template = self.rng.choice(comp.instructions)
+            top = max(ids)
+            for k in range(self.rng.choice([100, 2000])):
+                copy = comp.instructions.add()
+                copy.CopyFrom(template)
+                copy.id, copy.name = top + 1 + k, f"{template.name}.copy{k}"
+                del copy.operand_ids[:]
+                copy.operand_ids.append(top + k if k else template.id)
+        elif what == "entry":
+            module.entry_computation_name = self.rng.choice(["", "missing"] + [c.name for c in module.computations])
+            module.entry_computation_id = self.rng.choice([0, -1] + [c.id for c in module.computations])
+        else:
+            return None
+        stat.bytes_value = proto.SerializeToString()
+        return f"hlo {what}"
+
     def all(self) -> list[Callable[[], str | None]]:
         return [self.event_metadata_id, self.event_time, self.line_field, self.stat_value, self.add_stat,
-                self.rename, self.delete, self.duplicate, self.child_ids, self.hostnames]
+                self.rename, self.delete, self.duplicate, self.child_ids, self.hostnames, self.hlo]
 
 
 def make_case(seed: Seed, number: int, base_seed: int) -> Case:

@@ -78,8 +78,18 @@ def absurd_shapes() -> hlo_pb2.HloProto:
     return proto
 
 
+def layouts_out_of_range() -> hlo_pb2.HloProto:
+    """Layouts that are no permutation of their shape's dimensions (found by the HLO fuzz of bench/fuzz.py)."""
+    proto = sample_module()
+    for name, layout in (("small.3", [7]), ("copy.2", [0, 0]), ("fusion.1", [1, 0, 2])):
+        shape = _instruction(proto, name).shape
+        del shape.layout.minor_to_major[:]
+        shape.layout.minor_to_major.extend(layout)
+    return proto
+
+
 RUNS = {"share_self": shared_with_itself, "share_cycle": shared_in_a_cycle,
-        "fusion_cycle": fusion_calling_itself, "absurd_shapes": absurd_shapes}
+        "fusion_cycle": fusion_calling_itself, "absurd_shapes": absurd_shapes, "bad_layout": layouts_out_of_range}
 
 
 def capture(proto: hlo_pb2.HloProto) -> bytes:

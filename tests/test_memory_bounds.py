@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import orjson
 import pytest
 
 from reportgen.errors import CaptureError
@@ -18,6 +19,7 @@ from reportgen.loaders import limits
 from reportgen.loaders.xspace import decode_xspace
 from tests.conftest import REPO
 from tests.hostile import absurd_length, empty_events, gzip_bomb, run_capped
+from tests.wirebytes import key, ld, varint
 
 GOOD = REPO / "reportgen/sample/plugins/profile/tf_keras_fast/vm.xplane.pb"
 ADDRESS_SPACE = 3 << 30  # the capped build: numba and numpy need about 1.5 GiB of it
@@ -85,8 +87,8 @@ def test_a_bomb_is_inflated_in_bounded_steps(tmp_path):
 
 
 def test_the_estimate_is_checked_before_the_columns_exist():
-    data = empty_events(1_000_000)  # 2 MB: columns and analyses of ≈ 500 MB
-    with limits.memory_budget(100 << 20), pytest.raises(CaptureError, match=r"1,000,000 events"):
+    data = empty_events(1_000_000)  # 2 MB: columns and analyses of ≈ 250 MB, beside the process's own
+    with limits.memory_budget(400 << 20), pytest.raises(CaptureError, match=r"1,000,000 events"):
         decode_xspace("many.xplane.pb", data)
     assert decode_xspace("many.xplane.pb", data).event_count == 1_000_000  # unlimited: it decodes
 
@@ -98,3 +100,85 @@ def test_max_memory_is_a_size(tmp_path):
     assert proc.returncode == 1 and "--max-memory: 'lots' is not a size" in proc.stderr
     proc = reportgen("build", str(GOOD), "-o", str(tmp_path / "site"), "--max-memory", "1M", "-q")
     assert proc.returncode == 1 and re.search(r"vm\.xplane\.pb: needs about .* more than the 1\.0 MiB", proc.stderr)
+
+
+def _wide(kind: str, n: int) -> bytes:
+    """An XSpace wide in one dimension: `n` event metadata entries, lines or planes, one event each at most."""
+    def event(md: int = 1) -> bytes:
+        return ld(4, key(1, 0) + varint(md) + key(3, 0) + varint(1000))
+
+    def metadata(i: int) -> bytes:
+        return ld(4, key(1, 0) + varint(i) + ld(2, key(1, 0) + varint(i) + ld(2, b"op%d" % i)))
+
+    def line(i: int) -> bytes:
+        return ld(3, key(1, 0) + varint(i) + ld(2, b"l") + event())
+
+    def plane(i: int, body: bytes) -> bytes:
+        return ld(1, key(1, 0) + varint(i) + ld(2, b"/host:CPU") + body)
+
+    if kind == "metadata":
+        planes = [plane(0, line(0) + b"".join(metadata(i + 1) for i in range(n)))]
+    elif kind == "lines":
+        planes = [plane(0, b"".join(line(i) for i in range(n)) + metadata(1))]
+    else:
+        planes = [plane(i, line(0) + metadata(1)) for i in range(n)]
+    return b"".join(planes) + ld(4, b"wide")
+
+
+# Builds of these captures measured (peak RSS of `reportgen build --jobs 1`): 1,000,000 metadata entries
+# 1.5 GiB, 100,000 lines 1.7 GiB, 100,000 planes 2.5 GiB; each was accepted under the budgets below while the
+# estimate counted events above all.
+@pytest.mark.parametrize("kind, n, budget, held", [
+    ("metadata", 1_000_000, "1500M", "1,000,000 event metadata entries"),
+    ("lines", 100_000, "512M", "100,000 lines"),
+    ("planes", 100_000, "1500M", "100,000 planes"),
+])
+def test_wide_captures_are_refused_by_what_they_hold(kind, n, budget, held):
+    from reportgen.pipeline.memory import parse_size
+
+    data = _wide(kind, n)
+    with limits.memory_budget(parse_size(budget)), pytest.raises(CaptureError, match=re.escape(held)):
+        decode_xspace(f"{kind}.xplane.pb", data)
+
+
+def test_a_chrome_trace_of_many_threads_is_refused_by_its_rows():
+    """Each thread is a timeline row with busy bins of its own: 50,000 threads of one event each need about
+    600 MB, whatever the file's few megabytes of JSON say."""
+    from reportgen.legacy.chrome_trace import read_trace
+
+    events = [{"ph": "X", "pid": 1, "tid": i, "ts": i, "dur": 1, "name": "op"} for i in range(50_000)]
+    data = orjson.dumps({"traceEvents": events})
+    with limits.memory_budget(256 << 20), pytest.raises(CaptureError, match=r"50,000 events on 50,000 timeline "
+                                                                              r"rows \(threads\)"):
+        read_trace("many.trace.json", data)
+    with limits.memory_budget(1 << 30):  # within the budget: read
+        assert len(read_trace("many.trace.json", data).events) == 50_000
+
+
+def test_a_chrome_trace_thread_that_is_not_a_name_is_an_input_error():
+    from reportgen.legacy.chrome_trace import read_trace
+
+    data = orjson.dumps([{"ph": "X", "pid": [1], "tid": {"a": 1}, "ts": 0, "dur": 1, "name": "op"}])
+    with pytest.raises(CaptureError, match="pid or tid is neither a number nor a string"):
+        read_trace("odd.trace.json", data)
+
+
+@pytest.mark.parametrize("kind, n", [("metadata", 200_000), ("lines", 20_000), ("planes", 20_000)])
+def test_a_wide_capture_builds_within_its_estimate(tmp_path, user_cache, kind, n):
+    """The whole build's peak memory (this process and its workers) stays within what the capture was estimated
+    to need, under a budget of exactly that estimate."""
+    from reportgen.loaders.xspace import estimate_memory
+    from tests.clirun import reportgen
+
+    run = tmp_path / "logdir" / "plugins" / "profile" / kind
+    run.mkdir(parents=True)
+    data = _wide(kind, n)
+    (run / "wide.xplane.pb").write_bytes(data)
+    estimate = estimate_memory("wide.xplane.pb", data)
+    proc = reportgen("build", str(tmp_path / "logdir"), "-o", str(tmp_path / "site"), "--jobs", "1", "--no-cache",
+                     "--timings", "--max-memory", str(estimate), cwd=tmp_path,
+                     env={"XDG_CACHE_HOME": str(user_cache)})
+    assert proc.returncode == 0, proc.stderr
+    peak = re.search(r"peak RSS ([\d,]+) MiB", proc.stdout + proc.stderr)
+    assert peak, proc.stdout
+    assert int(peak.group(1).replace(",", "")) << 20 <= estimate, (kind, peak.group(0), estimate >> 20)

@@ -180,7 +180,7 @@ def _record(output: Path, comparison: Comparison, stem: str, in_site: bool) -> l
     path = output / FOLDER / MANIFEST
     try:
         entries = json.loads(path.read_text(encoding="utf-8")).get("comparisons", [])
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         entries = []
     entry = {
         "baseline": comparison.baseline.name,

@@ -95,7 +95,7 @@ class BuiltSite:
             return None
         try:
             summary = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested past the parser's depth
             return None
         if not (isinstance(summary, dict) and str(summary.get("generator", "")).startswith("reportgen")
                 and isinstance(summary.get("runs"), dict)):

@@ -20,6 +20,7 @@ import orjson
 
 from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.json_kernel import write_events
+from reportgen.export.strings import dumps_sized
 from reportgen.export.tables import TraceTables
 from reportgen.kernels import ensure_compiled
 
@@ -53,7 +54,7 @@ def metadata_events(tables: TraceTables) -> list[dict]:
 
 def document_head(metadata: dict, meta_events: list[dict]) -> bytes:
     head = {"displayTimeUnit": "ns", "metadata": {"highres-ticks": True, **metadata}}
-    body = b",\n".join(orjson.dumps(e) for e in meta_events) if meta_events else b'{"name":"trace","ph":"M","pid":0}'
+    body = b",\n".join([dumps_sized(e) for e in meta_events]) if meta_events else b'{"name":"trace","ph":"M","pid":0}'
     return orjson.dumps(head)[:-1] + b',"traceEvents":[\n' + body
 
 

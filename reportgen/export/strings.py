@@ -49,10 +49,10 @@ class StringPool:
 
         Bytes values (serialised protos) are never written: they read as "".
         """
-        parts = [orjson.dumps(s) if isinstance(s, str) else b'""' for s in self._base]
+        parts = [dumps_sized(s) if isinstance(s, str) else b'""' for s in self._base]
         base = len(self._base)
         parts.extend(
-            s[6:].encode() if base + i in self._verbatim else orjson.dumps(s) for i, s in enumerate(self._extra)
+            s[6:].encode() if base + i in self._verbatim else dumps_sized(s) for i, s in enumerate(self._extra)
         )
         return _concat(parts)
 
@@ -61,6 +61,17 @@ class StringPool:
         parts = [s.encode("utf-8") if isinstance(s, str) else b"" for s in self._base]
         parts.extend(s.encode("utf-8") for s in self._extra)
         return _concat(parts)
+
+
+def dumps_sized(value: object) -> bytes:
+    """`orjson.dumps(value)` in a bytes object of its own size, for results held many at a time.
+
+    orjson's result keeps the allocation it wrote into (about 4 KiB, however
+    short the text): a million short names held at once, or joined from a
+    generator (join lists it first), would cost 4 GiB. The copy costs less
+    time than the allocator's handling of that slack.
+    """
+    return bytes(memoryview(orjson.dumps(value)))
 
 
 def _concat(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:

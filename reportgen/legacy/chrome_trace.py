@@ -136,6 +136,12 @@ def parse_chrome_trace(path: str, data: bytes) -> ChromeTrace:
     rest = [e for e in events if e and e.get("ph") != "M"]
     if any("ph" not in e for e in rest):
         raise CaptureError(path, "is not a Chrome trace (an event has no 'ph' phase)")
+    try:
+        rows = len({(e.get("pid"), e.get("tid")) for e in rest if e.get("ph") == "X"})
+    except TypeError as exc:  # an object or a list where a number or a name belongs
+        raise CaptureError(path, "is not a Chrome trace (an event's pid or tid is neither a number nor a "
+                                 "string)") from exc
+    limits.check_trace_rows(path, len(rest), rows)
     ts, dur = _times(path, rest)
     return ChromeTrace(source=file_name(path), head=head, meta=meta, events=rest, ts_us=ts, dur_us=dur)
 
@@ -160,6 +166,9 @@ def parse_trace_proto(path: str, data: bytes, what: str = "a Trace protobuf") ->
         raise CaptureError(path, f"cannot be decoded as {what} ({exc})") from exc
     if not devices and not len(columns):
         raise CaptureError(path, f"holds no devices and no trace events (not {what}?)")
+    spans = columns.duration_ps != 0
+    limits.check_trace_rows(path, len(columns), len(np.unique(
+        np.stack([columns.device_id[spans], columns.resource_id[spans]], axis=1), axis=0)) if spans.any() else 0)
     meta: list[dict] = []
     for did, device in sorted(devices.items()):  # one turn per device and resource, never per event
         if device.name:

@@ -30,6 +30,7 @@ import orjson
 from reportgen.export.chunks import MAX_CHUNK_BYTES, MAX_CHUNK_EVENTS
 from reportgen.export.gzip_stream import GzipStream
 from reportgen.export.host_export import ChunkRecord, HostExport
+from reportgen.export.strings import dumps_sized
 from reportgen.legacy.chrome_trace import ChromeTrace
 from reportgen.names import host_folder
 from reportgen.timebins import covered_per_bin, time_bins
@@ -78,7 +79,7 @@ def _document_head(trace: ChromeTrace, metadata: dict) -> bytes:
     head = {k: v for k, v in trace.head.items() if k not in ("displayTimeUnit", "metadata")}
     head["displayTimeUnit"] = trace.head.get("displayTimeUnit") or "ns"
     head["metadata"] = {**(trace.head.get("metadata") or {}), **metadata}
-    meta = b",\n".join(orjson.dumps(e) for e in trace.meta)
+    meta = b",\n".join([dumps_sized(e) for e in trace.meta])
     return orjson.dumps(head)[:-1] + b',"traceEvents":[\n' + meta
 
 

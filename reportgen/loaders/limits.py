@@ -37,6 +37,10 @@ INFLATE_STEP = 1 << 24  # bytes of output per inflate call: the overshoot past t
 # and a real trace event of ~150 bytes of JSON becomes ≈ 1.5 KB of dicts and strings.
 JSON_BYTES_PER_BYTE = 24
 
+# What one row (process and thread) of an older profiler's timeline costs once its busy bins, its label and its
+# share of the trace page exist: 100,000 threads of one event each peaked 1.2 GiB above the process's own.
+TRACE_ROW_BYTES = 12 << 10
+
 _BUDGET: ContextVar[int | None] = ContextVar("reportgen_memory_budget", default=None)
 
 
@@ -127,3 +131,8 @@ def gunzip(path: str, data: bytes) -> bytes:
 def check_json(path: str, data: bytes) -> None:
     """Parsing JSON makes Python objects: refuse a document whose objects would not fit."""
     check(path, len(data) * JSON_BYTES_PER_BYTE, f"to parse {format_bytes(len(data))} of JSON into objects")
+
+
+def check_trace_rows(path: str, events: int, rows: int) -> None:
+    """A timeline's rows (threads) cost memory of their own, however few events each holds."""
+    check(path, rows * TRACE_ROW_BYTES, f"{events:,} events on {rows:,} timeline rows (threads)")

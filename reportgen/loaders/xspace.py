@@ -38,22 +38,29 @@ from reportgen.loaders.stat_protos import decode_stat_protos
 
 GZIP_MAGIC = limits.GZIP_MAGIC
 
-# What one decoded item costs in memory, in bytes, through the whole host stage (the decoder's columns
-# and Python objects, then the analyses and the trace export that follow), rounded up from measured peaks:
-# the shared GPU capture tiled ×50 / ×200 / ×1000 (bench/build.py: 717 / 451 / 357 bytes per event all
-# told, its ≈ 4.4 stats per event and the file's bytes included) and a line of empty events (≈ 200 bytes
-# each). The estimate is meant to be high rather than low: it decides what is refused (×1000, 1.9 GB:
-# 7.7 GiB measured, 11.9 GiB estimated).
+# What one decoded item costs in memory, in bytes, through the whole build of its host (the decoder's columns
+# and Python objects, the analyses, the trace export and the pages drawn from them), rounded up from measured
+# peaks (RSS of `reportgen build --jobs 1`): the shared GPU capture tiled ×50 / ×200 / ×1000 (bench/build.py:
+# 717 / 451 / 357 bytes per event all told, its ≈ 4.4 stats per event and the file's bytes included), a line
+# of empty events (≈ 200 bytes each), and captures wide in one dimension: 100,000 lines of one event each
+# (1.7 GiB: ≈ 16 KiB per line, its busy bins in the inventory and the trace page above all; 25 KiB when every
+# line is busy in every time bin, as 20,000 lines of one long event each are), 100,000 planes of
+# one line each (2.5 GiB: ≈ 24 KiB per plane, its line and metadata entry included), 1,000,000 event
+# metadata entries (1.5 GiB: ≈ 1.3 KiB each). The estimate is meant to be high rather than low: it decides
+# what is refused (×1000, 1.9 GB: 7.7 GiB measured, 12 GiB estimated).
 COST_PER_BYTE = 2  # the file's bytes, and strings copied out of them
 COST_FIELD = 200  # a field left to protobuf: its row in the field table, its slice, its parsed form
 COST_PLANE = 8192
-COST_LINE = 600
-COST_EVENT_METADATA = 1200
+COST_LINE = 28 << 10
+COST_EVENT_METADATA = 1600
+COST_METADATA_BYTE = 3  # beyond COST_PER_BYTE: a name is held as parsed, interned and JSON-escaped
 COST_METADATA_STAT = 400
 COST_CHILD_ID = 80
 COST_EVENT = 250
 COST_STAT = 30
-COST_FIXED = 64 << 20  # the analyses' own tables, whatever the capture's size
+# The process's own memory (Python, numpy, pandas, numba, the templates: 220 MB measured for the build of a
+# small capture) and the analyses' own tables, whatever the capture's size.
+COST_FIXED = 224 << 20
 
 
 Buffer = bytes | mmap.mmap
@@ -116,6 +123,12 @@ def _check_budget(path: str, buf: np.ndarray, layout: _Layout, counts: np.ndarra
     """Refuse the capture before its columns are allocated when what it holds would not fit the budget."""
     if limits.current_budget() is None:
         return
+    estimate, held = _estimate(buf, layout, counts)
+    limits.check(path, estimate, held)
+
+
+def _estimate(buf: np.ndarray, layout: _Layout, counts: np.ndarray) -> tuple[int, str]:
+    """(bytes the host's build will need, what the capture holds in words)."""
     events, stats = (int(c) for c in counts.sum(axis=0)) if len(counts) else (0, 0)
     entries = [f[(f[:, wire.F_NUMBER] == 4) & (f[:, wire.F_WIRE_TYPE] == 2)] for f in layout.plane_fields]
     entries = np.concatenate(entries) if entries else np.zeros((0, 5), np.int64)
@@ -123,12 +136,23 @@ def _check_budget(path: str, buf: np.ndarray, layout: _Layout, counts: np.ndarra
     fields = len(layout.space_fields) + sum(len(f) for f in layout.plane_fields)
     estimate = (COST_FIXED + len(buf) * COST_PER_BYTE + fields * COST_FIELD + len(layout.plane_fields) * COST_PLANE
                 + len(layout.line_ranges) * COST_LINE + len(entries) * COST_EVENT_METADATA
+                + int((entries[:, wire.F_END] - entries[:, wire.F_START]).sum()) * COST_METADATA_BYTE
                 + md_stats * COST_METADATA_STAT + child_ids * COST_CHILD_ID + events * COST_EVENT
                 + stats * COST_STAT)
     held = [(events, "event", "events"), (stats, "stat", "stats"), (len(layout.line_ranges), "line", "lines"),
             (len(layout.plane_fields), "plane", "planes"),
             (len(entries), "event metadata entry", "event metadata entries")]
-    limits.check(path, estimate, ", ".join(f"{n:,} {one if n == 1 else many}" for n, one, many in held if n))
+    return estimate, ", ".join(f"{n:,} {one if n == 1 else many}" for n, one, many in held if n)
+
+
+def estimate_memory(path: str, data: bytes) -> int:
+    """The memory the build of this capture's host is estimated to need (what the budget is checked against)."""
+    buf = np.frombuffer(read_bytes(path, data), dtype=np.uint8)
+    try:
+        layout = _layout(path, buf)
+        return _estimate(buf, layout, wire.count_lines(buf, layout.line_ranges))[0]
+    except wire.WireError as exc:
+        raise CaptureError(path, f"{exc.text}{_where(buf, exc.position)}") from exc
 
 
 # What a length-delimited field is, by its number, at each level of an XSpace (levels below a line: its

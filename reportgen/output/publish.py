@@ -174,7 +174,7 @@ def site_files(site_dir: Path) -> list[str]:
 def _is_reportgen_summary(raw: bytes) -> bool:
     try:
         summary = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested past the parser's depth
         return False
     return isinstance(summary, dict) and str(summary.get("generator", "")).startswith("reportgen")
 

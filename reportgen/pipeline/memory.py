@@ -16,7 +16,9 @@ import resource
 from pathlib import Path
 
 SHARE = 0.75  # of the available memory, for the hosts' stages together; the rest is the build's own
-FLOOR = 256 << 20  # a budget never goes below this: a busy machine still builds small captures
+# A budget never goes below this: a busy machine still builds small captures (a host's estimate counts the
+# process's own ≈ 220 MB, loaders/xspace.py's COST_FIXED).
+FLOOR = 512 << 20
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 

@@ -234,7 +234,8 @@ def _gaps(starts: np.ndarray, ends: np.ndarray, windows: list[tuple[str, int, in
     return found[:TOP_EVENTS], total
 
 
-def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int]]) -> GpuActivity | None:
+def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int]],
+                  is_collective: np.ndarray) -> GpuActivity | None:
     """The GPU's busy time in each step it ran a kernel in (or, without steps, in each slice of its active span
     with a kernel): a GPU the job does not compute on (copies only, or idle) is not judged idle."""
     lines = table.lines_of_plane(plane)
@@ -257,7 +258,7 @@ def _gpu_activity(table: EventTable, plane: int, steps: list[tuple[str, int, int
     if not windows:
         return None  # no kernel inside the steps analysed
     gaps, gap_total = _gaps(busy[0], busy[1], windows)
-    collective = _is_collective(table)[table.md[rows]]
+    collective = is_collective[table.md[rows]]
     comm = merged(table.start[rows[collective]], table.end[rows[collective]])
     compute = merged(table.start[rows[~collective]], table.end[rows[~collective]])
     return GpuActivity(
@@ -505,12 +506,14 @@ def host_facts(host: str, table: EventTable, step_db, module_names: list[str],
     gpu = table.planes_named(lambda name: name.startswith(schema.GPU_PLANE_PREFIX))
     sync, pageable = _copies(table, gpu)
     runs, programs = _module_runs(table)
+    collective = _is_collective(table) if gpu else np.zeros(0, bool)
     between = _compilation_between(table, steps)
     return HostFacts(
         host=host,
         framework=_framework(table, module_names),
         steps=steps,
-        gpus=[a for a in (_gpu_activity(table, p, steps) for p in gpu) if a is not None],
+        # Which metadata are collectives is read once: per GPU it was a scan of every name per plane.
+        gpus=[a for a in (_gpu_activity(table, p, steps, collective) for p in gpu) if a is not None],
         sync_copies=sync,
         pageable_copies=pageable,
         sync_calls=_sync_calls(table, steps),

@@ -316,7 +316,10 @@ def physical_dims(shape: ShapeProto) -> list[PhysicalDim]:
     if shape.element_type in (TUPLE, TOKEN) or shape.layout is None:
         return []
     rank = len(shape.dimensions)
-    order = list(shape.layout.minor_to_major)[::-1] if len(shape.layout.minor_to_major) == rank else list(range(rank))
+    minor_to_major = list(shape.layout.minor_to_major)
+    # Only a permutation of the dimensions is a layout (XLA's verifier refuses any other): one naming a
+    # dimension the shape lacks, or one twice, reads as the default order.
+    order = minor_to_major[::-1] if sorted(minor_to_major) == list(range(rank)) else list(range(rank))
     tile = list(shape.layout.tiles[0].dimensions) if shape.layout.tiles else []
     align = [1] * rank
     for k in range(1, min(len(tile), rank) + 1):

@@ -125,8 +125,7 @@ def gpu_plane_op_metrics(table: EventTable, grouping: Grouping, plane: int,
     if len(rows) == 0:
         return _finalize_gpu(metrics_frame(name=np.zeros(0, object)), 0)
     # Kernel offsets are relative to their line; XProf compares offsets directly.
-    line_ts = table.capture.lines["timestamp_ns"].to_numpy(np.int64) * 1000
-    offset = table.start[rows] - line_ts[table.line[rows]]
+    offset = table.start[rows] - table.line_timestamp_ps[table.line[rows]]
     first, last = int(offset.min()), int((offset + table.duration[rows]).max())
     span = last - first if last else 0
 

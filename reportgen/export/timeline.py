@@ -633,7 +633,10 @@ def _density(start: np.ndarray, t_first: int, t_last: int) -> dict:
     """{bins, counts}: how many events start in each of DENSITY_BINS equal slices of [t_first, t_last], so that
     the page counts the events in its view (and so per pixel) without reading them."""
     span = max(t_last - t_first, 1)
-    slot = np.minimum((start - t_first) * DENSITY_BINS // span, DENSITY_BINS - 1)
+    # In floating point: a capture's times may reach int64's range, where `(start - t_first) * DENSITY_BINS`
+    # wraps around to negative slots.
+    fraction = (start - t_first).astype(np.float64) / float(span)
+    slot = np.clip((fraction * DENSITY_BINS).astype(np.int64), 0, DENSITY_BINS - 1)
     return {"bins": DENSITY_BINS, "counts": np.bincount(slot, minlength=DENSITY_BINS).tolist()}
 
 

@@ -115,7 +115,10 @@ def no_steps(inputs: RunInputs) -> list[Finding]:
         estimate = ("Not a cost of the workload: XProf's overview and input-pipeline pages give shares of the "
                     "capture instead of time per step; the step ledger and these findings use the inferred steps.")
     else:
-        title = "No step markers: the step-time breakdown and the input analysis could not run" + text
+        # Steps inferred from repeated device programs feed the step ledger and these findings: XProf's step
+        # analyses are the ones without steps.
+        title = ("No step markers: XProf's step-time breakdown and input analysis have no steps" + text if inferred
+                 else "No step markers: the step-time breakdown and the input analysis could not run")
         estimate = ("Not a cost of the workload: without steps the report gives shares of the capture instead of "
                     "time per step." + (" The inferred steps are repeated runs of one top-level program, not "
                                         "markers." if inferred else ""))

@@ -678,10 +678,14 @@ def startup(inputs: RunInputs) -> list[Finding]:
                       "the first call's compile, once per run (`jax.jit(f).lower(...).compile()` ahead of the loop "
                       "moves it out of the first step).")
     else:
-        action = ("Nothing to fix per step: this is the first call's set-up (tracing and instantiating the step's "
-                  "function, creating the input iterator, warming caches), paid once. For pages that describe the "
-                  "steady state only, start the trace a few steps in (Keras: `profile_batch=(10, 15)`; "
-                  "`jax.profiler.start_trace` after the first steps).")
+        # The trace cannot tell which one-off work it is: a function's first call (tracing, instantiating it),
+        # an iterator's creation, caches warming, or the profiler's own start in the first traced step (a profile
+        # that starts mid-run, as Keras's `profile_batch` does, still has a slower first step).
+        action = ("Nothing to fix per step: one-off work paid once in the first traced step, such as a function's "
+                  "first call (tracing and instantiating it), creating the input iterator, warming caches, or the "
+                  "profiler's own start when the trace begins mid-run. For pages that describe the steady state "
+                  "only, start the trace one or two steps later than now (Keras: a later first batch in "
+                  "`profile_batch`, within the epoch; `jax.profiler.start_trace` after the first steps).")
     return [Finding(
         id="steps.startup", severity="info",
         title=f"The first step ({step_label(first.name)}) is start-up: {ms_text(first.duration_ps / 1e9)} against "

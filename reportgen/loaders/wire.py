@@ -14,8 +14,9 @@ insides, and resolve metadata ids with lookup tables built in between from
 the protobuf-parsed metadata. String values are deduplicated afterwards
 (`dedupe_strings`), so that each distinct string becomes one Python object.
 
-The kernels are few and plain (no forced inlining, int64 arithmetic only) so
-that the one-time compile stays short; `cache=True` keeps it across runs.
+The kernels are few and plain (int64 arithmetic only; the two varint readers
+the passes share are inlined into them) so that the one-time compile stays
+short; the kernel cache keeps it across runs.
 They release the GIL (`nogil`), so threads can decode several hosts at once.
 """
 
@@ -355,18 +356,42 @@ def dedupe_strings(buf: np.ndarray, kind: np.ndarray, raw: np.ndarray, str_col: 
     return deduper.unique()
 
 
-# The two passes below decode varints inline. A numba function call per
-# varint (they are not inlined across functions) costs more than the rest of
-# the walk together; so every hot read is spelled out as
-#     c = buf[pos]; pos += 1; v = c & 0x7F; shift = 7
-#     while c >= 0x80 and pos < end and shift < 70: (next byte)
-#     if c >= 0x80: error (truncated when pos == end, else malformed)
-# which needs pos < end on entry.
+# The two passes below read every tag and varint through the two readers here, which numba inlines into
+# them (`inline="always"`): a numba function call per varint (calls are not inlined across compiled
+# functions) costs more than the rest of the walk together.
 
 
-@helper_kernel()
-def _varint_error(pos, end):
-    return ERR_TRUNCATED if pos >= end else ERR_BAD_VARINT
+@helper_kernel(inline="always")
+def _checked_varint(buf, pos, end):
+    """(value, position after it, error code: OK, ERR_TRUNCATED or ERR_BAD_VARINT) of the varint at `pos`,
+    which must be below `end`."""
+    c = np.int64(buf[pos])
+    pos += 1
+    v = c & 0x7F
+    shift = 7
+    while c >= 0x80 and pos < end and shift < 70:
+        c = np.int64(buf[pos])
+        pos += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+    if c >= 0x80:
+        return v, pos, ERR_TRUNCATED if pos >= end else ERR_BAD_VARINT
+    return v, pos, OK
+
+
+@helper_kernel(inline="always")
+def _framed_varint(buf, pos):
+    """(value, position after it) of a varint whose framing `_count_pass` checked."""
+    c = np.int64(buf[pos])
+    pos += 1
+    v = c & 0x7F
+    shift = 7
+    while c >= 0x80:
+        c = np.int64(buf[pos])
+        pos += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+    return v, pos
 
 
 @kernel(nogil=True)
@@ -380,17 +405,9 @@ def _count_pass(buf, ranges, counts, err):
         n_stats = 0
         while pos < line_end:
             field_start = pos
-            c = np.int64(buf[pos])
-            pos += 1
-            tag = c & 0x7F
-            shift = 7
-            while c >= 0x80 and pos < line_end and shift < 70:
-                c = np.int64(buf[pos])
-                pos += 1
-                tag |= (c & 0x7F) << shift
-                shift += 7
-            if c >= 0x80:
-                err[0] = _varint_error(pos, line_end)
+            tag, pos, code = _checked_varint(buf, pos, line_end)
+            if code != OK:
+                err[0] = code
                 err[1] = field_start
                 return
             if tag >> 3 == 0:
@@ -413,17 +430,9 @@ def _count_pass(buf, ranges, counts, err):
             n_events += 1
             while pos < ev_end:
                 ef_start = pos
-                c = np.int64(buf[pos])
-                pos += 1
-                tag = c & 0x7F
-                shift = 7
-                while c >= 0x80 and pos < ev_end and shift < 70:
-                    c = np.int64(buf[pos])
-                    pos += 1
-                    tag |= (c & 0x7F) << shift
-                    shift += 7
-                if c >= 0x80:
-                    err[0] = _varint_error(pos, ev_end)
+                tag, pos, code = _checked_varint(buf, pos, ev_end)
+                if code != OK:
+                    err[0] = code
                     err[1] = ef_start
                     return
                 if tag >> 3 == 0:
@@ -436,17 +445,9 @@ def _count_pass(buf, ranges, counts, err):
                         err[0] = ERR_TRUNCATED
                         err[1] = ef_start
                         return
-                    c = np.int64(buf[pos])
-                    pos += 1
-                    v = c & 0x7F
-                    shift = 7
-                    while c >= 0x80 and pos < ev_end and shift < 70:
-                        c = np.int64(buf[pos])
-                        pos += 1
-                        v |= (c & 0x7F) << shift
-                        shift += 7
-                    if c >= 0x80:
-                        err[0] = _varint_error(pos, ev_end)
+                    v, pos, code = _checked_varint(buf, pos, ev_end)
+                    if code != OK:
+                        err[0] = code
                         err[1] = ef_start
                         return
                     if wire_type == 2:
@@ -505,28 +506,12 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
         timestamp_ns = np.int64(0)
         while pos < line_end:
             # --- an XLine field (the framing was checked by _count_pass) ----
-            c = np.int64(buf[pos])
-            pos += 1
-            tag = c & 0x7F
-            shift = 7
-            while c >= 0x80:
-                c = np.int64(buf[pos])
-                pos += 1
-                tag |= (c & 0x7F) << shift
-                shift += 7
+            tag, pos = _framed_varint(buf, pos)
             wire_type = tag & 7
             if wire_type == 1 or wire_type == 5:
                 pos += 8 if wire_type == 1 else 4
                 continue
-            c = np.int64(buf[pos])
-            pos += 1
-            v = c & 0x7F
-            shift = 7
-            while c >= 0x80:
-                c = np.int64(buf[pos])
-                pos += 1
-                v |= (c & 0x7F) << shift
-                shift += 7
+            v, pos = _framed_varint(buf, pos)
             if wire_type == 0:
                 if tag == 0x08:
                     line_vals[li, L_ID] = v
@@ -552,28 +537,12 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
             occurrences = np.int64(0)
             duration = np.int64(0)
             while pos < ev_end:
-                c = np.int64(buf[pos])
-                pos += 1
-                tag = c & 0x7F
-                shift = 7
-                while c >= 0x80:
-                    c = np.int64(buf[pos])
-                    pos += 1
-                    tag |= (c & 0x7F) << shift
-                    shift += 7
+                tag, pos = _framed_varint(buf, pos)
                 wire_type = tag & 7
                 if wire_type == 1 or wire_type == 5:
                     pos += 8 if wire_type == 1 else 4
                     continue
-                c = np.int64(buf[pos])
-                pos += 1
-                v = c & 0x7F
-                shift = 7
-                while c >= 0x80:
-                    c = np.int64(buf[pos])
-                    pos += 1
-                    v |= (c & 0x7F) << shift
-                    shift += 7
+                v, pos = _framed_varint(buf, pos)
                 if wire_type == 0:
                     if tag == 0x08:
                         md_id = v
@@ -598,17 +567,9 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
                 str_len = np.int64(0)
                 while pos < st_end:
                     sf_start = pos
-                    c = np.int64(buf[pos])
-                    pos += 1
-                    tag = c & 0x7F
-                    shift = 7
-                    while c >= 0x80 and pos < st_end and shift < 70:
-                        c = np.int64(buf[pos])
-                        pos += 1
-                        tag |= (c & 0x7F) << shift
-                        shift += 7
-                    if c >= 0x80:
-                        err[0] = _varint_error(pos, st_end)
+                    tag, pos, code = _checked_varint(buf, pos, st_end)
+                    if code != OK:
+                        err[0] = code
                         err[1] = sf_start
                         return
                     if tag >> 3 == 0:
@@ -621,17 +582,9 @@ def _fill_pass(buf, ranges, err, line_vals, ev_line, ev_md, ev_mdid, ev_start, e
                             err[0] = ERR_TRUNCATED
                             err[1] = sf_start
                             return
-                        c = np.int64(buf[pos])
-                        pos += 1
-                        v = c & 0x7F
-                        shift = 7
-                        while c >= 0x80 and pos < st_end and shift < 70:
-                            c = np.int64(buf[pos])
-                            pos += 1
-                            v |= (c & 0x7F) << shift
-                            shift += 7
-                        if c >= 0x80:
-                            err[0] = _varint_error(pos, st_end)
+                        v, pos, code = _checked_varint(buf, pos, st_end)
+                        if code != OK:
+                            err[0] = code
                             err[1] = sf_start
                             return
                         if wire_type == 0:

@@ -44,7 +44,7 @@ def stepped(source, tmp_path_factory) -> Path:
                                             for i, op in enumerate(block["tf_stats"]["top_ops"])]
             block["graph_viewer"] = {"modules": {"jit_other_model": {}}}
         if 20 <= index < 40:  # a finding that comes with the slowdown and goes with it
-            block["findings"]["items"] = [SLOW_FINDING]
+            block["findings"]["items"] = [*block["findings"]["items"], SLOW_FINDING]
 
     site = tmp_path_factory.mktemp("stepped") / "site"
     make_series(source, SOURCE_RUN, site, 60, changes=CHANGES, noise_ms=NOISE_MS, seed=3, edit=edit)

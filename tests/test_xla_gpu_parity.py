@@ -182,7 +182,9 @@ def test_the_captures_build_a_site_that_says_where_it_differs(tmp_path):
         items = {f["id"]: f for f in summary["runs"][run]["findings"]["items"]}
         assert "device.fp32_compute" not in items
         if run == "jax_gpu_h200":
-            assert items["gpu.tensor_cores_unused"]["percent_of_device_time"] == pytest.approx(14.3, abs=0.1)
+            # wgrad_alg0_engine alone: cuDNN's layout conversion and workspace kernels of that convolution do no
+            # math and are not counted as missed.
+            assert items["gpu.tensor_cores_unused"]["percent_of_device_time"] == pytest.approx(12.7, abs=0.1)
         # Every page that shows XLA ops' FLOP rates says why they are 0 here.
         for page in ("tf_stats", "op_profile", "hlo_stats", "roofline_model"):
             html = (tmp_path / "site" / run / f"{page}.html").read_text()

@@ -40,6 +40,7 @@ worker beside it).
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
 import queue
@@ -370,11 +371,9 @@ def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing
             future = client.submit(process_host_remote, task, hash_content, pure=False,
                                    key=f"reportgen-host-{build}-{task.index}")
             futures[future] = (task, out_dir)
-        for future in _as_finished(client, futures, scheduler, no_workers_timeout_s):
+        for future, outcome, exc in _as_finished(client, futures, scheduler, no_workers_timeout_s):
             task, out_dir = futures[future]
-            try:
-                outcome = future.result()
-            except Exception as exc:  # the worker died or could not run the task
+            if exc is not None:  # the worker died or could not run the task
                 done(task, _failed(task, f"on the Dask cluster {scheduler}", exc))
                 continue
             if outcome.code != expected:
@@ -389,7 +388,8 @@ def run_dask(work: Work, scheduler: str, done: Done, started: Started = _nothing
 
 
 def _as_finished(client, futures: dict, scheduler: str, no_workers_timeout_s: float):
-    """The futures as they finish; SchedulerError once the cluster has had no worker for the timeout.
+    """(future, its result, its error) as the futures finish; SchedulerError once the cluster has had no worker
+    for the timeout.
 
     A worker lost mid-build is survived by the scheduler, which hands its tasks to the others; with none
     left, the tasks would wait for a worker forever."""
@@ -404,9 +404,20 @@ def _as_finished(client, futures: dict, scheduler: str, no_workers_timeout_s: fl
         except queue.Empty:
             future = None
         if future is not None:
+            # A finished task's result lives on the worker that ran it: a worker lost before it was fetched makes
+            # the scheduler run the task again, and with no worker left the fetch would wait forever. Fetched with
+            # a timeout; a future not back in time waits its turn again while the workers are counted below.
+            try:
+                outcome, exc = future.result(timeout=WORKERS_POLL_S), None
+            except (TimeoutError, asyncio.TimeoutError):
+                finished.put(future)
+                future = None
+            except Exception as error:  # noqa: BLE001 (the task failed: said as that host's failure)
+                outcome, exc = None, error
+        if future is not None:
             alone_since = None
             del waiting[future]
-            yield future
+            yield future, outcome, exc
             continue
         if _has_workers(client):
             alone_since = None

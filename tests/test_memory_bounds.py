@@ -188,10 +188,13 @@ def test_a_wide_capture_builds_within_its_estimate(tmp_path, warm_kernels, kind,
     data = _wide(kind, n)
     (run / "wide.xplane.pb").write_bytes(data)
     estimate = estimate_memory("wide.xplane.pb", data)
-    proc = reportgen("build", str(tmp_path / "logdir"), "-o", str(tmp_path / "site"), "--jobs", "1", "--no-cache",
-                     "--timings", "--max-memory", str(estimate), cwd=tmp_path,
-                     env={"XDG_CACHE_HOME": str(warm_kernels)})
-    assert proc.returncode == 0, proc.stderr
+    # Built twice, the second measured: a kernel this capture needs and the sample did not is compiled by the
+    # first (in the building process: LLVM's memory, over 100 MiB, is no cost of the capture).
+    for _ in range(2):
+        proc = reportgen("build", str(tmp_path / "logdir"), "-o", str(tmp_path / "site"), "--jobs", "1",
+                         "--no-cache", "--timings", "--max-memory", str(estimate), cwd=tmp_path,
+                         env={"XDG_CACHE_HOME": str(warm_kernels)})
+        assert proc.returncode == 0, proc.stderr
     peak = re.search(r"peak RSS ([\d,]+) MiB", proc.stdout + proc.stderr)
     assert peak, proc.stdout
     assert int(peak.group(1).replace(",", "")) << 20 <= estimate, (kind, peak.group(0), estimate >> 20)

@@ -8,7 +8,10 @@ build would fail this test with a MemoryError instead of exhausting the shared m
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -36,13 +39,20 @@ def user_cache(tmp_path_factory) -> Path:
 def warm_kernels(tmp_path_factory, user_cache) -> Path:
     """The kernel cache filled by a build of the bundled sample: a machine's first build compiles the kernels in
     child processes (LLVM, well over 100 MiB each), which the peak RSS of that build counts but no capture costs."""
-    from tests.clirun import reportgen
 
     out = tmp_path_factory.mktemp("warm")
-    proc = reportgen("build", "-o", str(out / "site"), "--no-cache", "-q", cwd=out,
-                     env={"XDG_CACHE_HOME": str(user_cache)})
+    proc = _clean_build(["-o", str(out / "site"), "--no-cache", "-q"], out, user_cache)
     assert proc.returncode == 0, proc.stderr
     return user_cache
+
+
+def _clean_build(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess:
+    """`reportgen build ARGS` in an environment of its own: what earlier tests of this worker left in the
+    environment (numba, allocator or cache settings) would change the memory it is measured by."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO),
+           "LANG": "C.UTF-8"}
+    return subprocess.run([sys.executable, "-m", "reportgen", "build", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +191,6 @@ def test_a_wide_capture_builds_within_its_estimate(tmp_path, warm_kernels, kind,
     """The whole build's peak memory (this process and its workers) stays within what the capture was estimated
     to need, under a budget of exactly that estimate."""
     from reportgen.loaders.xspace import estimate_memory
-    from tests.clirun import reportgen
 
     run = tmp_path / "logdir" / "plugins" / "profile" / kind
     run.mkdir(parents=True)
@@ -191,9 +200,8 @@ def test_a_wide_capture_builds_within_its_estimate(tmp_path, warm_kernels, kind,
     # Built twice, the second measured: a kernel this capture needs and the sample did not is compiled by the
     # first (in the building process: LLVM's memory, over 100 MiB, is no cost of the capture).
     for _ in range(2):
-        proc = reportgen("build", str(tmp_path / "logdir"), "-o", str(tmp_path / "site"), "--jobs", "1",
-                         "--no-cache", "--timings", "--max-memory", str(estimate), cwd=tmp_path,
-                         env={"XDG_CACHE_HOME": str(warm_kernels)})
+        proc = _clean_build([str(tmp_path / "logdir"), "-o", str(tmp_path / "site"), "--jobs", "1", "--no-cache",
+                             "--timings", "--max-memory", str(estimate)], tmp_path, warm_kernels)
         assert proc.returncode == 0, proc.stderr
     peak = re.search(r"peak RSS ([\d,]+) MiB", proc.stdout + proc.stderr)
     assert peak, proc.stdout

@@ -494,14 +494,9 @@ class LedgerOneOff(Block):
 
 
 @dataclass(frozen=True)
-class LedgerStartup(Block):
+class LedgerStartup(LedgerStep):
     """A host's first step, set aside as start-up: its time once, by cause, and the one-off events in it."""
 
-    host: str = ""
-    step: str = ""
-    begin_ps: int = 0
-    duration_ms: float = 0.0
-    ms: dict[str, float] = field(default_factory=dict)  # per cause
     one_off: tuple[LedgerOneOff, ...] = ()
 
 

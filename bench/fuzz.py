@@ -1,6 +1,6 @@
 """Structure-aware fuzzing of the XSpace decoder and the host stage, for long runs.
 
-    PYTHONPATH=. python bench/fuzz.py [-n 10000] [--seed 1] [--jobs 2] [--build-every 20] [--shared]
+    PYTHONPATH=. python bench/fuzz.py [-n 10000] [--seed 1] [--jobs 2] [--build-every 20] [--shared] [--log F]
 
 Each case is a seed capture with a few fields changed through protobuf (`tests/fuzzing.py`), the HLO
 modules of its `/host:metadata` plane among them (shapes, layouts, links, sizes, instruction counts): the bundled
@@ -28,6 +28,22 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "captures" / "logdir" / "plugins" / "profile"
 SHARED_SEEDS = ["gpu_multi_worker/34.83.195.179_6003.xplane.pb", "tpu_inference_2/tpu_inference_2.xplane.pb",
                 "jax_mlp/vm.xplane.pb"]
+
+
+class _Results(list):
+    """The cases' outcomes; each is also written to the log file, when there is one, as it arrives."""
+
+    def __init__(self, log: Path | None) -> None:
+        super().__init__()
+        self._log = log.open("a", encoding="utf-8") if log else None
+        self._lock = threading.Lock()
+
+    def append(self, record: dict) -> None:
+        with self._lock:
+            super().append(record)
+            if self._log:
+                self._log.write(json.dumps(record) + "\n")
+                self._log.flush()
 
 
 def _run_range(base: int, start: int, stop: int, every: int, extra: list[str], results: list, stderr: list) -> None:
@@ -68,9 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-every", type=int, default=20, help="every Nth case is a whole build (0: none)")
     parser.add_argument("--shared", action="store_true", help="also the shared captures as seeds")
     parser.add_argument("--only", type=int, help="run this one case and show its outcome")
+    parser.add_argument("--log", type=Path, help="append each case's outcome to this JSON-lines file as it ends")
     args = parser.parse_args(argv)
     extra = [str(SHARED / s) for s in SHARED_SEEDS] if args.shared and SHARED.exists() else []
-    results: list[dict] = []
+    results = _Results(args.log)
     stderr: list[str] = []
     started = time.perf_counter()
     if args.only is not None:

@@ -205,3 +205,19 @@ def test_selecting_a_module_run_zooms_the_timeline_to_it(site, tmp_path):
         # The table shows the runs that hold 35 ms (the others out of it, as a filtered table's).
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-module-runs] tbody tr") == [rows[1], rows[3]])
         assert console_errors(driver) == []
+
+
+def test_chart_values_keep_six_digits_and_leave_what_is_not_finite_alone():
+    """A fuzzed capture's absurd sizes reach the chart as inf: rounding them warned (inf × 0) on stderr."""
+    import warnings
+
+    import numpy as np
+
+    from reportgen.sections.memory_profile import _digits
+
+    values = np.array([0.0, 1.234567891, np.inf, -np.inf, np.nan, 123456789.123, 5e-320, -0.00012345678])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _digits(values)
+    assert got[0] == 0 and got[1] == 1.23457 and got[5] == 123457000.0 and got[6] == 0 and got[7] == -0.000123457
+    assert np.isposinf(got[2]) and np.isneginf(got[3]) and np.isnan(got[4])

@@ -97,10 +97,13 @@ def timeline_chart(profile: AllocatorProfile) -> dict:
 def _digits(values: np.ndarray) -> np.ndarray:
     """`values` to 6 significant digits (the tooltips show 4 decimals of a unit chosen for the peak)."""
     values = np.asarray(values, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        magnitude = np.where(values != 0, np.floor(np.log10(np.abs(values))), 0)
-    factor = 10.0 ** (5 - magnitude)
-    return np.round(values * factor) / factor
+    # A value that is not finite (a capture's absurd size overflowing to inf) stays as it is: rounding it
+    # would multiply inf by 0.
+    finite = np.isfinite(values) & (values != 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        magnitude = np.where(finite, np.floor(np.log10(np.abs(np.where(finite, values, 1.0)))), 0)
+        factor = 10.0 ** (5 - np.maximum(magnitude, -300))  # subnormal values round to 0, not inf * 0
+        return np.where(finite, np.round(values * factor) / factor, values)
 
 
 SERIES_COLORS = {"stack": "#d62728", "heap": "#ff7f0e", "free": "#2ca02c"}

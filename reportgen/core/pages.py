@@ -20,6 +20,7 @@ TF_STATS_CSV = "data/tf_stats/framework_op_stats.csv"
 KERNEL_STATS_CSV = "data/kernel_stats/kernel_stats.csv"
 HLO_STATS_CSV = "data/hlo_stats/hlo_stats.csv"
 OP_PROFILE_CSV = "data/op_profile/op_profile.csv"
+LEDGER_HREF = "index.html#step-ledger"  # the run summary's "Where the step goes"
 
 
 def safe_file_part(text: str, room: int = 0) -> str:
@@ -108,7 +109,7 @@ def _ms(ps: int) -> str:
     return text or "0"
 
 
-__all__ = ["HLO_STATS_CSV", "INPUT_OPS_CSV", "INPUT_STEPS_CSV", "KERNEL_STATS_CSV", "OP_PROFILE_CSV",
+__all__ = ["HLO_STATS_CSV", "INPUT_OPS_CSV", "INPUT_STEPS_CSV", "KERNEL_STATS_CSV", "LEDGER_HREF", "OP_PROFILE_CSV",
            "OVERVIEW_STEPS_CSV", "TF_DATA_ITERATORS_CSV", "TF_DATA_PIPELINES_CSV", "TF_STATS_CSV", "graph_viewer_href",
            "hlo_op_anchor", "input_step_anchor", "iterator_anchor", "kernel_anchor", "memory_profile_anchor",
            "memory_profile_csv", "memory_viewer_anchor", "memory_viewer_csv", "safe_file_part", "step_anchor",

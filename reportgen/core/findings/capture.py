@@ -7,9 +7,9 @@ import re
 import statistics
 
 from reportgen.core.findings.inputs import RunInputs, pick
-from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, summary_source
+from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, ms_text, summary_source
 from reportgen.core.ops.op_metrics import IDLE
-from reportgen.core.pages import OP_PROFILE_CSV, timeline_href
+from reportgen.core.pages import LEDGER_HREF, OP_PROFILE_CSV, timeline_href
 from reportgen.core.tools.input_pipeline import EMPTY_INTERSECT_WARNING, NO_STEP_WARNING
 
 MIN_STEPS = 3
@@ -138,14 +138,37 @@ def no_steps(inputs: RunInputs) -> list[Finding]:
     )]
 
 
+MIN_STEADY_STEPS = 5  # after a start-up step is set aside: fewer give no σ to judge the rest by (steps.variance's)
+
+
 def too_few_steps(inputs: RunInputs) -> list[Finding]:
-    """Fewer than three steps: averages and shares rest on too little to judge."""
-    if not 0 < inputs.steps < MIN_STEPS:
+    """Fewer than three steps, or, where the ledger set a start-up step aside, fewer than five steady steps after
+    it: averages and shares rest on too little to judge."""
+    ledger = inputs.ledger
+    if ledger is not None and ledger.step_count and ledger.startup:
+        stats = ledger.steady_stats()
+        count = int(stats["steps"])
+        if count >= MIN_STEADY_STEPS:
+            return []
+        what = f"{count} steady step{'s' if count != 1 else ''} analysed (after the start-up step)"
+        spread = (f"; they range from {ms_text(stats['minimum_ms'])} to {ms_text(stats['maximum_ms'])}"
+                  if count > 1 and stats["maximum_ms"] >= 1.5 * stats["minimum_ms"] else "")
+        evidence = [Evidence("Steady steps", count, "count", summary_source("step_ledger", "steady", "steps"),
+                             LEDGER_HREF)] + [
+            Evidence(label, stats[key], "ms", summary_source("step_ledger", "steady", key), LEDGER_HREF)
+            for label, key in (("Average steady step", "average_ms"), ("Fastest", "minimum_ms"),
+                               ("Slowest", "maximum_ms"))]
+        links = [Link("Where the step goes (step ledger)", LEDGER_HREF)]
+    elif 0 < inputs.steps < MIN_STEPS:
+        count, spread = inputs.steps, ""
+        what = f"{count} step{'s' if count > 1 else ''} analysed"
+        evidence = [inputs.steps_evidence(), inputs.step_time_evidence()]
+        links = [Link("Overview", inputs.page("overview"))]
+    else:
         return []
     return [Finding(
         id="capture.too_few_steps", severity="low",
-        title=f"Only {inputs.steps} step{'s' if inputs.steps > 1 else ''} analysed: too few to judge step time "
-              "and its variation",
+        title=f"Only {what}: too few to judge step time and its variation{spread}",
         estimate="Not a cost of the workload: averages over so few steps (which may include warm-up) say little.",
         action=pick(inputs.framework,
                     "Profile at least 5–10 steps of the steady state: `tf.keras.callbacks.TensorBoard("
@@ -153,8 +176,7 @@ def too_few_steps(inputs: RunInputs) -> list[Finding]:
                     "after warm-up.",
                     "Profile at least 5–10 steps of the steady state: start the trace after the first "
                     "(compiling) steps and stop it several steps later."),
-        evidence=[inputs.steps_evidence(), inputs.step_time_evidence()],
-        links=[Link("Overview", inputs.page("overview"))],
+        evidence=evidence, links=links,
     )]
 
 

@@ -7,6 +7,7 @@ averaged over the steps the overview keeps.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 
@@ -22,6 +23,7 @@ from reportgen.core.findings.model import (
     summary_source,
 )
 from reportgen.core.pages import (
+    LEDGER_HREF,
     OVERVIEW_STEPS_CSV,
     TF_DATA_ITERATORS_CSV,
     iterator_anchor,
@@ -152,14 +154,21 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
     if percent is None or percent < MODERATELY_INPUT_BOUND or _blocking_loop(inputs):
         return []
     key = "tc_infeed" if view is not None and view.analysis.tpu else "input"
-    evidence: list[Evidence] = []
+    # The measure the finding states comes first (the ledger's, where there is one); XProf's own figures follow it.
+    evidence: list[Evidence] = _ledger_evidence(inputs, ("input",)) + [_ledger_step_evidence(inputs)] \
+        if ledger is not None else []
+    if inputs.steps:
+        xprof = _category_evidence(inputs, key)
+        evidence.append(dataclasses.replace(xprof, label=xprof.label.replace(" (average)", " (XProf's breakdown)"))
+                        if ledger is not None else xprof)
+        xprof_step = inputs.step_time_evidence()
+        if ledger is None or abs(xprof_step.value - ledger.step_ms) > 0.01 * ledger.step_ms:
+            evidence.append(xprof_step)  # the ledger's step time, said above, unless XProf's steps differ
     if xprof_percent is not None:
         evidence += [Evidence("Share of the step time waiting for input (XProf)", xprof_percent, "percent",
                               summary_source("overview", "input_percent"), inputs.page("input_pipeline", "summary")),
                      Evidence("XProf's classification (input-bound)", view.analysis.bottleneck.input_bound, "",
                               summary_source("overview", "input_bound"), inputs.page("input_pipeline", "summary"))]
-    if ledger is not None:
-        evidence += _ledger_evidence(inputs, ("input",))
     links = [Link("Input pipeline analysis", inputs.page("input_pipeline", "summary"))]
     data = inputs.input_pipeline
     top = data.bottleneck_summary if data is not None else None
@@ -253,11 +262,10 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         estimate = (f"XProf's input time per step ('{steps_label}'), averaged over the {inputs.steps} steps "
                     "analysed: the time each step would save if the next batch were always ready.")
         ms = view.analysis.categories[key].average
-    first = [_category_evidence(inputs, key), inputs.step_time_evidence()] if inputs.steps else []
     step_rows = _top_steps(inputs, key) if inputs.steps and (xprof_percent or 0) > 0 else []
     return [Finding(
         id=finding_id, severity=severity_for(percent), title=title, estimate=estimate, action=action,
-        evidence=[*first, *evidence, *step_rows], links=links, ms_per_step=ms, percent_of_step=percent,
+        evidence=[*evidence, *step_rows], links=links, ms_per_step=ms, percent_of_step=percent,
         claims=["input"] if ledger is not None else [],
     )]
 
@@ -328,7 +336,6 @@ def tpu_host_round_trips(inputs: RunInputs) -> list[Finding]:
 
 # --- the step ledger: causes read from the host threads ---------------------------------------------------
 
-LEDGER_HREF = "index.html#step-ledger"
 _JAX_DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_Execute")
 # JAX's host-to-device transfer of a batch (the Python tracer's event), and the dispatch of its little program.
 _JAX_TRANSFER = re.compile(r"^\$\S*(api|array_constructors|lax_numpy)\.py:\d+ (device_put|asarray|array)$|"
@@ -600,20 +607,21 @@ _STEADY_WORK = ("device_compute", "compiled_program", "host_compute")
 CONTENTION_FACTOR = 0.5  # the steady work of the slow steps took this much longer than in the fastest (ours)
 
 
-def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence]]:
-    """What grew in the slowest steps against the fastest one, by ledger cause, and what that points to."""
+def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence], bool]:
+    """What grew in the slowest steps against the fastest one, by ledger cause, what that points to, and whether it
+    is contention (the same work run slower: a property of the machine while it was profiled, not of the program)."""
     generic = ("Compare the slowest steps with a fast one on the timeline: periodic work (checkpoints, evaluation, "
                "logging, garbage collection), input stalls on some batches, or shapes that change between steps "
                "(recompilation) are the usual causes.")
     ledger = _ledger(inputs)
     if ledger is None or ledger.step_count < MIN_STEPS_FOR_VARIANCE:
-        return generic, []
+        return generic, [], False
     steps = sorted((s for _, s in ledger.steps), key=lambda s: (s.duration_ps, s.begin_ps))
     fastest, slow = steps[0], steps[-TOP_STEPS:]
     grew = {k: sum(s.ps[k] for s in slow) / len(slow) - fastest.ps[k] for k in fastest.ps}
     extra = sum(s.duration_ps for s in slow) / len(slow) - fastest.duration_ps
     if extra <= 0:
-        return generic, []
+        return generic, [], False
     key = max(grew, key=lambda k: (grew[k], k))
     evidence = [Evidence(f"{LEDGER_LABELS[k]}: the {len(slow)} slowest steps against the fastest", grew[k] / 1e9,
                          "ms", None, LEDGER_HREF)
@@ -626,16 +634,18 @@ def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence]]:
         return (f"The slowest steps do the same work, only slower: {LEDGER_LABELS[key].lower()} grew by "
                 f"{ms_text(grew[key] / 1e9)} with no compilation added. That is contention: other "
                 "processes competing for the machine's CPUs (or memory bandwidth, or a throttled device). Profile "
-                "again on an idle machine before optimising, and keep other jobs off it while profiling."), evidence
+                "again on an idle machine before optimising, and keep other jobs off it while profiling."), evidence, \
+            True
     if key == "input":
         return (f"The slowest steps wait longer for input (+{ms_text(grew[key] / 1e9)}): some batches take longer "
                 "to produce (larger elements, cache misses, file reads). See the input finding and the input "
-                "pipeline page."), evidence
+                "pipeline page."), evidence, False
     if key == "compilation":
         return (f"The slowest steps compile (+{ms_text(grew[key] / 1e9)}): shapes or Python values change between "
-                "steps and trigger recompilation."), evidence
+                "steps and trigger recompilation."), evidence, False
     return (f"The slowest steps spend {ms_text(grew[key] / 1e9)} more in {LEDGER_LABELS[key].lower()}: look at "
-            "them on the timeline for periodic work (checkpoints, evaluation, logging, garbage collection)."), evidence
+            "them on the timeline for periodic work (checkpoints, evaluation, logging, garbage collection)."), \
+        evidence, False
 
 
 def startup(inputs: RunInputs) -> list[Finding]:
@@ -790,12 +800,19 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
         host, begin, end = window
         links.append(Link(f"Slowest step on the timeline ({step_label(slowest_name)})",
                           timeline_href(host, begin, end)))
-    action, cause_evidence = _variance_cause(inputs)
+    action, cause_evidence, contention = _variance_cause(inputs)
     over = " steady" if steady else ""
+    severity = severity_for(share)
+    if contention and severity == "high":
+        # The slow steps measure the machine, not the program: worth a second profile before any change, not the
+        # top of the list of what to fix.
+        severity = "medium"
     return [Finding(
-        id="steps.variance", severity=severity_for(share),
+        id="steps.variance", severity=severity,
         title=f"Step time varies by {variation:.0f}% (σ {ms_text(sd)} around {ms_text(average)})"
-              + (" over the steps after start-up" if steady else ""),
+              + (" over the steps after start-up" if steady else "")
+              + (f": the slowest step took {maximum / minimum:.1f}× the fastest's time for the same work (contention "
+                 "on the machine)" if contention and minimum > 0 else ""),
         estimate=f"The average{over} step time minus the fastest step's ({ms_text(lost)}, {share:.0f}% of the "
                  "average): what each step would save if all ran like the fastest one. Its time lies inside the "
                  "causes the step ledger gives it to, so it is not added to the other findings' shares."

@@ -144,6 +144,11 @@ def _input_action(inputs: RunInputs, ledger: RunLedger | None) -> str:
                 "time (`jax.device_put` of the next batch, or flax's `prefetch_to_device`).")
 
 
+def _same(a: float, b: float) -> bool:
+    """Two measures of one quantity that agree within 1%: said once."""
+    return abs(a - b) <= 0.01 * abs(b)
+
+
 def input_bound(inputs: RunInputs) -> list[Finding]:
     """The step waits for input: the step ledger's consumer-side wait (XProf's input share beside it), with the
     tf.data bottleneck where the tf.data analysis found one."""
@@ -158,12 +163,15 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
     evidence: list[Evidence] = _ledger_evidence(inputs, ("input",)) + [_ledger_step_evidence(inputs)] \
         if ledger is not None else []
     if inputs.steps:
+        # XProf's input time and step time, unless they are the ledger's, already said above, within 1%.
         xprof = _category_evidence(inputs, key)
-        evidence.append(dataclasses.replace(xprof, label=xprof.label.replace(" (average)", " (XProf's breakdown)"))
-                        if ledger is not None else xprof)
+        if ledger is None:
+            evidence.append(xprof)
+        elif not _same(xprof.value, ledger.average_ms("input")):
+            evidence.append(dataclasses.replace(xprof, label=xprof.label.replace(" (average)", " (XProf's breakdown)")))
         xprof_step = inputs.step_time_evidence()
-        if ledger is None or abs(xprof_step.value - ledger.step_ms) > 0.01 * ledger.step_ms:
-            evidence.append(xprof_step)  # the ledger's step time, said above, unless XProf's steps differ
+        if ledger is None or not _same(xprof_step.value, ledger.step_ms):
+            evidence.append(xprof_step)
     if xprof_percent is not None:
         evidence += [Evidence("Share of the step time waiting for input (XProf)", xprof_percent, "percent",
                               summary_source("overview", "input_percent"), inputs.page("input_pipeline", "summary")),

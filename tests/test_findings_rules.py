@@ -238,6 +238,25 @@ def test_too_few_steps(tmp_path):
     assert "capture.too_few_steps" not in findings(tmp_path / "b", cpu_steps(steps=3))
 
 
+def test_too_few_steady_steps_name_the_one_that_holds_the_spread(tmp_path):
+    # A start-up step, then 3 steady steps of which one is 4.5× the others: the spread is that one step.
+    f = findings(tmp_path, cpu_steps(steps=4, durations=[1000, 100, 450, 100]))["capture.too_few_steps"]
+    assert "one step, train 3 (0.45 ms), holds most of the spread: 0.349 ms more nothing identified" in f.title
+    assert evidence(f, "Train 3: nothing identified beyond the other steps' median").value == pytest.approx(0.349)
+    even = findings(tmp_path / "b", cpu_steps(steps=4, durations=[1000, 100, 150, 100]))["capture.too_few_steps"]
+    assert "holds most of the spread" not in even.title
+
+
+def test_duplicate_hosts(tmp_path):
+    # One profile under two host names: the same events at the same picoseconds.
+    f = findings(tmp_path, cpu_steps(hostname="a"), cpu_steps(hostname="b"), names=("a", "b"))
+    assert "b repeats a" in f["capture.duplicate_hosts"].title
+    # The same program on two machines: the same events, at other times.
+    other = findings(tmp_path / "b", cpu_steps(hostname="a"), _shifted(cpu_steps(hostname="b"), 1_000),
+                     names=("a", "b"))
+    assert "capture.duplicate_hosts" not in other
+
+
 def test_no_steps(tmp_path):
     space = Space(("cpu",))
     space.plane("/host:CPU", 0).line(1, "python").event("dense/MatMul:MatMul", 0, 50 * US)

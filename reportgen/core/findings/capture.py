@@ -7,9 +7,10 @@ import re
 import statistics
 
 from reportgen.core.findings.inputs import RunInputs, pick
-from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, ms_text, summary_source
+from reportgen.core.findings.model import Evidence, Finding, Link, csv_source, ms_text, step_label, summary_source
 from reportgen.core.ops.op_metrics import IDLE
 from reportgen.core.pages import LEDGER_HREF, OP_PROFILE_CSV, timeline_href
+from reportgen.core.steps.ledger import LEDGER_LABELS, RunLedger
 from reportgen.core.tools.input_pipeline import EMPTY_INTERSECT_WARNING, NO_STEP_WARNING
 
 MIN_STEPS = 3
@@ -17,6 +18,7 @@ MIN_INFERRED_RUNS = 3
 SKEW_MIN_PS = 1_000_000_000  # 1 ms
 SKEW_STEP_SHARE = 0.5  # of the median step time
 UNATTRIBUTED_PERCENT = 5.0  # of the device time
+OUTLIER_FACTOR = 2.0  # a step this many times the median of the others is the spread of a few steps (ours)
 _DROPPED = re.compile(r"drop|lost|truncat|overflow|exceed|buffer (is )?full|too many events", re.IGNORECASE)
 
 _STEP_MARKERS = ("Mark each step: Keras does it; in a custom loop wrap each step in "
@@ -141,6 +143,29 @@ def no_steps(inputs: RunInputs) -> list[Finding]:
 MIN_STEADY_STEPS = 5  # after a start-up step is set aside: fewer give no σ to judge the rest by (steps.variance's)
 
 
+def _outlier(ledger: RunLedger) -> tuple[str, list[Evidence]]:
+    """Of a few steps, the one much slower than the others and the cause that grew in it: with so few steps one
+    outlier is most of the average, which every per-step share then carries."""
+    steps = ledger.steps
+    if len(steps) < 2:
+        return "", []
+    host, slow = max(steps, key=lambda hs: (hs[1].duration_ps, -hs[1].begin_ps))
+    rest = [s for h, s in steps if s is not slow]
+    if slow.duration_ps < OUTLIER_FACTOR * statistics.median(s.duration_ps for s in rest):
+        return "", []
+    grew = {k: slow.ps[k] - statistics.median(s.ps[k] for s in rest) for k in slow.ps}
+    key = max(grew, key=lambda k: (grew[k], k))
+    label = step_label(slow.name)
+    text = (f"; one step, {label} ({ms_text(slow.duration_ps / 1e9)}), holds most of the spread: "
+            f"{ms_text(grew[key] / 1e9)} more {LEDGER_LABELS[key].lower()} than the others' median")
+    where = {"host": host, "step": slow.name, "begin_ps": slow.begin_ps}
+    return text, [
+        Evidence(f"{label.capitalize()}: step time", slow.duration_ps / 1e9, "ms",
+                 summary_source("step_ledger", "per_step", where, "duration_ms"), LEDGER_HREF),
+        Evidence(f"{label.capitalize()}: {LEDGER_LABELS[key].lower()} beyond the other steps' median", grew[key] / 1e9,
+                 "ms", summary_source("step_ledger", "per_step", where, "ms", key), LEDGER_HREF)]
+
+
 def too_few_steps(inputs: RunInputs) -> list[Finding]:
     """Fewer than three steps, or, where the ledger set a start-up step aside, fewer than five steady steps after
     it: averages and shares rest on too little to judge."""
@@ -159,6 +184,10 @@ def too_few_steps(inputs: RunInputs) -> list[Finding]:
             for label, key in (("Average steady step", "average_ms"), ("Fastest", "minimum_ms"),
                                ("Slowest", "maximum_ms"))]
         links = [Link("Where the step goes (step ledger)", LEDGER_HREF)]
+        outlier, outlier_evidence = _outlier(ledger)
+        if outlier:
+            spread += outlier
+            evidence += outlier_evidence
     elif 0 < inputs.steps < MIN_STEPS:
         count, spread = inputs.steps, ""
         what = f"{count} step{'s' if count > 1 else ''} analysed"
@@ -236,6 +265,36 @@ def clock_skew(inputs: RunInputs) -> list[Finding]:
     )]
 
 
+def duplicate_hosts(inputs: RunInputs) -> list[Finding]:
+    """Host files that hold the same events at the same picoseconds: one profile saved under several host names
+    (or a file copied), not several hosts. The run's sums count it once per name and its per-host comparisons
+    compare it with itself."""
+    by_print: dict[tuple[int, int, int], list[str]] = {}
+    for host, facts in inputs.facts.items():
+        if facts.fingerprint[0]:
+            by_print.setdefault(facts.fingerprint, []).append(host)
+    groups = [hosts for hosts in by_print.values() if len(hosts) > 1]
+    if not groups:
+        return []
+    first = groups[0]
+    events = next(f.fingerprint[0] for h, f in inputs.facts.items() if h == first[0])
+    copies = sum(len(g) - 1 for g in groups)
+    return [Finding(
+        id="capture.duplicate_hosts", severity="low",
+        title=f"{copies + len(groups)} host files hold the same events: "
+              + "; ".join(f"{', '.join(g[1:])} repeat{'s' if len(g) == 2 else ''} {g[0]}" for g in groups)
+              + f" ({events:,} events at the same times)",
+        estimate="Not a cost of the workload: one host's profile counted as several. Sums over the run's hosts (TF "
+                 "stats, kernel stats, the pod viewer) count its events once per file, per-host comparisons "
+                 "compare it with itself, and averages 'on each of N hosts' are one host's.",
+        action="Read the run as one host. If the job ran on several machines, profile each of them (one "
+               "`tf.profiler.experimental.client.trace` call with every worker's address, or `jax.profiler` "
+               "started on every process) instead of copying one host's file under the others' names.",
+        evidence=[Evidence("Host files with the same events", copies + len(groups), "count", None, ""),
+                  Evidence(f"Events in {first[0]}", events, "count", None, "")],
+    )]
+
+
 MIN_KERNELS_FOR_PARTIAL = 100
 
 
@@ -251,17 +310,25 @@ def distinct_mixes(inputs: RunInputs) -> list:
     return out
 
 
+def partial_gpu_model(inputs: RunInputs) -> str:
+    """The name scope that says the model is made of matmuls or convolutions, when the GPUs ran hundreds of kernels
+    and not one of them a GEMM or convolution (the capture is partial); "" otherwise."""
+    mixes = distinct_mixes(inputs)
+    kernels = sum(m.kernels for _, m in mixes)
+    if kernels < MIN_KERNELS_FOR_PARTIAL or any(m.matrix_kernels for _, m in mixes):
+        return ""
+    return next((m.matrix_model for _, m in mixes if m.matrix_model), "")
+
+
 def partial_gpu_trace(inputs: RunInputs) -> list[Finding]:
     """The op names say the model is made of matmuls or convolutions, yet the GPUs ran hundreds of kernels and not
     one of them a GEMM or convolution: the capture holds only part of the work (dropped GPU events, or a trace
     window that missed it), and every share on the pages is of that part."""
-    mixes = distinct_mixes(inputs)
-    kernels = sum(m.kernels for _, m in mixes)
-    if kernels < MIN_KERNELS_FOR_PARTIAL or any(m.matrix_kernels for _, m in mixes):
-        return []
-    model = next((m.matrix_model for _, m in mixes if m.matrix_model), "")
+    model = partial_gpu_model(inputs)
     if not model:
         return []
+    mixes = distinct_mixes(inputs)
+    kernels = sum(m.kernels for _, m in mixes)
     types = sorted({t for _, m in mixes for t in m.op_type_ps}, key=str)
     return [Finding(
         id="capture.partial_gpu_trace", severity="medium",

@@ -69,6 +69,7 @@ RULES: list[Rule] = [
     Rule(("capture.clock_skew",), capture.clock_skew),
     Rule(("capture.missing_hlo_metadata",), capture.missing_hlo_metadata),
     Rule(("capture.partial_gpu_trace",), capture.partial_gpu_trace),
+    Rule(("capture.duplicate_hosts",), capture.duplicate_hosts),
 ]
 
 RULE_IDS: tuple[str, ...] = tuple(i for rule in RULES for i in rule.ids)

@@ -11,6 +11,7 @@ import dataclasses
 import re
 import statistics
 
+from reportgen.core.findings.capture import partial_gpu_model
 from reportgen.core.findings.inputs import RunInputs, pick
 from reportgen.core.findings.model import (
     Evidence,
@@ -432,18 +433,29 @@ def kernel_launch(inputs: RunInputs) -> list[Finding]:
                         "result (`block_until_ready`, `float(loss)`, printing), so the next step's dispatch cannot "
                         "overlap this step's GPU work. Read results every N steps instead and let dispatch run ahead; "
                         "with many small programs per step, put them under one `jax.jit`.")
-    return _ledger_finding(
+    # On a capture that lost GPU events, "no GPU ran anything" may be kernels the trace dropped: the time is an
+    # upper bound, said so and ranked low.
+    partial = bool(partial_gpu_model(inputs))
+    found = _ledger_finding(
         inputs, ("kernel_launch",), "gpu.kernel_launch_bound",
-        "The GPU waits on op dispatch and kernel launches {share:.1f}% of the step time ({ms} per step)",
+        "The GPU waits on op dispatch and kernel launches {share:.1f}% of the step time ({ms} per step)"
+        + (", at most: the capture looks partial" if partial else ""),
         "The time the host threads spent dispatching ops that launch GPU work and in launch API calls (events with "
         "a correlation id) while no GPU of the host ran anything: XProf's 'Kernel launch', measured on the "
-        "timeline (XProf's step breakdown of XSpace captures never fills it).",
+        "timeline (XProf's step breakdown of XSpace captures never fills it)."
+        + (" The capture holds no matrix kernel of a model made of them (capture.partial_gpu_trace): some of the "
+           "stretches with no GPU work recorded may be kernels the trace lost, so this is an upper bound." if partial
+           else ""),
         pick(inputs.framework,
              "Launch fewer, larger kernels: compile the step with XLA (`tf.function(jit_compile=True)`), which "
              "fuses the many small element-wise ops the ops named here launch, and grow the batch so each launch "
              "does more work." + threads,
-             jax_dispatch),
+             jax_dispatch)
+        + (" Confirm it on a whole capture first (capture.partial_gpu_trace)." if partial else ""),
         KERNEL_LAUNCH_PERCENT)
+    if partial:
+        found = [dataclasses.replace(f, severity="low") for f in found]
+    return found
 
 
 def _blocking_loop(inputs: RunInputs) -> bool:

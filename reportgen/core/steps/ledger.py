@@ -87,6 +87,9 @@ TOP_NAMES = 5  # contributors kept per cause
 COMPILE_NAMES = re.compile(r"backend_compile|compile_or_get_cached|Compiler::Compile|Client::Compile|(^|:)XlaCompile$|"
                            r"^lower_(sharding|mesh)_computation$|^jaxpr_to_mlir_module$")
 SYNC_API_NAMES = re.compile(r"^(cuda|cu|hip)(Stream|Device|Ctx|Event)Synchronize", re.IGNORECASE)
+# PJRT's CPU client blocking the dispatching thread until the devices' threads ran the program it launched (a
+# program with collectives is launched synchronously): the host waits on the device, it does not dispatch.
+_DEVICE_WAIT = re.compile(r"^Wait for LaunchOnDevice completion$")
 _PROGRAM = re.compile(r"^ThunkExecutor::Execute|CpuExecutable::Execute|PjRtCpuExecutable::Execute|"
                       r"TfrtCpuExecutable::Execute")
 # JAX / PJRT dispatching a compiled program to a device (the host's part of running it).
@@ -271,7 +274,8 @@ def _names(table: EventTable) -> _Names:
         flags[i] = (op.lower().startswith(_COLLECTIVE_PREFIX),
                     op.startswith(("Memcpy", "Memset", "copy-start", "copy-done")),
                     bool(_INPUT_EVENT.search(n) or _INPUT_NAME.search(n) or _INPUT_FUNCTION.search(n)),
-                    bool(COMPILE_NAMES.search(n)), bool(SYNC_API_NAMES.match(n)), bool(_PROGRAM.search(n)),
+                    bool(COMPILE_NAMES.search(n)), bool(SYNC_API_NAMES.match(n) or _DEVICE_WAIT.match(n)),
+                    bool(_PROGRAM.search(n)),
                     n.startswith("$"),
                     n.endswith("::Generator"),
                     bool(_DISPATCH.search(n)))
@@ -557,6 +561,10 @@ def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]],
     for key in LEDGER_KEYS[:-1]:
         rows = by_key[key]
         mine = _intervals(table, rows, windows)
+        if key == "kernel_launch":
+            # A dispatch (or launching op) that waits inside for the device is not dispatching while it waits: that
+            # part is synchronization's, below it in the precedence.
+            mine = _minus(mine, _intervals(table, by_key["synchronization"], windows))
         exposed = _minus(mine, covered)
         per_step[key] = _per_window(exposed, windows)
         ledger.top[key] = _contributors(table, rows, exposed, windows)

@@ -649,9 +649,10 @@ def test_startup_step_is_reported_once_and_left_out_of_the_shares(tmp_path):
     # The first step (300 µs, 200 µs of it compiling) is set aside: the shares are over the 4 steps after it.
     assert ledger.step_count == 4 and len(ledger.startup) == 1 and ledger.percent("compilation") == 0.0
     assert f.severity == "info" and f.percent_of_step is None and f.claims == []
-    assert "(train 1) is start-up: 0.3 ms against 0.1 ms for a steady step; of it compilation 0.2 ms" in f.title
+    # The dispatch that compiled (a jit cache miss) is compilation as a whole: its 1 µs around the compile too.
+    assert "(train 1) is start-up: 0.3 ms against 0.1 ms for a steady step; of it compilation 0.201 ms" in f.title
     assert evidence(f, "Start-up step (train 1)").value == pytest.approx(0.300)
-    assert evidence(f, "Compilation in the start-up step").value == pytest.approx(0.200)
+    assert evidence(f, "Compilation in the start-up step").value == pytest.approx(0.201)
     assert evidence(f, "backend_compile: longer in the start-up step").value == pytest.approx(0.200)
     assert "recompile" in f.action or "compiled in the first step" in f.action
     ids = {x.id for x in found}

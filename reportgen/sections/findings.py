@@ -69,6 +69,8 @@ def findings_summary(findings: list[Finding]) -> FindingsBlock:
 
 class FindingsSection(Section):
     slug = "findings"
+    # 2: each host's events fingerprinted (capture.duplicate_hosts).
+    part_version = 2
     title = "Findings"
     listed = False
 

@@ -72,6 +72,9 @@ def ledger_block(ledger: RunLedger) -> StepLedgerBlock:
 
 class StepLedgerSection(Section):
     slug = "step_ledger"
+    # 2: a dispatch's wait for the device is synchronisation, a compiling dispatch is compilation, PJRT's H2D
+    # copies are input, and the start-up step outlasts every later one.
+    part_version = 2
     title = "Where the step goes"
     listed = False
 

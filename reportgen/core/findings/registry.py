@@ -28,6 +28,7 @@ RULES: list[Rule] = [
     Rule(("gpu.kernel_launch_bound",), steps.kernel_launch),
     Rule(("host.blocking_loop",), steps.blocking_loop),
     Rule(("host.compute_in_step",), steps.host_compute),
+    Rule(("host.dispatch_in_step",), steps.cpu_dispatch),
     Rule(("host.python_in_step",), steps.python_in_step),
     Rule(("host.unattributed_step_time",), steps.all_others),
     Rule(("device.communication",), steps.communication),

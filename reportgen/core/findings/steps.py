@@ -348,7 +348,7 @@ def tpu_host_round_trips(inputs: RunInputs) -> list[Finding]:
 _JAX_DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_Execute")
 # JAX's host-to-device transfer of a batch (the Python tracer's event), and the dispatch of its little program.
 _JAX_TRANSFER = re.compile(r"^\$\S*(api|array_constructors|lax_numpy)\.py:\d+ (device_put|asarray|array)$|"
-                           r"^PjitFunction\(")
+                           r"^PjitFunction\(|^H2D Dispatch$")
 
 
 def _shown(name: str) -> str:
@@ -513,6 +513,46 @@ def host_compute(inputs: RunInputs) -> list[Finding]:
         HOST_COMPUTE_PERCENT)
 
 
+DISPATCH_PERCENT = 10.0  # of the step, on a CPU-only JAX run (ours: as host compute)
+
+
+def cpu_dispatch(inputs: RunInputs) -> list[Finding]:
+    """On a CPU-only JAX run, the step goes to dispatching jitted calls (PjitFunction, PJRT's Execute) rather than
+    to the compiled programs they run: many small programs, or one too small for its call's fixed cost."""
+    ledger = _ledger(inputs)
+    if ledger is None or ledger.has_device or inputs.framework != "jax":
+        return []
+    calls = [(name, count) for name, count, _ in ledger.top("kernel_launch") if _JAX_DISPATCH.search(name)]
+    if not calls:
+        return []
+    per_step = max(count for _, count in calls) / ledger.step_count
+    program = ledger.average_ms("compiled_program")
+    many = per_step >= 2.5
+    action = (f"About {per_step:.0f} jitted calls per step, each with its own dispatch (argument checks, buffers, "
+              "the launch on XLA's threads: tens of µs however small its program), around programs that run "
+              f"{ms_text(program)} per step in all. Put the step under one `jax.jit` (calling the small jitted "
+              "functions from inside it lets XLA fuse them into one program), and run several steps per call where "
+              "they are this short (`lax.scan` or `lax.fori_loop` over a stack of batches)." if many else
+              f"One jitted call per step, whose dispatch costs about as much as a program that runs "
+              f"{ms_text(program)}: give each call more work (a bigger batch, or several steps per call with "
+              "`lax.scan` / `lax.fori_loop` over a stack of batches).")
+    return _ledger_finding(
+        inputs, ("kernel_launch",), "host.dispatch_in_step",
+        "Dispatching jitted calls takes {share:.1f}% of the step on the CPU ({ms} per step)"
+        + (f", {per_step:.0f} calls a step" if many else ""),
+        "The time the host spent in JAX's and PJRT's dispatch of compiled programs (`PjitFunction`, "
+        "`…::Execute`) while none of them ran: the step ledger's 'Op dispatch and kernel launch', a wait of the "
+        "dispatch for the program's own threads left out.",
+        action, DISPATCH_PERCENT,
+        [Evidence("Jitted calls per step", per_step, "count", None, LEDGER_HREF),
+         _category_evidence_ledger(inputs, "compiled_program")])
+
+
+def _category_evidence_ledger(inputs: RunInputs, key: str) -> Evidence:
+    return Evidence(f"{LEDGER_LABELS[key]} per step (step ledger)", inputs.ledger.average_ms(key), "ms",
+                    summary_source("step_ledger", "average_ms", key), LEDGER_HREF)
+
+
 PYTHON_PERCENT = 10.0
 
 
@@ -538,6 +578,42 @@ def python_in_step(inputs: RunInputs) -> list[Finding]:
         PYTHON_PERCENT)
 
 
+def _unattributed_action(inputs: RunInputs) -> str:
+    """Where untraced step time comes from, for what the capture already records (the Python tracer on or off,
+    the step already a tf.function)."""
+    ledger = inputs.ledger
+    traced = ledger.python_traced
+    if "Profiled batch" in ledger.inferred_from:
+        tensorflow = ("Keras 3 runs Python around each call of its train function (`multi_step_on_iterator`): "
+                      "callbacks, logs and the progress bar, which the profiler records only with its Python tracer "
+                      "(`tf.profiler.experimental.ProfilerOptions(python_tracer_level=1)`). "
+                      "`model.compile(..., steps_per_execution=N)` runs N batches per call, so that Python runs "
+                      "once per N; fewer per-batch callbacks and `verbose=2` cut it too.")
+    elif ledger.tf_function:
+        tensorflow = ("The step already runs as a tf.function: these stretches are Python around its call (the "
+                      "call's own argument handling, the loop, per-step logging and metrics)"
+                      + ("" if traced else ", which the profiler records only with its Python tracer "
+                         "(`tf.profiler.experimental.ProfilerOptions(python_tracer_level=1)`)")
+                      + f". With a step of {ms_text(ledger.step_ms)}, run several steps per call (a loop over "
+                      "`tf.range` inside the tf.function, Keras' `steps_per_execution`) so that Python runs once per "
+                      "several steps.")
+    else:
+        tensorflow = ("Look at the host threads on the timeline in these stretches: eager Python between ops (run "
+                      "the step as one `tf.function`, Keras `steps_per_execution`), logging and metrics in the "
+                      "per-step path, or another process holding the CPU.")
+    if traced:
+        jax = ("The Python tracer is on, so these stretches are native code it does not record, called from the "
+               "step: NumPy or another C extension (making or converting a batch), or another process holding the "
+               "CPU. Find them on the timeline (the main thread's gaps); batch making in NumPy belongs in a "
+               "background thread or a prefetching loader, off the step.")
+    else:
+        jax = ("Look at the timeline between the jitted calls: Python work outside `jax.jit`, which the profiler "
+               "records only with its Python tracer (`options = jax.profiler.ProfileOptions(); "
+               "options.python_tracer_level = 1`, passed as `jax.profiler.trace(dir, profiler_options=options)`), "
+               "device-to-host reads (`float(loss)`, `.item()`) every step, or another process holding the CPU.")
+    return pick(inputs.framework, tensorflow, jax)
+
+
 def all_others(inputs: RunInputs) -> list[Finding]:
     """Step time in which the timeline shows nothing the ledger can name: no device work, no compiled program, no
     input wait, no framework op, no compilation, no Python function. On hosts with a device the idle gaps'
@@ -554,20 +630,7 @@ def all_others(inputs: RunInputs) -> list[Finding]:
         "does not trace",
         "The step time in which no thread ran a compiled program, a framework op, an input wait, a compilation or "
         "a traced Python function (the step ledger's 'Nothing identified').",
-        pick(inputs.framework,
-             "Keras 3 runs Python around each call of its train function (`multi_step_on_iterator`): callbacks, "
-             "logs and the progress bar, which the profiler records only with its Python tracer "
-             "(`tf.profiler.experimental.ProfilerOptions(python_tracer_level=1)`). "
-             "`model.compile(..., steps_per_execution=N)` runs N batches per call, so that Python runs once per N; "
-             "fewer per-batch callbacks and `verbose=2` cut it too."
-             if "Profiled batch" in (inputs.ledger.inferred_from if inputs.ledger is not None else "") else
-             "Look at the host threads on the timeline in these stretches: eager Python between ops (run the step "
-             "as one `tf.function`, Keras `steps_per_execution`), logging and metrics in the per-step path, or "
-             "another process holding the CPU.",
-             "Look at the timeline between the jitted calls: Python work outside `jax.jit` that the Python tracer "
-             "did not record (enable it with `jax.profiler.trace(..., create_perfetto_link=False)` and "
-             "`python_tracer_level=1`), device-to-host reads (`float(loss)`, `.item()`) every step, or another "
-             "process holding the CPU."),
+        _unattributed_action(inputs),
         ALL_OTHERS_PERCENT, xprof)
 
 
@@ -604,11 +667,33 @@ def communication(inputs: RunInputs) -> list[Finding]:
     return [finding]
 
 
+ONE_STEP_COMPILE = 0.9  # of the steps' compilation, in one step: one recompile, not recompiling every step (ours)
+
+
+def _one_compiling_step(ledger: RunLedger) -> tuple[str, int] | None:
+    """(step name, its compile ps) when one step of several holds nearly all of the steps' compilation."""
+    total = ledger.total_ps("compilation")
+    if ledger.step_count < MIN_STEPS_FOR_VARIANCE or not total:
+        return None
+    _, step = max(ledger.steps, key=lambda hs: (hs[1].ps["compilation"], -hs[1].begin_ps))
+    return (step.name, step.ps["compilation"]) if step.ps["compilation"] >= ONE_STEP_COMPILE * total else None
+
+
 def compilation(inputs: RunInputs) -> list[Finding]:
-    """XLA compilation inside the analysed steps that holds the step up: something is recompiled while training."""
-    return _ledger_finding(
-        inputs, ("compilation",), "host.compilation_in_steps",
-        "Compilation holds up the steps ({share:.1f}% of the step time): something is recompiled while training",
+    """XLA compilation inside the analysed steps that holds the step up: something is recompiled while training.
+    When one step holds it all, it is one recompile: said with that step, and ranked at most medium (its cost per
+    step falls as the run goes on unless the shapes change again)."""
+    ledger = _ledger(inputs)
+    once = _one_compiling_step(ledger) if ledger is not None else None
+    title = "Compilation holds up the steps ({share:.1f}% of the step time): something is recompiled while training"
+    extra: list[Evidence] = []
+    if once is not None:
+        name, ps = once
+        title = (f"One step recompiles: {step_label(name)} spent {ms_text(ps / 1e9)} compiling, {{share:.1f}}% of "
+                 f"the average step time over the {ledger.step_count} steps")
+        extra = [Evidence(f"Compilation in {step_label(name)}", ps / 1e9, "ms", None, LEDGER_HREF)]
+    found = _ledger_finding(
+        inputs, ("compilation",), "host.compilation_in_steps", title,
         "The time host threads spent compiling (JAX's backend_compile, PJRT and XLA compilers, TF's XlaCompile) "
         "inside the steps while nothing counted before it (device work, the compiled program, input) ran: "
         "XProf's 'Compilation', measured on the timeline.",
@@ -619,15 +704,22 @@ def compilation(inputs: RunInputs) -> list[Finding]:
              "arrays placed as in its first call — an output fed back with another sharding than the warm-up's "
              "input is a new signature), mark Python configuration as `static_argnums` only when it does not "
              "change, and find the cause with `jax.config.update('jax_explain_cache_misses', True)` / "
-             "`jax_log_compiles`."),
-        COMPILE_PERCENT)
+             "`jax_log_compiles`.")
+        + (" Only this step compiled: an argument's shape or dtype changed (a smaller "
+           "batch, a new sequence length); each new shape compiles again, so pad to a few fixed sizes or drop the "
+           "remainder." if once is not None else ""),
+        COMPILE_PERCENT, extra)
+    if once is not None:
+        found = [dataclasses.replace(f, severity="medium") if f.severity == "high" else f for f in found]
+    return found
 
 
-_STEADY_WORK = ("device_compute", "compiled_program", "host_compute")
+# The work a loop repeats identically each step: the same programs, ops and dispatches.
+_STEADY_WORK = ("device_compute", "compiled_program", "host_compute", "kernel_launch")
 CONTENTION_FACTOR = 0.5  # the steady work of the slow steps took this much longer than in the fastest (ours)
 
 
-def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence], bool]:
+def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence], bool, str]:
     """What grew in the slowest steps against the fastest one, by ledger cause, what that points to, and whether it
     is contention (the same work run slower: a property of the machine while it was profiled, not of the program)."""
     generic = ("Compare the slowest steps with a fast one on the timeline: periodic work (checkpoints, evaluation, "
@@ -635,13 +727,13 @@ def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence], bool]:
                "(recompilation) are the usual causes.")
     ledger = _ledger(inputs)
     if ledger is None or ledger.step_count < MIN_STEPS_FOR_VARIANCE:
-        return generic, [], False
+        return generic, [], False, ""
     steps = sorted((s for _, s in ledger.steps), key=lambda s: (s.duration_ps, s.begin_ps))
     fastest, slow = steps[0], steps[-TOP_STEPS:]
     grew = {k: sum(s.ps[k] for s in slow) / len(slow) - fastest.ps[k] for k in fastest.ps}
     extra = sum(s.duration_ps for s in slow) / len(slow) - fastest.duration_ps
     if extra <= 0:
-        return generic, [], False
+        return generic, [], False, ""
     key = max(grew, key=lambda k: (grew[k], k))
     evidence = [Evidence(f"{LEDGER_LABELS[k]}: the {len(slow)} slowest steps against the fastest", grew[k] / 1e9,
                          "ms", None, LEDGER_HREF)
@@ -655,17 +747,17 @@ def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence], bool]:
                 f"{ms_text(grew[key] / 1e9)} with no compilation added. That is contention: other "
                 "processes competing for the machine's CPUs (or memory bandwidth, or a throttled device). Profile "
                 "again on an idle machine before optimising, and keep other jobs off it while profiling."), evidence, \
-            True
+            True, key
     if key == "input":
         return (f"The slowest steps wait longer for input (+{ms_text(grew[key] / 1e9)}): some batches take longer "
                 "to produce (larger elements, cache misses, file reads). See the input finding and the input "
-                "pipeline page."), evidence, False
+                "pipeline page."), evidence, False, key
     if key == "compilation":
         return (f"The slowest steps compile (+{ms_text(grew[key] / 1e9)}): shapes or Python values change between "
-                "steps and trigger recompilation."), evidence, False
+                "steps and trigger recompilation (see host.compilation_in_steps)."), evidence, False, key
     return (f"The slowest steps spend {ms_text(grew[key] / 1e9)} more in {LEDGER_LABELS[key].lower()}: look at "
             "them on the timeline for periodic work (checkpoints, evaluation, logging, garbage collection)."), \
-        evidence, False
+        evidence, False, key
 
 
 def startup(inputs: RunInputs) -> list[Finding]:
@@ -820,19 +912,24 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
         host, begin, end = window
         links.append(Link(f"Slowest step on the timeline ({step_label(slowest_name)})",
                           timeline_href(host, begin, end)))
-    action, cause_evidence, contention = _variance_cause(inputs)
+    action, cause_evidence, contention, cause = _variance_cause(inputs)
     over = " steady" if steady else ""
     severity = severity_for(share)
     if contention and severity == "high":
         # The slow steps measure the machine, not the program: worth a second profile before any change, not the
         # top of the list of what to fix.
         severity = "medium"
+    if cause in ("input", "compilation") and severity in ("high", "medium"):
+        # The slow steps' extra time is the input wait or the compile, which that cause's finding already ranks by
+        # its cost: the spread is a symptom of it, said without a second alarm.
+        severity = "low"
+    outlier = _one_step_spread(ledger) if ledger is not None else ""
     return [Finding(
         id="steps.variance", severity=severity,
         title=f"Step time varies by {variation:.0f}% (σ {ms_text(sd)} around {ms_text(average)})"
               + (" over the steps after start-up" if steady else "")
               + (f": the slowest step took {maximum / minimum:.1f}× the fastest's time for the same work (contention "
-                 "on the machine)" if contention and minimum > 0 else ""),
+                 "on the machine)" if contention and minimum > 0 else "") + outlier,
         estimate=f"The average{over} step time minus the fastest step's ({ms_text(lost)}, {share:.0f}% of the "
                  "average): what each step would save if all ran like the fastest one. Its time lies inside the "
                  "causes the step ledger gives it to, so it is not added to the other findings' shares."
@@ -842,6 +939,25 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
         # causes that grew in them (the share is in the evidence).
         links=links, ms_per_step=None, percent_of_step=None,
     )]
+
+
+ONE_STEP_SPREAD = 0.75  # of the steps' squared deviations from their mean, held by one step (ours)
+
+
+def _one_step_spread(ledger: RunLedger) -> str:
+    """"; one step, … holds most of it" when one step makes most of the spread (a single recompile, a one-off
+    stall): a σ then describes that step, not a spread over the run."""
+    times = [(s.duration_ps, h, s) for h, s in ledger.steps]
+    if len(times) < 3:
+        return ""
+    mean = sum(t for t, _, _ in times) / len(times)
+    squares = [(t - mean) ** 2 for t, _, _ in times]
+    total = sum(squares)
+    k = max(range(len(times)), key=lambda i: squares[i])
+    if not total or squares[k] < ONE_STEP_SPREAD * total:
+        return ""
+    step = times[k][2]
+    return f"; one step, {step_label(step.name)} ({ms_text(step.duration_ps / 1e9)}), makes most of it"
 
 
 def _step_window(inputs: RunInputs, name: str) -> tuple[str, int, int] | None:

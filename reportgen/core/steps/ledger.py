@@ -96,6 +96,8 @@ _PROGRAM = re.compile(r"^ThunkExecutor::Execute|CpuExecutable::Execute|PjRtCpuEx
 _DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_Execute|ExecuteHelper|"
                        r"LoadedExecutable::Execute")
 DISPATCH_NAMES = _DISPATCH  # for the findings: a contributor to `kernel_launch` that is a program's dispatch
+# A tf.function's execution (`EagerLocalExecute: __inference_train_step_123`); tf.data's functions are not the step.
+_TF_FUNCTION = re.compile(r"^EagerLocalExecute: __inference_(?!.*Dataset)")
 _PROGRAM_LINE = "tf_XLA"  # XLA:CPU's thread pools: tf_XLAEigen, tf_XLAPjRtCpuClient, …
 _TF_DATA_THREADS = ("tf_data_private_threadpool", "tf_data_iterator_resource")
 # tf.data's consumer side: the GetNext ops (by op type) and their kernels' own events.
@@ -103,7 +105,9 @@ _INPUT_OP_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsO
                    "MultiDeviceIteratorGetNextFromShard", "OptionalGetValue"}
 # XProf's own test is a name starting with "IteratorGetNext" (any case); the multi-device iterator's shard reads
 # and from_generator's functions (called through RemoteCall) are the consumer's waits too.
-_INPUT_EVENT = re.compile(r"(?i)^(MultiDevice)?IteratorGetNext|^RemoteCall\w*__inference__(next|init|finalize)_func")
+_INPUT_EVENT = re.compile(r"(?i)^(MultiDevice)?IteratorGetNext|^RemoteCall\w*__inference__(next|init|finalize)_func|"
+                          # PJRT's CPU client copying a batch into device buffers (`jax.device_put`): a transfer
+                          r"^H2D Dispatch$")
 # Python functions (the Python tracer's `$file:line name`) that make or fetch a batch: `batch`, `make_batch`, …
 _INPUT_FUNCTION = re.compile(r"(?i)^\$\S+ ((make|get|load|next|sample|read|fetch|generate|build|prepare)_?)?"
                              r"(batch(es)?|data|inputs?)$|^\$\S*(dataset|dataloader|data_loader|iterator)\S*\.py:\d+ "
@@ -152,6 +156,8 @@ class HostLedger:
     gpu_private_threads: bool = False  # TF_GPU_THREAD_MODE=gpu_private in effect (threads tf_gpu_private_*)
     python_generator: bool = False  # a tf.data source is a Python generator (`from_generator`)
     distributed_iterator: bool = False  # input comes through tf.distribute's multi-device iterator
+    python_traced: bool = False  # the Python tracer was on (`$file:line function` events)
+    tf_function: bool = False  # the step runs a traced tf.function (`__inference_…`, tf.data's own left out)
     # While the step waited for input: how long, and the time tf.data's own threads were busy then (summed over the
     # threads: their ratio is how many of them kept working on average, what parallelism already uses).
     input_ps: int = 0
@@ -306,6 +312,21 @@ def _nested_in(table: EventTable, rows: np.ndarray, outer: np.ndarray) -> np.nda
     return out
 
 
+def _enclosing(table: EventTable, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    """Per `outer` row: does an `inner` row of the same thread begin inside it (a thread's events nest, so it lies
+    inside it)."""
+    out = np.zeros(len(outer), dtype=bool)
+    if len(outer) == 0 or len(inner) == 0:
+        return out
+    for line in np.intersect1d(table.line[outer], table.line[inner]).tolist():
+        mine = np.flatnonzero(table.line[outer] == line)
+        starts = np.sort(table.start[inner[table.line[inner] == line]])
+        lo = np.searchsorted(starts, table.start[outer[mine]], side="left")
+        hi = np.searchsorted(starts, table.end[outer[mine]], side="left")
+        out[mine] = hi > lo
+    return out
+
+
 def _launching_ops(table: EventTable, ops: np.ndarray, launches: np.ndarray) -> np.ndarray:
     """Per framework-op row: does a launch event (correlation id) of the same thread begin inside it."""
     out = np.zeros(len(ops), dtype=bool)
@@ -366,10 +387,14 @@ def _host_rows(table: EventTable, has_device: bool, names: _Names) -> dict[str, 
     launch = table.stat_present("correlation_id")[rows] if table.has_stat("correlation_id") else \
         np.zeros(len(rows), bool)
     dispatch = rows[names.dispatch[md] & ~launch]
+    # A dispatch that compiles is a jit cache miss: its time besides the compile (tracing the function, lowering
+    # it) is the recompilation's too.
+    compiling = _enclosing(table, dispatch, rows[is_compile])
+    dispatch, missed = dispatch[~compiling], dispatch[compiling]
     out = {
         "compiled_program": empty,
         "input": rows[is_input],
-        "compilation": rows[is_compile],
+        "compilation": np.concatenate([rows[is_compile], missed]),
         "synchronization": rows[is_sync],
         # JAX's dispatch inside an input function (jnp.asarray's transfer, a data-loading annotation) is the input's.
         "kernel_launch": np.concatenate([rows[launch], dispatch[~_nested_in(table, dispatch, rows[is_input])]]),
@@ -383,7 +408,10 @@ def _host_rows(table: EventTable, has_device: bool, names: _Names) -> dict[str, 
         out["host_compute"] = ops[~dispatch]
     else:
         on_xla_threads = _lines_named(table, (_PROGRAM_LINE,))[table.line[rows]]
-        program = names.program[md] | on_xla_threads
+        # XLA's threads also run the host-to-device copies of a batch, which are its transfer, not the program; the
+        # thread pool's own regions wrap whatever a task runs, so they say nothing of their own.
+        wrapper = _md_mask(table, lambda n: n.startswith("ThreadpoolListener::"))[md]
+        program = names.program[md] | (on_xla_threads & ~names.input[md] & ~wrapper)
         out["compiled_program"] = rows[program]
         out["host_compute"] = ops
     return out
@@ -550,7 +578,8 @@ def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]],
         "generator_py_func" in str(n) for n in table.md_names)
     distributed = any("MultiDeviceIterator" in str(n) for n in table.md_names)
     ledger = HostLedger(host, has_device, inferred_from, gpu_private_threads=gpu_private, python_generator=generator,
-                        distributed_iterator=distributed)
+                        distributed_iterator=distributed, python_traced=bool(names.python.any()),
+                        tf_function=any(_TF_FUNCTION.search(str(n)) for n in table.md_names))
     if not steps:
         return ledger
     windows = np.array([[b, e] for _, b, e in steps], dtype=np.int64)
@@ -699,6 +728,14 @@ class RunLedger:
         return any(h.distributed_iterator for h in self.hosts)
 
     @property
+    def python_traced(self) -> bool:
+        return any(h.python_traced for h in self.hosts)
+
+    @property
+    def tf_function(self) -> bool:
+        return any(h.tf_function for h in self.hosts)
+
+    @property
     def input_python_percent(self) -> float | None:
         """The share of the input wait during which a tf.py_function ran (None: no wait)."""
         wait = sum(h.input_ps for h in self.hosts)
@@ -764,8 +801,11 @@ def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None)
         startup: list[LedgerStep] = []
         startup_top: dict[str, list[tuple[str, int]]] = {}
         one_off = h.one_off
+        # One-off work makes the first step longer than every later one as well as well above their median: a
+        # first step that a later one outlasts is variation (a later recompile, a noisy pipeline), not start-up.
         if len(steps) >= MIN_STEADY_STEPS + 1 and \
-                steps[0].duration_ps >= STARTUP_FACTOR * float(np.median([s.duration_ps for s in steps[1:]])):
+                steps[0].duration_ps >= STARTUP_FACTOR * float(np.median([s.duration_ps for s in steps[1:]])) and \
+                steps[0].duration_ps > max(s.duration_ps for s in steps[1:]):
             first = keep.index(True)
             keep[first] = False
             startup, steps = [steps[0]], steps[1:]

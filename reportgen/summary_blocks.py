@@ -515,6 +515,9 @@ class StepLedgerBlock(Block):
     top: dict[str, tuple[LedgerEvent, ...]] = field(default_factory=dict)
     per_step: tuple[LedgerStep, ...] = ()  # the first MAX_STEPS_LISTED steps
     per_step_left_out: int = 0
+    # The capture's marked steps that XProf's step analysis (and so the ledger) leaves out: it cannot take them
+    # whole (at the capture's ends).
+    steps_not_analysed: int = 0
     gpu_private_threads: bool = False
     python_generator: bool = False
     distributed_iterator: bool = False

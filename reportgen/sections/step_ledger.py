@@ -55,6 +55,7 @@ def ledger_block(ledger: RunLedger) -> StepLedgerBlock:
         per_step=tuple(LedgerStep(host=host, step=s.name, begin_ps=s.begin_ps, duration_ms=s.duration_ps / 1e9,
                                   ms={k: s.ps[k] / 1e9 for k in LEDGER_KEYS}) for host, s in listed),
         per_step_left_out=max(0, n - len(listed)),
+        steps_not_analysed=ledger.not_analysed,
         gpu_private_threads=ledger.gpu_private_threads,
         python_generator=ledger.python_generator,
         distributed_iterator=ledger.distributed_iterator,

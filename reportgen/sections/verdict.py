@@ -150,7 +150,11 @@ def ledger_view(block: RunSummary) -> dict | None:
              "width": 100.0 * s.duration_ms / longest if longest else 0.0,
              "segments": _ledger_segments(s.ms, keys, labels, s.duration_ms)} for s in shown]
     causes = sorted(average, key=lambda c: -c["ms"])
-    return {"average": average, "step_ms": step_ms, "steps": ledger.steps, "bars": bars,
+    # The start-up step, set aside from the average: drawn on its own scale (it can be hundreds of steps long).
+    startup = [{"label": (f"{s.host} · " if several_hosts else "") + str(s.step), "ms": s.duration_ms,
+                "segments": _ledger_segments(s.ms, keys, labels, s.duration_ms)} for s in ledger.startup]
+    return {"average": average, "step_ms": step_ms, "steps": ledger.steps, "bars": bars, "startup": startup,
+            "not_analysed": ledger.steps_not_analysed,
             "bars_left_out": len(steps) - len(shown) + ledger.per_step_left_out,
             "causes": causes, "inferred_from": ledger.inferred_from,
             "xprof_other_percent": _xprof_share(block.overview, "other")}

@@ -564,12 +564,21 @@ def python_in_step(inputs: RunInputs) -> list[Finding]:
         return []
     named = ", ".join(f"`{_shown(name)}`" for name, _, _ in ledger.top("python")[:3])
     where = "the device" if ledger.has_device else "the compiled program"
+    # The Python tracer names a C function or method called from Python with no file (`$<unknown> astype`).
+    native = [(name, ms) for name, _, ms in ledger.top("python") if name.startswith("$<unknown> ")]
+    first = ""
+    if native and sum(ms for _, ms in native) >= 0.5 * ledger.average_ms("python"):
+        calls = ", ".join(f"`{_shown(n).split(' (')[0]}`" for n, _ in native[:3])
+        first = (f"Most of it is native code called from Python ({calls}: NumPy's array methods or another C "
+                 "extension, which the tracer records without a file): array work on the host in each step. If it "
+                 "makes or converts the batch, it is input work: do it in the loader (a background thread or a "
+                 "prefetching pipeline), ahead of the step. ")
     return _ledger_finding(
         inputs, ("python",), "host.python_in_step",
         "The step waits on Python {share:.1f}% of the time ({ms} per step)" + (f": {named}" if named else ""),
         f"The time Python functions ran (the Python tracer's events) while {where} did not and no input wait, "
         "compilation, launch or framework op was under way.",
-        pick(inputs.framework,
+        first + pick(inputs.framework,
              "Run the step as a `tf.function` so that Python runs once per trace, not once per step; move "
              "per-step Python work (metrics, logging, data conversion) out of the step or every N steps.",
              "Put more of the step under `jax.jit` so that Python runs once per compile, not per step; keep "
@@ -695,8 +704,9 @@ def compilation(inputs: RunInputs) -> list[Finding]:
     found = _ledger_finding(
         inputs, ("compilation",), "host.compilation_in_steps", title,
         "The time host threads spent compiling (JAX's backend_compile, PJRT and XLA compilers, TF's XlaCompile) "
-        "inside the steps while nothing counted before it (device work, the compiled program, input) ran: "
-        "XProf's 'Compilation', measured on the timeline.",
+        "inside the steps while nothing counted before it (device work, the compiled program, input) ran, a "
+        "dispatch that compiled (a jit cache miss) counted whole, its tracing and lowering too: XProf's "
+        "'Compilation', measured on the timeline.",
         pick(inputs.framework,
              "Stop retracing: give the `tf.function` an `input_signature` (or `reduce_retracing=True`), pass "
              "tensors rather than Python numbers, and keep batch shapes fixed (`drop_remainder=True`).",

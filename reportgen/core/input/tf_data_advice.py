@@ -185,6 +185,7 @@ def _int_param(info: IteratorInfo, key: str) -> int | None:
 
 _RANDOM = ("Shuffle",)
 _INFINITE = ("Repeat", "ForeverRepeat", "ShuffleAndRepeat")
+_BATCHES = ("Batch", "BatchV2", "PaddedBatch", "PaddedBatchV2")
 
 
 def cache_advice(bottleneck: IteratorInfo, pipeline: list[IteratorInfo]) -> Advice:
@@ -220,10 +221,16 @@ def concrete_advice(bottleneck: IteratorInfo, pipeline: list[IteratorInfo]) -> l
         advice.append(cache_advice(bottleneck, pipeline))
     elif name.startswith("ParallelMap") or name == "ParseExample":
         note = " (autotune is off)" if autotune == "false" else ""
-        advice.append(Advice(f"The map already runs in parallel{note}; the function itself is slow: vectorise it "
-                             "(batch before map and map over batches), move work offline, or cache its output.",
-                             "dataset.batch(n).map(f_on_batches, num_parallel_calls=tf.data.AUTOTUNE)",
-                             PERF_TRANSFORMATION, "vectorizing mapping"))
+        upstream = [i for i in pipeline if i.long_name.startswith(bottleneck.long_name + "::")]
+        if any(i.name in _BATCHES for i in upstream):  # the map already runs over batches
+            advice.append(Advice(f"The map already runs in parallel{note} and over whole batches (a batch is "
+                                 "upstream of it); the function itself is slow: move its work offline, or cache "
+                                 "its output.", "", PERF_TRANSFORMATION, "vectorizing mapping"))
+        else:
+            advice.append(Advice(f"The map already runs in parallel{note}; the function itself is slow: vectorise "
+                                 "it (batch before map and map over batches), move work offline, or cache its "
+                                 "output.", "dataset.batch(n).map(f_on_batches, num_parallel_calls=tf.data.AUTOTUNE)",
+                                 PERF_TRANSFORMATION, "vectorizing mapping"))
         advice.append(cache_advice(bottleneck, pipeline))
     elif name in ("Interleave", "FlatMap"):
         advice.append(Advice("Read the inner datasets in parallel.",

@@ -172,6 +172,9 @@ class HostLedger:
     # names that held that cause in it, (name, ps).
     startup: list[LedgerStep] = field(default_factory=list)
     startup_top: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    # Set by run_ledger: the capture's steps that the run's step analysis does not keep (XProf leaves out the steps
+    # it cannot take whole, at the capture's ends), by name.
+    not_analysed: list[str] = field(default_factory=list)
 
     def total_ps(self, key: str) -> int:
         return sum(s.ps[key] for s in self.steps)
@@ -699,6 +702,11 @@ class RunLedger:
         """Each host's start-up step, set aside from the steps the shares are over."""
         return [(h, s) for h in self.hosts for s in h.startup]
 
+    @property
+    def not_analysed(self) -> int:
+        """The capture's steps that the run's step analysis leaves out (over the hosts)."""
+        return sum(len(h.not_analysed) for h in self.hosts)
+
     def steady_stats(self) -> dict[str, float]:
         """The steps' (start-up left out) count, average, standard deviation (the sample's), fastest and slowest,
         in ms."""
@@ -816,7 +824,8 @@ def run_ledger(hosts: list[HostLedger], kept: dict[str, set[str]] | None = None)
         top = {key: sorted((_kept(c, keep) for c in found), key=lambda c: (-c.exposed_ps, c.name))
                for key, found in h.top.items()}
         out.append(replace(h, steps=steps, top=top, startup=startup, startup_top=startup_top,
-                           one_off=one_off if startup else []))
+                           one_off=one_off if startup else [],
+                           not_analysed=[s.name for s in h.steps if names is not None and s.name not in names]))
     return RunLedger(out)
 
 

@@ -88,6 +88,9 @@ def tpu_async_copies(inputs: RunInputs) -> list[Finding]:
     top = copies.head(1) if copies is not None else None
     shape = _shape(str(top["hlo_op_expression"].iloc[0])) if top is not None and len(top) else ""
     where = "between device memory (HBM) and host memory (memory space S(5))" if to_host else "between memory spaces"
+    idle = shares.get(IDLE, 0.0)
+    ledger = inputs.ledger
+    ledger_copies = ledger.percent("device_copies") if ledger is not None and ledger.step_count else None
     title = f"Asynchronous copies take {total:.1f}% of device time: the program waits on data moved {where}"
     jax = ("These copies move arrays " + where + (f", e.g. {shape}" if shape else "") + ". "
            + ("If the arrays fit in HBM, keep them there: drop `memory_kind='pinned_host'` / the offload policy "
@@ -142,7 +145,12 @@ def tpu_async_copies(inputs: RunInputs) -> list[Finding]:
     return [Finding(
         id="tpu.async_copies_dominate", severity=severity_for(total), title=title,
         estimate="The op profile's time in copy-start and copy-done over the whole capture, as a share of the "
-                 "device time: the time the TensorCores spend waiting for these copies.",
+                 "device time: the time the TensorCores spend waiting for these copies. The op profile sums each "
+                 "TensorCore's ops, its idle time in the total"
+                 + (f" ({idle:.1f}% here)" if idle else "")
+                 + ("; the step ledger's 'Device copies' is a share of the steps instead, read over all the host's "
+                    f"TensorCores at once ({ledger_copies:.1f}% here): a moment when any of them runs a fusion counts "
+                    "as compute there, so the two shares differ." if ledger_copies is not None else "."),
         action=pick(inputs.framework, tf, jax),
         evidence=evidence, links=_op_links(inputs), percent_of_device_time=total,
     )]

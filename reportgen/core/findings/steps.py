@@ -620,7 +620,17 @@ def _unattributed_action(inputs: RunInputs) -> str:
                "records only with its Python tracer (`options = jax.profiler.ProfileOptions(); "
                "options.python_tracer_level = 1`, passed as `jax.profiler.trace(dir, profiler_options=options)`), "
                "device-to-host reads (`float(loss)`, `.item()`) every step, or another process holding the CPU.")
+    held = ledger.other_python_percent
+    if held is not None and held >= GIL_HELD_PERCENT:
+        tensorflow = (f"A Python function inside tf.data (`tf.py_function` / `tf.numpy_function`) runs during "
+                      f"{held:.0f}% of these stretches: while it computes it holds the GIL, and the step's own Python "
+                      "(the loop, the tf.function's call, fetching the batch) waits for it, untraced. It is the input "
+                      "pipeline's cost: rewriting that function with TensorFlow ops, or doing its work offline (the "
+                      "input finding), removes this wait too. " + tensorflow)
     return pick(inputs.framework, tensorflow, jax)
+
+
+GIL_HELD_PERCENT = 50.0  # of the unidentified time, with a tf.py_function running: the GIL's wait (ours)
 
 
 def all_others(inputs: RunInputs) -> list[Finding]:

@@ -165,6 +165,10 @@ class HostLedger:
     # Of the input wait, the time a Python function ran inside tf.data (`tf.py_function` / `tf.numpy_function`:
     # EagerPyFunc, PyFunc ops), which holds the GIL whatever the map's parallelism.
     input_python_ps: int = 0
+    # Of the steps' unidentified time ('other'), the time such a Python function ran inside tf.data: the step's own
+    # Python (the loop, a tf.function's call) waits for the GIL it holds.
+    other_ps: int = 0
+    other_python_ps: int = 0
     # The host events of its first step that no later step repeats as long: (name, how much longer it ran there
     # than at most in a later step), innermost first; what a start-up step (below) spent its extra time on.
     one_off: list[tuple[str, int]] = field(default_factory=list)
@@ -606,6 +610,9 @@ def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]],
         covered = _union(covered, mine)
     spans = windows[:, 1] - windows[:, 0]
     per_step["other"] = spans - _per_window(covered, windows)
+    rest = _minus((windows[:, 0].copy(), windows[:, 1].copy()), covered)
+    ledger.other_ps = int((rest[1] - rest[0]).sum())
+    ledger.other_python_ps = _python_in_pipeline(table, rest) if ledger.other_ps else 0
     ledger.top["other"] = []
     ledger.one_off = _one_off_events(table, windows)
     ledger.steps = [LedgerStep(name, int(b), int(e), {k: int(per_step[k][i]) for k in LEDGER_KEYS})
@@ -748,6 +755,12 @@ class RunLedger:
         """The share of the input wait during which a tf.py_function ran (None: no wait)."""
         wait = sum(h.input_ps for h in self.hosts)
         return 100.0 * sum(h.input_python_ps for h in self.hosts) / wait if wait else None
+
+    @property
+    def other_python_percent(self) -> float | None:
+        """The share of the unidentified step time during which a tf.py_function ran (None: none unidentified)."""
+        rest = sum(h.other_ps for h in self.hosts)
+        return 100.0 * sum(h.other_python_ps for h in self.hosts) / rest if rest else None
 
     @property
     def producer_threads_busy(self) -> float | None:

@@ -188,19 +188,22 @@ def test_unattributed_step_time(tmp_path):
 
 
 def test_step_variance(tmp_path):
-    f = findings(tmp_path, cpu_steps(durations=[100, 100, 100, 100, 300], compute_us=300))["steps.variance"]
-    # XProf's overview keeps 5 steps (it drops first and last only above five): average 140 µs, fastest 100 µs.
-    # Its 40 µs lie inside the causes the ledger gives them to: the finding adds no share of its own. The slow step
+    f = findings(tmp_path, cpu_steps(durations=[1000, 1000, 1000, 1000, 3000], compute_us=3000))["steps.variance"]
+    # XProf's overview keeps 5 steps (it drops first and last only above five): average 1.4 ms, fastest 1 ms.
+    # Its 0.4 ms lie inside the causes the ledger gives them to: the finding adds no share of its own. The slow step
     # ran the same work slower (contention): medium, a reason to profile again, not the top of what to fix.
     assert f.ms_per_step is None and f.percent_of_step is None and f.severity == "medium"
     assert "the slowest step took 3.0× the fastest's time for the same work (contention on the machine)" in f.title
-    assert "0.04 ms, 29% of the average" in f.estimate
+    assert "0.4 ms, 29% of the average" in f.estimate
     # The slow step ran the same op longer, with no input, compilation or Python in it: contention.
     assert "contention" in f.action and "idle machine" in f.action
-    assert evidence(f, "Host compute (framework ops): the 3 slowest steps").value == pytest.approx(0.200 / 3)
-    assert evidence(f, "Train 5").value == pytest.approx(0.300)
+    assert evidence(f, "Host compute (framework ops): the 3 slowest steps").value == pytest.approx(2.000 / 3)
+    assert evidence(f, "Train 5").value == pytest.approx(3.000)
     assert any(link.href.startswith("trace.html#host=cpu&t0=") for link in f.links)
     assert "steps.variance" not in findings(tmp_path / "b", cpu_steps(durations=[100, 102, 98, 100, 101]))
+    # The same spread on sub-millisecond steps is scheduling jitter as much as load: low, not called contention.
+    jitter = findings(tmp_path / "c", cpu_steps(durations=[100, 100, 100, 100, 300], compute_us=300))["steps.variance"]
+    assert jitter.severity == "low" and "sub-millisecond" in jitter.title and "contention" not in jitter.title
 
 
 def test_compilation_inside_steps(tmp_path):

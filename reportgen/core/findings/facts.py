@@ -220,6 +220,9 @@ def _framework(table: EventTable, module_names: list[str]) -> str:
         categories = {op.category for op in table.md_tf_op}
         if TENSORFLOW in categories or TF_DATA in categories:
             return "tensorflow"
+    # TF's eager runtime names its events itself (an eager step holds no `name:Type` op events).
+    if any(str(n).startswith(("EagerLocalExecute: ", "TFE_Py_")) for n in table.md_names):
+        return "tensorflow"
     return ""
 
 

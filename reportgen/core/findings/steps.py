@@ -240,7 +240,18 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
         evidence.append(Evidence("Share of the input wait with a tf.py_function running", python_share,
                                  "percent", summary_source("step_ledger", "input_python_percent"), LEDGER_HREF))
         title += f"; a Python function inside tf.data runs {python_share:.0f}% of the wait"
-        action = (f"A Python function inside the pipeline (`tf.py_function` / `tf.numpy_function`: EagerPyFunc or "
+        if ledger.python_generator:
+            # from_generator's next() is the py_function here: whether it computes (GIL held) or waits (sleep, I/O:
+            # GIL released) the trace does not say, and the two call for different fixes.
+            action = (f"The pipeline's Python generator (`from_generator`: its next() runs as a py_function) runs "
+                      f"during {python_share:.0f}% of the wait; the trace does not say whether it computes or waits. "
+                      "While it computes in Python it holds the GIL: produce the data with TensorFlow ops or offline. "
+                      "While it waits (sleep, I/O, a network read) it releases the GIL: read several generators at "
+                      "once, `tf.data.Dataset.range(k).interleave(lambda i: tf.data.Dataset.from_generator(gen, "
+                      "args=(i,), output_signature=...), num_parallel_calls=k)`. A larger prefetch cannot help while "
+                      "the generator is slower than the step.")
+        else:
+            action = (f"A Python function inside the pipeline (`tf.py_function` / `tf.numpy_function`: EagerPyFunc or "
                   f"PyFunc ops) runs during {python_share:.0f}% of the wait. While it computes in Python it holds the "
                   "GIL, so parallel map calls overlap only its waiting (I/O, sleeps, NumPy that releases the GIL), "
                   "not its Python work: rewrite it with TensorFlow ops (tf.image, tf.strings, tf.io) or do that work "
@@ -252,8 +263,9 @@ def input_bound(inputs: RunInputs) -> list[Finding]:
                                  busy_threads, "", summary_source("step_ledger", "tf_data_threads_busy"),
                                  LEDGER_HREF))
         action += (f" While the step waited, tf.data's own threads were already busy: {busy_threads:.1f} of them "
-                   "on average. If the host has no more idle cores than that, more parallelism cannot shorten the "
-                   "wait: cache the deterministic part, preprocess offline, or use a host with more cores.")
+                   "on average (their events' wall time: a function that sleeps or waits on I/O counts too). If that "
+                   "is computation and the host has no more idle cores, more parallelism cannot shorten the wait: "
+                   "cache the deterministic part, preprocess offline, or use a host with more cores.")
     if enqueue_share >= ENQUEUE_SHARE:
         action += (f" Enqueuing data onto the device is {enqueue_share:.0f}% of the input time: send fewer, larger "
                    "transfers and overlap them with computation (prefetch to the device).")
@@ -513,6 +525,7 @@ def host_compute(inputs: RunInputs) -> list[Finding]:
         HOST_COMPUTE_PERCENT)
 
 
+_PROFILER_FRAME = re.compile(r"^\$\S*profiler\.py:\d+ ")
 DISPATCH_PERCENT = 10.0  # of the step, on a CPU-only JAX run (ours: as host compute)
 
 
@@ -562,7 +575,9 @@ def python_in_step(inputs: RunInputs) -> list[Finding]:
     ledger = _ledger(inputs)
     if ledger is None:
         return []
-    named = ", ".join(f"`{_shown(name)}`" for name, _, _ in ledger.top("python")[:3])
+    # The profiler's own Python (a StepTraceAnnotation's __init__) is not the program's.
+    named = ", ".join([f"`{_shown(name)}`" for name, _, _ in ledger.top("python")
+                       if not _PROFILER_FRAME.search(name)][:3])
     where = "the device" if ledger.has_device else "the compiled program"
     # The Python tracer names a C function or method called from Python with no file (`$<unknown> astype`).
     native = [(name, ms) for name, _, ms in ledger.top("python") if name.startswith("$<unknown> ")]
@@ -598,6 +613,11 @@ def _unattributed_action(inputs: RunInputs) -> str:
                       "(`tf.profiler.experimental.ProfilerOptions(python_tracer_level=1)`). "
                       "`model.compile(..., steps_per_execution=N)` runs N batches per call, so that Python runs "
                       "once per N; fewer per-batch callbacks and `verbose=2` cut it too.")
+    elif ledger.eager_ops and not ledger.tf_function:
+        tensorflow = ("The step runs op by op from Python (eager execution: `EagerLocalExecute: …` events, no "
+                      "tf.function): these stretches are the Python between its ops, paid for every op of every "
+                      "step. Wrap the step in `tf.function` (Keras: leave `run_eagerly` off) so that it runs as one "
+                      "graph and Python runs once per trace.")
     elif ledger.tf_function:
         tensorflow = ("The step already runs as a tf.function: these stretches are Python around its call (the "
                       "call's own argument handling, the loop, per-step logging and metrics)"
@@ -643,7 +663,7 @@ def all_others(inputs: RunInputs) -> list[Finding]:
     xprof = []
     if inputs.steps:
         xprof = [_category_evidence(inputs, "other")]
-    return _ledger_finding(
+    found = _ledger_finding(
         inputs, ("other",), "host.unattributed_step_time",
         "{share:.1f}% of the step time shows no recorded activity: the step waits on something the profiler "
         "does not trace",
@@ -651,6 +671,13 @@ def all_others(inputs: RunInputs) -> list[Finding]:
         "a traced Python function (the step ledger's 'Nothing identified').",
         _unattributed_action(inputs),
         ALL_OTHERS_PERCENT, xprof)
+    held = ledger.other_python_percent
+    if found and inputs.framework == "tensorflow" and held is not None and held >= GIL_HELD_PERCENT:
+        # The same cause as the input finding's py_function: said here, ranked below it.
+        found = [dataclasses.replace(
+            f, title=f.title + f"; a tf.py_function of the input pipeline runs during {held:.0f}% of it (the GIL)",
+            severity="medium" if f.severity == "high" else f.severity) for f in found]
+    return found
 
 
 def communication(inputs: RunInputs) -> list[Finding]:
@@ -736,6 +763,7 @@ def compilation(inputs: RunInputs) -> list[Finding]:
 
 # The work a loop repeats identically each step: the same programs, ops and dispatches.
 _STEADY_WORK = ("device_compute", "compiled_program", "host_compute", "kernel_launch")
+JITTER_STEP_PS = 1_000_000_000  # 1 ms: below it, the same work's spread is scheduling jitter as much as load (ours)
 CONTENTION_FACTOR = 0.5  # the steady work of the slow steps took this much longer than in the fastest (ours)
 
 
@@ -762,6 +790,12 @@ def _variance_cause(inputs: RunInputs) -> tuple[str, list[Evidence], bool, str]:
     # The same executable (or ops) taking half again as long with no compilation added: nothing in the program
     # changed, the machine did. Other work (input made in Python) slows with it and is no counter-argument.
     slower = fastest.ps[key] > 0 and grew[key] >= CONTENTION_FACTOR * fastest.ps[key]
+    if key in _STEADY_WORK and grew["compilation"] < 0.1 * extra and (elsewhere < 0.25 * extra or slower) and \
+            fastest.duration_ps < JITTER_STEP_PS:
+        return (f"The slowest steps do the same work, only slower ({LEDGER_LABELS[key].lower()} grew by "
+                f"{ms_text(grew[key] / 1e9)}), on steps under a millisecond: that much spread comes from the "
+                "operating system's scheduling and the profiler itself as much as from other processes. Not a cost "
+                "to chase before the step itself is made larger or cheaper."), evidence, True, "jitter"
     if key in _STEADY_WORK and grew["compilation"] < 0.1 * extra and (elsewhere < 0.25 * extra or slower):
         return (f"The slowest steps do the same work, only slower: {LEDGER_LABELS[key].lower()} grew by "
                 f"{ms_text(grew[key] / 1e9)} with no compilation added. That is contention: other "
@@ -939,7 +973,7 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
         # The slow steps measure the machine, not the program: worth a second profile before any change, not the
         # top of the list of what to fix.
         severity = "medium"
-    if cause in ("input", "compilation") and severity in ("high", "medium"):
+    if cause in ("input", "compilation", "jitter") and severity in ("high", "medium"):
         # The slow steps' extra time is the input wait or the compile, which that cause's finding already ranks by
         # its cost: the spread is a symptom of it, said without a second alarm.
         severity = "low"
@@ -949,7 +983,8 @@ def step_variance(inputs: RunInputs) -> list[Finding]:
         title=f"Step time varies by {variation:.0f}% (σ {ms_text(sd)} around {ms_text(average)})"
               + (" over the steps after start-up" if steady else "")
               + (f": the slowest step took {maximum / minimum:.1f}× the fastest's time for the same work (contention "
-                 "on the machine)" if contention and minimum > 0 else "") + outlier,
+                 "on the machine)" if contention and minimum > 0 and cause != "jitter" else "")
+              + (": the same work, sub-millisecond steps" if cause == "jitter" else "") + outlier,
         estimate=f"The average{over} step time minus the fastest step's ({ms_text(lost)}, {share:.0f}% of the "
                  "average): what each step would save if all ran like the fastest one. Its time lies inside the "
                  "causes the step ledger gives it to, so it is not added to the other findings' shares."

@@ -98,6 +98,9 @@ _DISPATCH = re.compile(r"^PjitFunction\(|PjRt\w*::Execute|PJRT_LoadedExecutable_
 DISPATCH_NAMES = _DISPATCH  # for the findings: a contributor to `kernel_launch` that is a program's dispatch
 # A tf.function's execution (`EagerLocalExecute: __inference_train_step_123`); tf.data's functions are not the step.
 _TF_FUNCTION = re.compile(r"^EagerLocalExecute: __inference_(?!.*Dataset)")
+# TF running an op eagerly, one op from Python (its fast path from Python, the op's local execution): the op's work,
+# where no tf.function runs it.
+_EAGER_OP = re.compile(r"^TFE_Py_FastPathExecute_C$|^EagerLocalExecute: (?!__inference_)")
 _PROGRAM_LINE = "tf_XLA"  # XLA:CPU's thread pools: tf_XLAEigen, tf_XLAPjRtCpuClient, …
 _TF_DATA_THREADS = ("tf_data_private_threadpool", "tf_data_iterator_resource")
 # tf.data's consumer side: the GetNext ops (by op type) and their kernels' own events.
@@ -105,7 +108,7 @@ _INPUT_OP_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsO
                    "MultiDeviceIteratorGetNextFromShard", "OptionalGetValue"}
 # XProf's own test is a name starting with "IteratorGetNext" (any case); the multi-device iterator's shard reads
 # and from_generator's functions (called through RemoteCall) are the consumer's waits too.
-_INPUT_EVENT = re.compile(r"(?i)^(MultiDevice)?IteratorGetNext|^RemoteCall\w*__inference__(next|init|finalize)_func|"
+_INPUT_EVENT = re.compile(r"(?i)^(EagerLocalExecute: )?(MultiDevice)?IteratorGetNext|^RemoteCall\w*__inference__(next|init|finalize)_func|"
                           # PJRT's CPU client copying a batch into device buffers (`jax.device_put`): a transfer
                           r"^H2D Dispatch$")
 # Python functions (the Python tracer's `$file:line name`) that make or fetch a batch: `batch`, `make_batch`, …
@@ -158,6 +161,7 @@ class HostLedger:
     distributed_iterator: bool = False  # input comes through tf.distribute's multi-device iterator
     python_traced: bool = False  # the Python tracer was on (`$file:line function` events)
     tf_function: bool = False  # the step runs a traced tf.function (`__inference_…`, tf.data's own left out)
+    eager_ops: bool = False  # ops run eagerly from Python (`EagerLocalExecute: MatMul`, …)
     # While the step waited for input: how long, and the time tf.data's own threads were busy then (summed over the
     # threads: their ratio is how many of them kept working on average, what parallelism already uses).
     input_ps: int = 0
@@ -408,7 +412,8 @@ def _host_rows(table: EventTable, has_device: bool, names: _Names) -> dict[str, 
         "host_compute": empty,
         "python": rows[is_python & ~is_input & ~producer],
     }
-    ops = rows[framework & ~is_input & ~is_compile & ~launch & ~producer]
+    eager = _md_mask(table, lambda n: bool(_EAGER_OP.search(n)))[md]
+    ops = rows[(framework | eager) & ~is_input & ~is_compile & ~launch & ~producer]
     if has_device:
         dispatch = _launching_ops(table, ops, rows[launch])
         out["kernel_launch"] = np.concatenate([out["kernel_launch"], ops[dispatch]])
@@ -586,7 +591,9 @@ def host_ledger(host: str, table: EventTable, steps: list[tuple[str, int, int]],
     distributed = any("MultiDeviceIterator" in str(n) for n in table.md_names)
     ledger = HostLedger(host, has_device, inferred_from, gpu_private_threads=gpu_private, python_generator=generator,
                         distributed_iterator=distributed, python_traced=bool(names.python.any()),
-                        tf_function=any(_TF_FUNCTION.search(str(n)) for n in table.md_names))
+                        tf_function=any(_TF_FUNCTION.search(str(n)) for n in table.md_names),
+                        eager_ops=any(str(n).startswith("EagerLocalExecute: ") and _EAGER_OP.search(str(n))
+                                      for n in table.md_names))
     if not steps:
         return ledger
     windows = np.array([[b, e] for _, b, e in steps], dtype=np.int64)
@@ -749,6 +756,10 @@ class RunLedger:
     @property
     def tf_function(self) -> bool:
         return any(h.tf_function for h in self.hosts)
+
+    @property
+    def eager_ops(self) -> bool:
+        return any(h.eager_ops for h in self.hosts)
 
     @property
     def input_python_percent(self) -> float | None:
